@@ -1,0 +1,42 @@
+# Two commands on a fresh machine: `make run` and `make test` (see README.md).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# The CPU build of torch that lies on this machine's disk; elsewhere pip fetches it.
+TORCH_SPEC ?= torch==2.13.0
+EXAMPLE_OUT ?= build/example
+
+.PHONY: run test bench install install-test clean
+
+$(VENV)/.installed-base: setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed-base
+	$(PY) -m pip install -q -e '.[test,tf]'
+	touch $@
+
+install: $(VENV)/.installed-base
+install-test: $(VENV)/.installed-test
+
+run: $(VENV)/.installed-base
+	rm -rf $(EXAMPLE_OUT)
+	$(VENV)/bin/autoais build-corpus --input 'examples/corpus/*.jsonl' \
+	    --output $(EXAMPLE_OUT)/corpus --num_shards 4
+	$(VENV)/bin/autoais evaluate --predictions 'examples/predictions/*.csv' \
+	    --corpus $(EXAMPLE_OUT)/corpus --gold examples/gold.jsonl \
+	    --output_dir $(EXAMPLE_OUT)/eval
+	@echo
+	@cat $(EXAMPLE_OUT)/eval/leaderboard.md
+
+test: $(VENV)/.installed-test
+	$(PY) -m pytest -q tests
+
+bench: $(VENV)/.installed-test
+	$(PY) bench/pipeline.py
+
+clean:
+	rm -rf build $(VENV)

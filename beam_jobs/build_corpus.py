@@ -1,0 +1,159 @@
+"""build-corpus: passages (Pyserini JSONL, or JSONL/Parquet with id,title,text) to
+the sharded, id-sorted Parquet corpus that `evaluate` joins against.
+
+    autoais build-corpus --input 'wiki/*.jsonl.gz' --output gs://bucket/corpus \
+        --num_shards 256 [--row_group_size 32] [Beam options]
+    python -m beam_jobs.build_corpus ...
+
+Layout and join strategies: transforms/corpus.py. Lines that are not passages
+(not JSON, no `id`, no `contents`/`title`+`text`, a repeated id) go to
+`dead_letter.jsonl` with their file and line; `corpus.json`, written last,
+records the shards, their sizes and the counts (read = written + dead-lettered).
+"""
+if __name__ == "__main__":
+  # `python -m beam_jobs.build_corpus`: run the package module instead of defining this
+  # one's classes a second time under __main__ (Beam pickles DoFns by reference).
+  import sys
+  from beam_jobs.build_corpus import run
+  sys.exit(run())
+
+import time
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from beam_jobs.common import ConfigError, clear_outputs, new_work_dir, require, run_job
+from schemas import CorpusRecord
+from transforms import corpus
+from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest,
+                                software_versions, utc_now)
+from transforms.sorted_runs import SpillSortedRuns, delete_runs, merge_sorted_runs
+from transforms.sources import (ReadRecords, check_corpus_file, data_format,
+                                match_files, read_corpus_source)
+
+OUTPUT_FILES = (corpus.MANIFEST, "dead_letter.jsonl")
+CORPUS_KEY = ("id", "source_file", "source_line")
+
+
+class BuildCorpusOptions(PipelineOptions):
+
+  @classmethod
+  def _add_argparse_args(cls, parser):
+    group = parser.add_argument_group("build-corpus")
+    group.add_argument("--input", help="Passage files: path, glob or comma list "
+                       "(.jsonl, .parquet; .gz allowed), local or gs://.")
+    group.add_argument("--output", help="Corpus directory to write.")
+    group.add_argument("--num_shards", type=int, default=64,
+                       help="Number of hash shards (default 64).")
+    group.add_argument("--row_group_size", type=int,
+                       default=corpus.DEFAULT_ROW_GROUP_SIZE,
+                       help="Passages per Parquet row group; small groups make "
+                       "point lookups read little (default %(default)s).")
+
+
+class _WriteShardFn(beam.DoFn):
+
+  def __init__(self, output_dir: str, num_shards: int, row_group_size: int):
+    self._output_dir = output_dir
+    self._num_shards = num_shards
+    self._row_group_size = row_group_size
+
+  def process(self, shard_runs):
+    shard, run_paths = shard_runs
+    run_paths = list(run_paths)
+    name = corpus.shard_file_name(shard, self._num_shards)
+    writer = corpus.ShardWriter(FileSystems.join(self._output_dir, name),
+                                self._row_group_size)
+    for record in merge_sorted_runs(run_paths, CorpusRecord, CORPUS_KEY):
+      duplicate = writer.add(record)
+      if duplicate is not None:
+        yield beam.pvalue.TaggedOutput("dead_letter", duplicate)
+    size = writer.close()
+    delete_runs(run_paths)
+    yield {"shard": shard, "path": name, "num_rows": writer.num_rows,
+           "num_row_groups": writer.num_row_groups, "bytes": size}
+
+
+class _CorpusManifest:
+  """Builds corpus.json from the pipeline's counts and shard statistics."""
+
+  def __init__(self, options: BuildCorpusOptions, inputs, started: float,
+               started_at: str):
+    self._num_shards = options.num_shards
+    self._row_group_size = options.row_group_size
+    self._inputs = list(inputs)
+    self._started = started
+    self._started_at = started_at
+
+  def __call__(self, read_counts, shards, dead):
+    shards = sorted(shards, key=lambda s: s["shard"])
+    written = sum(s["num_rows"] for s in shards)
+    read = read_counts.get("read", 0)
+    counts = {"read": read, "written": written, "rejected": dead["rejected"],
+              "reconciled": read == written + dead["rejected"],
+              "by_reason": dead["by_reason"]}
+    if not counts["reconciled"]:
+      raise RuntimeError(f"corpus counts do not reconcile: {counts}")
+    return {
+        "format": corpus.FORMAT,
+        "hash": corpus.HASH,
+        "num_shards": self._num_shards,
+        "row_group_size": self._row_group_size,
+        "sort_key": "id",
+        "num_passages": written,
+        "total_bytes": sum(s["bytes"] for s in shards),
+        "counts": counts,
+        "inputs": self._inputs,
+        "shards": shards,
+        "versions": software_versions(),
+        "timings": {"started_at": self._started_at, "finished_at": utc_now(),
+                    "wall_seconds": round(time.time() - self._started, 3)},
+    }
+
+
+def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
+  """Validates the options, then adds the build-corpus steps to `pipeline`."""
+  options = options.view_as(BuildCorpusOptions)
+  require(options, "input", "output")
+  if options.num_shards < 1 or options.row_group_size < 1:
+    raise ConfigError("--num_shards and --row_group_size must be positive")
+  inputs = match_files(options.input)
+  if not inputs:
+    raise ConfigError(f"--input {options.input!r} matches no files")
+  for path in inputs:
+    data_format(path)
+    check_corpus_file(path)
+
+  started, started_at = time.time(), utc_now()
+  clear_outputs(options.output, OUTPUT_FILES)
+  work_dir = new_work_dir(options.output)
+
+  read = pipeline | "ReadPassages" >> ReadRecords(inputs, read_corpus_source)
+  shards = (
+      read.records
+      | "SpillShardRuns" >> SpillSortedRuns(
+          FileSystems.join(work_dir, "corpus"), CorpusRecord, CORPUS_KEY,
+          shard_of=corpus.CorpusRecordShard(options.num_shards))
+      | "GroupRunsByShard" >> beam.GroupByKey()
+      | "WriteShards" >> beam.ParDo(_WriteShardFn(
+          options.output, options.num_shards, options.row_group_size)).with_outputs(
+              "dead_letter", main="shards"))
+  dead = ((read.dead_letter, shards.dead_letter)
+          | "WriteDeadLetters" >> WriteDeadLetters(
+              FileSystems.join(options.output, "dead_letter.jsonl"), work_dir))
+  _ = pipeline | "WriteCorpusManifest" >> WriteManifest(
+      FileSystems.join(options.output, corpus.MANIFEST),
+      _CorpusManifest(options, inputs, started, started_at),
+      {
+          "read_counts": read.counts | "SumReadCounts" >> beam.CombineGlobally(
+              SumCounts()),
+          "shards": shards.shards | "ListShards" >> beam.combiners.ToList(),
+          "dead": dead,
+      },
+      work_dir=work_dir)
+
+
+def run(argv=None) -> int:
+  return run_job("build-corpus", argv, BuildCorpusOptions, build_pipeline)
+

@@ -1,0 +1,30 @@
+"""The `autoais` command: one subcommand per job.
+
+    autoais build-corpus --input GLOB --output DIR [--num_shards N] [Beam options]
+    autoais evaluate --predictions PATH --corpus DIR --gold SRC --output_dir DIR ...
+
+`autoais JOB --help` lists a job's options (and Beam's).
+"""
+import importlib
+import sys
+
+JOBS = {
+    "build-corpus": "beam_jobs.build_corpus",
+    "evaluate": "beam_jobs.evaluate",
+}
+
+
+def main(argv=None) -> int:
+  argv = sys.argv[1:] if argv is None else list(argv)
+  if not argv or argv[0] in ("-h", "--help") or argv[0] not in JOBS:
+    if argv and argv[0] not in ("-h", "--help"):
+      print(f"autoais: unknown job {argv[0]!r}", file=sys.stderr)
+    print(__doc__.strip(), file=sys.stderr)
+    print(f"\njobs: {', '.join(JOBS)}", file=sys.stderr)
+    return 0 if argv and argv[0] in ("-h", "--help") else 2
+  job = importlib.import_module(JOBS[argv[0]])
+  return job.run(argv[1:])
+
+
+if __name__ == "__main__":
+  raise SystemExit(main())

@@ -1,0 +1,116 @@
+"""What every job shares: strict option parsing, configuration errors, the
+scratch directory, and the `run(argv)` wrapper that turns a bad configuration
+into a clear message and a non-zero exit before anything is written.
+"""
+import logging
+import sys
+import time
+import uuid
+from typing import Callable, List, Optional, Sequence, Type
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import (PipelineOptions, StandardOptions,
+                                                  _BeamArgumentParser)
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+
+from transforms.corpus import CorpusError
+from transforms.outputs import delete_tree
+from transforms.sources import InputError
+
+EXIT_CONFIG_ERROR = 2
+EXIT_JOB_FAILED = 1
+
+
+class ConfigError(ValueError):
+  """The job's options cannot work: it stops before building anything."""
+
+
+CONFIGURATION_ERRORS = (ConfigError, InputError, CorpusError)
+
+
+def parse_options(argv: Sequence[str], options_class: Type[PipelineOptions]):
+  """Parses argv like Beam does, but refuses flags that no options class knows
+  (Beam would drop a mistyped `--threshhold` with a warning)."""
+  parser = _BeamArgumentParser(allow_abbrev=False)
+  registered = {}
+  for cls in PipelineOptions.__subclasses__() + [options_class]:
+    registered.setdefault(f"{cls.__module__}.{cls.__qualname__}", cls)
+  for cls in registered.values():
+    cls._add_argparse_args(parser)  # pylint: disable=protected-access
+  _, unknown = parser.parse_known_args(list(argv))
+  if unknown:
+    raise ConfigError(f"unknown argument(s): {' '.join(unknown)}")
+  return options_class(list(argv))
+
+
+def require(options, *names: str) -> None:
+  missing = [f"--{name}" for name in names if not getattr(options, name, None)]
+  if missing:
+    raise ConfigError(f"missing required option(s): {', '.join(missing)}")
+
+
+def new_work_dir(output_dir: str) -> str:
+  """A scratch directory for spilled runs, removed when the job completes."""
+  return FileSystems.join(output_dir, f"_work-{uuid.uuid4().hex[:12]}")
+
+
+def clear_outputs(output_dir: str, names: Sequence[str]) -> None:
+  """Removes the outputs (and scratch directories) of an earlier run, so that a
+  run that fails leaves no complete-looking set of files behind."""
+  existing = [FileSystems.join(output_dir, name) for name in names]
+  existing = [path for path in existing if FileSystems.exists(path)]
+  if existing:
+    FileSystems.delete(existing)
+  scratch = FileSystems.match([FileSystems.join(output_dir, "_work-*")])[0]
+  for metadata in scratch.metadata_list:
+    delete_tree(metadata.path)
+
+
+_LOCAL_RUNNER_NAMES = (None, "DirectRunner", "SwitchingDirectRunner")
+
+
+def local_runner_or_none(options: PipelineOptions):
+  """The runner for a local run: Beam's portable FnApiRunner.
+
+  In Beam 2.77 the DirectRunner first tries Prism, which downloads a Go binary at
+  run time and ignores --direct_running_mode; it falls back to the FnApiRunner
+  when that fails. Local runs go to the FnApiRunner directly, which honours
+  --direct_num_workers and --direct_running_mode. Other runners: None.
+  """
+  if options.view_as(StandardOptions).runner in _LOCAL_RUNNER_NAMES:
+    return FnApiRunner()
+  return None
+
+
+def run_job(job_name: str, argv: Optional[List[str]],
+            options_class: Type[PipelineOptions],
+            build_pipeline: Callable[[beam.Pipeline, PipelineOptions], object]) -> int:
+  """Parses, validates, builds and runs a job; returns the process exit code."""
+  logging.getLogger().setLevel(logging.INFO)
+  argv = sys.argv[1:] if argv is None else argv
+  started = time.time()
+  try:
+    options = parse_options(argv, options_class)
+    pipeline = beam.Pipeline(runner=local_runner_or_none(options), options=options)
+    build_pipeline(pipeline, options)
+  except CONFIGURATION_ERRORS as error:
+    print(f"autoais {job_name}: error: {error}", file=sys.stderr)
+    return EXIT_CONFIG_ERROR
+  try:
+    pipeline.run().wait_until_finish()
+  except Exception as error:  # pylint: disable=broad-except
+    logging.exception("autoais %s failed", job_name)
+    print(f"autoais {job_name}: failed: {_root_cause(error)}", file=sys.stderr)
+    return EXIT_JOB_FAILED
+  logging.info("autoais %s finished in %.1f s", job_name, time.time() - started)
+  return 0
+
+
+def _root_cause(error: BaseException) -> str:
+  message = str(error).strip().splitlines()
+  for line in reversed(message):
+    for known in ("InputError", "CorpusError", "RuntimeError", "ValueError"):
+      if known in line:
+        return line.strip()
+  return message[-1] if message else type(error).__name__

@@ -1,0 +1,478 @@
+"""evaluate: score attributed QA predictions (AutoAIS, SQuAD EM/F1) per system.
+
+    autoais evaluate --predictions 'runs/*.csv' --corpus CORPUS_DIR \
+        --gold ../shared/data/nq_open/NQ-open.dev.jsonl --output_dir out/ \
+        [--scorer string-match] [--threshold 0.5] [--join auto|lookup|shuffle] \
+        [Beam options: --runner, --direct_num_workers, --direct_running_mode, ...]
+    python -m beam_jobs.evaluate ...
+
+Predictions are CSV (header `question,answer,attribution`, optional
+`system_name`, `passage`, `human_rating`), JSONL or Parquet with the same fields,
+local or gs://. Rows are matched to gold by question text, joined to the corpus
+by attribution id (or carry their own `passage`), scored, graded against gold
+answers, and summarised per system. Outputs in --output_dir (SPEC 3): ratings.csv
+and ratings.parquet, scores.txt, leaderboard.{csv,json,md}, dead_letter.jsonl and
+run.json, written last, whose counts reconcile:
+read = scored + rejected + unmatched.
+"""
+if __name__ == "__main__":
+  # `python -m beam_jobs.evaluate`: run the package module instead of defining this
+  # one's classes a second time under __main__ (Beam pickles DoFns by reference).
+  import sys
+  from beam_jobs.evaluate import run
+  sys.exit(run())
+
+import io
+import json
+import time
+from typing import Optional
+
+import apache_beam as beam
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from beam_jobs.common import ConfigError, clear_outputs, new_work_dir, require, run_job
+from models import SCORERS, STRING_MATCH, make_scorer
+from schemas import (LEADERBOARD_SCHEMA, RATING_SCHEMA, REJECTED, UNMATCHED,
+                     AttributionScore, DeadLetter, GoldMatch, RatingRow,
+                     to_record_batch)
+from transforms import corpus
+from transforms.metrics import BuildGoldIndex, SummarizeSystems, row_outcome, sorted_rows
+from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest, reconcile,
+                                atomic_create, software_versions, utc_now,
+                                write_text_atomically)
+from transforms.passages import display_passage, parse_passage
+from transforms.scoring import ScoreAttribution, qa_example
+from transforms.sorted_runs import SpillSortedRuns, delete_runs, merge_sorted_runs
+from transforms.sources import (TFDS_PREFIX, ReadGold, ReadRecords,
+                                check_prediction_file, match_files, read_header,
+                                read_predictions)
+
+OUTPUT_FILES = ("run.json", "ratings.csv", "ratings.parquet", "scores.txt",
+                "leaderboard.csv", "leaderboard.json", "leaderboard.md",
+                "dead_letter.jsonl")
+RATING_KEY = ("system_name", "question", "source_file", "source_line")
+RATINGS_ROW_GROUP = 10000
+_CSV_OPTIONS = pa_csv.WriteOptions(include_header=False, quoting_style="needed")
+JOINS = ("auto", "lookup", "shuffle")
+_LOCAL_RUNNERS = ("DirectRunner", "SwitchingDirectRunner", "BundleBasedDirectRunner",
+                  "FnApiRunner", "TestDirectRunner")
+# Bytes per prediction row, to estimate the row count from file sizes.
+_BYTES_PER_PREDICTION = 120
+
+
+class EvaluateOptions(PipelineOptions):
+
+  @classmethod
+  def _add_argparse_args(cls, parser):
+    group = parser.add_argument_group("evaluate")
+    group.add_argument("--predictions", help="Prediction files: path, glob or comma "
+                       "list (.csv, .jsonl, .parquet; .gz allowed), local or gs://.")
+    group.add_argument("--corpus", default=None,
+                       help="Corpus directory from build-corpus (optional when "
+                       "predictions carry a passage column).")
+    group.add_argument("--gold", help="Gold answers: NQ-Open JSONL "
+                       "({'question','answer':[...]}) or tfds:natural_questions_open/validation.")
+    group.add_argument("--output_dir", help="Directory for the outputs.")
+    group.add_argument("--scorer", default=STRING_MATCH, choices=SCORERS,
+                       help="Attribution scorer (default %(default)s).")
+    group.add_argument("--threshold", type=float, default=0.5,
+                       help="auto_ais is Y iff nli_score > threshold (default 0.5).")
+    group.add_argument("--join", default="auto", choices=JOINS,
+                       help="Corpus join: point lookups, a shuffle join, or auto: "
+                       "lookups on local runners or when predictions are few "
+                       "against the corpus, else shuffle.")
+    group.add_argument("--bootstrap_samples", type=int, default=1000,
+                       help="Bootstrap resamples for 95%% CIs (default 1000).")
+    group.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
+
+
+class _Plan:
+  """What validation found out: inputs, join strategy, and what run.json records."""
+
+  def __init__(self, options: EvaluateOptions, runner_name: str):
+    require(options, "predictions", "gold", "output_dir")
+    if not 0.0 <= options.threshold <= 1.0:
+      raise ConfigError(f"--threshold must be in [0, 1], got {options.threshold}")
+    if options.bootstrap_samples < 1:
+      raise ConfigError("--bootstrap_samples must be positive")
+    self.prediction_files = match_files(options.predictions)
+    if not self.prediction_files:
+      raise ConfigError(f"--predictions {options.predictions!r} matches no files")
+    carry_passages = True
+    for path in self.prediction_files:
+      check_prediction_file(path)
+      if path.lower().endswith((".csv", ".parquet", ".csv.gz")):
+        carry_passages &= "passage" in read_header(path)
+    if not options.gold.startswith(TFDS_PREFIX) and not FileSystems.exists(options.gold):
+      raise ConfigError(f"--gold {options.gold}: no such file")
+    self.manifest = None
+    self.join = None
+    self.join_reason = "no corpus: passages come from the predictions"
+    if options.corpus:
+      self.manifest = corpus.read_manifest(options.corpus)
+      self.join, self.join_reason = self._choose_join(options, runner_name)
+    elif not carry_passages:
+      raise ConfigError("--corpus is required: the predictions have no passage column")
+    self.scorer = make_scorer(options.scorer, options.threshold)
+
+  def _choose_join(self, options, runner_name):
+    if options.join != "auto":
+      return options.join, "--join"
+    if runner_name in _LOCAL_RUNNERS:
+      return "lookup", f"{runner_name} holds shuffled data in memory"
+    sizes = FileSystems.match(self.prediction_files)
+    estimated = sum(m.metadata_list[0].size_in_bytes for m in sizes
+                    if m.metadata_list) // _BYTES_PER_PREDICTION
+    if estimated * 10 < self.manifest["num_passages"]:
+      return "lookup", (f"about {estimated} predictions against "
+                        f"{self.manifest['num_passages']} passages")
+    return "shuffle", (f"about {estimated} predictions against "
+                       f"{self.manifest['num_passages']} passages")
+
+
+# ----------------------------------------------------------------------------
+# Row-level steps.
+
+
+class _MatchGoldFn(beam.DoFn):
+  """Keeps predictions whose question is in gold, grading their answer."""
+
+  def process(self, prediction, gold):
+    graded = gold.grade(prediction.question, prediction.answer)
+    if graded is None:
+      yield beam.pvalue.TaggedOutput("unmatched", DeadLetter(
+          prediction.source_file, prediction.source_line, UNMATCHED,
+          "question_not_in_gold", "question",
+          f"{prediction.source_file}:{prediction.source_line}: field 'question': "
+          "not a gold question; discarded",
+          _prediction_json(prediction)))
+      return
+    yield GoldMatch(prediction, *graded)
+
+
+def _prediction_json(prediction) -> str:
+  return json.dumps({"system_name": prediction.system_name,
+                     "question": prediction.question, "answer": prediction.answer,
+                     "attribution": prediction.attribution}, ensure_ascii=False)
+
+
+def attribution_to_look_up(match: GoldMatch) -> Optional[str]:
+  """The corpus id a row needs, or None where no lookup is needed (the row
+  carries its passage) or possible (no attribution)."""
+  prediction = match.prediction
+  if prediction.passage is None and prediction.attribution:
+    return prediction.attribution
+  return None
+
+
+class AttachPassages(beam.PTransform):
+  """PCollection[GoldMatch] -> {'joined': (GoldMatch, corpus passage or None),
+  'stats': join read statistics}. Rows that carry their own `passage` skip the
+  lookup (see prepare_example)."""
+
+  def __init__(self, corpus_dir: Optional[str], join: Optional[str]):
+    super().__init__()
+    self._corpus_dir = corpus_dir
+    self._join = join
+
+  def expand(self, matches):
+    if self._corpus_dir is None:
+      joined = matches | "SkipCorpus" >> beam.Map(lambda match: (match, None))
+      stats = matches.pipeline | "NoJoinStats" >> beam.Create([{}])
+      return {"joined": joined, "stats": stats}
+    if self._join == "shuffle":
+      return matches | "ShuffleJoinCorpus" >> corpus.ShuffleJoinPassages(
+          self._corpus_dir, attribution_to_look_up)
+    return matches | "LookUpCorpus" >> corpus.LookupPassages(
+        self._corpus_dir, attribution_to_look_up)
+
+
+def prepare_example(match: GoldMatch, corpus_passage: Optional[str]):
+  """-> ((GoldMatch, display passage or None), AttributionExample or None).
+
+  The row's own `passage` column wins over the corpus passage.
+  """
+  passage = match.prediction.passage or corpus_passage
+  if passage is None:
+    return (match, None), None
+  parsed = parse_passage(passage)
+  prediction = match.prediction
+  return ((match, display_passage(parsed)),
+          qa_example(prediction.question, prediction.answer, parsed))
+
+
+def rating_row(match: GoldMatch, passage: Optional[str],
+               score: Optional[AttributionScore], scorer: str) -> RatingRow:
+  prediction = match.prediction
+  return RatingRow(
+      system_name=prediction.system_name,
+      question=prediction.question,
+      answer=prediction.answer,
+      attribution=prediction.attribution,
+      passage=passage,
+      human_rating=prediction.human_rating,
+      auto_ais="Y" if score is not None and score.attributable else "N",
+      nli_score=score.nli_score if score is not None else None,
+      em=match.em,
+      f1=match.f1,
+      gold_index=match.gold_index,
+      scorer=scorer,
+      n_windows=score.n_windows if score is not None else 0,
+      truncated=score.truncated if score is not None else False,
+      source_file=prediction.source_file,
+      source_line=prediction.source_line)
+
+
+# ----------------------------------------------------------------------------
+# Outputs.
+
+
+def csv_bytes(rows, schema, header: bool = True) -> bytes:
+  """Rows as CSV (pyarrow's writer: quoting only where needed, empty for null)."""
+  sink = io.BytesIO()
+  if header:
+    sink.write((",".join(schema.names) + "\n").encode("utf-8"))
+  pa_csv.write_csv(to_record_batch(rows, schema), sink, _CSV_OPTIONS)
+  return sink.getvalue()
+
+
+class _WriteRatingsFn(beam.DoFn):
+  """Merges the sorted rating runs: keeps the first prediction per (system,
+  question), writes ratings.csv/.parquet, and emits each kept row's outcome."""
+
+  def __init__(self, output_dir: str, has_corpus: bool):
+    self._output_dir = output_dir
+    self._has_corpus = has_corpus
+
+  def process(self, unused_impulse, run_paths):
+    paths = [path for _, path in run_paths]
+    counts = {"kept": 0, "scored": 0}
+    join = FileSystems.join
+    with atomic_create(join(self._output_dir, "ratings.parquet")) as parquet_sink, \
+        atomic_create(join(self._output_dir, "ratings.csv")) as csv_sink, \
+        pq.ParquetWriter(parquet_sink, RATING_SCHEMA, compression="zstd") as parquet:
+      csv_sink.write((",".join(RATING_SCHEMA.names) + "\n").encode("utf-8"))
+
+      def write(rows):
+        batch = to_record_batch(rows, RATING_SCHEMA)
+        parquet.write_batch(batch)
+        pa_csv.write_csv(batch, csv_sink, _CSV_OPTIONS)
+
+      buffer = []
+      kept = None
+      for row in merge_sorted_runs(paths, RatingRow, RATING_KEY):
+        if kept is not None and (row.system_name, row.question) == (
+            kept.system_name, kept.question):
+          yield beam.pvalue.TaggedOutput("dead_letter", _duplicate(row, kept))
+          continue
+        kept = row
+        counts["kept"] += 1
+        yield row.system_name, row_outcome(row)
+        if row.nli_score is None:
+          yield beam.pvalue.TaggedOutput("dead_letter", self._unmatched(row))
+          continue
+        counts["scored"] += 1
+        buffer.append(row)
+        if len(buffer) == RATINGS_ROW_GROUP:
+          write(buffer)
+          buffer.clear()
+      if buffer:
+        write(buffer)
+    delete_runs(paths)
+    yield beam.pvalue.TaggedOutput("stats", counts)
+
+  def _unmatched(self, row: RatingRow) -> DeadLetter:
+    if not row.attribution:
+      reason, message = "missing_attribution", "no attribution given"
+    elif self._has_corpus:
+      reason, message = "attribution_not_in_corpus", (
+          f"attribution {row.attribution!r} is not in the corpus")
+    else:
+      reason, message = "no_passage", "no passage column value and no --corpus"
+    return DeadLetter(
+        row.source_file, row.source_line, UNMATCHED, reason, "attribution",
+        f"{row.source_file}:{row.source_line}: field 'attribution': {message}; "
+        "counted as not attributable",
+        _prediction_json(row))
+
+
+def _duplicate(row: RatingRow, kept: RatingRow) -> DeadLetter:
+  return DeadLetter(
+      row.source_file, row.source_line, REJECTED, "duplicate_prediction", "question",
+      f"{row.source_file}:{row.source_line}: field 'question': system "
+      f"{row.system_name!r} already answered this question at "
+      f"{kept.source_file}:{kept.source_line}",
+      _prediction_json(row))
+
+
+def _format_ci(value, low, high, scale) -> str:
+  return f"{value * scale:.1f} [{low * scale:.1f}, {high * scale:.1f}]"
+
+
+def leaderboard_markdown(rows, n_gold: int) -> str:
+  lines = [
+      f"AutoAIS over {n_gold} gold questions (paper mode: unanswered or unattributed "
+      "questions count as N); EM and F1 in %; 95% bootstrap CIs in brackets.",
+      "",
+      "| system | predicted | scored | AutoAIS % | EM | F1 | coverage % | "
+      "AutoAIS of scored % | human agreement % |",
+      "|---|---:|---:|---|---|---|---:|---:|---:|",
+  ]
+  for row in rows:
+    scored = "" if row.autoais_scored is None else f"{row.autoais_scored * 100:.1f}"
+    agreement = ("" if row.human_agreement is None
+                 else f"{row.human_agreement * 100:.1f} (n={row.n_human_rated})")
+    lines.append(
+        f"| {row.system_name} | {row.n_predicted} | {row.n_scored} | "
+        f"{_format_ci(row.autoais, row.autoais_ci_low, row.autoais_ci_high, 100)} | "
+        f"{_format_ci(row.em, row.em_ci_low, row.em_ci_high, 1)} | "
+        f"{_format_ci(row.f1, row.f1_ci_low, row.f1_ci_high, 1)} | "
+        f"{row.coverage * 100:.1f} | {scored} | {agreement} |")
+  return "\n".join(lines) + "\n"
+
+
+def scores_text(rows) -> str:
+  """The reference script's scores file, one block per system."""
+  blocks = []
+  for row in rows:
+    blocks.append(f"system_name: {row.system_name}\n"
+                  f"AutoAIS: {row.autoais}\n"
+                  f"SQuAD (em): {row.em}\n"
+                  f"SQuAD (f1): {row.f1}\n")
+  return "\n".join(blocks)
+
+
+class _WriteLeaderboardFn(beam.DoFn):
+
+  def __init__(self, output_dir: str, bootstrap_samples: int, seed: int):
+    self._output_dir = output_dir
+    self._bootstrap = {"method": "percentile", "level": 0.95,
+                       "samples": bootstrap_samples, "seed": seed,
+                       "unit": "gold question, paired across systems"}
+
+  def process(self, rows, gold):
+    rows = sorted_rows(rows)
+    join = FileSystems.join
+    with atomic_create(join(self._output_dir, "leaderboard.csv")) as sink:
+      sink.write(csv_bytes(rows, LEADERBOARD_SCHEMA))
+    write_text_atomically(join(self._output_dir, "leaderboard.json"), json.dumps({
+        "n_gold": gold.n,
+        "units": {"autoais": "fraction", "coverage": "fraction", "em": "percent",
+                  "f1": "percent"},
+        "bootstrap": self._bootstrap,
+        "systems": [row._asdict() for row in rows],
+    }, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomically(join(self._output_dir, "leaderboard.md"),
+                          leaderboard_markdown(rows, gold.n))
+    write_text_atomically(join(self._output_dir, "scores.txt"), scores_text(rows))
+    yield {"systems": len(rows)}
+
+
+class _RunManifest:
+  """Builds run.json from the pipeline's counts."""
+
+  def __init__(self, options: EvaluateOptions, plan: _Plan, started: float,
+               started_at: str):
+    self._inputs = {
+        "predictions": plan.prediction_files,
+        "gold": options.gold,
+        "corpus": options.corpus,
+        "corpus_passages": plan.manifest["num_passages"] if plan.manifest else None,
+    }
+    self._join = {"strategy": plan.join, "reason": plan.join_reason,
+                  "corpus_bytes": plan.manifest["total_bytes"] if plan.manifest else 0}
+    self._scorer = plan.scorer.describe()
+    self._started = started
+    self._started_at = started_at
+
+  def __call__(self, read_counts, ratings, dead, join_stats, leaderboard, gold):
+    counts = reconcile(read_counts.get("read", 0), ratings["scored"], dead)
+    counts["unmatched_questions_discarded"] = dead["by_reason"].get(
+        f"{UNMATCHED}:question_not_in_gold", 0)
+    join = dict(self._join, **join_stats)
+    if join.get("corpus_bytes"):
+      join["bytes_read_fraction"] = join.get("bytes_read", 0) / join["corpus_bytes"]
+    return {
+        "job": "evaluate",
+        "status": "complete",
+        "counts": counts,
+        "n_gold": gold.n,
+        "systems": leaderboard["systems"],
+        "inputs": dict(self._inputs),
+        "join": join,
+        "scorer": self._scorer,
+        "versions": software_versions(),
+        "timings": {"started_at": self._started_at, "finished_at": utc_now(),
+                    "wall_seconds": round(time.time() - self._started, 3)},
+    }
+
+
+def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
+  """Validates the options, then adds the evaluate steps to `pipeline`."""
+  options = options.view_as(EvaluateOptions)
+  plan = _Plan(options, type(pipeline.runner).__name__)
+  started, started_at = time.time(), utc_now()
+  clear_outputs(options.output_dir, OUTPUT_FILES)
+  work_dir = new_work_dir(options.output_dir)
+  has_corpus = options.corpus is not None
+
+  gold_index = (pipeline
+                | "ReadGold" >> ReadGold(options.gold)
+                | "IndexGold" >> beam.CombineGlobally(BuildGoldIndex()))
+  read = pipeline | "ReadPredictions" >> ReadRecords(plan.prediction_files,
+                                                     read_predictions)
+  matched = read.records | "MatchGoldQuestions" >> beam.ParDo(
+      _MatchGoldFn(), beam.pvalue.AsSingleton(gold_index)).with_outputs(
+          "unmatched", main="matched")
+  passages = matched.matched | "AttachPassages" >> AttachPassages(
+      options.corpus, plan.join)
+  scorer = plan.scorer.describe()["name"]
+  rating_runs = (
+      passages["joined"]
+      | "PrepareExamples" >> beam.MapTuple(prepare_example)
+      | "ScoreAttribution" >> ScoreAttribution(plan.scorer)
+      | "RateAnswers" >> beam.MapTuple(
+          lambda key, score: rating_row(key[0], key[1], score, scorer))
+      | "SpillRatingRuns" >> SpillSortedRuns(
+          FileSystems.join(work_dir, "ratings"), RatingRow, RATING_KEY))
+  ratings = (
+      pipeline
+      | "StartRatingsFile" >> beam.Create([None])
+      | "WriteRatings" >> beam.ParDo(
+          _WriteRatingsFn(options.output_dir, has_corpus),
+          beam.pvalue.AsList(rating_runs)).with_outputs(
+              "dead_letter", "stats", main="outcomes"))
+  leaderboard = (
+      ratings.outcomes
+      | "SummarizeSystems" >> SummarizeSystems(
+          gold_index, options.bootstrap_samples, options.seed)
+      | "ListSystems" >> beam.combiners.ToList()
+      | "WriteLeaderboard" >> beam.ParDo(
+          _WriteLeaderboardFn(options.output_dir, options.bootstrap_samples,
+                              options.seed),
+          beam.pvalue.AsSingleton(gold_index)))
+  dead = ((read.dead_letter, matched.unmatched, ratings.dead_letter)
+          | "WriteDeadLetters" >> WriteDeadLetters(
+              FileSystems.join(options.output_dir, "dead_letter.jsonl"), work_dir))
+  _ = pipeline | "WriteRunManifest" >> WriteManifest(
+      FileSystems.join(options.output_dir, "run.json"),
+      _RunManifest(options, plan, started, started_at),
+      {
+          "read_counts": read.counts | "SumReadCounts" >> beam.CombineGlobally(
+              SumCounts()),
+          "ratings": ratings.stats,
+          "dead": dead,
+          "join_stats": passages["stats"] | "SumJoinStats" >> beam.CombineGlobally(
+              SumCounts()),
+          "leaderboard": leaderboard,
+          "gold": gold_index,
+      },
+      work_dir=work_dir)
+
+
+def run(argv=None) -> int:
+  return run_job("evaluate", argv, EvaluateOptions, build_pipeline)
+

@@ -1,0 +1,1 @@
+"""Dataflow launch material (container, Flex Template, schedules): see README.md."""

@@ -1,0 +1,64 @@
+"""The string-match attribution baseline (XOR-AttriQA 5.1; SPEC 5.4).
+
+An answer is attributable iff its SQuAD-normalised form is non-empty, is not
+"yes"/"no", and occurs as a whole-token sequence in the normalised passage (title,
+headings and text): "1" does not match inside "1972". `nli_score` is 1.0 or 0.0,
+and auto_ais is Y iff it exceeds the threshold, as for the NLI scorers.
+"""
+import functools
+from typing import Any, Dict
+
+import apache_beam as beam
+
+from models.base import Scorer
+from schemas import AttributionExample, AttributionScore
+from transforms.squad import normalize_answer
+
+NAME = "string-match"
+_YES_NO = frozenset({"yes", "no"})
+
+# Systems of a leaderboard cite the same passages: normalise each once. A
+# leaderboard cycles through every question's candidates between two citations of
+# a passage, so the cache holds tens of thousands (about 40 MB).
+_normalized_passage = functools.lru_cache(maxsize=32768)(
+    lambda text: f" {normalize_answer(text)} ")
+
+
+def string_match_attributable(answer: str, passage_text: str) -> bool:
+  answer = normalize_answer(answer)
+  if not answer or answer in _YES_NO:
+    return False
+  return f" {answer} " in _normalized_passage(passage_text)
+
+
+def string_match_score(example: AttributionExample, threshold: float) -> AttributionScore:
+  score = 1.0 if string_match_attributable(example.answer, example.passage_text) else 0.0
+  return AttributionScore(score, score > threshold, 1, False)
+
+
+class _StringMatchFn(beam.DoFn):
+
+  def __init__(self, threshold: float):
+    self._threshold = threshold
+
+  def process(self, keyed_example):
+    key, example = keyed_example
+    if example is None:
+      yield key, None
+    else:
+      yield key, string_match_score(example, self._threshold)
+
+
+class StringMatchScorer(Scorer):
+
+  name = NAME
+
+  def __init__(self, threshold: float = 0.5):
+    self._threshold = threshold
+
+  def score_keyed(self) -> beam.PTransform:
+    return beam.ParDo(_StringMatchFn(self._threshold))
+
+  def describe(self) -> Dict[str, Any]:
+    return {"name": NAME, "model": None, "decision": "threshold",
+            "threshold": self._threshold}

@@ -1,0 +1,48 @@
+"""Packaging for AutoAIS-Beam.
+
+Install locally with `make run` / `make test`; ship to Dataflow workers with
+`--setup_file ./setup.py` (see launch/README.md).
+"""
+import setuptools
+
+REQUIRED = [
+    "apache-beam[gcp]>=2.77,<3",
+    "pyarrow>=17",
+    "numpy>=1.26",
+    # The scorer stack (issue: T5/mT5 AutoAIS scorer). Any torch >= 2.4 works;
+    # the Makefile installs the CPU build 2.13.0 that lies on this machine.
+    "torch>=2.4",
+    "transformers>=4.46",
+    "tokenizers>=0.20",
+    "safetensors>=0.4",
+    # sentencepiece 0.2.1+ breaks seqio (protobuf clash with TensorFlow/Beam).
+    "sentencepiece==0.2.0",
+]
+
+EXTRAS = {
+    "test": [
+        "pytest>=8",
+        "psutil>=5.9",
+        "gcp-storage-emulator>=2024.0",
+        "scikit-learn>=1.4",
+    ],
+    # Parity with the reference script (t5.evaluation.metrics.squad) and the
+    # tfds:natural_questions_open gold source.
+    "tf": [
+        "tensorflow>=2.16",
+        "tensorflow-datasets>=4.9",
+        "t5==0.9.4",
+        "seqio==0.0.20",
+    ],
+}
+
+setuptools.setup(
+    name="autoais-beam",
+    version="0.1.0",
+    description="Apache Beam jobs that score attributed question answering (AutoAIS, SQuAD EM/F1).",
+    python_requires=">=3.10",
+    packages=["beam_jobs", "transforms", "models", "schemas", "launch"],
+    install_requires=REQUIRED,
+    extras_require=EXTRAS,
+    entry_points={"console_scripts": ["autoais = beam_jobs.cli:main"]},
+)

@@ -1,0 +1,425 @@
+"""The Parquet passage corpus: its layout, how to write it, how to join against it.
+
+Layout of a corpus directory (written by `autoais build-corpus`):
+
+    corpus.json                       manifest, written last (completion marker)
+    passages-SSSSS-of-NNNNN.parquet   shard S: passages whose id hashes to S
+    dead_letter.jsonl                 source lines that were not passages
+
+A passage lives in shard `blake2b-64(id) mod N`. Each shard is sorted by id and
+cut into small row groups whose `id` statistics (min/max) sit in the footer, so a
+lookup of one id reads one footer and one row group. `LookupPassages` joins K
+predictions against N passages reading little more than the K needed row groups
+when K << N; `ShuffleJoinPassages` reads the whole corpus once and joins with a
+CoGroupByKey, the better plan on Dataflow when K is a large fraction of N.
+"""
+import bisect
+import collections
+import hashlib
+import io
+import json
+import struct
+from typing import Dict, List, Optional, Tuple
+
+import apache_beam as beam
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
+
+from schemas import CORPUS_PASSAGE_SCHEMA, CorpusRecord, DeadLetter, REJECTED
+
+MANIFEST = "corpus.json"
+FORMAT = "autoais-corpus/1"
+HASH = "blake2b-64"
+DEFAULT_ROW_GROUP_SIZE = 32
+
+
+class CorpusError(ValueError):
+  """The corpus directory is missing or incomplete."""
+
+
+def shard_of(passage_id: str, num_shards: int) -> int:
+  digest = hashlib.blake2b(passage_id.encode("utf-8"), digest_size=8).digest()
+  return int.from_bytes(digest, "big") % num_shards
+
+
+def shard_file_name(shard: int, num_shards: int) -> str:
+  return f"passages-{shard:05d}-of-{num_shards:05d}.parquet"
+
+
+def read_manifest(corpus_dir: str) -> dict:
+  path = FileSystems.join(corpus_dir, MANIFEST)
+  if not FileSystems.exists(path):
+    raise CorpusError(
+        f"{corpus_dir}: not a corpus directory ({MANIFEST} is missing; build one "
+        "with `autoais build-corpus`)")
+  with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    manifest = json.loads(f.read().decode("utf-8"))
+  if manifest.get("format") != FORMAT:
+    raise CorpusError(f"{path}: unsupported corpus format {manifest.get('format')!r}")
+  return manifest
+
+
+# ----------------------------------------------------------------------------
+# Writing.
+
+
+class CorpusRecordShard:
+  """Shard function for CorpusRecord elements (picklable, for SpillSortedRuns)."""
+
+  def __init__(self, num_shards: int):
+    self.num_shards = num_shards
+
+  def __call__(self, record: CorpusRecord) -> int:
+    return shard_of(record.id, self.num_shards)
+
+
+class ShardWriter:
+  """Writes one corpus shard from records sorted by (id, source_file, source_line).
+
+  The first record of an id wins; later ones are reported as duplicates.
+  """
+
+  def __init__(self, path: str, row_group_size: int):
+    self.path = path
+    self.row_group_size = row_group_size
+    self.num_rows = 0
+    self.num_row_groups = 0
+    self._ids: List[str] = []
+    self._contents: List[str] = []
+    self._last: Optional[CorpusRecord] = None
+    self._sink = FileSystems.create(path)
+    self._writer = pq.ParquetWriter(
+        self._sink, CORPUS_PASSAGE_SCHEMA, compression="zstd", use_dictionary=False,
+        write_statistics=["id"], store_schema=False,
+        sorting_columns=[pq.SortingColumn(0)])
+
+  def add(self, record: CorpusRecord) -> Optional[DeadLetter]:
+    if self._last is not None and record.id == self._last.id:
+      first = self._last
+      return DeadLetter(
+          record.source_file, record.source_line, REJECTED, "duplicate_id", "id",
+          f"{record.source_file}:{record.source_line}: field 'id': passage id "
+          f"{record.id!r} already defined at {first.source_file}:{first.source_line}",
+          json.dumps({"id": record.id}, ensure_ascii=False))
+    self._last = record
+    self._ids.append(record.id)
+    self._contents.append(record.contents)
+    if len(self._ids) >= self.row_group_size:
+      self._write_row_group()
+    return None
+
+  def _write_row_group(self):
+    if not self._ids:
+      return
+    table = pa.Table.from_arrays(
+        [pa.array(self._ids, pa.string()), pa.array(self._contents, pa.string())],
+        schema=CORPUS_PASSAGE_SCHEMA)
+    self._writer.write_table(table, row_group_size=len(self._ids))
+    self.num_rows += len(self._ids)
+    self.num_row_groups += 1
+    self._ids, self._contents = [], []
+
+  def close(self) -> int:
+    """Finishes the file; returns its size in bytes."""
+    self._write_row_group()
+    self._writer.close()
+    self._sink.close()
+    return FileSystems.match([self.path])[0].metadata_list[0].size_in_bytes
+
+
+# ----------------------------------------------------------------------------
+# Reading: point lookups.
+
+
+class _CountingFile(io.RawIOBase):
+  """A read-only file wrapper that counts the bytes read through it."""
+
+  def __init__(self, raw):
+    super().__init__()
+    self._raw = raw
+    self.bytes_read = 0
+
+  def readable(self):
+    return True
+
+  def seekable(self):
+    return True
+
+  def read(self, size=-1):
+    data = self._raw.read(size)
+    self.bytes_read += len(data)
+    return data
+
+  def readinto(self, buffer):
+    data = self.read(len(buffer))
+    buffer[:len(data)] = data
+    return len(data)
+
+  def seek(self, offset, whence=io.SEEK_SET):
+    return self._raw.seek(offset, whence)
+
+  def tell(self):
+    return self._raw.tell()
+
+  def close(self):
+    self._raw.close()
+    super().close()
+
+
+class ShardReader:
+  """Point lookups in one shard: one footer read, then only the row groups needed.
+
+  The footer is read with two exact reads (length, then metadata) rather than
+  Parquet's speculative 64 KiB tail read, which would read most of a small shard.
+  """
+
+  def __init__(self, path: str):
+    self._file = _CountingFile(
+        FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED))
+    self._file.seek(-8, io.SEEK_END)
+    tail = self._file.read(8)
+    if tail[4:] != b"PAR1":
+      raise CorpusError(f"{path}: not a Parquet file")
+    (footer_length,) = struct.unpack("<I", tail[:4])
+    self._file.seek(-8 - footer_length, io.SEEK_END)
+    footer = self._file.read(footer_length)
+    metadata = pq.read_metadata(io.BytesIO(b"PAR1" + footer + tail))
+    self._parquet = pq.ParquetFile(self._file, metadata=metadata, pre_buffer=False)
+    self._first_ids = []
+    self._last_ids = []
+    for index in range(metadata.num_row_groups):
+      statistics = metadata.row_group(index).column(0).statistics
+      self._first_ids.append(statistics.min)
+      self._last_ids.append(statistics.max)
+
+  @property
+  def bytes_read(self) -> int:
+    return self._file.bytes_read
+
+  def row_group_of(self, passage_id: str) -> Optional[int]:
+    index = bisect.bisect_right(self._first_ids, passage_id) - 1
+    if index < 0 or passage_id > self._last_ids[index]:
+      return None
+    return index
+
+  def read_row_groups(self, indexes: List[int]) -> List[Tuple[List[str], List[str]]]:
+    """(ids, contents) of each row group, read in one call."""
+    table = self._parquet.read_row_groups(indexes, columns=["id", "contents"])
+    ids = table.column("id").to_pylist()
+    contents = table.column("contents").to_pylist()
+    groups, start = [], 0
+    for index in indexes:
+      end = start + self._parquet.metadata.row_group(index).num_rows
+      groups.append((ids[start:end], contents[start:end]))
+      start = end
+    return groups
+
+  def close(self):
+    self._file.close()
+
+
+class _RowGroupCache:
+  """Least-recently-used decoded row groups, bounded by their Arrow size."""
+
+  def __init__(self, max_bytes: int):
+    self._max_bytes = max_bytes
+    self._bytes = 0
+    self._entries: "collections.OrderedDict" = collections.OrderedDict()
+
+  def get(self, key):
+    entry = self._entries.get(key)
+    if entry is not None:
+      self._entries.move_to_end(key)
+    return entry
+
+  def put(self, key, ids, contents):
+    size = sum(len(i) + len(c) + 100 for i, c in zip(ids, contents))
+    self._entries[key] = (ids, contents, size)
+    self._bytes += size
+    while self._bytes > self._max_bytes and len(self._entries) > 1:
+      _, (_, _, evicted) = self._entries.popitem(last=False)
+      self._bytes -= evicted
+
+
+JOIN_STATS_KEYS = ("lookups", "found", "row_groups_read", "bytes_read", "shards_opened")
+
+
+class _LookupPassagesFn(beam.DoFn):
+  """Buffers keyed elements, then resolves their ids shard by shard."""
+
+  def __init__(self, corpus_dir: str, key_of, batch_size: int, cache_bytes: int):
+    self._corpus_dir = corpus_dir
+    self._key_of = key_of
+    self._batch_size = batch_size
+    self._cache_bytes = cache_bytes
+
+  def setup(self):
+    manifest = read_manifest(self._corpus_dir)
+    self._num_shards = manifest["num_shards"]
+    self._shard_paths = {
+        shard["shard"]: FileSystems.join(self._corpus_dir, shard["path"])
+        for shard in manifest["shards"] if shard["num_rows"]}
+    self._readers: Dict[int, ShardReader] = {}
+    self._cache = _RowGroupCache(self._cache_bytes)
+    self._stats = collections.Counter()
+
+  def start_bundle(self):
+    self._pending: List[Tuple[str, object]] = []
+
+  def process(self, element):
+    self._pending.append((self._key_of(element), element))
+    if len(self._pending) >= self._batch_size:
+      yield from self._flush()
+
+  def finish_bundle(self):
+    for output in self._flush():
+      yield WindowedValue(output, MIN_TIMESTAMP, [GlobalWindow()])
+    if self._stats:
+      stats = {key: self._stats[key] for key in JOIN_STATS_KEYS}
+      self._stats = collections.Counter()
+      yield beam.pvalue.TaggedOutput(
+          "stats", WindowedValue(stats, MIN_TIMESTAMP, [GlobalWindow()]))
+
+  def teardown(self):
+    for reader in self._readers.values():
+      reader.close()
+
+  def _reader(self, shard: int) -> Optional[ShardReader]:
+    reader = self._readers.get(shard)
+    if reader is None and shard in self._shard_paths:
+      reader = ShardReader(self._shard_paths[shard])
+      self._readers[shard] = reader
+      self._stats["shards_opened"] += 1
+      self._stats["bytes_read"] += reader.bytes_read
+    return reader
+
+  def _flush(self):
+    pending, self._pending = self._pending, []
+    by_shard = collections.defaultdict(list)
+    for passage_id, value in pending:
+      if passage_id is None:
+        yield value, None
+      else:
+        by_shard[shard_of(passage_id, self._num_shards)].append((passage_id, value))
+    for shard in sorted(by_shard):
+      reader = self._reader(shard)
+      items = by_shard[shard]
+      self._stats["lookups"] += len(items)
+      if reader is None:
+        for _, value in items:
+          yield value, None
+        continue
+      located = [(reader.row_group_of(passage_id), passage_id, value)
+                 for passage_id, value in items]
+      missing = sorted({row_group for row_group, _, _ in located
+                        if row_group is not None and
+                        self._cache.get((shard, row_group)) is None})
+      if missing:
+        before = reader.bytes_read
+        for row_group, (ids, contents) in zip(missing, reader.read_row_groups(missing)):
+          self._cache.put((shard, row_group), ids, contents)
+        self._stats["row_groups_read"] += len(missing)
+        self._stats["bytes_read"] += reader.bytes_read - before
+      for row_group, passage_id, value in located:
+        yield value, self._find(shard, row_group, passage_id)
+
+  def _find(self, shard: int, row_group: Optional[int],
+            passage_id: str) -> Optional[str]:
+    if row_group is None:
+      return None
+    cached = self._cache.get((shard, row_group))
+    if cached is None:  # evicted by this very batch: the cache is too small
+      reader = self._reader(shard)
+      before = reader.bytes_read
+      ids, contents = reader.read_row_groups([row_group])[0]
+      self._stats["row_groups_read"] += 1
+      self._stats["bytes_read"] += reader.bytes_read - before
+    else:
+      ids, contents, _ = cached
+    position = bisect.bisect_left(ids, passage_id)
+    if position == len(ids) or ids[position] != passage_id:
+      return None
+    self._stats["found"] += 1
+    return contents[position]
+
+
+class LookupPassages(beam.PTransform):
+  """PCollection[value] -> PCollection[(value, contents or None)] where
+  `key_of(value)` is the passage id to look up, with a 'stats' output of
+  per-bundle read statistics (JOIN_STATS_KEYS).
+
+  A None id passes through unlooked-up, so callers need no Flatten (which the
+  FnApiRunner materialises) to route rows around the join.
+  """
+
+  def __init__(self, corpus_dir: str, key_of, batch_size: int = 4096,
+               cache_bytes: int = 256 * 1024 * 1024):
+    super().__init__()
+    self._fn = _LookupPassagesFn(corpus_dir, key_of, batch_size, cache_bytes)
+
+  def expand(self, values):
+    return values | "LookUpShardRowGroups" >> beam.ParDo(self._fn).with_outputs(
+        "stats", main="joined")
+
+
+# ----------------------------------------------------------------------------
+# Reading: shuffle join.
+
+
+class _RouteUnkeyedFn(beam.DoFn):
+
+  def __init__(self, key_of):
+    self._key_of = key_of
+
+  def process(self, value):
+    passage_id = self._key_of(value)
+    if passage_id is None:
+      yield beam.pvalue.TaggedOutput("unkeyed", (value, None))
+    else:
+      yield passage_id, value
+
+
+class _EmitJoinedFn(beam.DoFn):
+
+  def process(self, grouped):
+    _, sides = grouped
+    contents = list(sides["passage"])
+    found = contents[0] if contents else None
+    for value in sides["value"]:
+      yield value, found
+
+
+class ShuffleJoinPassages(beam.PTransform):
+  """Same contract as LookupPassages; reads every shard once and CoGroupByKeys."""
+
+  def __init__(self, corpus_dir: str, key_of):
+    super().__init__()
+    self._corpus_dir = corpus_dir
+    self._key_of = key_of
+
+  def expand(self, values):
+    routed = values | "KeyByPassageId" >> beam.ParDo(
+        _RouteUnkeyedFn(self._key_of)).with_outputs("unkeyed", main="keyed")
+    keyed = routed.keyed
+    manifest = read_manifest(self._corpus_dir)
+    pattern = FileSystems.join(self._corpus_dir, "passages-*.parquet")
+    passages = (
+        keyed.pipeline
+        | "ReadCorpusShards" >> beam.io.ReadFromParquet(
+            pattern, columns=["id", "contents"])
+        | "KeyPassagesById" >> beam.Map(lambda row: (row["id"], row["contents"])))
+    joined = (({"value": keyed, "passage": passages}
+               | "CoGroupByPassageId" >> beam.CoGroupByKey()
+               | "EmitJoined" >> beam.ParDo(_EmitJoinedFn())),
+              routed.unkeyed) | "MergeUnkeyed" >> beam.Flatten()
+    stats = (keyed.pipeline
+             | "CreateShuffleStats" >> beam.Create([{
+                 "bytes_read": manifest["total_bytes"],
+                 "shards_opened": len([s for s in manifest["shards"] if s["num_rows"]]),
+             }]))
+    return {"joined": joined, "stats": stats}

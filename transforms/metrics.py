@@ -1,0 +1,264 @@
+"""Per-system aggregates, computed inside the pipeline with combiners.
+
+The gold questions define the denominator (SPEC 5.2, 5.3): a question a system
+did not answer counts as an empty prediction for EM/F1 and as N for AutoAIS. To
+make EM and F1 bit-identical to `t5.evaluation.metrics.squad`, the combiner keeps
+one value per answered gold question in compact arrays, and the final mean is
+taken over the full gold-ordered array with numpy, as the reference does.
+Confidence intervals come from a percentile bootstrap over gold questions, with
+the same resamples for every system (paired): see BootstrapWeights.
+"""
+import array
+from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
+
+import apache_beam as beam
+import numpy as np
+
+from schemas import GoldAnswer, LeaderboardRow, RatingRow
+from transforms.sources import InputError
+from transforms.squad import grade_normalized, normalize_answer
+
+HUMAN_NONE, HUMAN_N, HUMAN_Y = -1, 0, 1
+
+
+class GoldIndex:
+  """Gold questions by text with their normalised answers, plus the EM/F1 an
+  empty prediction gets on each."""
+
+  def __init__(self, answers: List[GoldAnswer]):
+    self.n = len(answers)
+    if not self.n:
+      raise InputError("the gold source has no questions")
+    self._by_question: Dict[str, Tuple[int, List[str]]] = {}
+    self.empty_em = np.zeros(self.n)
+    self.empty_f1 = np.zeros(self.n)
+    for position, gold in enumerate(answers):
+      if gold.gold_index != position:
+        raise ValueError(f"gold indexes are not dense at {position}")
+      if gold.question in self._by_question:
+        first = self._by_question[gold.question][0]
+        raise InputError(f"gold question {gold.question!r} appears twice "
+                         f"(records {first + 1} and {position + 1})")
+      normalized = [normalize_answer(answer) for answer in gold.answers]
+      self._by_question[gold.question] = (position, normalized)
+      self.empty_em[position], self.empty_f1[position] = grade_normalized(
+          normalized, "")
+
+  def grade(self, question: str, answer: str) -> Optional[Tuple[int, float, float]]:
+    """(gold index, EM, F1) of an answer to a gold question; None if not gold."""
+    entry = self._by_question.get(question)
+    if entry is None:
+      return None
+    position, normalized = entry
+    return (position,) + grade_normalized(normalized, normalize_answer(answer))
+
+
+class BuildGoldIndex(beam.CombineFn):
+  """GoldAnswer elements -> one GoldIndex (a few thousand questions)."""
+
+  def create_accumulator(self):
+    return []
+
+  def add_input(self, accumulator, gold: GoldAnswer):
+    accumulator.append(gold)
+    return accumulator
+
+  def merge_accumulators(self, accumulators):
+    return [gold for accumulator in accumulators for gold in accumulator]
+
+  def extract_output(self, accumulator):
+    return GoldIndex(sorted(accumulator, key=lambda gold: gold.gold_index))
+
+
+class RowOutcome(NamedTuple):
+  """What the system aggregate needs of one kept prediction."""
+  gold_index: int
+  em: float
+  f1: float
+  attributable: bool
+  scored: bool
+  human: int  # HUMAN_NONE / HUMAN_N / HUMAN_Y
+
+
+def row_outcome(row: RatingRow) -> RowOutcome:
+  human = {None: HUMAN_NONE, "N": HUMAN_N, "Y": HUMAN_Y}[row.human_rating]
+  return RowOutcome(row.gold_index, row.em, row.f1, row.auto_ais == "Y",
+                    row.nli_score is not None, human)
+
+
+class _Outcomes:
+  """Column arrays of RowOutcomes: about 30 bytes per answered question."""
+
+  def __init__(self):
+    self.gold_index = array.array("q")
+    self.em = array.array("d")
+    self.f1 = array.array("d")
+    self.attributable = array.array("b")
+    self.scored = array.array("b")
+    self.human = array.array("b")
+
+  def add(self, outcome: RowOutcome):
+    self.gold_index.append(outcome.gold_index)
+    self.em.append(outcome.em)
+    self.f1.append(outcome.f1)
+    self.attributable.append(outcome.attributable)
+    self.scored.append(outcome.scored)
+    self.human.append(outcome.human)
+
+  def extend(self, other: "_Outcomes"):
+    for name in ("gold_index", "em", "f1", "attributable", "scored", "human"):
+      getattr(self, name).extend(getattr(other, name))
+
+
+class SystemOutcomes(beam.CombineFn):
+  """(system, RowOutcome) -> (system, _Outcomes) per system."""
+
+  def create_accumulator(self):
+    return _Outcomes()
+
+  def add_input(self, accumulator, outcome):
+    accumulator.add(outcome)
+    return accumulator
+
+  def merge_accumulators(self, accumulators):
+    merged = _Outcomes()
+    for accumulator in accumulators:
+      merged.extend(accumulator)
+    return merged
+
+  def extract_output(self, accumulator):
+    return accumulator
+
+
+_BOOTSTRAP_CHUNK = 50
+_BOOTSTRAP_CACHE_ENTRIES = 8 * 1024 * 1024
+
+
+class BootstrapWeights:
+  """Percentile-bootstrap resamples of n questions, as weight matrices.
+
+  Resample b draws n question indexes with replacement; its weights are how
+  often each question was drawn, over n, so its mean of a per-question array is
+  one matrix product. Resamples come from one seeded generator in fixed-size
+  chunks: every system (and every run) sees the same resamples (a paired
+  bootstrap), and results do not depend on whether chunks were cached.
+  """
+
+  def __init__(self, n: int, samples: int, seed: int):
+    self.n, self.samples, self.seed = n, samples, seed
+    self._cached = None
+    if samples * n <= _BOOTSTRAP_CACHE_ENTRIES:
+      self._cached = list(self._chunks())
+
+  def _chunks(self):
+    rng = np.random.default_rng(self.seed)
+    for start in range(0, self.samples, _BOOTSTRAP_CHUNK):
+      size = min(_BOOTSTRAP_CHUNK, self.samples - start)
+      draws = rng.integers(0, self.n, size=(size, self.n), dtype=np.int64)
+      weights = np.empty((size, self.n))
+      for row, drawn in enumerate(draws):
+        weights[row] = np.bincount(drawn, minlength=self.n)
+      yield weights / self.n
+
+  def intervals(self, metrics: List[np.ndarray]) -> List[Tuple[float, float]]:
+    """95% intervals of the mean of each per-question array."""
+    values = np.stack(metrics, axis=1)
+    chunks = self._cached if self._cached is not None else self._chunks()
+    means = np.concatenate([weights @ values for weights in chunks])
+    return [(float(low), float(high))
+            for low, high in np.percentile(means, [2.5, 97.5], axis=0).T]
+
+
+def cohen_kappa(auto: np.ndarray, human: np.ndarray) -> Optional[float]:
+  observed = float(np.mean(auto == human))
+  p_auto, p_human = float(np.mean(auto)), float(np.mean(human))
+  expected = p_auto * p_human + (1 - p_auto) * (1 - p_human)
+  if expected == 1.0:
+    return None
+  return (observed - expected) / (1 - expected)
+
+
+def leaderboard_row(system: str, outcomes: _Outcomes, gold: GoldIndex,
+                    bootstrap: BootstrapWeights) -> LeaderboardRow:
+  index = np.frombuffer(outcomes.gold_index, dtype=np.int64)
+  attributable = np.frombuffer(outcomes.attributable, dtype=np.int8).astype(bool)
+  scored = np.frombuffer(outcomes.scored, dtype=np.int8).astype(bool)
+  human = np.frombuffer(outcomes.human, dtype=np.int8)
+
+  em = gold.empty_em.copy()
+  f1 = gold.empty_f1.copy()
+  ais = np.zeros(gold.n)
+  em[index] = np.frombuffer(outcomes.em, dtype=np.float64)
+  f1[index] = np.frombuffer(outcomes.f1, dtype=np.float64)
+  ais[index] = attributable
+  n_scored = int(scored.sum())
+  n_yes = int(attributable.sum())
+
+  rated = human != HUMAN_NONE
+  n_rated = int(rated.sum())
+  if n_rated:
+    human_yes = human[rated] == HUMAN_Y
+    human_ais = float(np.mean(human_yes))
+    agreement = float(np.mean(attributable[rated] == human_yes))
+    kappa = cohen_kappa(attributable[rated], human_yes)
+  else:
+    human_ais = agreement = kappa = None
+
+  autoais_ci, em_ci, f1_ci = bootstrap.intervals([ais, em, f1])
+  return LeaderboardRow(
+      system_name=system,
+      n_gold=gold.n,
+      n_predicted=len(index),
+      n_scored=n_scored,
+      n_unmatched_attribution=len(index) - n_scored,
+      coverage=n_scored / gold.n,
+      autoais=n_yes / gold.n,
+      autoais_ci_low=autoais_ci[0],
+      autoais_ci_high=autoais_ci[1],
+      autoais_scored=n_yes / n_scored if n_scored else None,
+      # np.mean over the gold-ordered array, then x100: the reference's arithmetic.
+      em=float(np.mean(em) * 100),
+      em_ci_low=em_ci[0] * 100,
+      em_ci_high=em_ci[1] * 100,
+      f1=float(np.mean(f1) * 100),
+      f1_ci_low=f1_ci[0] * 100,
+      f1_ci_high=f1_ci[1] * 100,
+      n_human_rated=n_rated,
+      human_ais=human_ais,
+      human_agreement=agreement,
+      human_kappa=kappa)
+
+
+class _LeaderboardRowFn(beam.DoFn):
+
+  def __init__(self, bootstrap_samples: int, seed: int):
+    self._samples = bootstrap_samples
+    self._seed = seed
+    self._bootstrap = None
+
+  def process(self, system_outcomes, gold: GoldIndex):
+    system, outcomes = system_outcomes
+    if self._bootstrap is None or self._bootstrap.n != gold.n:
+      self._bootstrap = BootstrapWeights(gold.n, self._samples, self._seed)
+    yield leaderboard_row(system, outcomes, gold, self._bootstrap)
+
+
+class SummarizeSystems(beam.PTransform):
+  """PCollection[(system, RowOutcome)] -> one LeaderboardRow per system."""
+
+  def __init__(self, gold_index, bootstrap_samples: int = 1000, seed: int = 0):
+    super().__init__()
+    self._gold_index = gold_index
+    self._samples = bootstrap_samples
+    self._seed = seed
+
+  def expand(self, outcomes):
+    return (outcomes
+            | "CombineOutcomesPerSystem" >> beam.CombinePerKey(SystemOutcomes())
+            | "ComputeLeaderboardRows" >> beam.ParDo(
+                _LeaderboardRowFn(self._samples, self._seed),
+                beam.pvalue.AsSingleton(self._gold_index)))
+
+
+def sorted_rows(rows: Iterable[LeaderboardRow]) -> List[LeaderboardRow]:
+  return sorted(rows, key=lambda row: row.system_name)
