@@ -268,10 +268,12 @@ def to_record_batch(rows: Sequence[tuple], schema: pa.Schema) -> pa.RecordBatch:
   if not rows:
     return pa.RecordBatch.from_pylist([], schema=schema)
   columns = list(zip(*rows))
-  return pa.RecordBatch.from_arrays(
-      [pa.array(column, type=field.type)
-       for column, field in zip(columns, schema)],
-      schema=schema)
+  arrays = [pa.array(column, type=field.type) for column, field in zip(columns, schema)]
+  for array, field in zip(arrays, schema):
+    if array.null_count and not field.nullable:
+      raise ValueError(f"field '{field.name}' is not nullable, found {array.null_count} "
+                       "null value(s)")
+  return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def iter_rows(batch, element_type: Type[tuple]):

@@ -10,74 +10,19 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from beam_jobs import build_corpus, evaluate
-from tests.conftest import (nq_oracle_records, oracle_passage_id, read_jsonl,
-                            run_job, shared_file, write_jsonl)
-
-SYSTEMS = ("right-answer-right-passage", "right-answer-wrong-passage",
-           "wrong-answer", "sparse-with-unknown-ids", "reformatted-answers")
-
-
-def _system_predictions(gold, oracle_by_question, passage_ids):
-  """Per system: {question: (answer, attribution)} over the gold questions."""
-  questions = [g["question"] for g in gold]
-  with_passage = [q for q in questions if q in oracle_by_question]
-  systems = {name: {} for name in SYSTEMS}
-  for position, question in enumerate(questions):
-    answers = gold[position]["answer"]
-    own = passage_ids.get(question, "")
-    neighbour = passage_ids[with_passage[(with_passage.index(question) + 1) %
-                                         len(with_passage)]] if own else ""
-    other_answer = gold[(position + 7) % len(gold)]["answer"][0]
-    systems["right-answer-right-passage"][question] = (answers[0], own)
-    systems["right-answer-wrong-passage"][question] = (answers[-1], neighbour)
-    systems["wrong-answer"][question] = (other_answer, own)
-    if position % 3 == 0:
-      attribution = own if position % 2 == 0 else "http://en.wikipedia.org/wiki/Nowhere#0"
-      systems["sparse-with-unknown-ids"][question] = (answers[0], attribution)
-    # Case, punctuation and articles that SQuAD normalisation removes, plus a
-    # partial answer every fifth question (F1 strictly between 0 and 1).
-    answer = f"The {answers[0].upper()}!" if position % 5 else answers[0].split()[0]
-    systems["reformatted-answers"][question] = (answer, own)
-  return systems
-
+from beam_jobs import evaluate
+from tests.conftest import NQ_SYSTEMS as SYSTEMS
+from tests.conftest import read_jsonl, run_job
 
 @pytest.fixture(scope="module")
-def leaderboard(tmp_path_factory):
-  root = tmp_path_factory.mktemp("leaderboard")
-  gold_path = shared_file("nq_open/NQ-open.dev.jsonl")
-  gold = read_jsonl(gold_path)
-  oracle = nq_oracle_records()
-  passage_ids, contents_by_id, oracle_by_question = {}, {}, {}
-  corpus_records = []
-  for index, record in enumerate(oracle):
-    ctx = record["ctxs"][0]
-    passage_id = oracle_passage_id(index, ctx["title"])
-    contents = f"« {ctx['title']} » « {ctx['title']} » {ctx['text']}"
-    passage_ids[record["question"]] = passage_id
-    contents_by_id[passage_id] = (ctx["title"], ctx["text"])
-    oracle_by_question[record["question"]] = record
-    corpus_records.append({"id": passage_id, "contents": contents})
-  write_jsonl(root / "pyserini" / "oracle.jsonl", corpus_records)
-  assert run_job(build_corpus, "--input", root / "pyserini" / "*.jsonl",
-                 "--output", root / "corpus", "--num_shards", 8) == 0
-
-  systems = _system_predictions(gold, oracle_by_question, passage_ids)
-  (root / "predictions").mkdir()
-  for name, predictions in systems.items():
-    with open(root / "predictions" / f"{name}.csv", "w", newline="",
-              encoding="utf-8") as f:
-      writer = csv.writer(f)
-      writer.writerow(["question", "answer", "attribution"])
-      for question, (answer, attribution) in predictions.items():
-        writer.writerow([question, answer, attribution])
-  output = root / "out"
-  code = run_job(evaluate, "--predictions", root / "predictions" / "*.csv",
-                 "--corpus", root / "corpus", "--gold", gold_path,
-                 "--output_dir", output, "--bootstrap_samples", 200)
+def leaderboard(nq_leaderboard_inputs, tmp_path_factory):
+  inputs = nq_leaderboard_inputs
+  output = tmp_path_factory.mktemp("leaderboard") / "out"
+  code = run_job(evaluate, "--predictions", inputs["predictions"], "--corpus",
+                 inputs["corpus"], "--gold", inputs["gold_path"], "--output_dir", output,
+                 "--bootstrap_samples", 200)
   assert code == 0
-  return {"root": root, "output": output, "gold": gold, "systems": systems,
-          "contents": contents_by_id, "gold_path": gold_path}
+  return dict(inputs, output=output)
 
 
 def _leaderboard_rows(output):

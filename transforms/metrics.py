@@ -87,11 +87,11 @@ def row_outcome(row: RatingRow) -> RowOutcome:
 
 
 class _Outcomes:
-  """Column arrays of RowOutcomes: about 30 bytes per answered question."""
+  """Column arrays of RowOutcomes: 16 bytes per answered question."""
 
   def __init__(self):
-    self.gold_index = array.array("q")
-    self.em = array.array("d")
+    self.gold_index = array.array("i")
+    self.em = array.array("b")
     self.f1 = array.array("d")
     self.attributable = array.array("b")
     self.scored = array.array("b")
@@ -99,7 +99,7 @@ class _Outcomes:
 
   def add(self, outcome: RowOutcome):
     self.gold_index.append(outcome.gold_index)
-    self.em.append(outcome.em)
+    self.em.append(int(outcome.em))  # EM is 0 or 1
     self.f1.append(outcome.f1)
     self.attributable.append(outcome.attributable)
     self.scored.append(outcome.scored)
@@ -180,7 +180,7 @@ def cohen_kappa(auto: np.ndarray, human: np.ndarray) -> Optional[float]:
 
 def leaderboard_row(system: str, outcomes: _Outcomes, gold: GoldIndex,
                     bootstrap: BootstrapWeights) -> LeaderboardRow:
-  index = np.frombuffer(outcomes.gold_index, dtype=np.int64)
+  index = np.frombuffer(outcomes.gold_index, dtype=np.int32)
   attributable = np.frombuffer(outcomes.attributable, dtype=np.int8).astype(bool)
   scored = np.frombuffer(outcomes.scored, dtype=np.int8).astype(bool)
   human = np.frombuffer(outcomes.human, dtype=np.int8)
@@ -188,7 +188,7 @@ def leaderboard_row(system: str, outcomes: _Outcomes, gold: GoldIndex,
   em = gold.empty_em.copy()
   f1 = gold.empty_f1.copy()
   ais = np.zeros(gold.n)
-  em[index] = np.frombuffer(outcomes.em, dtype=np.float64)
+  em[index] = np.frombuffer(outcomes.em, dtype=np.int8)
   f1[index] = np.frombuffer(outcomes.f1, dtype=np.float64)
   ais[index] = attributable
   n_scored = int(scored.sum())

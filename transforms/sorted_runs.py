@@ -26,7 +26,9 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import iter_rows, schema_of, to_record_batch
 
-_BATCH_ROWS = 4096
+# Rows per Arrow batch in a run file. A merge holds one decoded batch per run,
+# so small batches keep its memory low however many runs there are.
+_BATCH_ROWS = 256
 _IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 
 
@@ -70,12 +72,12 @@ class _SpillRunsFn(beam.DoFn):
 
   def __init__(self, work_dir: str, element_type: Type[tuple],
                key_fields: Sequence[str], shard_of: Optional[Callable[[tuple], int]],
-               max_rows_per_run: int):
+               max_run_bytes: int):
     self._work_dir = work_dir
     self._element_type = element_type
     self._key_fields = tuple(key_fields)
     self._shard_of = shard_of
-    self._max_rows = max_rows_per_run
+    self._max_bytes = max_run_bytes
 
   def setup(self):
     self._key = _key_function(self._element_type, self._key_fields)
@@ -87,8 +89,10 @@ class _SpillRunsFn(beam.DoFn):
   def process(self, element):
     shard = self._shard_of(element) if self._shard_of else 0
     self._buffers[shard].append(element)
-    self._buffered += 1
-    if self._buffered >= self._max_rows:
+    # Text dominates rows: count its characters, plus a fixed cost per row.
+    self._buffered += 200 + sum(len(value) for value in element
+                                if isinstance(value, str))
+    if self._buffered >= self._max_bytes:
       yield from self._flush()
 
   def finish_bundle(self):
@@ -110,17 +114,17 @@ class _SpillRunsFn(beam.DoFn):
 class SpillSortedRuns(beam.PTransform):
   """PCollection[element_type] -> PCollection[(shard, run_path)].
 
-  Each run holds at most `max_rows_per_run` rows of one shard, sorted by
-  `key_fields`. Runs from failed bundle attempts are never emitted, so retries
-  do not duplicate rows.
+  A worker buffers about `max_run_bytes` of rows (all shards together) before it
+  writes them, sorted by `key_fields`, as one run per shard. Runs from failed
+  bundle attempts are never emitted, so retries do not duplicate rows.
   """
 
   def __init__(self, work_dir: str, element_type: Type[tuple],
                key_fields: Sequence[str], shard_of: Optional[Callable] = None,
-               max_rows_per_run: int = 50000):
+               max_run_bytes: int = 16 * 1024 * 1024):
     super().__init__()
     self._fn = _SpillRunsFn(work_dir, element_type, key_fields, shard_of,
-                            max_rows_per_run)
+                            max_run_bytes)
 
   def expand(self, rows):
     return rows | "WriteSortedRuns" >> beam.ParDo(self._fn)

@@ -338,7 +338,7 @@ def _read_tfds_gold(spec: str) -> Iterator[GoldAnswer]:
   name, _, split = spec[len(TFDS_PREFIX):].partition("/")
   dataset = tfds.load(name, split=split or "validation")
   for index, example in enumerate(tfds.as_numpy(dataset)):
-    yield GoldAnswer(example["question"].decode("utf-8"),
+    yield GoldAnswer(example["question"].decode("utf-8").strip(),
                      [a.decode("utf-8") for a in example["answer"]], index)
 
 

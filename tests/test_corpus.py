@@ -1,0 +1,115 @@
+"""The Parquet corpus layout and the two joins against it."""
+import json
+import random
+
+import apache_beam as beam
+import pyarrow.parquet as pq
+import pytest
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from beam_jobs import build_corpus
+from tests.conftest import run_job, write_jsonl
+from transforms import corpus
+from transforms.corpus import LookupPassages, ShardReader, ShuffleJoinPassages
+
+N_PASSAGES = 3000
+N_SHARDS = 16
+
+
+def _passage(index):
+  rng = random.Random(index)
+  words = " ".join(rng.choice(["alpha", "beta", "gamma", "delta", "epsilon", "zeta",
+                                 str(index)]) for _ in range(60))
+  return {"id": f"http://en.wikipedia.org/wiki/Page_{index}#Page_{index}#{index % 3}",
+          "contents": f"« Page {index} » « Page {index}, Part {index % 3} » {words}"}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+  root = tmp_path_factory.mktemp("corpus")
+  passages = [_passage(i) for i in range(N_PASSAGES)]
+  random.Random(0).shuffle(passages)
+  write_jsonl(root / "src" / "part-0.jsonl", passages[:1000])
+  write_jsonl(root / "src" / "part-1.jsonl", passages[1000:])
+  assert run_job(build_corpus, "--input", root / "src" / "*.jsonl", "--output",
+                 root / "corpus", "--num_shards", N_SHARDS, "--row_group_size", 32) == 0
+  return root / "corpus", {p["id"]: p["contents"] for p in passages}
+
+
+def test_layout(built):
+  directory, passages = built
+  manifest = json.loads((directory / "corpus.json").read_text())
+  assert manifest["num_passages"] == N_PASSAGES
+  assert manifest["counts"]["reconciled"] is True
+  seen = {}
+  for shard in manifest["shards"]:
+    path = directory / shard["path"]
+    assert path.name == corpus.shard_file_name(shard["shard"], N_SHARDS)
+    parquet = pq.ParquetFile(path)
+    table = parquet.read()
+    ids = table.column("id").to_pylist()
+    assert ids == sorted(ids), "each shard is sorted by id"
+    assert all(corpus.shard_of(i, N_SHARDS) == shard["shard"] for i in ids)
+    assert shard["num_rows"] == len(ids) == parquet.metadata.num_rows
+    assert shard["bytes"] == path.stat().st_size
+    for group in range(parquet.metadata.num_row_groups):
+      row_group = parquet.metadata.row_group(group)
+      assert row_group.num_rows <= 32
+      statistics = row_group.column(0).statistics
+      assert statistics.has_min_max
+    seen.update(zip(ids, table.column("contents").to_pylist()))
+  assert seen == passages
+  assert manifest["total_bytes"] == sum(s["bytes"] for s in manifest["shards"])
+
+
+def test_point_lookup_reads_one_footer_and_one_row_group(built):
+  directory, passages = built
+  manifest = json.loads((directory / "corpus.json").read_text())
+  shard = max(manifest["shards"], key=lambda s: s["num_rows"])
+  reader = ShardReader(str(directory / shard["path"]))
+  after_footer = reader.bytes_read
+  ids = pq.read_table(directory / shard["path"]).column("id").to_pylist()
+  group = reader.row_group_of(ids[len(ids) // 2])
+  (found_ids, contents), = reader.read_row_groups([group])
+  assert ids[len(ids) // 2] in found_ids
+  row_group_bytes = reader.bytes_read - after_footer
+  metadata = pq.ParquetFile(directory / shard["path"]).metadata.row_group(group)
+  assert row_group_bytes <= metadata.total_byte_size * 1.2 + 512
+  assert reader.bytes_read < shard["bytes"] / 3
+  assert reader.row_group_of("~~~ after every id") is None
+  reader.close()
+
+
+@pytest.mark.parametrize("transform_class", [LookupPassages, ShuffleJoinPassages])
+def test_joins_find_known_ids_and_miss_unknown_ones(built, transform_class):
+  directory, passages = built
+  ids = sorted(passages)
+  values = [(f"row-{i}", ids[(i * 37) % len(ids)]) for i in range(200)]
+  values += [("unknown", "http://en.wikipedia.org/wiki/Nowhere#0"),
+             ("no-id", None), ("repeat", ids[0])]
+  expected = [(name, passages.get(passage_id) if passage_id else None)
+              for name, passage_id in values]
+  assert sum(found is None for _, found in expected) == 2
+  with BeamTestPipeline(runner=FnApiRunner()) as pipeline:
+    joined = (pipeline
+              | beam.Create(values)
+              | transform_class(str(directory), key_of=lambda value: value[1]))
+    assert_that(joined["joined"] | beam.MapTuple(lambda value, found: (value[0], found)),
+                equal_to(expected))
+
+
+def test_lookup_stats_show_a_small_read(built, tmp_path):
+  directory, passages = built
+  ids = sorted(passages)[:5]
+  with BeamTestPipeline(runner=FnApiRunner()) as pipeline:
+    joined = (pipeline | beam.Create(ids)
+              | LookupPassages(str(directory), key_of=lambda value: value))
+    stats = joined["stats"] | beam.CombineGlobally(
+        lambda dicts: {k: sum(d[k] for d in dicts) for k in corpus.JOIN_STATS_KEYS})
+    stats | beam.Map(lambda s: (tmp_path / "stats.json").write_text(json.dumps(s)))
+  stats = json.loads((tmp_path / "stats.json").read_text())
+  total = json.loads((directory / "corpus.json").read_text())["total_bytes"]
+  assert stats["lookups"] == stats["found"] == 5
+  assert 0 < stats["bytes_read"] < 0.25 * total

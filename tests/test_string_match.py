@@ -1,0 +1,29 @@
+"""The string-match baseline (SPEC 5.4)."""
+import pytest
+
+from models.string_match import string_match_attributable, string_match_score
+from schemas import AttributionExample
+
+
+@pytest.mark.parametrize("answer, passage, expected", [
+    ("Jason Flemyng", "in which Flemyng played Dr. Henry Jekyll", False),
+    ("Flemyng", "in which Flemyng played Dr. Henry Jekyll", True),
+    ("1", "The war ended in 1972.", False),  # whole tokens only
+    ("1972", "The war ended in 1972.", True),
+    ("The Beatles!", "songs by beatles were", True),  # normalised both sides
+    ("yes", "yes, the sun is a star", False),  # yes/no answers never
+    ("No", "no doubt", False),
+    ("the", "the the the", False),  # normalises to empty
+    ("New York", "New\nYork City", True),  # whitespace collapsed
+    ("St. Elsewhere", "St Elsewhere Episodes", True),
+])
+def test_string_match(answer, passage, expected):
+  assert string_match_attributable(answer, passage) is expected
+
+
+def test_score_is_one_or_zero_and_decision_uses_threshold():
+  example = AttributionExample("premise", "hypothesis", "Flemyng", "Flemyng played")
+  assert string_match_score(example, 0.5) == (1.0, True, 1, False)
+  assert string_match_score(example, 1.0).attributable is False
+  missing = example._replace(answer="Depp")
+  assert string_match_score(missing, 0.5) == (0.0, False, 1, False)
