@@ -28,7 +28,7 @@ from schemas import CorpusRecord
 from transforms import corpus
 from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest,
                                 software_versions, utc_now)
-from transforms.sorted_runs import SpillSortedRuns, delete_runs, merge_sorted_runs
+from transforms.sorted_runs import SpillSortedRuns, merge_sorted_runs
 from transforms.sources import (ReadRecords, check_corpus_file, data_format,
                                 match_files, read_corpus_source)
 
@@ -60,17 +60,17 @@ class _WriteShardFn(beam.DoFn):
     self._row_group_size = row_group_size
 
   def process(self, shard_runs):
-    shard, run_paths = shard_runs
-    run_paths = list(run_paths)
+    # Run files hold every shard's rows: they are deleted with the scratch
+    # directory when the job completes, not here.
+    shard, runs = shard_runs
     name = corpus.shard_file_name(shard, self._num_shards)
     writer = corpus.ShardWriter(FileSystems.join(self._output_dir, name),
                                 self._row_group_size)
-    for record in merge_sorted_runs(run_paths, CorpusRecord, CORPUS_KEY):
+    for record in merge_sorted_runs(runs, CorpusRecord, CORPUS_KEY):
       duplicate = writer.add(record)
       if duplicate is not None:
         yield beam.pvalue.TaggedOutput("dead_letter", duplicate)
     size = writer.close()
-    delete_runs(run_paths)
     yield {"shard": shard, "path": name, "num_rows": writer.num_rows,
            "num_row_groups": writer.num_row_groups, "bytes": size}
 

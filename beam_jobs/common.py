@@ -14,6 +14,8 @@ from apache_beam.options.pipeline_options import (PipelineOptions, StandardOptio
                                                   _BeamArgumentParser)
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
+from models import SCORERS, STRING_MATCH, Scorer, make_scorer
+from models.errors import ModelError
 from transforms.corpus import CorpusError
 from transforms.outputs import delete_tree
 from transforms.sources import InputError
@@ -26,7 +28,80 @@ class ConfigError(ValueError):
   """The job's options cannot work: it stops before building anything."""
 
 
-CONFIGURATION_ERRORS = (ConfigError, InputError, CorpusError)
+def _flag(value: str) -> bool:
+  """A boolean flag that takes a value (Flex Templates pass --name=value)."""
+  lowered = value.strip().lower()
+  if lowered in ("true", "1", "yes"):
+    return True
+  if lowered in ("false", "0", "no"):
+    return False
+  raise ValueError(f"expected true or false, got {value!r}")
+
+
+class ScorerOptions(PipelineOptions):
+  """The attribution scorer flags every job that scores shares."""
+
+  @classmethod
+  def _add_argparse_args(cls, parser):
+    group = parser.add_argument_group("scorer")
+    group.add_argument("--scorer", default=STRING_MATCH, choices=SCORERS,
+                       help="Attribution scorer (default %(default)s).")
+    group.add_argument("--threshold", type=float, default=0.5,
+                       help="auto_ais is Y iff nli_score > threshold (default 0.5).")
+    group.add_argument("--model", default=None,
+                       help="NLI model directory (local or gs://), for --scorer t5: "
+                       "a T5/mT5 checkpoint in safetensors with its tokenizer.")
+    group.add_argument("--dtype", default="float32",
+                       help="float32 or bfloat16 (float16 is refused: T5 overflows).")
+    group.add_argument("--device", default="cpu", help="cpu or cuda.")
+    group.add_argument("--decision", default="threshold",
+                       help="threshold (nli_score > --threshold) or decode (greedy "
+                       "generation reads '1', as the reference script does).")
+    group.add_argument("--max_input_tokens", type=int, default=None,
+                       help="Model input length; longer premises are windowed "
+                       "(default: the tokenizer's model_max_length, else 512).")
+    group.add_argument("--token_budget", type=int, default=8192,
+                       help="Padded tokens per model batch (default 8192).")
+    group.add_argument("--large_model", type=_flag, default=False,
+                       help="true: load one model per machine, shared across worker "
+                       "processes (for 11B checkpoints). Default false.")
+
+
+def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
+  """Validates the scorer flags (cheaply: the model itself is loaded on the
+  workers) and returns the scorer."""
+  options = options.view_as(ScorerOptions)
+  if not 0.0 <= options.threshold <= 1.0:
+    raise ConfigError(f"--threshold must be in [0, 1], got {options.threshold}")
+  if options.scorer == STRING_MATCH:
+    if options.decision != "threshold":
+      raise ConfigError("--decision decode needs an NLI model (--scorer t5)")
+    return make_scorer(STRING_MATCH, options.threshold)
+  require(options, "model")
+  from models import t5_nli  # pylint: disable=import-outside-toplevel
+  t5_nli.check_dtype(options.dtype)
+  if options.device not in t5_nli.DEVICES:
+    raise ConfigError(f"--device {options.device!r}: choose from cpu, cuda")
+  if options.decision not in t5_nli.DECISIONS:
+    raise ConfigError(f"--decision {options.decision!r}: choose from threshold, decode")
+  if options.token_budget < 1:
+    raise ConfigError("--token_budget must be positive")
+  t5_nli.model_files(options.model)
+  if local_run and FileSystems.get_scheme(options.model) in (None, "file"):
+    t5_nli.label_token_ids(t5_nli.load_tokenizer(options.model), options.model)
+    if options.device == "cuda":
+      import torch  # pylint: disable=import-outside-toplevel
+      if not torch.cuda.is_available():
+        raise ConfigError("--device cuda: no CUDA device on this machine")
+  return make_scorer(options.scorer, options.threshold, model_path=options.model,
+                     dtype=options.dtype, device=options.device,
+                     decision=options.decision,
+                     max_input_tokens=options.max_input_tokens,
+                     token_budget=options.token_budget,
+                     large_model=options.large_model)
+
+
+CONFIGURATION_ERRORS = (ConfigError, InputError, CorpusError, ModelError)
 
 
 def parse_options(argv: Sequence[str], options_class: Type[PipelineOptions]):

@@ -25,7 +25,7 @@ if __name__ == "__main__":
 import io
 import json
 import time
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import apache_beam as beam
 import pyarrow.csv as pa_csv
@@ -33,19 +33,21 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import ConfigError, clear_outputs, new_work_dir, require, run_job
-from models import SCORERS, STRING_MATCH, make_scorer
+from beam_jobs.common import (ConfigError, clear_outputs, new_work_dir,
+                              require, run_job, scorer_from_options)
 from schemas import (LEADERBOARD_SCHEMA, RATING_SCHEMA, REJECTED, UNMATCHED,
                      AttributionScore, DeadLetter, GoldMatch, RatingRow,
                      to_record_batch)
 from transforms import corpus
-from transforms.metrics import BuildGoldIndex, SummarizeSystems, row_outcome, sorted_rows
+from transforms.metrics import (BuildGoldIndex, SummarizeSystems, SystemOutcomes,
+                                sorted_rows)
 from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest, reconcile,
                                 atomic_create, software_versions, utc_now,
                                 write_text_atomically)
 from transforms.passages import display_passage, parse_passage
 from transforms.scoring import ScoreAttribution, qa_example
-from transforms.sorted_runs import SpillSortedRuns, delete_runs, merge_sorted_runs
+from transforms.sorted_runs import (RowRef, RowRefBuffer, SpillSortedRuns, delete_runs,
+                                   merge_run_refs)
 from transforms.sources import (TFDS_PREFIX, ReadGold, ReadRecords,
                                 check_prediction_file, match_files, read_header,
                                 read_predictions)
@@ -54,7 +56,7 @@ OUTPUT_FILES = ("run.json", "ratings.csv", "ratings.parquet", "scores.txt",
                 "leaderboard.csv", "leaderboard.json", "leaderboard.md",
                 "dead_letter.jsonl")
 RATING_KEY = ("system_name", "question", "source_file", "source_line")
-RATINGS_ROW_GROUP = 10000
+RATINGS_ROW_GROUP = 4096
 _CSV_OPTIONS = pa_csv.WriteOptions(include_header=False, quoting_style="needed")
 JOINS = ("auto", "lookup", "shuffle")
 _LOCAL_RUNNERS = ("DirectRunner", "SwitchingDirectRunner", "BundleBasedDirectRunner",
@@ -64,6 +66,8 @@ _BYTES_PER_PREDICTION = 120
 
 
 class EvaluateOptions(PipelineOptions):
+  """evaluate's own flags; the scorer flags (--scorer, --model, ...) are
+  beam_jobs.common.ScorerOptions, shared with the other scoring jobs."""
 
   @classmethod
   def _add_argparse_args(cls, parser):
@@ -76,10 +80,6 @@ class EvaluateOptions(PipelineOptions):
     group.add_argument("--gold", help="Gold answers: NQ-Open JSONL "
                        "({'question','answer':[...]}) or tfds:natural_questions_open/validation.")
     group.add_argument("--output_dir", help="Directory for the outputs.")
-    group.add_argument("--scorer", default=STRING_MATCH, choices=SCORERS,
-                       help="Attribution scorer (default %(default)s).")
-    group.add_argument("--threshold", type=float, default=0.5,
-                       help="auto_ais is Y iff nli_score > threshold (default 0.5).")
     group.add_argument("--join", default="auto", choices=JOINS,
                        help="Corpus join: point lookups, a shuffle join, or auto: "
                        "lookups on local runners or when predictions are few "
@@ -94,8 +94,7 @@ class _Plan:
 
   def __init__(self, options: EvaluateOptions, runner_name: str):
     require(options, "predictions", "gold", "output_dir")
-    if not 0.0 <= options.threshold <= 1.0:
-      raise ConfigError(f"--threshold must be in [0, 1], got {options.threshold}")
+    self.scorer = scorer_from_options(options, runner_name in _LOCAL_RUNNERS)
     if options.bootstrap_samples < 1:
       raise ConfigError("--bootstrap_samples must be positive")
     self.prediction_files = match_files(options.predictions)
@@ -116,7 +115,6 @@ class _Plan:
       self.join, self.join_reason = self._choose_join(options, runner_name)
     elif not carry_passages:
       raise ConfigError("--corpus is required: the predictions have no passage column")
-    self.scorer = make_scorer(options.scorer, options.threshold)
 
   def _choose_join(self, options, runner_name):
     if options.join != "auto":
@@ -207,23 +205,16 @@ def prepare_example(match: GoldMatch, corpus_passage: Optional[str]):
 def rating_row(match: GoldMatch, passage: Optional[str],
                score: Optional[AttributionScore], scorer: str) -> RatingRow:
   prediction = match.prediction
-  return RatingRow(
-      system_name=prediction.system_name,
-      question=prediction.question,
-      answer=prediction.answer,
-      attribution=prediction.attribution,
-      passage=passage,
-      human_rating=prediction.human_rating,
-      auto_ais="Y" if score is not None and score.attributable else "N",
-      nli_score=score.nli_score if score is not None else None,
-      em=match.em,
-      f1=match.f1,
-      gold_index=match.gold_index,
-      scorer=scorer,
-      n_windows=score.n_windows if score is not None else 0,
-      truncated=score.truncated if score is not None else False,
-      source_file=prediction.source_file,
-      source_line=prediction.source_line)
+  if score is None:
+    nli_score, auto_ais, n_windows, truncated = None, "N", 0, False
+  else:
+    nli_score, n_windows, truncated = score.nli_score, score.n_windows, score.truncated
+    auto_ais = "Y" if score.attributable else "N"
+  # Positional: this runs once per row.
+  return RatingRow(prediction.system_name, prediction.question, prediction.answer,
+                   prediction.attribution, passage, prediction.human_rating, auto_ais,
+                   nli_score, match.em, match.f1, match.gold_index, scorer, n_windows,
+                   truncated, prediction.source_file, prediction.source_line)
 
 
 # ----------------------------------------------------------------------------
@@ -239,52 +230,80 @@ def csv_bytes(rows, schema, header: bool = True) -> bytes:
   return sink.getvalue()
 
 
+class _MergedRow(NamedTuple):
+  """The fields of a rating row that the ratings writer reads as Python values."""
+  system_name: str
+  question: str
+  source_file: str
+  source_line: int
+  gold_index: int
+  em: float
+  f1: float
+  auto_ais: str
+  nli_score: Optional[float]
+  human_rating: Optional[str]
+
+
+_MERGED_FIELDS = _MergedRow._fields
+
+
 class _WriteRatingsFn(beam.DoFn):
   """Merges the sorted rating runs: keeps the first prediction per (system,
-  question), writes ratings.csv/.parquet, and emits each kept row's outcome."""
+  question), writes ratings.csv/.parquet, and emits one SystemOutcomes per
+  system (rows arrive sorted by system)."""
 
   def __init__(self, output_dir: str, has_corpus: bool):
     self._output_dir = output_dir
     self._has_corpus = has_corpus
 
-  def process(self, unused_impulse, run_paths):
-    paths = [path for _, path in run_paths]
+  def process(self, unused_impulse, shard_runs):
+    runs = [run for _, run in shard_runs]
     counts = {"kept": 0, "scored": 0}
     join = FileSystems.join
     with atomic_create(join(self._output_dir, "ratings.parquet")) as parquet_sink, \
         atomic_create(join(self._output_dir, "ratings.csv")) as csv_sink, \
-        pq.ParquetWriter(parquet_sink, RATING_SCHEMA, compression="zstd") as parquet:
+        pq.ParquetWriter(parquet_sink, RATING_SCHEMA, compression="snappy") as parquet:
       csv_sink.write((",".join(RATING_SCHEMA.names) + "\n").encode("utf-8"))
 
-      def write(rows):
-        batch = to_record_batch(rows, RATING_SCHEMA)
-        parquet.write_batch(batch)
-        pa_csv.write_csv(batch, csv_sink, _CSV_OPTIONS)
+      def write(table):
+        parquet.write_table(table, row_group_size=RATINGS_ROW_GROUP)
+        pa_csv.write_csv(table, csv_sink, _CSV_OPTIONS)
 
-      buffer = []
+      # Rows are copied to the outputs as Arrow slices of the runs; only the
+      # fields the merge, the dedup and the system outcomes need become Python.
+      scored = RowRefBuffer()
       kept = None
-      for row in merge_sorted_runs(paths, RatingRow, RATING_KEY):
+      outcomes = None
+      for ref in merge_run_refs(runs, _MERGED_FIELDS, RATING_KEY):
+        row = _MergedRow._make(ref.values)
         if kept is not None and (row.system_name, row.question) == (
             kept.system_name, kept.question):
-          yield beam.pvalue.TaggedOutput("dead_letter", _duplicate(row, kept))
+          yield beam.pvalue.TaggedOutput("dead_letter", _duplicate(ref, kept))
           continue
         kept = row
         counts["kept"] += 1
-        yield row.system_name, row_outcome(row)
+        if outcomes is None or outcomes.system_name != row.system_name:
+          if outcomes is not None:
+            yield outcomes
+          outcomes = SystemOutcomes(row.system_name)
+        outcomes.add(row.gold_index, row.em, row.f1, row.auto_ais == "Y",
+                     row.nli_score is not None, row.human_rating)
         if row.nli_score is None:
-          yield beam.pvalue.TaggedOutput("dead_letter", self._unmatched(row))
+          yield beam.pvalue.TaggedOutput("dead_letter", self._unmatched(ref))
           continue
         counts["scored"] += 1
-        buffer.append(row)
-        if len(buffer) == RATINGS_ROW_GROUP:
-          write(buffer)
-          buffer.clear()
-      if buffer:
-        write(buffer)
-    delete_runs(paths)
+        scored.add(ref)
+        if scored.num_rows == RATINGS_ROW_GROUP:
+          write(scored.take())
+      if scored.num_rows:
+        write(scored.take())
+      if outcomes is not None:
+        yield outcomes
+    delete_runs(runs)
     yield beam.pvalue.TaggedOutput("stats", counts)
 
-  def _unmatched(self, row: RatingRow) -> DeadLetter:
+  def _unmatched(self, ref: RowRef) -> DeadLetter:
+    row = _full_row(ref)
     if not row.attribution:
       reason, message = "missing_attribution", "no attribution given"
     elif self._has_corpus:
@@ -299,7 +318,12 @@ class _WriteRatingsFn(beam.DoFn):
         _prediction_json(row))
 
 
-def _duplicate(row: RatingRow, kept: RatingRow) -> DeadLetter:
+def _full_row(ref: RowRef) -> RatingRow:
+  return RatingRow(**ref.batch.slice(ref.index, 1).to_pylist()[0])
+
+
+def _duplicate(ref: RowRef, kept) -> DeadLetter:
+  row = _full_row(ref)
   return DeadLetter(
       row.source_file, row.source_line, REJECTED, "duplicate_prediction", "question",
       f"{row.source_file}:{row.source_line}: field 'question': system "
@@ -388,7 +412,8 @@ class _RunManifest:
     self._started = started
     self._started_at = started_at
 
-  def __call__(self, read_counts, ratings, dead, join_stats, leaderboard, gold):
+  def __call__(self, read_counts, ratings, dead, join_stats, leaderboard, gold,
+               scorer_stats, model_info):
     counts = reconcile(read_counts.get("read", 0), ratings["scored"], dead)
     counts["unmatched_questions_discarded"] = dead["by_reason"].get(
         f"{UNMATCHED}:question_not_in_gold", 0)
@@ -403,7 +428,7 @@ class _RunManifest:
         "systems": leaderboard["systems"],
         "inputs": dict(self._inputs),
         "join": join,
-        "scorer": self._scorer,
+        "scorer": dict(self._scorer, **model_info, **scorer_stats),
         "versions": software_versions(),
         "timings": {"started_at": self._started_at, "finished_at": utc_now(),
                     "wall_seconds": round(time.time() - self._started, 3)},
@@ -430,10 +455,11 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
   passages = matched.matched | "AttachPassages" >> AttachPassages(
       options.corpus, plan.join)
   scorer = plan.scorer.describe()["name"]
+  scores = (passages["joined"]
+            | "PrepareExamples" >> beam.MapTuple(prepare_example)
+            | "ScoreAttribution" >> ScoreAttribution(plan.scorer))
   rating_runs = (
-      passages["joined"]
-      | "PrepareExamples" >> beam.MapTuple(prepare_example)
-      | "ScoreAttribution" >> ScoreAttribution(plan.scorer)
+      scores["scored"]
       | "RateAnswers" >> beam.MapTuple(
           lambda key, score: rating_row(key[0], key[1], score, scorer))
       | "SpillRatingRuns" >> SpillSortedRuns(
@@ -469,6 +495,9 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
               SumCounts()),
           "leaderboard": leaderboard,
           "gold": gold_index,
+          "scorer_stats": scores["stats"] | "SumScorerStats" >> beam.CombineGlobally(
+              SumCounts()),
+          "model_info": pipeline | "DescribeScorer" >> plan.scorer.model_info(),
       },
       work_dir=work_dir)
 

@@ -2,11 +2,11 @@
 
 A scorer turns `(key, AttributionExample or None)` elements into
 `(key, AttributionScore or None)`: keys (the rows) ride along untouched, and a
-None example (no passage found) comes back unscored, so every row stays on one
-linear path through the pipeline. NLI models implement `score_keyed` with Beam's
-RunInference over their ModelHandler (the model loads once per worker); rule
-baselines such as string-match with a plain DoFn, so a baseline run never
-imports torch.
+None example (no passage found) comes back unscored, so rows that cannot be
+scored need no separate path. NLI models implement `score_keyed` with Beam's
+RunInference over their ModelHandler (the model loads once per worker, never on
+the launching machine); rule baselines such as string-match with a plain DoFn,
+so a baseline run never imports torch.
 """
 import abc
 from typing import Any, Dict
@@ -20,8 +20,14 @@ class Scorer(abc.ABC):
 
   @abc.abstractmethod
   def score_keyed(self) -> beam.PTransform:
-    """PCollection[(key, example or None)] -> PCollection[(key, score or None)]."""
+    """PCollection[(key, example or None)] -> {"scored": PCollection[(key, score
+    or None)], "stats": PCollection[dict] of counts to sum into run.json}."""
 
   @abc.abstractmethod
   def describe(self) -> Dict[str, Any]:
-    """The scorer block of run.json (name, model, checksum, dtype, threshold...)."""
+    """The scorer block of run.json, from the options alone."""
+
+  def model_info(self) -> beam.PTransform:
+    """PBegin -> a singleton PCollection[dict] of what only a worker can tell
+    (token ids, weights checksum); merged into the scorer block of run.json."""
+    return beam.Create([{}])

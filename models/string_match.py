@@ -12,7 +12,7 @@ import apache_beam as beam
 
 from models.base import Scorer
 from schemas import AttributionExample, AttributionScore
-from transforms.squad import normalize_answer
+from transforms.squad import normalize_answer, normalize_short_answer
 
 NAME = "string-match"
 _YES_NO = frozenset({"yes", "no"})
@@ -25,7 +25,7 @@ _normalized_passage = functools.lru_cache(maxsize=32768)(
 
 
 def string_match_attributable(answer: str, passage_text: str) -> bool:
-  answer = normalize_answer(answer)
+  answer = normalize_short_answer(answer)
   if not answer or answer in _YES_NO:
     return False
   return f" {answer} " in _normalized_passage(passage_text)
@@ -49,6 +49,19 @@ class _StringMatchFn(beam.DoFn):
       yield key, string_match_score(example, self._threshold)
 
 
+class _ScoreByStringMatch(beam.PTransform):
+
+  def __init__(self, threshold: float):
+    super().__init__()
+    self._threshold = threshold
+
+  def expand(self, keyed_examples):
+    scored = keyed_examples | "MatchAnswerStrings" >> beam.ParDo(
+        _StringMatchFn(self._threshold))
+    stats = keyed_examples.pipeline | "NoModelStats" >> beam.Create([{}])
+    return {"scored": scored, "stats": stats}
+
+
 class StringMatchScorer(Scorer):
 
   name = NAME
@@ -57,7 +70,7 @@ class StringMatchScorer(Scorer):
     self._threshold = threshold
 
   def score_keyed(self) -> beam.PTransform:
-    return beam.ParDo(_StringMatchFn(self._threshold))
+    return _ScoreByStringMatch(self._threshold)
 
   def describe(self) -> Dict[str, Any]:
     return {"name": NAME, "model": None, "decision": "threshold",

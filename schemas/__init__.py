@@ -267,13 +267,15 @@ def to_record_batch(rows: Sequence[tuple], schema: pa.Schema) -> pa.RecordBatch:
   """Rows (tuples in schema field order) to one Arrow record batch."""
   if not rows:
     return pa.RecordBatch.from_pylist([], schema=schema)
-  columns = list(zip(*rows))
-  arrays = [pa.array(column, type=field.type) for column, field in zip(columns, schema)]
-  for array, field in zip(arrays, schema):
-    if array.null_count and not field.nullable:
-      raise ValueError(f"field '{field.name}' is not nullable, found {array.null_count} "
-                       "null value(s)")
-  return pa.RecordBatch.from_arrays(arrays, schema=schema)
+  # One conversion of the tuples as a struct array: about twice as fast as
+  # transposing the rows into columns in Python.
+  batch = pa.RecordBatch.from_struct_array(
+      pa.array(rows, type=pa.struct(list(schema))))
+  for column, field in zip(batch.columns, schema):
+    if column.null_count and not field.nullable:
+      raise ValueError(f"field '{field.name}' is not nullable, found "
+                       f"{column.null_count} null value(s)")
+  return batch
 
 
 def iter_rows(batch, element_type: Type[tuple]):

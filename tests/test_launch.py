@@ -15,24 +15,27 @@ import sys
 import pytest
 
 from beam_jobs.build_corpus import BuildCorpusOptions
+from beam_jobs.common import ScorerOptions
 from beam_jobs.evaluate import EvaluateOptions
 
 LAUNCH = pathlib.Path(__file__).resolve().parent.parent / "launch"
 
 # job -> (options class, metadata file, entry script, module, required options)
 JOBS = {
-    "evaluate": (EvaluateOptions, "evaluate_metadata.json", "evaluate_main.py",
+    "evaluate": ((EvaluateOptions, ScorerOptions), "evaluate_metadata.json",
+                 "evaluate_main.py",
                  "beam_jobs.evaluate", {"predictions", "gold", "output_dir"}),
-    "build-corpus": (BuildCorpusOptions, "build_corpus_metadata.json",
+    "build-corpus": ((BuildCorpusOptions,), "build_corpus_metadata.json",
                      "build_corpus_main.py", "beam_jobs.build_corpus",
                      {"input", "output"}),
 }
 
 
-def job_arguments(options_class):
-  """dest -> argparse action, for the options the job's own class adds."""
+def job_arguments(options_classes):
+  """dest -> argparse action, for the options the job's own classes add."""
   parser = argparse.ArgumentParser()
-  options_class._add_argparse_args(parser)  # pylint: disable=protected-access
+  for options_class in options_classes:
+    options_class._add_argparse_args(parser)  # pylint: disable=protected-access
   return {action.dest: action for action in parser._actions  # pylint: disable=protected-access
           if action.dest != "help"}
 

@@ -316,36 +316,37 @@ class _LookupPassagesFn(beam.DoFn):
         continue
       located = [(reader.row_group_of(passage_id), passage_id, value)
                  for passage_id, value in items]
-      missing = sorted({row_group for row_group, _, _ in located
-                        if row_group is not None and
-                        self._cache.get((shard, row_group)) is None})
-      if missing:
-        before = reader.bytes_read
-        for row_group, (ids, contents) in zip(missing, reader.read_row_groups(missing)):
-          self._cache.put((shard, row_group), ids, contents)
-        self._stats["row_groups_read"] += len(missing)
-        self._stats["bytes_read"] += reader.bytes_read - before
+      groups = self._row_groups(shard, reader, {row_group for row_group, _, _ in located
+                                                if row_group is not None})
+      found = 0
       for row_group, passage_id, value in located:
-        yield value, self._find(shard, row_group, passage_id)
+        contents = None
+        if row_group is not None:
+          ids, texts = groups[row_group]
+          position = bisect.bisect_left(ids, passage_id)
+          if position < len(ids) and ids[position] == passage_id:
+            contents = texts[position]
+            found += 1
+        yield value, contents
+      self._stats["found"] += found
 
-  def _find(self, shard: int, row_group: Optional[int],
-            passage_id: str) -> Optional[str]:
-    if row_group is None:
-      return None
-    cached = self._cache.get((shard, row_group))
-    if cached is None:  # evicted by this very batch: the cache is too small
-      reader = self._reader(shard)
+  def _row_groups(self, shard: int, reader: ShardReader, wanted) -> dict:
+    """{row group: (ids, contents)}, from the cache or read in one call."""
+    groups, missing = {}, []
+    for row_group in sorted(wanted):
+      cached = self._cache.get((shard, row_group))
+      if cached is None:
+        missing.append(row_group)
+      else:
+        groups[row_group] = cached[:2]
+    if missing:
       before = reader.bytes_read
-      ids, contents = reader.read_row_groups([row_group])[0]
-      self._stats["row_groups_read"] += 1
+      for row_group, (ids, contents) in zip(missing, reader.read_row_groups(missing)):
+        self._cache.put((shard, row_group), ids, contents)
+        groups[row_group] = (ids, contents)
+      self._stats["row_groups_read"] += len(missing)
       self._stats["bytes_read"] += reader.bytes_read - before
-    else:
-      ids, contents, _ = cached
-    position = bisect.bisect_left(ids, passage_id)
-    if position == len(ids) or ids[position] != passage_id:
-      return None
-    self._stats["found"] += 1
-    return contents[position]
+    return groups
 
 
 class LookupPassages(beam.PTransform):

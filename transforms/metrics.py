@@ -2,21 +2,22 @@
 
 The gold questions define the denominator (SPEC 5.2, 5.3): a question a system
 did not answer counts as an empty prediction for EM/F1 and as N for AutoAIS. To
-make EM and F1 bit-identical to `t5.evaluation.metrics.squad`, the combiner keeps
-one value per answered gold question in compact arrays, and the final mean is
-taken over the full gold-ordered array with numpy, as the reference does.
+make EM and F1 bit-identical to `t5.evaluation.metrics.squad`, a system's
+outcomes keep one value per answered gold question in compact arrays, and the
+final mean is taken over the full gold-ordered array with numpy, as the
+reference does.
 Confidence intervals come from a percentile bootstrap over gold questions, with
 the same resamples for every system (paired): see BootstrapWeights.
 """
 import array
-from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 import apache_beam as beam
 import numpy as np
 
-from schemas import GoldAnswer, LeaderboardRow, RatingRow
+from schemas import GoldAnswer, LeaderboardRow
 from transforms.sources import InputError
-from transforms.squad import grade_normalized, normalize_answer
+from transforms.squad import grade_normalized, normalize_answer, normalize_short_answer
 
 HUMAN_NONE, HUMAN_N, HUMAN_Y = -1, 0, 1
 
@@ -50,7 +51,7 @@ class GoldIndex:
     if entry is None:
       return None
     position, normalized = entry
-    return (position,) + grade_normalized(normalized, normalize_answer(answer))
+    return (position,) + grade_normalized(normalized, normalize_short_answer(answer))
 
 
 class BuildGoldIndex(beam.CombineFn):
@@ -70,64 +71,33 @@ class BuildGoldIndex(beam.CombineFn):
     return GoldIndex(sorted(accumulator, key=lambda gold: gold.gold_index))
 
 
-class RowOutcome(NamedTuple):
-  """What the system aggregate needs of one kept prediction."""
-  gold_index: int
-  em: float
-  f1: float
-  attributable: bool
-  scored: bool
-  human: int  # HUMAN_NONE / HUMAN_N / HUMAN_Y
+class SystemOutcomes:
+  """One system's kept predictions, as compact columns (16 bytes a row): what the
+  leaderboard needs of each, in the order they were added."""
 
-
-def row_outcome(row: RatingRow) -> RowOutcome:
-  human = {None: HUMAN_NONE, "N": HUMAN_N, "Y": HUMAN_Y}[row.human_rating]
-  return RowOutcome(row.gold_index, row.em, row.f1, row.auto_ais == "Y",
-                    row.nli_score is not None, human)
-
-
-class _Outcomes:
-  """Column arrays of RowOutcomes: 16 bytes per answered question."""
-
-  def __init__(self):
+  def __init__(self, system_name: str):
+    self.system_name = system_name
     self.gold_index = array.array("i")
-    self.em = array.array("b")
+    self.em = array.array("b")  # EM is 0 or 1
     self.f1 = array.array("d")
     self.attributable = array.array("b")
     self.scored = array.array("b")
-    self.human = array.array("b")
+    self.human = array.array("b")  # HUMAN_NONE / HUMAN_N / HUMAN_Y
 
-  def add(self, outcome: RowOutcome):
-    self.gold_index.append(outcome.gold_index)
-    self.em.append(int(outcome.em))  # EM is 0 or 1
-    self.f1.append(outcome.f1)
-    self.attributable.append(outcome.attributable)
-    self.scored.append(outcome.scored)
-    self.human.append(outcome.human)
+  def add(self, gold_index: int, em: float, f1: float, attributable: bool,
+          scored: bool, human_rating: Optional[str]) -> None:
+    self.gold_index.append(gold_index)
+    self.em.append(int(em))
+    self.f1.append(f1)
+    self.attributable.append(attributable)
+    self.scored.append(scored)
+    self.human.append(_HUMAN_CODES[human_rating])
 
-  def extend(self, other: "_Outcomes"):
-    for name in ("gold_index", "em", "f1", "attributable", "scored", "human"):
-      getattr(self, name).extend(getattr(other, name))
+  def __len__(self):
+    return len(self.gold_index)
 
 
-class SystemOutcomes(beam.CombineFn):
-  """(system, RowOutcome) -> (system, _Outcomes) per system."""
-
-  def create_accumulator(self):
-    return _Outcomes()
-
-  def add_input(self, accumulator, outcome):
-    accumulator.add(outcome)
-    return accumulator
-
-  def merge_accumulators(self, accumulators):
-    merged = _Outcomes()
-    for accumulator in accumulators:
-      merged.extend(accumulator)
-    return merged
-
-  def extract_output(self, accumulator):
-    return accumulator
+_HUMAN_CODES = {None: HUMAN_NONE, "N": HUMAN_N, "Y": HUMAN_Y}
 
 
 _BOOTSTRAP_CHUNK = 50
@@ -178,7 +148,7 @@ def cohen_kappa(auto: np.ndarray, human: np.ndarray) -> Optional[float]:
   return (observed - expected) / (1 - expected)
 
 
-def leaderboard_row(system: str, outcomes: _Outcomes, gold: GoldIndex,
+def leaderboard_row(outcomes: SystemOutcomes, gold: GoldIndex,
                     bootstrap: BootstrapWeights) -> LeaderboardRow:
   index = np.frombuffer(outcomes.gold_index, dtype=np.int32)
   attributable = np.frombuffer(outcomes.attributable, dtype=np.int8).astype(bool)
@@ -206,7 +176,7 @@ def leaderboard_row(system: str, outcomes: _Outcomes, gold: GoldIndex,
 
   autoais_ci, em_ci, f1_ci = bootstrap.intervals([ais, em, f1])
   return LeaderboardRow(
-      system_name=system,
+      system_name=outcomes.system_name,
       n_gold=gold.n,
       n_predicted=len(index),
       n_scored=n_scored,
@@ -236,15 +206,20 @@ class _LeaderboardRowFn(beam.DoFn):
     self._seed = seed
     self._bootstrap = None
 
-  def process(self, system_outcomes, gold: GoldIndex):
-    system, outcomes = system_outcomes
+  def process(self, outcomes: SystemOutcomes, gold: GoldIndex):
     if self._bootstrap is None or self._bootstrap.n != gold.n:
       self._bootstrap = BootstrapWeights(gold.n, self._samples, self._seed)
-    yield leaderboard_row(system, outcomes, gold, self._bootstrap)
+    yield leaderboard_row(outcomes, gold, self._bootstrap)
 
 
 class SummarizeSystems(beam.PTransform):
-  """PCollection[(system, RowOutcome)] -> one LeaderboardRow per system."""
+  """PCollection[SystemOutcomes] -> one LeaderboardRow per system.
+
+  Each element must hold all of a system's kept predictions: the ratings writer
+  sees rows sorted by system and emits one SystemOutcomes per system, so only one
+  system's columns are in memory at a time (a CombinePerKey would hold every
+  system's until the end of the bundle).
+  """
 
   def __init__(self, gold_index, bootstrap_samples: int = 1000, seed: int = 0):
     super().__init__()
@@ -253,11 +228,9 @@ class SummarizeSystems(beam.PTransform):
     self._seed = seed
 
   def expand(self, outcomes):
-    return (outcomes
-            | "CombineOutcomesPerSystem" >> beam.CombinePerKey(SystemOutcomes())
-            | "ComputeLeaderboardRows" >> beam.ParDo(
-                _LeaderboardRowFn(self._samples, self._seed),
-                beam.pvalue.AsSingleton(self._gold_index)))
+    return outcomes | "ComputeLeaderboardRows" >> beam.ParDo(
+        _LeaderboardRowFn(self._samples, self._seed),
+        beam.pvalue.AsSingleton(self._gold_index))
 
 
 def sorted_rows(rows: Iterable[LeaderboardRow]) -> List[LeaderboardRow]:

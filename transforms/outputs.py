@@ -84,14 +84,14 @@ class _WriteDeadLettersFn(beam.DoFn):
   def process(self, unused_impulse, run_paths):
     counts = collections.Counter()
     by_reason = collections.Counter()
-    paths = [path for _, path in run_paths]
+    runs = [run for _, run in run_paths]
 
     with atomic_create(self._path) as sink:
-      for row in merge_sorted_runs(paths, DeadLetter, DEAD_LETTER_KEY):
+      for row in merge_sorted_runs(runs, DeadLetter, DEAD_LETTER_KEY):
         sink.write(dead_letter_json(row).encode("utf-8") + b"\n")
         counts[row.kind] += 1
         by_reason[f"{row.kind}:{row.reason}"] += 1
-    delete_runs(paths)
+    delete_runs(runs)
     yield {
         REJECTED: counts[REJECTED],
         UNMATCHED: counts[UNMATCHED],

@@ -8,23 +8,29 @@ streams of a job are spilled to Arrow IPC runs on the worker that made them and
 only the run paths are shuffled.
 
     runs = rows | 'SpillRatingRuns' >> SpillSortedRuns(work_dir, RatingRow, KEY)
-    # runs: PCollection[(shard, run_path)]; a consumer DoFn then calls
-    for row in merge_sorted_runs(paths, RatingRow, KEY): ...
+    # runs: PCollection[(shard, RunSlice)]; a consumer DoFn then calls
+    for row in merge_sorted_runs(slices, RatingRow, KEY): ...
+
+A spill writes one Arrow IPC file holding every shard it buffered, shard after
+shard in record batches, and emits one RunSlice (file, batch range) per shard: a
+corpus of thousands of shards makes one file per spill, not one per shard.
 """
 import heapq
 import operator
 import uuid
 from collections import defaultdict
-from typing import Callable, Iterable, Iterator, Optional, Sequence, Tuple, Type
+from typing import (Callable, Iterable, Iterator, NamedTuple, Optional, Sequence,
+                    Tuple, Type)
 
 import apache_beam as beam
 import pyarrow as pa
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from schemas import iter_rows, schema_of, to_record_batch
+from schemas import schema_of, to_record_batch
 
 # Rows per Arrow batch in a run file. A merge holds one decoded batch per run,
 # so small batches keep its memory low however many runs there are.
@@ -38,33 +44,99 @@ def _key_function(element_type: Type[tuple], key_fields: Sequence[str]) -> Calla
       lambda row, i=indices[0]: (row[i],))
 
 
-def write_run(path: str, rows: Sequence[tuple], element_type: Type[tuple]) -> None:
+class RunSlice(NamedTuple):
+  """The record batches [first_batch, first_batch + num_batches) of a run file:
+  one shard's rows of one spill, sorted."""
+  path: str
+  first_batch: int
+  num_batches: int
+
+
+def write_run(path: str, shards: Sequence[Tuple[int, Sequence[tuple]]],
+              element_type: Type[tuple]) -> Iterator[Tuple[int, RunSlice]]:
+  """Writes each shard's sorted rows as consecutive batches of one IPC file."""
   schema = schema_of(element_type)
+  slices = []
   with FileSystems.create(path) as sink:
-    with pa.ipc.new_stream(sink, schema, options=_IPC_OPTIONS) as writer:
-      for start in range(0, len(rows), _BATCH_ROWS):
-        writer.write_batch(to_record_batch(rows[start:start + _BATCH_ROWS], schema))
+    with pa.ipc.new_file(sink, schema, options=_IPC_OPTIONS) as writer:
+      batch = 0
+      for shard, rows in shards:
+        first = batch
+        for start in range(0, len(rows), _BATCH_ROWS):
+          writer.write_batch(to_record_batch(rows[start:start + _BATCH_ROWS], schema))
+          batch += 1
+        slices.append((shard, RunSlice(path, first, batch - first)))
+  return slices
 
 
-def read_run(path: str, element_type: Type[tuple]) -> Iterator[tuple]:
-  with FileSystems.open(path) as source:
-    reader = pa.ipc.open_stream(source)
-    for batch in reader:
-      yield from iter_rows(batch, element_type)
+class RowRef(NamedTuple):
+  """A merged row: the values of the requested fields, and the Arrow batch and
+  index that hold the whole row (to copy it on without making Python objects)."""
+  values: tuple
+  batch: pa.RecordBatch
+  index: int
 
 
-def merge_sorted_runs(paths: Iterable[str], element_type: Type[tuple],
+def _read_run_refs(run: RunSlice, fields: Sequence[str]) -> Iterator[RowRef]:
+  with FileSystems.open(run.path, compression_type=CompressionTypes.UNCOMPRESSED
+                        ) as source:
+    reader = pa.ipc.open_file(source)
+    for index in range(run.first_batch, run.first_batch + run.num_batches):
+      batch = reader.get_batch(index)
+      columns = [batch.column(name).to_pylist() for name in fields]
+      for row, values in enumerate(zip(*columns)):
+        yield RowRef(values, batch, row)
+
+
+def merge_run_refs(runs: Iterable[RunSlice], fields: Sequence[str],
+                   key_fields: Sequence[str]) -> Iterator[RowRef]:
+  """Rows of all run slices in key order, as RowRefs carrying `fields` (which
+  must include `key_fields`). Keys must identify rows: ties would make the order
+  depend on the runs' order."""
+  positions = [list(fields).index(name) for name in key_fields]
+  key = lambda ref: tuple(ref.values[i] for i in positions)  # pylint: disable=unnecessary-lambda-assignment
+  return heapq.merge(*[_read_run_refs(run, fields) for run in sorted(runs)], key=key)
+
+
+def merge_sorted_runs(runs: Iterable[RunSlice], element_type: Type[tuple],
                       key_fields: Sequence[str]) -> Iterator[tuple]:
-  """Rows of all runs in key order. Keys must identify rows (ties would make the
-  order depend on the runs' order)."""
-  runs = [read_run(path, element_type) for path in sorted(paths)]
-  return heapq.merge(*runs, key=_key_function(element_type, key_fields))
+  """Rows of all run slices in key order, as `element_type`."""
+  make = element_type._make
+  for ref in merge_run_refs(runs, element_type._fields, key_fields):
+    yield make(ref.values)
 
 
-def delete_runs(paths: Iterable[str]) -> None:
-  paths = list(paths)
-  if paths:
-    FileSystems.delete(paths)
+class RowRefBuffer:
+  """Collects merged rows by reference and hands them back as one Arrow table,
+  copying runs of consecutive rows as slices."""
+
+  def __init__(self):
+    self._parts = []
+    self.num_rows = 0
+
+  def add(self, ref: RowRef) -> None:
+    if self._parts:
+      batch, start, length = self._parts[-1]
+      if batch is ref.batch and start + length == ref.index:
+        self._parts[-1][2] += 1
+        self.num_rows += 1
+        return
+    self._parts.append([ref.batch, ref.index, 1])
+    self.num_rows += 1
+
+  def take(self) -> pa.Table:
+    table = pa.Table.from_batches(
+        [batch.slice(start, length) for batch, start, length in self._parts])
+    self._parts, self.num_rows = [], 0
+    return table.combine_chunks()
+
+
+def delete_runs(runs: Iterable[RunSlice]) -> None:
+  """Deletes run files (several slices may share one file)."""
+  paths = sorted({run.path for run in runs})
+  existing = [path for path in paths if FileSystems.exists(path)]
+  if existing:
+    FileSystems.delete(existing)
 
 
 class _SpillRunsFn(beam.DoFn):
@@ -85,13 +157,19 @@ class _SpillRunsFn(beam.DoFn):
   def start_bundle(self):
     self._buffers = defaultdict(list)
     self._buffered = 0
+    self._rows = 0
+    self._row_bytes = 0
 
   def process(self, element):
     shard = self._shard_of(element) if self._shard_of else 0
     self._buffers[shard].append(element)
-    # Text dominates rows: count its characters, plus a fixed cost per row.
-    self._buffered += 200 + sum(len(value) for value in element
-                                if isinstance(value, str))
+    if self._rows % 32 == 0:
+      # Text dominates rows: count its characters, plus a fixed cost per row;
+      # measuring one row in 32 is accurate enough and costs little.
+      self._row_bytes = 200 + sum(len(value) for value in element
+                                  if isinstance(value, str))
+    self._rows += 1
+    self._buffered += self._row_bytes
     if self._buffered >= self._max_bytes:
       yield from self._flush()
 
@@ -99,20 +177,22 @@ class _SpillRunsFn(beam.DoFn):
     for output in self._flush():
       yield WindowedValue(output, MIN_TIMESTAMP, [GlobalWindow()])
 
-  def _flush(self) -> Iterator[Tuple[int, str]]:
+  def _flush(self) -> Iterator[Tuple[int, RunSlice]]:
+    if not self._buffers:
+      return
+    shards = []
     for shard in sorted(self._buffers):
       rows = self._buffers[shard]
       rows.sort(key=self._key)
-      path = FileSystems.join(self._work_dir, f"shard-{shard:05d}",
-                              f"run-{uuid.uuid4().hex}.arrow")
-      write_run(path, rows, self._element_type)
-      yield shard, path
+      shards.append((shard, rows))
+    path = FileSystems.join(self._work_dir, f"run-{uuid.uuid4().hex}.arrow")
+    yield from write_run(path, shards, self._element_type)
     self._buffers = defaultdict(list)
     self._buffered = 0
 
 
 class SpillSortedRuns(beam.PTransform):
-  """PCollection[element_type] -> PCollection[(shard, run_path)].
+  """PCollection[element_type] -> PCollection[(shard, RunSlice)].
 
   A worker buffers about `max_run_bytes` of rows (all shards together) before it
   writes them, sorted by `key_fields`, as one run per shard. Runs from failed

@@ -1,0 +1,330 @@
+"""The T5 NLI scorer: exact against the reference procedure, batch-invariant,
+windowed without cutting the hypothesis, and refusing unusable models.
+
+Models here are tiny, random, and built in a temp dir with their own
+SentencePiece vocabulary (models/testing.py). So that greedy decoding gives a
+mix of "1" and "0" answers (and the parity test is not vacuous), the embedding
+rows of the "1" and "0" pieces are scaled up and generation stops after one
+token; the reference procedure reads the same generation settings.
+"""
+import csv
+import json
+import random
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from beam_jobs import build_corpus, evaluate  # pylint: disable=wrong-import-position
+from models import t5_nli  # pylint: disable=wrong-import-position
+from models.errors import ModelError  # pylint: disable=wrong-import-position
+from models.testing import build_random_t5  # pylint: disable=wrong-import-position
+from schemas import AttributionExample  # pylint: disable=wrong-import-position
+from tests.conftest import PROJECT_ROOT, read_jsonl, run_job  # pylint: disable=wrong-import-position
+from transforms.passages import parse_passage  # pylint: disable=wrong-import-position
+from transforms.scoring import claim_example, qa_example  # pylint: disable=wrong-import-position
+
+EXAMPLES = PROJECT_ROOT / "examples"
+
+
+def _texts():
+  texts = [json.loads(line)["contents"] for line in
+           (EXAMPLES / "corpus" / "wiki_sample.jsonl").read_text().splitlines()]
+  texts += [g["question"] + " " + " ".join(g["answer"])
+            for g in read_jsonl(EXAMPLES / "gold.jsonl")]
+  return texts + ["premise: hypothesis: The answer to the question is"] * 50
+
+
+def _sharpen(directory):
+  """Make greedy decoding answer "1" for some inputs and "0" for others: set the
+  output rows of the two pieces to +/- a direction along which the first decoder
+  state varies between inputs, large enough to beat every other piece; and stop
+  generation after one token."""
+  from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+  tokenizer = AutoTokenizer.from_pretrained(directory)
+  model = AutoModelForSeq2SeqLM.from_pretrained(directory)
+  one, zero = t5_nli.label_token_ids(tokenizer, directory)
+  states = []
+  with torch.no_grad():
+    for example in _examples(20, seed=9):
+      ids = tokenizer(f"premise: {example.premise} hypothesis: {example.hypothesis}",
+                      return_tensors="pt").input_ids
+      output = model(input_ids=ids, decoder_input_ids=torch.tensor([[0]]),
+                     output_hidden_states=True)
+      states.append(output.decoder_hidden_states[-1][0, 0])
+    states = torch.stack(states) * model.config.d_model ** -0.5
+    mean = states.mean(0)
+    direction = torch.linalg.svd(states - mean, full_matrices=False).Vh[0]
+    # Orthogonal to the mean state, so the sign of the projection varies.
+    unit_mean = mean / mean.norm()
+    direction = direction - (direction @ unit_mean) * unit_mean
+    direction = direction / direction.norm()
+    scale = 20 / float((states @ direction).abs().median())
+    model.shared.weight[one] = direction * scale
+    model.shared.weight[zero] = -direction * scale
+  model.generation_config.max_length = 2
+  model.save_pretrained(directory)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+  directory = str(tmp_path_factory.mktemp("tiny_t5") / "model")
+  build_random_t5(directory, _texts(), vocab_size=2000, seed=3)
+  return directory
+
+
+@pytest.fixture(scope="module")
+def sharp_model(tmp_path_factory):
+  """The same random model, sharpened so that greedy decoding reads "1" or "0"."""
+  directory = str(tmp_path_factory.mktemp("sharp_t5") / "model")
+  build_random_t5(directory, _texts(), vocab_size=2000, seed=3)
+  _sharpen(directory)
+  return directory
+
+
+@pytest.fixture(scope="module")
+def loaded(tiny_model):
+  return t5_nli.load_t5_nli(tiny_model, token_budget=4096)
+
+
+def _examples(n=40, seed=0):
+  corpus = [json.loads(line)["contents"] for line in
+            (EXAMPLES / "corpus" / "wiki_sample.jsonl").read_text().splitlines()]
+  gold = read_jsonl(EXAMPLES / "gold.jsonl")
+  rng = random.Random(seed)
+  examples = []
+  for i in range(n):
+    record = gold[i % len(gold)]
+    passage = parse_passage(" ".join(corpus[(i * 7 + j) % len(corpus)]
+                                     for j in range(1 + i % 3)))
+    answer = record["answer"][0] if i % 2 else rng.choice(corpus).split()[5]
+    examples.append(qa_example(record["question"], answer, passage))
+  return examples
+
+
+def test_label_ids_are_the_tokenizers_pieces(loaded):
+  assert loaded.tokenizer.convert_ids_to_tokens(loaded.one_id) == "▁1"
+  assert loaded.tokenizer.convert_ids_to_tokens(loaded.zero_id) == "▁0"
+
+
+def test_batched_scores_equal_one_at_a_time(loaded):
+  examples = _examples()
+  sequences = [w for e in examples for w in loaded.encode(e).windows]
+  lengths = {len(s) for s in sequences}
+  assert len(lengths) > 10  # padding is exercised
+  one_by_one = np.array([loaded.probabilities([s])[0] for s in sequences])
+  for budget in (64, 300, 1000, 100000):
+    loaded.token_budget = budget
+    np.testing.assert_allclose(loaded.probabilities(sequences), one_by_one, atol=1e-5)
+  order = list(range(len(sequences)))
+  random.Random(1).shuffle(order)
+  loaded.token_budget = 2000
+  shuffled = loaded.probabilities([sequences[i] for i in order])
+  np.testing.assert_allclose(shuffled, one_by_one[order], atol=1e-5)
+  assert one_by_one.std() > 0  # scores vary with the input
+
+
+def test_decode_mode_equals_reference_procedure(sharp_model):
+  from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+  tokenizer = AutoTokenizer.from_pretrained(sharp_model)
+  model = AutoModelForSeq2SeqLM.from_pretrained(sharp_model)
+  loaded = t5_nli.load_t5_nli(sharp_model)
+  examples = _examples(60, seed=2)
+  reference = []
+  for example in examples:
+    text = f"premise: {example.premise} hypothesis: {example.hypothesis}"
+    outputs = model.generate(tokenizer(text, return_tensors="pt").input_ids)
+    reference.append(tokenizer.decode(outputs[0], skip_special_tokens=True) == "1")
+  loaded.token_budget = 3000
+  ours = [s.attributable for s in loaded.score(examples, "decode", 0.5)]
+  assert ours == reference
+  assert 0 < sum(reference) < len(reference)  # both answers occur
+
+
+def test_threshold_mode_is_score_above_threshold(loaded):
+  examples = _examples(30, seed=4)
+  for threshold in (0.1, 0.5, 0.9):
+    for score in loaded.score(examples, "threshold", threshold):
+      assert score.attributable == (score.nli_score > threshold)
+      assert 0.0 <= score.nli_score <= 1.0
+
+
+def test_long_premise_is_windowed_and_keeps_the_hypothesis(tiny_model):
+  model = t5_nli.load_t5_nli(tiny_model, max_input_tokens=96)
+  filler = " ".join(["The museum's collection spans many centuries of art."] * 40)
+  premise = filler + " The first ascent was made by Edmund Hillary."
+  hypothesis = ("The answer to the question 'who made the first confirmed ascent of "
+                "mount everest' is 'Edmund Hillary'")
+  example = AttributionExample(premise, hypothesis, "Edmund Hillary", premise)
+  encoded = model.encode(example)
+  assert encoded.truncated and len(encoded.windows) > 3
+  texts = [model.tokenizer.decode(w, skip_special_tokens=True) for w in encoded.windows]
+  for window, text in zip(encoded.windows, texts):
+    assert len(window) <= 96
+    assert text.startswith("premise:")
+    assert text.endswith("hypothesis: " + hypothesis)
+  assert "Edmund Hillary." in texts[-1].split(" hypothesis:")[0]
+  (score,) = model.score([example], "threshold", 0.5)
+  per_window = [model.probabilities([w])[0] for w in encoded.windows]
+  assert score.n_windows == len(encoded.windows) and score.truncated
+  assert score.nli_score == pytest.approx(max(per_window), abs=1e-6)
+
+
+def test_short_input_is_one_window_and_tokenised_like_the_reference(loaded):
+  example = _examples(1)[0]
+  encoded = loaded.encode(example)
+  assert not encoded.truncated and len(encoded.windows) == 1
+  text = f"premise: {example.premise} hypothesis: {example.hypothesis}"
+  assert encoded.windows[0] == loaded.tokenizer(text)["input_ids"]
+
+
+def test_claim_level_examples_are_scored(loaded):
+  example = claim_example("Mars has two moons, Phobos and Deimos.",
+                          "Mars has two natural satellites.")
+  assert example.premise.startswith("Mars has two moons")
+  (score,) = loaded.score([example], "threshold", 0.5)
+  text = f"premise: {example.premise} hypothesis: {example.hypothesis}"
+  assert loaded.encode(example).windows[0] == loaded.tokenizer(text)["input_ids"]
+  assert 0.0 <= score.nli_score <= 1.0
+
+
+def test_bfloat16_scores_follow_float32(tiny_model):
+  fp32 = t5_nli.load_t5_nli(tiny_model, dtype="float32")
+  bf16 = t5_nli.load_t5_nli(tiny_model, dtype="bfloat16")
+  examples = _examples(30, seed=5)
+  a = np.array([s.nli_score for s in fp32.score(examples, "threshold", 0.5)])
+  b = np.array([s.nli_score for s in bf16.score(examples, "threshold", 0.5)])
+  assert np.median(np.abs(a - b)) < 0.02
+
+
+def test_mt5_models_load_and_score(tmp_path):
+  from transformers import MT5Config, MT5ForConditionalGeneration
+  directory = str(tmp_path / "mt5")
+  build_random_t5(directory, _texts(), vocab_size=600, seed=4)
+  config = MT5Config(vocab_size=transformers.AutoConfig.from_pretrained(
+      directory).vocab_size, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
+                     decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+  MT5ForConditionalGeneration(config).save_pretrained(directory)
+  model = t5_nli.load_t5_nli(directory)
+  assert model.model.config.model_type == "mt5"
+  assert len(model.score(_examples(3), "threshold", 0.5)) == 3
+
+
+# ----------------------------------------------------------------------------
+# End to end, and errors.
+
+
+@pytest.fixture(scope="module")
+def example_corpus(tmp_path_factory):
+  output = tmp_path_factory.mktemp("t5_corpus") / "corpus"
+  assert run_job(build_corpus, "--input", EXAMPLES / "corpus" / "*.jsonl",
+                 "--output", output, "--num_shards", 2) == 0
+  return output
+
+
+def _evaluate(model, corpus, output, *extra, predictions=None, gold=None):
+  return run_job(evaluate, "--predictions",
+                 predictions or EXAMPLES / "predictions" / "*.csv",
+                 "--corpus", corpus, "--gold", gold or EXAMPLES / "gold.jsonl",
+                 "--output_dir", output, "--scorer", "t5", "--model", model,
+                 "--bootstrap_samples", 50, *extra)
+
+
+def test_evaluate_with_t5_on_the_examples(tiny_model, loaded, example_corpus, tmp_path):
+  assert _evaluate(tiny_model, example_corpus, tmp_path / "a") == 0
+  assert _evaluate(tiny_model, example_corpus, tmp_path / "b",
+                   "--direct_running_mode=multi_processing",
+                   "--direct_num_workers=2") == 0
+  for name in ("ratings.parquet", "ratings.csv", "leaderboard.csv"):
+    assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+  manifest = json.loads((tmp_path / "a" / "run.json").read_text())
+  scorer = manifest["scorer"]
+  assert scorer["name"] == "t5" and scorer["dtype"] == "float32"
+  assert scorer["one_token_id"] == loaded.one_id and scorer["one_token"] == "▁1"
+  assert scorer["zero_token_id"] == loaded.zero_id
+  assert len(scorer["weights_sha256"]) == 64
+  assert scorer["threshold"] == 0.5
+  counts = manifest["counts"]
+  assert scorer["rows_scored_by_model"] == counts["scored"]
+  assert 0 < scorer["unique_triples"] <= counts["scored"]
+  with open(tmp_path / "a" / "ratings.csv", newline="", encoding="utf-8") as f:
+    rows = list(csv.DictReader(f))
+  assert len(rows) == counts["scored"] and {row["scorer"] for row in rows} == {"t5"}
+
+
+def test_identical_triples_are_scored_once(tiny_model, example_corpus, tmp_path):
+  predictions = tmp_path / "predictions"
+  predictions.mkdir()
+  source = (EXAMPLES / "predictions" / "retrieve-then-read.csv").read_text()
+  for system in range(4):  # four systems with the same answers and passages
+    (predictions / f"copy-{system}.csv").write_text(source)
+  assert _evaluate(tiny_model, example_corpus, tmp_path / "out",
+                   predictions=predictions / "*.csv") == 0
+  scorer = json.loads((tmp_path / "out" / "run.json").read_text())["scorer"]
+  assert scorer["rows_scored_by_model"] == 4 * scorer["unique_triples"]
+  assert scorer["unique_triples"] == len(source.strip().splitlines()) - 1
+
+
+def test_missing_model_directory(example_corpus, tmp_path, capsys):
+  assert _evaluate(tmp_path / "nowhere", example_corpus, tmp_path / "out") == 2
+  assert "no such model directory" in capsys.readouterr().err
+  assert not (tmp_path / "out").exists()
+
+
+def test_pickle_only_checkpoint_is_refused(tiny_model, example_corpus, tmp_path,
+                                           capsys):
+  from transformers import AutoModelForSeq2SeqLM
+  directory = tmp_path / "pickled"
+  directory.mkdir()
+  model = AutoModelForSeq2SeqLM.from_pretrained(tiny_model)
+  torch.save(model.state_dict(), directory / "pytorch_model.bin")
+  model.config.save_pretrained(directory)
+  assert _evaluate(directory, example_corpus, tmp_path / "out") == 2
+  assert "only pickle checkpoints (pytorch_model.bin)" in capsys.readouterr().err
+
+
+def test_float16_is_refused(tiny_model, example_corpus, tmp_path, capsys):
+  assert _evaluate(tiny_model, example_corpus, tmp_path / "out",
+                   "--dtype", "float16") == 2
+  assert "float16 is refused: T5 activations overflow" in capsys.readouterr().err
+
+
+def test_tokenizer_without_label_pieces_is_refused(example_corpus, tmp_path, capsys):
+  directory = str(tmp_path / "no_digits")
+  texts = ["".join(c for c in text if not c.isdigit()) for text in _texts()]
+  build_random_t5(directory, texts, vocab_size=500, digits=False)
+  assert _evaluate(directory, example_corpus, tmp_path / "out") == 2
+  assert "has no single piece for '1'" in capsys.readouterr().err
+
+
+def test_real_leaderboard_with_t5_is_identical_across_runners(nq_leaderboard_inputs,
+                                                             tmp_path):
+  inputs = nq_leaderboard_inputs
+  # A vocabulary trained on the leaderboard's passages keeps inputs near their
+  # real token length (about 4 characters a piece), as T5's would.
+  texts = [f"{title} {text}" for title, text in inputs["contents"].values()]
+  texts += [" ".join(g["answer"]) + " " + g["question"] for g in inputs["gold"]]
+  tiny_model = build_random_t5(str(tmp_path / "model"), texts + _texts(),
+                               vocab_size=4000, seed=5)
+  # Two of the five systems keep CI short; they share passages and, where the
+  # sparse system cites the right passage, answers too.
+  predictions = ",".join(str(inputs["root"] / "predictions" / f"{name}.csv") for name in
+                         ("right-answer-right-passage", "sparse-with-unknown-ids"))
+  outputs = {}
+  for mode, flags in {"in_process": [],
+                      "multi_process": ["--direct_running_mode=multi_processing",
+                                        "--direct_num_workers=2"]}.items():
+    outputs[mode] = tmp_path / mode
+    assert _evaluate(tiny_model, inputs["corpus"], outputs[mode], *flags,
+                     predictions=predictions, gold=inputs["gold_path"]) == 0
+  for name in ("ratings.parquet", "ratings.csv", "leaderboard.csv", "scores.txt"):
+    assert ((outputs["in_process"] / name).read_bytes() ==
+            (outputs["multi_process"] / name).read_bytes()), name
+  manifest = json.loads((outputs["in_process"] / "run.json").read_text())
+  counts, scorer = manifest["counts"], manifest["scorer"]
+  assert counts["reconciled"] and counts["scored"] > 3000
+  # Systems share passages and answers: fewer model calls than scored rows.
+  assert scorer["rows_scored_by_model"] == counts["scored"]
+  assert scorer["unique_triples"] < counts["scored"]
