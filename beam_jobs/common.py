@@ -60,8 +60,9 @@ class ScorerOptions(PipelineOptions):
     group.add_argument("--max_input_tokens", type=int, default=None,
                        help="Model input length; longer premises are windowed "
                        "(default: the tokenizer's model_max_length, else 512).")
-    group.add_argument("--token_budget", type=int, default=8192,
-                       help="Padded tokens per model batch (default 8192).")
+    group.add_argument("--token_budget", type=int, default=None,
+                       help="Padded tokens per model batch (default 2048 on cpu, "
+                       "16384 on cuda).")
     group.add_argument("--large_model", type=_flag, default=False,
                        help="true: load one model per machine, shared across worker "
                        "processes (for 11B checkpoints). Default false.")
@@ -84,7 +85,7 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
     raise ConfigError(f"--device {options.device!r}: choose from cpu, cuda")
   if options.decision not in t5_nli.DECISIONS:
     raise ConfigError(f"--decision {options.decision!r}: choose from threshold, decode")
-  if options.token_budget < 1:
+  if options.token_budget is not None and options.token_budget < 1:
     raise ConfigError("--token_budget must be positive")
   t5_nli.model_files(options.model)
   if local_run and FileSystems.get_scheme(options.model) in (None, "file"):

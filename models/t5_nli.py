@@ -32,6 +32,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
 from models.errors import ModelError
@@ -43,6 +44,13 @@ DECISIONS = ("threshold", "decode")
 SUPPORTED_MODEL_TYPES = ("t5", "mt5")
 _PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
 _DEFAULT_MAX_INPUT_TOKENS = 512
+# Padded tokens per model batch. On CPU, batches beyond a couple of thousand
+# tokens fall out of cache and run slower (measured: bench/scoring.py); GPUs
+# want large batches.
+DEFAULT_TOKEN_BUDGET = {"cpu": 2048, "cuda": 16384}
+# Examples handed to the model, counted where they are scored: the bench checks
+# model calls against distinct triples with it.
+_MODEL_EXAMPLES = Metrics.counter("autoais", "model_examples")
 _WINDOW_OVERLAP = 0.25
 _MIN_WINDOW_TOKENS = 16
 
@@ -169,6 +177,12 @@ def label_token_ids(tokenizer, model_path: str) -> Tuple[int, int]:
   return ids[0], ids[1]
 
 
+def _weight(linear):
+  """A linear layer's weight matrix, dequantised for int8 dynamic layers."""
+  weight = linear.weight
+  return weight().dequantize() if callable(weight) else weight
+
+
 class EncodedExample(NamedTuple):
   windows: List[List[int]]  # input ids of each window, EOS included
   truncated: bool  # the premise had to be windowed
@@ -255,19 +269,57 @@ class T5NliModel:
       mask[row, :len(sequence)] = 1
     return ids.to(self.device), mask.to(self.device)
 
+  def label_logits(self, ids, mask):
+    """Logits of "1" and "0" at the first decoder step: [batch, 2].
+
+    The encoder runs as the model defines it. The one decoder step is written
+    out so that it does only what one step needs: self-attention over the lone
+    start token is V then O (softmax over one key is 1); cross-attention folds
+    the key and value projections into the query and the weighted sum, so the
+    encoder states are never projected (that would cost 2 d^2 per token and
+    layer, about a sixth of the encoder); and only the two label rows of the
+    output layer are computed. The arithmetic is the model's, reordered.
+    """
+    torch = self._torch
+    model = self.model
+    encoded = model.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state
+    decoder = model.get_decoder()
+    batch = ids.shape[0]
+    start = torch.full((batch, 1), self.decoder_start_id, dtype=torch.long,
+                       device=ids.device)
+    hidden = decoder.embed_tokens(start)
+    blocked = (mask == 0)[:, None, :]
+    for block in decoder.block:
+      self_attention, cross_attention, feed_forward = block.layer
+      attention = self_attention.SelfAttention
+      hidden = hidden + attention.o(attention.v(self_attention.layer_norm(hidden)))
+      attention = cross_attention.EncDecAttention
+      heads, width = attention.n_heads, attention.key_value_proj_dim
+      query = attention.q(cross_attention.layer_norm(hidden)).view(batch, heads, width)
+      keys = _weight(attention.k).view(heads, width, -1)
+      scores = torch.einsum("bhd,bld->bhl", torch.einsum("bhk,hkd->bhd", query, keys),
+                            encoded) * attention.scaling
+      scores = scores.masked_fill(blocked, torch.finfo(scores.dtype).min)
+      weights = torch.softmax(scores.float(), dim=-1).type_as(scores)
+      context = torch.einsum("bhl,bld->bhd", weights, encoded)
+      values = torch.einsum("bhd,hkd->bhk", context,
+                            _weight(attention.v).view(heads, width, -1))
+      hidden = hidden + attention.o(values.reshape(batch, 1, heads * width))
+      hidden = feed_forward(hidden)
+    hidden = decoder.final_layer_norm(hidden)[:, 0, :]
+    if getattr(model.config, "scale_decoder_outputs", model.config.tie_word_embeddings):
+      hidden = hidden * (model.model_dim ** -0.5)
+    rows = _weight(model.lm_head)[[self.one_id, self.zero_id]]
+    return hidden @ rows.T
+
   def probabilities(self, sequences: Sequence[List[int]]) -> np.ndarray:
     """P("1") renormalised over {"1", "0"} at the first decoder step, per sequence."""
     torch = self._torch
     result = np.empty(len(sequences), dtype=np.float64)
-    labels = torch.tensor([self.one_id, self.zero_id], device=self.device)
     with torch.inference_mode():
       for batch in self._batches(sequences):
         ids, mask = self._pad([sequences[i] for i in batch])
-        start = torch.full((len(batch), 1), self.decoder_start_id, dtype=torch.long,
-                           device=self.device)
-        logits = self.model(input_ids=ids, attention_mask=mask,
-                            decoder_input_ids=start, use_cache=False).logits
-        pair = logits[:, 0, :].index_select(1, labels).float()
+        pair = self.label_logits(ids, mask).float()
         result[batch] = torch.softmax(pair, dim=-1)[:, 0].cpu().numpy()
     self.windows_scored += len(sequences)
     return result
@@ -326,7 +378,7 @@ def resolve_max_input_tokens(tokenizer, requested: Optional[int]) -> int:
 
 def load_t5_nli(model_path: str, dtype: str = "float32", device: str = "cpu",
                 max_input_tokens: Optional[int] = None,
-                token_budget: int = 8192) -> T5NliModel:
+                token_budget: Optional[int] = None) -> T5NliModel:
   """Loads a T5/mT5 NLI model for scoring (see the module docstring)."""
   import torch  # pylint: disable=import-outside-toplevel
   from transformers import AutoConfig, AutoModelForSeq2SeqLM  # pylint: disable=import-outside-toplevel
@@ -348,7 +400,8 @@ def load_t5_nli(model_path: str, dtype: str = "float32", device: str = "cpu",
   model.to(device)
   model.eval()
   return T5NliModel(model, tokenizer, model_path, dtype, device,
-                    resolve_max_input_tokens(tokenizer, max_input_tokens), token_budget)
+                    resolve_max_input_tokens(tokenizer, max_input_tokens),
+                    token_budget or DEFAULT_TOKEN_BUDGET[device])
 
 
 class T5NliModelHandler(ModelHandler[AttributionExample, PredictionResult, T5NliModel]):
@@ -358,8 +411,9 @@ class T5NliModelHandler(ModelHandler[AttributionExample, PredictionResult, T5Nli
 
   def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
                decision: str = "threshold", threshold: float = 0.5,
-               max_input_tokens: Optional[int] = None, token_budget: int = 8192,
-               max_batch_size: int = 512, large_model: bool = False):
+               max_input_tokens: Optional[int] = None,
+               token_budget: Optional[int] = None, max_batch_size: int = 512,
+               large_model: bool = False):
     super().__init__()
     check_dtype(dtype)
     if decision not in DECISIONS:
@@ -380,6 +434,7 @@ class T5NliModelHandler(ModelHandler[AttributionExample, PredictionResult, T5Nli
 
   def run_inference(self, batch: Sequence[AttributionExample], model: T5NliModel,
                     inference_args: Optional[Dict[str, Any]] = None):
+    _MODEL_EXAMPLES.inc(len(batch))
     scores = model.score(batch, self._decision, self._threshold)
     return [PredictionResult(example, score, self._model_path)
             for example, score in zip(batch, scores)]

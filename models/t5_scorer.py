@@ -38,7 +38,8 @@ class T5Scorer(Scorer):
 
   def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
                decision: str = "threshold", threshold: float = 0.5,
-               max_input_tokens: Optional[int] = None, token_budget: int = 8192,
+               max_input_tokens: Optional[int] = None,
+               token_budget: Optional[int] = None,
                large_model: bool = False):
     self._options = {
         "model": model_path, "dtype": dtype, "device": device, "decision": decision,

@@ -113,3 +113,25 @@ def test_lookup_stats_show_a_small_read(built, tmp_path):
   total = json.loads((directory / "corpus.json").read_text())["total_bytes"]
   assert stats["lookups"] == stats["found"] == 5
   assert 0 < stats["bytes_read"] < 0.25 * total
+
+
+def test_evaluate_gives_the_same_outputs_with_either_join(tmp_path):
+  from beam_jobs import evaluate  # pylint: disable=import-outside-toplevel
+  from tests.conftest import PROJECT_ROOT  # pylint: disable=import-outside-toplevel
+  examples = PROJECT_ROOT / "examples"
+  assert run_job(build_corpus, "--input", examples / "corpus" / "*.jsonl", "--output",
+                 tmp_path / "corpus", "--num_shards", 3) == 0
+  manifests = {}
+  for join in ("lookup", "shuffle"):
+    assert run_job(evaluate, "--predictions", examples / "predictions" / "*.csv",
+                   "--corpus", tmp_path / "corpus", "--gold", examples / "gold.jsonl",
+                   "--output_dir", tmp_path / join, "--join", join,
+                   "--bootstrap_samples", 50) == 0
+    manifests[join] = json.loads((tmp_path / join / "run.json").read_text())
+  for name in ("ratings.parquet", "leaderboard.csv", "dead_letter.jsonl"):
+    assert (tmp_path / "lookup" / name).read_bytes() == (
+        tmp_path / "shuffle" / name).read_bytes(), name
+  assert manifests["lookup"]["join"]["strategy"] == "lookup"
+  assert manifests["shuffle"]["join"]["strategy"] == "shuffle"
+  assert manifests["shuffle"]["join"]["bytes_read"] == manifests["shuffle"]["join"][
+      "corpus_bytes"]

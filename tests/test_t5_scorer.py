@@ -126,6 +126,19 @@ def test_batched_scores_equal_one_at_a_time(loaded):
   assert one_by_one.std() > 0  # scores vary with the input
 
 
+def test_one_decoder_step_equals_the_models_forward(loaded):
+  """label_logits reorders the first decoder step; the result is the model's."""
+  sequences = [w for e in _examples(12, seed=6) for w in loaded.encode(e).windows]
+  ids, mask = loaded._pad(sequences)  # pylint: disable=protected-access
+  start = torch.zeros((len(sequences), 1), dtype=torch.long)
+  with torch.inference_mode():
+    ours = loaded.label_logits(ids, mask)
+    full = loaded.model(input_ids=ids, attention_mask=mask, decoder_input_ids=start,
+                        use_cache=False).logits[:, 0, [loaded.one_id, loaded.zero_id]]
+  assert mask.min() == 0  # padding is exercised
+  np.testing.assert_allclose(ours.numpy(), full.numpy(), atol=1e-5, rtol=1e-5)
+
+
 def test_decode_mode_equals_reference_procedure(sharp_model):
   from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
   tokenizer = AutoTokenizer.from_pretrained(sharp_model)
