@@ -25,7 +25,6 @@ import random
 import statistics
 import subprocess
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AUTOAIS = [sys.executable, "-m", "beam_jobs.cli"]

@@ -19,7 +19,6 @@ transformers = pytest.importorskip("transformers")
 
 from beam_jobs import build_corpus, evaluate  # pylint: disable=wrong-import-position
 from models import t5_nli  # pylint: disable=wrong-import-position
-from models.errors import ModelError  # pylint: disable=wrong-import-position
 from models.testing import build_random_t5  # pylint: disable=wrong-import-position
 from schemas import AttributionExample  # pylint: disable=wrong-import-position
 from tests.conftest import PROJECT_ROOT, read_jsonl, run_job  # pylint: disable=wrong-import-position

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from beam_jobs import evaluate
-from tests.conftest import PROJECT_ROOT, run_job
+from tests.conftest import run_job
 from transforms.sources import read_gold
 from transforms.squad import exact_match_and_f1
 
