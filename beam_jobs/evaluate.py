@@ -22,10 +22,11 @@ if __name__ == "__main__":
   from beam_jobs.evaluate import run
   sys.exit(run())
 
+import functools
 import io
 import json
 import time
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Tuple
 
 import apache_beam as beam
 import pyarrow.csv as pa_csv
@@ -44,7 +45,7 @@ from transforms.metrics import (BuildGoldIndex, SummarizeSystems, SystemOutcomes
 from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest, reconcile,
                                 atomic_create, software_versions, utc_now,
                                 write_text_atomically)
-from transforms.passages import display_passage, parse_passage
+from transforms.passages import ParsedPassage, display_passage, parse_passage
 from transforms.scoring import ScoreAttribution, qa_example
 from transforms.sorted_runs import (RowRef, RowRefBuffer, SpillSortedRuns, delete_runs,
                                    merge_run_refs)
@@ -196,10 +197,18 @@ def prepare_example(match: GoldMatch, corpus_passage: Optional[str]):
   passage = match.prediction.passage or corpus_passage
   if passage is None:
     return (match, None), None
-  parsed = parse_passage(passage)
+  parsed, display = _passage_forms(passage)
   prediction = match.prediction
-  return ((match, display_passage(parsed)),
-          qa_example(prediction.question, prediction.answer, parsed))
+  return ((match, display), qa_example(prediction.question, prediction.answer, parsed))
+
+
+# The systems of a leaderboard cite the same passages: parse and render each once
+# (the corpus lookup hands out the same string objects, so hits hash nothing).
+# 16k recent passages hold about 25 MB.
+@functools.lru_cache(maxsize=16384)
+def _passage_forms(passage: str) -> Tuple[ParsedPassage, str]:
+  parsed = parse_passage(passage)
+  return parsed, display_passage(parsed)
 
 
 def rating_row(match: GoldMatch, passage: Optional[str],

@@ -9,7 +9,9 @@ this one run. Prints one JSON line:
 
 * throughput: 23 x 3,610 predictions against a 100k-passage corpus, rows/s of
   the whole evaluate command (process start to exit) and of the pipeline alone
-  (run.json timings), medians of --repeat runs, in-process and 2 processes;
+  (run.json timings), medians of --repeat runs, in-process and 2 processes,
+  each run preceded by a fixed pure-Python yardstick (seconds; lower is a
+  faster machine at that moment);
 * memory: peak RSS of evaluate at ~10k and ~1M prediction rows (3,610 questions,
   3 and 277 systems, same corpus) and their ratio;
 * join: bytes the lookup join read / corpus bytes, 1k predictions against a
@@ -25,6 +27,7 @@ import random
 import statistics
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 AUTOAIS = [sys.executable, "-m", "beam_jobs.cli"]
@@ -122,6 +125,22 @@ def peak_rss_mib(args):
   return float(wall), float(peak)
 
 
+def python_speed_seconds(repeat: int = 3) -> float:
+  """Best time of a fixed pure-Python workload (string and dict work like the
+  job's): this machine's speed drifts, so each throughput figure is printed
+  with this yardstick, measured just before it."""
+  text = " ".join(f"Word{i % 97}, the {i}" for i in range(2000))
+  best = float("inf")
+  for _ in range(repeat):
+    start = time.perf_counter()
+    counts = {}
+    for _ in range(40):
+      for token in text.lower().replace(",", " ").split():
+        counts[token] = counts.get(token, 0) + 1
+    best = min(best, time.perf_counter() - start)
+  return round(best, 3)
+
+
 def build_corpus(source_dir, corpus_dir, num_shards):
   return peak_rss_mib(AUTOAIS + ["build-corpus", "--input", f"{source_dir}/*.jsonl",
                                  "--output", corpus_dir, "--num_shards", str(num_shards)])
@@ -171,8 +190,9 @@ def main():
                                "--direct_num_workers=2"]}
   for mode, flags in modes.items():
     # This machine's speed drifts by 20% from minute to minute: repeat, take medians.
-    walls, pipelines, peaks = [], [], []
+    walls, pipelines, peaks, yardsticks = [], [], [], []
     for _ in range(args.repeat):
+      yardsticks.append(python_speed_seconds())
       wall, peak, manifest = evaluate(os.path.join(work, "pred23"),
                                       os.path.join(work, "corpus100k"), gold,
                                       os.path.join(work, f"eval23_{mode}"), *flags)
@@ -187,6 +207,7 @@ def main():
         "pipeline_seconds": statistics.median(pipelines),
         "pipeline_rows_per_s": round(rows / statistics.median(pipelines)),
         "peak_rss_mib": round(max(peaks)),
+        "python_yardstick_seconds": yardsticks,
         "join_bytes_read_fraction": round(manifest["join"]["bytes_read_fraction"], 4),
         "autoais_mean": None}
     with open(os.path.join(work, f"eval23_{mode}", "leaderboard.json")) as f:

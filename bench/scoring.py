@@ -1,6 +1,7 @@
 """T5 NLI scoring benchmark (not a test): the reference loop against our scorer.
 
-    .venv/bin/python bench/scoring.py [--n 256] [--job_rows 1024] [--workdir bench/out]
+    .venv/bin/python bench/scoring.py [--n 256] [--job_rows 1024] [--job_rounds 2]
+        [--workdir bench/out] [--parts reference,reduced,job,leaderboard]
 
 On one random-weight T5 with t5-small's shape (d_model 512, 6+6 layers, d_ff
 2048, vocabulary 32128; its SentencePiece vocabulary trained on the NQ oracle
@@ -15,13 +16,15 @@ premise), measured side by side in this run:
   batches, one encoder pass and one decoder step;
 * reduced precision: bfloat16 where the CPU multiplies bf16 matrices fast
   (measured here first), and torch int8 dynamic quantisation of the linear
-  layers; agreement with float32 is taken at the median float32 score (random
+  layers in three variants (INT8_VARIANTS), with the int8 GEMM peak of this CPU
+  and the speedup over the reference that it caps any int8 path at;
+  agreement with float32 is taken at the median float32 score (random
   weights put most scores on one side of 0.5);
 * model FLOP utilisation: analytic model FLOPs of what each does, per second,
   over the fp32 matmul peak measured in this run ("nominal" counts the model's
   own decoder step; "executed" the reordered step our scorer actually runs);
-* the whole `autoais evaluate --scorer t5` job against the scorer alone on the
-  same rows; and model calls against distinct triples on a 23-system
+* the whole `autoais evaluate --scorer t5` job (a separate process, start to
+  exit) against the scorer alone on the same rows, alternated, medians; and model calls against distinct triples on a 23-system
   leaderboard whose systems share answers and passages.
 
 Prints one JSON line.
@@ -50,6 +53,7 @@ from transforms.passages import parse_passage, pyserini_contents  # pylint: disa
 from transforms.scoring import qa_example  # pylint: disable=wrong-import-position
 
 SHARED = os.environ.get("AUTOAIS_SHARED_DATA", os.path.join(ROOT, "..", "shared", "data"))
+PARTS = ("reference", "reduced", "job", "leaderboard")
 T5_SMALL = dict(d_model=512, d_kv=64, d_ff=2048, num_layers=6, num_heads=8,
                 model_vocab_size=32128)
 
@@ -65,6 +69,68 @@ def matmul_peak(dtype, size: int, repeat: int = 5) -> float:
     torch.matmul(a, b)
     best = min(best, time.perf_counter() - start)
   return 2 * size ** 3 / best / 1e9
+
+
+def int8_peaks(tokens: int = 2048, d_model: int = 512, d_ff: int = 2048,
+               repeat: int = 5) -> dict:
+  """Best GOP/s of an int8 linear layer of T5-small's FFN shape: with dynamic
+  activation quantisation (what quantize_dynamic runs) and with activations
+  already quantised (the most any int8 engine gets from these kernels)."""
+  from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear  # pylint: disable=import-outside-toplevel
+  x = torch.randn(tokens, d_model)
+  linear = torch.nn.Linear(d_model, d_ff)
+  dynamic = DynamicLinear.from_float(_with_qconfig(linear, "per_channel"))
+  weight = torch.quantize_per_channel(linear.weight.detach(),
+                                      linear.weight.detach().abs().amax(1) / 127,
+                                      torch.zeros(d_ff, dtype=torch.long), 0, torch.qint8)
+  packed = torch.ops.quantized.linear_prepack(weight, linear.bias.detach())
+  quantized_x = torch.quantize_per_tensor(x, float(x.abs().max()) / 127, 128,
+                                          torch.quint8)
+  def best(run):
+    run()
+    seconds = float("inf")
+    for _ in range(repeat):
+      start = time.perf_counter()
+      run()
+      seconds = min(seconds, time.perf_counter() - start)
+    return round(2 * tokens * d_model * d_ff / seconds / 1e9, 1)
+  with torch.inference_mode():
+    return {"dynamic_activations": best(lambda: dynamic(x)),
+            "static_activations": best(lambda: torch.ops.quantized.linear(
+                quantized_x, packed, 0.1, 128)),
+            "float32_same_shape": best(lambda: linear(x))}
+
+
+def _dynamic_qconfig(granularity: str):
+  from torch.ao import quantization  # pylint: disable=import-outside-toplevel
+  return (quantization.per_channel_dynamic_qconfig if granularity == "per_channel"
+          else quantization.default_dynamic_qconfig)
+
+
+def _with_qconfig(module, granularity: str):
+  module.qconfig = _dynamic_qconfig(granularity)
+  return module
+
+
+# (result name, which linear layers, weight scales): all layers per tensor is
+# the fastest and least exact; the encoder's feed-forward layers alone, per
+# output channel, the most exact.
+INT8_VARIANTS = (
+    ("int8_dynamic_all_layers", lambda name: True, "per_tensor"),
+    ("int8_dynamic_encoder_per_channel", lambda name: name.startswith("encoder."),
+     "per_channel"),
+    ("int8_dynamic_encoder_ffn_per_channel",
+     lambda name: name.startswith("encoder.") and ".DenseReluDense." in name,
+     "per_channel"),
+)
+
+
+def quantize_linears(model, select, granularity: str):
+  from torch.ao import quantization  # pylint: disable=import-outside-toplevel
+  qconfig = _dynamic_qconfig(granularity)
+  names = {name: qconfig for name, module in model.named_modules()
+           if isinstance(module, torch.nn.Linear) and select(name)}
+  return quantization.quantize_dynamic(model, names, dtype=torch.qint8)
 
 
 def encoder_flops(length: int, config) -> float:
@@ -195,8 +261,17 @@ def main():
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--n", type=int, default=256)
   parser.add_argument("--job_rows", type=int, default=1024)
+  parser.add_argument("--job_rounds", type=int, default=2,
+                      help="whole-job runs, alternated with runs of the scorer alone")
   parser.add_argument("--workdir", default=os.path.join(ROOT, "bench", "out", "scoring"))
+  parser.add_argument("--parts", default=",".join(PARTS),
+                      help="comma-separated subset of " + ",".join(PARTS))
   args = parser.parse_args()
+  parts = set(args.parts.split(","))
+  if not parts <= set(PARTS):
+    parser.error(f"--parts: unknown {sorted(parts - set(PARTS))}")
+  if "reduced" in parts:  # its speedups are over the reference measured here
+    parts.add("reference")
   warnings.filterwarnings("ignore")
   os.makedirs(args.workdir, exist_ok=True)
   model_dir = os.path.join(args.workdir, "t5-small-random")
@@ -222,96 +297,112 @@ def main():
   result["input_tokens"] = {"min": min(lengths), "median": statistics.median(lengths),
                             "max": max(lengths)}
 
-  # Interleave the reference and ours in halves, so that drift in this
-  # machine's speed hits both alike.
-  half = len(examples) // 2
-  reference_seconds, reference_decisions, reference_steps = 0.0, [], []
-  ours_seconds, ours = 0.0, []
-  for part in (examples[:half], examples[half:]):
-    seconds, decisions, steps = reference_loop(model_dir, part)
-    reference_seconds += seconds
-    reference_decisions += decisions
-    reference_steps += steps
-    seconds, scores = timed_scores(fp32, part)
-    ours_seconds += seconds
-    ours += scores
-  nominal = sum(encoder_flops(n, config) + decoder_step_flops(
-      n, 1, config, cross_kv=True, vocab_rows=config.vocab_size) for n in lengths)
-  executed = sum(encoder_flops(n, config) + decoder_step_flops(
-      n, 1, config, cross_kv=False, vocab_rows=2) for n in lengths)
-  reference_flops = sum(
-      encoder_flops(n, config) + 2 * n * config.d_model * config.num_heads *
-      config.d_kv * 2 * config.num_decoder_layers + sum(
-          decoder_step_flops(n, step, config, cross_kv=False,
-                             vocab_rows=config.vocab_size)
-          for step in range(1, steps + 1))
-      for n, steps in zip(lengths, reference_steps))
-  peak = result["peak_gflops"]["float32"] * 1e9
-  _, decoded = timed_scores(fp32, examples, "decode")
-  result["reference"] = {
-      "examples_per_s": round(len(examples) / reference_seconds, 2),
-      "utilisation": round(reference_flops / reference_seconds / peak, 3)}
-  result["float32"] = {
-      "examples_per_s": round(len(examples) / ours_seconds, 2),
-      "speedup": round(reference_seconds / ours_seconds, 2),
-      "utilisation_nominal": round(nominal / ours_seconds / peak, 3),
-      "utilisation_executed": round(executed / ours_seconds / peak, 3),
-      "decode_mode_agreement_with_reference": round(float(np.mean(
-          [d.attributable == r for d, r in zip(decoded, reference_decisions)])), 4)}
-  base = np.array([s.nli_score for s in ours])
-  cut = float(np.median(base))
+  if "reference" in parts:
+    # Interleave the reference and ours in halves, so that drift in this
+    # machine's speed hits both alike.
+    half = len(examples) // 2
+    reference_seconds, reference_decisions, reference_steps = 0.0, [], []
+    ours_seconds, ours = 0.0, []
+    for part in (examples[:half], examples[half:]):
+      seconds, decisions, steps = reference_loop(model_dir, part)
+      reference_seconds += seconds
+      reference_decisions += decisions
+      reference_steps += steps
+      seconds, scores = timed_scores(fp32, part)
+      ours_seconds += seconds
+      ours += scores
+    nominal = sum(encoder_flops(n, config) + decoder_step_flops(
+        n, 1, config, cross_kv=True, vocab_rows=config.vocab_size) for n in lengths)
+    executed = sum(encoder_flops(n, config) + decoder_step_flops(
+        n, 1, config, cross_kv=False, vocab_rows=2) for n in lengths)
+    reference_flops = sum(
+        encoder_flops(n, config) + 2 * n * config.d_model * config.num_heads *
+        config.d_kv * 2 * config.num_decoder_layers + sum(
+            decoder_step_flops(n, step, config, cross_kv=False,
+                               vocab_rows=config.vocab_size)
+            for step in range(1, steps + 1))
+        for n, steps in zip(lengths, reference_steps))
+    peak = result["peak_gflops"]["float32"] * 1e9
+    _, decoded = timed_scores(fp32, examples, "decode")
+    result["reference"] = {
+        "examples_per_s": round(len(examples) / reference_seconds, 2),
+        "utilisation": round(reference_flops / reference_seconds / peak, 3)}
+    result["float32"] = {
+        "examples_per_s": round(len(examples) / ours_seconds, 2),
+        "speedup": round(reference_seconds / ours_seconds, 2),
+        "utilisation_nominal": round(nominal / ours_seconds / peak, 3),
+        "utilisation_executed": round(executed / ours_seconds / peak, 3),
+        "decode_mode_agreement_with_reference": round(float(np.mean(
+            [d.attributable == r for d, r in zip(decoded, reference_decisions)])), 4)}
+    base = np.array([s.nli_score for s in ours])
+    cut = float(np.median(base))
 
-  def reduced(name, model, subset):
-    seconds, scores = timed_scores(model, [examples[i] for i in subset])
-    values = np.array([s.nli_score for s in scores])
-    reference_rate = len(examples) / reference_seconds
-    rate = len(subset) / seconds
-    result[name] = {
-        "examples": len(subset), "examples_per_s": round(rate, 2),
-        "speedup_over_fp32_reference": round(rate / reference_rate, 2),
-        "decision_agreement_with_fp32": round(float(np.mean(
-            (values > cut) == (base[subset] > cut))), 4),
-        "median_abs_delta": float(np.median(np.abs(values - base[subset])))}
+    def reduced(name, model, subset):
+      seconds, scores = timed_scores(model, [examples[i] for i in subset])
+      values = np.array([s.nli_score for s in scores])
+      reference_rate = len(examples) / reference_seconds
+      rate = len(subset) / seconds
+      result[name] = {
+          "examples": len(subset), "examples_per_s": round(rate, 2),
+          "speedup_over_fp32_reference": round(rate / reference_rate, 2),
+          "decision_agreement_with_fp32": round(float(np.mean(
+              (values > cut) == (base[subset] > cut))), 4),
+          "median_abs_delta": float(np.median(np.abs(values - base[subset])))}
 
-  if result["peak_gflops"]["bfloat16"] >= result["peak_gflops"]["float32"]:
-    reduced("bfloat16", t5_nli.load_t5_nli(model_dir, dtype="bfloat16"),
-            list(range(len(examples))))
-  else:
-    result["bfloat16"] = {"skipped": "this CPU multiplies bf16 matrices at "
-                          f"{result['peak_gflops']['bfloat16']} GFLOP/s (no native "
-                          "bf16): a bf16 model would run slower than float32"}
-  int8 = t5_nli.load_t5_nli(model_dir, dtype="float32")
-  int8.model = torch.ao.quantization.quantize_dynamic(int8.model, {torch.nn.Linear},
-                                                      dtype=torch.qint8)
-  reduced("int8_dynamic", int8, list(range(len(examples))))
+  if "reduced" in parts:
+    if result["peak_gflops"]["bfloat16"] >= result["peak_gflops"]["float32"]:
+      reduced("bfloat16", t5_nli.load_t5_nli(model_dir, dtype="bfloat16"),
+              list(range(len(examples))))
+    else:
+      result["bfloat16"] = {"skipped": "this CPU multiplies bf16 matrices at "
+                            f"{result['peak_gflops']['bfloat16']} GFLOP/s (no native "
+                            "bf16): a bf16 model would run slower than float32"}
+    # int8: the GEMM peak first (the ceiling of any int8 path on this CPU),
+    # then three dynamic-quantisation variants, from fastest to most exact.
+    result["int8_peak_gops"] = int8_peaks()
+    # If every model FLOP ran at that peak: the most an int8 path could gain.
+    result["int8_ceiling_speedup_over_reference"] = {
+        kind: round(gops * 1e9 / (reference_flops / reference_seconds), 2)
+        for kind, gops in result["int8_peak_gops"].items() if kind != "float32_same_shape"}
+    for name, select, qconfig in INT8_VARIANTS:
+      int8 = t5_nli.load_t5_nli(model_dir, dtype="float32")
+      int8.model = quantize_linears(int8.model, select, qconfig)
+      reduced(name, int8, list(range(len(examples))))
 
   # The whole job against the scorer alone, on the same rows.
   gold_path = os.path.join(SHARED, "nq_open", "NQ-open.dev.jsonl")
-  job_rows = examples_from_nq(args.job_rows, fp32.tokenizer)
-  predictions = os.path.join(args.workdir, "job_predictions")
-  os.makedirs(predictions, exist_ok=True)
-  write_predictions(os.path.join(predictions, "system.csv"),
-                    [[record["question"], record["answers"][0], "p",
-                      pyserini_contents(passage.title, passage.text)]
-                     for record, passage, _ in job_rows])
-  # Scorer alone before and after the job: this machine's speed drifts.
-  before, _ = timed_scores(fp32, [example for _, _, example in job_rows])
-  job_seconds = run_job(["--predictions", os.path.join(predictions, "system.csv"),
-                         "--gold", gold_path, "--output_dir",
-                         os.path.join(args.workdir, "eval_job"), "--scorer", "t5",
-                         "--model", model_dir, "--bootstrap_samples", "200"])
-  after, _ = timed_scores(fp32, [example for _, _, example in job_rows])
-  scorer_seconds = (before + after) / 2
-  result["job"] = {"rows": len(job_rows),
-                   "scorer_only_seconds": [round(before, 2), round(after, 2)],
-                   "job_seconds": round(job_seconds, 2),
-                   "job_over_scorer": round(job_seconds / scorer_seconds, 3)}
+  if "job" in parts:
+    job_rows = examples_from_nq(args.job_rows, fp32.tokenizer)
+    predictions = os.path.join(args.workdir, "job_predictions")
+    os.makedirs(predictions, exist_ok=True)
+    write_predictions(os.path.join(predictions, "system.csv"),
+                      [[record["question"], record["answers"][0], "p",
+                        pyserini_contents(passage.title, passage.text)]
+                       for record, passage, _ in job_rows])
+    # The scorer alone and the job alternate (alone, job, alone, job, alone),
+    # and medians are compared: this machine's speed drifts by 20% or more.
+    alone_seconds, job_seconds = [], []
+    job_examples = [example for _, _, example in job_rows]
+    for round_index in range(args.job_rounds + 1):
+      if round_index:
+        job_seconds.append(run_job([
+            "--predictions", os.path.join(predictions, "system.csv"),
+            "--gold", gold_path, "--output_dir", os.path.join(args.workdir, "eval_job"),
+            "--scorer", "t5", "--model", model_dir, "--bootstrap_samples", "200"]))
+      alone_seconds.append(timed_scores(fp32, job_examples)[0])
+    result["job"] = {
+        "rows": len(job_rows),
+        "scorer_only_seconds": [round(s, 2) for s in alone_seconds],
+        "job_seconds": [round(s, 2) for s in job_seconds],
+        "job_over_scorer": round(statistics.median(job_seconds) /
+                                 statistics.median(alone_seconds), 3)}
 
-  with gzip.open(os.path.join(SHARED, "nq_oracle_passages", "nq-open-oracle.jsonl.gz"),
-                 "rt", encoding="utf-8") as f:
-    records = [json.loads(line) for line in f]
-  result["leaderboard_23_systems"] = leaderboard_model_calls(model_dir, args.workdir,
-                                                             gold_path, records)
+  if "leaderboard" in parts:
+    with gzip.open(os.path.join(SHARED, "nq_oracle_passages", "nq-open-oracle.jsonl.gz"),
+                   "rt", encoding="utf-8") as f:
+      records = [json.loads(line) for line in f]
+    result["leaderboard_23_systems"] = leaderboard_model_calls(model_dir, args.workdir,
+                                                               gold_path, records)
   print(json.dumps(result))
 
 

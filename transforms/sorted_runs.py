@@ -16,6 +16,7 @@ shard in record batches, and emits one RunSlice (file, batch range) per shard: a
 corpus of thousands of shards makes one file per spill, not one per shard.
 """
 import heapq
+import itertools
 import operator
 import uuid
 from collections import defaultdict
@@ -35,7 +36,9 @@ from schemas import schema_of, to_record_batch
 # Rows per Arrow batch in a run file. A merge holds one decoded batch per run,
 # so small batches keep its memory low however many runs there are.
 _BATCH_ROWS = 256
-_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
+_CONVERT_ROWS = 16 * _BATCH_ROWS
+_LOCAL_IPC_OPTIONS = pa.ipc.IpcWriteOptions()
+_REMOTE_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 
 
 def _key_function(element_type: Type[tuple], key_fields: Sequence[str]) -> Callable:
@@ -52,19 +55,31 @@ class RunSlice(NamedTuple):
   num_batches: int
 
 
+def _ipc_options(path: str) -> pa.ipc.IpcWriteOptions:
+  # Local runs stay uncompressed (lz4 would cost more CPU than the disk time it
+  # saves); runs on an object store (gs://) are compressed to cut the bytes.
+  if FileSystems.get_scheme(path) in (None, "file"):
+    return _LOCAL_IPC_OPTIONS
+  return _REMOTE_IPC_OPTIONS
+
+
 def write_run(path: str, shards: Sequence[Tuple[int, Sequence[tuple]]],
               element_type: Type[tuple]) -> Iterator[Tuple[int, RunSlice]]:
   """Writes each shard's sorted rows as consecutive batches of one IPC file."""
   schema = schema_of(element_type)
   slices = []
   with FileSystems.create(path) as sink:
-    with pa.ipc.new_file(sink, schema, options=_IPC_OPTIONS) as writer:
+    with pa.ipc.new_file(sink, schema, options=_ipc_options(path)) as writer:
       batch = 0
       for shard, rows in shards:
         first = batch
-        for start in range(0, len(rows), _BATCH_ROWS):
-          writer.write_batch(to_record_batch(rows[start:start + _BATCH_ROWS], schema))
-          batch += 1
+        # Rows are converted _CONVERT_ROWS at a time (fewer, larger calls into
+        # Arrow) and written as slices of _BATCH_ROWS.
+        for start in range(0, len(rows), _CONVERT_ROWS):
+          converted = to_record_batch(rows[start:start + _CONVERT_ROWS], schema)
+          for offset in range(0, converted.num_rows, _BATCH_ROWS):
+            writer.write_batch(converted.slice(offset, _BATCH_ROWS))
+            batch += 1
         slices.append((shard, RunSlice(path, first, batch - first)))
   return slices
 
@@ -77,25 +92,35 @@ class RowRef(NamedTuple):
   index: int
 
 
-def _read_run_refs(run: RunSlice, fields: Sequence[str]) -> Iterator[RowRef]:
+def _read_run_rows(run: RunSlice, run_number: int, key_fields: Sequence[str],
+                   fields: Sequence[str]) -> Iterator[tuple]:
+  """(key, tiebreak, values, batch, index) for each row of a run slice.
+
+  Keys and values are built from whole columns by zip, in C; the tiebreak
+  (run number, then position) is unique, so the merge compares keys and, on
+  a tie, integers, never values or batches.
+  """
+  position = run_number << 40
   with FileSystems.open(run.path, compression_type=CompressionTypes.UNCOMPRESSED
                         ) as source:
     reader = pa.ipc.open_file(source)
     for index in range(run.first_batch, run.first_batch + run.num_batches):
       batch = reader.get_batch(index)
-      columns = [batch.column(name).to_pylist() for name in fields]
-      for row, values in enumerate(zip(*columns)):
-        yield RowRef(values, batch, row)
+      rows = batch.num_rows
+      keys = zip(*[batch.column(name).to_pylist() for name in key_fields])
+      values = zip(*[batch.column(name).to_pylist() for name in fields])
+      yield from zip(keys, range(position, position + rows), values,
+                     itertools.repeat(batch, rows), range(rows))
+      position += rows
 
 
 def merge_run_refs(runs: Iterable[RunSlice], fields: Sequence[str],
                    key_fields: Sequence[str]) -> Iterator[RowRef]:
-  """Rows of all run slices in key order, as RowRefs carrying `fields` (which
-  must include `key_fields`). Keys must identify rows: ties would make the order
-  depend on the runs' order."""
-  positions = [list(fields).index(name) for name in key_fields]
-  key = lambda ref: tuple(ref.values[i] for i in positions)  # pylint: disable=unnecessary-lambda-assignment
-  return heapq.merge(*[_read_run_refs(run, fields) for run in sorted(runs)], key=key)
+  """Rows of all run slices in key order, as RowRefs carrying `fields`. Keys
+  should identify rows; ties come out in the runs' sorted order."""
+  merged = heapq.merge(*[_read_run_rows(run, number, key_fields, fields)
+                         for number, run in enumerate(sorted(runs))])
+  return (RowRef(values, batch, index) for _, _, values, batch, index in merged)
 
 
 def merge_sorted_runs(runs: Iterable[RunSlice], element_type: Type[tuple],
