@@ -76,10 +76,10 @@ def int8_peaks(tokens: int = 2048, d_model: int = 512, d_ff: int = 2048,
   """Best GOP/s of an int8 linear layer of T5-small's FFN shape: with dynamic
   activation quantisation (what quantize_dynamic runs) and with activations
   already quantised (the most any int8 engine gets from these kernels)."""
-  from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear  # pylint: disable=import-outside-toplevel
   x = torch.randn(tokens, d_model)
   linear = torch.nn.Linear(d_model, d_ff)
-  dynamic = DynamicLinear.from_float(_with_qconfig(linear, "per_channel"))
+  dynamic = quantize_linears(torch.nn.Sequential(linear), lambda name: True,
+                             "per_channel")
   weight = torch.quantize_per_channel(linear.weight.detach(),
                                       linear.weight.detach().abs().amax(1) / 127,
                                       torch.zeros(d_ff, dtype=torch.long), 0, torch.qint8)
@@ -101,17 +101,6 @@ def int8_peaks(tokens: int = 2048, d_model: int = 512, d_ff: int = 2048,
             "float32_same_shape": best(lambda: linear(x))}
 
 
-def _dynamic_qconfig(granularity: str):
-  from torch.ao import quantization  # pylint: disable=import-outside-toplevel
-  return (quantization.per_channel_dynamic_qconfig if granularity == "per_channel"
-          else quantization.default_dynamic_qconfig)
-
-
-def _with_qconfig(module, granularity: str):
-  module.qconfig = _dynamic_qconfig(granularity)
-  return module
-
-
 # (result name, which linear layers, weight scales): all layers per tensor is
 # the fastest and least exact; the encoder's feed-forward layers alone, per
 # output channel, the most exact.
@@ -127,7 +116,8 @@ INT8_VARIANTS = (
 
 def quantize_linears(model, select, granularity: str):
   from torch.ao import quantization  # pylint: disable=import-outside-toplevel
-  qconfig = _dynamic_qconfig(granularity)
+  qconfig = (quantization.per_channel_dynamic_qconfig if granularity == "per_channel"
+             else quantization.default_dynamic_qconfig)
   names = {name: qconfig for name, module in model.named_modules()
            if isinstance(module, torch.nn.Linear) and select(name)}
   return quantization.quantize_dynamic(model, names, dtype=torch.qint8)

@@ -191,22 +191,18 @@ class EncodedExample(NamedTuple):
 class T5NliModel:
   """A loaded NLI model: tokenisation with premise windows, batched scoring."""
 
-  def __init__(self, model, tokenizer, model_path: str, dtype: str, device: str,
+  def __init__(self, model, tokenizer, model_path: str, device: str,
                max_input_tokens: int, token_budget: int):
     import torch  # pylint: disable=import-outside-toplevel
     self._torch = torch
     self.model = model
     self.tokenizer = tokenizer
-    self.model_path = model_path
-    self.dtype = dtype
     self.device = device
     self.max_input_tokens = max_input_tokens
     self.token_budget = token_budget
     self.one_id, self.zero_id = label_token_ids(tokenizer, model_path)
     self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     self.decoder_start_id = model.config.decoder_start_token_id
-    self.examples_scored = 0
-    self.windows_scored = 0
 
   # -- tokenisation ---------------------------------------------------------
 
@@ -321,7 +317,6 @@ class T5NliModel:
         ids, mask = self._pad([sequences[i] for i in batch])
         pair = self.label_logits(ids, mask).float()
         result[batch] = torch.softmax(pair, dim=-1)[:, 0].cpu().numpy()
-    self.windows_scored += len(sequences)
     return result
 
   def decode_is_one(self, sequences: Sequence[List[int]]) -> np.ndarray:
@@ -353,18 +348,7 @@ class T5NliModel:
         attributable = bool(decoded[position:position + count].any())
       scores.append(AttributionScore(score, attributable, count, item.truncated))
       position += count
-    self.examples_scored += len(examples)
     return scores
-
-  def describe(self) -> Dict[str, Any]:
-    return {
-        "one_token_id": self.one_id,
-        "zero_token_id": self.zero_id,
-        "one_token": self.tokenizer.convert_ids_to_tokens(self.one_id),
-        "zero_token": self.tokenizer.convert_ids_to_tokens(self.zero_id),
-        "model_type": self.model.config.model_type,
-        "max_input_tokens": self.max_input_tokens,
-    }
 
 
 def resolve_max_input_tokens(tokenizer, requested: Optional[int]) -> int:
@@ -399,7 +383,7 @@ def load_t5_nli(model_path: str, dtype: str = "float32", device: str = "cpu",
       dtype=getattr(torch, dtype))
   model.to(device)
   model.eval()
-  return T5NliModel(model, tokenizer, model_path, dtype, device,
+  return T5NliModel(model, tokenizer, model_path, device,
                     resolve_max_input_tokens(tokenizer, max_input_tokens),
                     token_budget or DEFAULT_TOKEN_BUDGET[device])
 
@@ -452,8 +436,7 @@ class T5NliModelHandler(ModelHandler[AttributionExample, PredictionResult, T5Nli
     return "autoais_t5_nli"
 
 
-def describe_model(model_path: str, dtype: str, device: str,
-                   max_input_tokens: Optional[int]) -> Dict[str, Any]:
+def describe_model(model_path: str, max_input_tokens: Optional[int]) -> Dict[str, Any]:
   """What run.json records of a model, read on a worker: the label token ids of
   its tokenizer and a checksum of its weights (without loading the weights)."""
   local_dir = local_model_dir(model_path)

@@ -4,17 +4,16 @@ from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
+from models import T5
 from models.base import Scorer
 from models.t5_nli import T5NliModelHandler, describe_model
 from transforms.inference import ScoreUniqueExamples
 
-NAME = "t5"
-
 
 class _DescribeModelFn(beam.DoFn):
 
-  def __init__(self, model_path, dtype, device, max_input_tokens):
-    self._args = (model_path, dtype, device, max_input_tokens)
+  def __init__(self, model_path, max_input_tokens):
+    self._args = (model_path, max_input_tokens)
 
   def process(self, unused_impulse):
     yield describe_model(*self._args)
@@ -34,30 +33,26 @@ class _DescribeModel(beam.PTransform):
 
 class T5Scorer(Scorer):
 
-  name = NAME
+  name = T5
 
   def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
                decision: str = "threshold", threshold: float = 0.5,
                max_input_tokens: Optional[int] = None,
                token_budget: Optional[int] = None,
                large_model: bool = False):
-    self._options = {
-        "model": model_path, "dtype": dtype, "device": device, "decision": decision,
-        "threshold": threshold, "max_input_tokens": max_input_tokens,
-        "token_budget": token_budget, "large_model": large_model}
-    self._handler = T5NliModelHandler(
-        model_path, dtype=dtype, device=device, decision=decision,
-        threshold=threshold, max_input_tokens=max_input_tokens,
-        token_budget=token_budget, large_model=large_model)
+    handler_options = {
+        "dtype": dtype, "device": device, "decision": decision, "threshold": threshold,
+        "max_input_tokens": max_input_tokens, "token_budget": token_budget,
+        "large_model": large_model}
+    self._options = {"model": model_path, **handler_options}
+    self._handler = T5NliModelHandler(model_path, **handler_options)
 
   def score_keyed(self) -> beam.PTransform:
     return ScoreUniqueExamples(self._handler, model_id=self._options["model"])
 
   def describe(self) -> Dict[str, Any]:
-    return {"name": NAME, **self._options}
+    return {"name": T5, **self._options}
 
   def model_info(self) -> beam.PTransform:
-    options = self._options
-    return _DescribeModel(_DescribeModelFn(options["model"], options["dtype"],
-                                           options["device"],
-                                           options["max_input_tokens"]))
+    return _DescribeModel(_DescribeModelFn(self._options["model"],
+                                           self._options["max_input_tokens"]))
