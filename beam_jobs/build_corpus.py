@@ -23,16 +23,23 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import ConfigError, clear_outputs, new_work_dir, require, run_job
+from beam_jobs.common import ConfigError, require, run_job
+from beam_jobs.output_dir import OutputDir
 from schemas import CorpusRecord
 from transforms import corpus
 from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest,
-                                software_versions, utc_now)
+                                atomic_create, software_versions, utc_now)
 from transforms.sorted_runs import SpillSortedRuns, merge_sorted_runs
 from transforms.sources import (ReadRecords, check_corpus_file, data_format,
                                 match_files, read_corpus_source)
 
 OUTPUT_FILES = (corpus.MANIFEST, "dead_letter.jsonl")
+
+
+def output_files(num_shards: int):
+  """Every file build-corpus writes: the manifest, the dead letters, the shards."""
+  return OUTPUT_FILES + tuple(corpus.shard_file_name(shard, num_shards)
+                              for shard in range(num_shards))
 CORPUS_KEY = ("id", "source_file", "source_line")
 
 
@@ -64,13 +71,15 @@ class _WriteShardFn(beam.DoFn):
     # directory when the job completes, not here.
     shard, runs = shard_runs
     name = corpus.shard_file_name(shard, self._num_shards)
-    writer = corpus.ShardWriter(FileSystems.join(self._output_dir, name),
-                                self._row_group_size)
-    for record in merge_sorted_runs(runs, CorpusRecord, CORPUS_KEY):
-      duplicate = writer.add(record)
-      if duplicate is not None:
-        yield beam.pvalue.TaggedOutput("dead_letter", duplicate)
-    size = writer.close()
+    path = FileSystems.join(self._output_dir, name)
+    with atomic_create(path) as sink:
+      writer = corpus.ShardWriter(sink, self._row_group_size)
+      for record in merge_sorted_runs(runs, CorpusRecord, CORPUS_KEY):
+        duplicate = writer.add(record)
+        if duplicate is not None:
+          yield beam.pvalue.TaggedOutput("dead_letter", duplicate)
+      writer.close()
+    size = FileSystems.match([path])[0].metadata_list[0].size_in_bytes
     yield {"shard": shard, "path": name, "num_rows": writer.num_rows,
            "num_row_groups": writer.num_row_groups, "bytes": size}
 
@@ -90,6 +99,7 @@ class _CorpusManifest:
     shards = sorted(shards, key=lambda s: s["shard"])
     written = sum(s["num_rows"] for s in shards)
     read = read_counts.get("read", 0)
+    dead = dead["passages"]
     counts = {"read": read, "written": written, "rejected": dead["rejected"],
               "reconciled": read == written + dead["rejected"],
               "by_reason": dead["by_reason"]}
@@ -112,8 +122,9 @@ class _CorpusManifest:
     }
 
 
-def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
-  """Validates the options, then adds the build-corpus steps to `pipeline`."""
+def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputDir:
+  """Validates the options, claims the output directory, then adds the
+  build-corpus steps to `pipeline`; returns the claimed OutputDir."""
   options = options.view_as(BuildCorpusOptions)
   require(options, "input", "output")
   if options.num_shards < 1 or options.row_group_size < 1:
@@ -126,8 +137,9 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
     check_corpus_file(path)
 
   started, started_at = time.time(), utc_now()
-  clear_outputs(options.output, OUTPUT_FILES)
-  work_dir = new_work_dir(options.output)
+  output = OutputDir("build-corpus", options.output, output_files(options.num_shards),
+                     reads={"--input": inputs}, flag="--output")
+  work_dir = output.claim()
 
   read = pipeline | "ReadPassages" >> ReadRecords(inputs, read_corpus_source)
   shards = (
@@ -139,7 +151,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
       | "WriteShards" >> beam.ParDo(_WriteShardFn(
           options.output, options.num_shards, options.row_group_size)).with_outputs(
               "dead_letter", main="shards"))
-  dead = ((read.dead_letter, shards.dead_letter)
+  dead = ({"passages": (read.dead_letter, shards.dead_letter)}
           | "WriteDeadLetters" >> WriteDeadLetters(
               FileSystems.join(options.output, "dead_letter.jsonl"), work_dir))
   _ = pipeline | "WriteCorpusManifest" >> WriteManifest(
@@ -152,6 +164,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
           "dead": dead,
       },
       work_dir=work_dir)
+  return output
 
 
 def run(argv=None) -> int:

@@ -1,11 +1,12 @@
 """What every job shares: strict option parsing, configuration errors, the
-scratch directory, and the `run(argv)` wrapper that turns a bad configuration
-into a clear message and a non-zero exit before anything is written.
+scorer flags, and the `run(argv)` wrapper that turns a bad configuration or an
+unusable input into a clear message and exit code 2 (before anything is
+written, where it is found at launch). The output-directory rule is
+beam_jobs/output_dir.py.
 """
 import logging
 import sys
 import time
-import uuid
 from typing import Callable, List, Optional, Sequence, Type
 
 import apache_beam as beam
@@ -17,7 +18,6 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from models import SCORERS, STRING_MATCH, Scorer, make_scorer
 from models.errors import ModelError
 from transforms.corpus import CorpusError
-from transforms.outputs import delete_tree
 from transforms.sources import InputError
 
 EXIT_CONFIG_ERROR = 2
@@ -126,23 +126,6 @@ def require(options, *names: str) -> None:
     raise ConfigError(f"missing required option(s): {', '.join(missing)}")
 
 
-def new_work_dir(output_dir: str) -> str:
-  """A scratch directory for spilled runs, removed when the job completes."""
-  return FileSystems.join(output_dir, f"_work-{uuid.uuid4().hex[:12]}")
-
-
-def clear_outputs(output_dir: str, names: Sequence[str]) -> None:
-  """Removes the outputs (and scratch directories) of an earlier run, so that a
-  run that fails leaves no complete-looking set of files behind."""
-  existing = [FileSystems.join(output_dir, name) for name in names]
-  existing = [path for path in existing if FileSystems.exists(path)]
-  if existing:
-    FileSystems.delete(existing)
-  scratch = FileSystems.match([FileSystems.join(output_dir, "_work-*")])[0]
-  for metadata in scratch.metadata_list:
-    delete_tree(metadata.path)
-
-
 _LOCAL_RUNNER_NAMES = (None, "DirectRunner", "SwitchingDirectRunner")
 
 
@@ -162,20 +145,32 @@ def local_runner_or_none(options: PipelineOptions):
 def run_job(job_name: str, argv: Optional[List[str]],
             options_class: Type[PipelineOptions],
             build_pipeline: Callable[[beam.Pipeline, PipelineOptions], object]) -> int:
-  """Parses, validates, builds and runs a job; returns the process exit code."""
+  """Parses, validates, builds and runs a job; returns the process exit code.
+
+  `build_pipeline` returns the job's claimed OutputDir (beam_jobs/output_dir.py),
+  whose scratch directory is removed if the run fails.
+  """
   logging.getLogger().setLevel(logging.INFO)
   argv = sys.argv[1:] if argv is None else argv
   started = time.time()
   try:
     options = parse_options(argv, options_class)
     pipeline = beam.Pipeline(runner=local_runner_or_none(options), options=options)
-    build_pipeline(pipeline, options)
+    output_dir = build_pipeline(pipeline, options)
   except CONFIGURATION_ERRORS as error:
     print(f"autoais {job_name}: error: {error}", file=sys.stderr)
     return EXIT_CONFIG_ERROR
   try:
     pipeline.run().wait_until_finish()
   except Exception as error:  # pylint: disable=broad-except
+    if output_dir is not None:
+      output_dir.discard_scratch()
+    input_error = _input_error_in(error)
+    if input_error is not None:
+      # An input found unusable while it was read (a truncated gzip, a gold file
+      # with no usable question): the same exit as a refusal at launch.
+      print(f"autoais {job_name}: error: {input_error}", file=sys.stderr)
+      return EXIT_CONFIG_ERROR
     logging.exception("autoais %s failed", job_name)
     print(f"autoais {job_name}: failed: {_root_cause(error)}", file=sys.stderr)
     return EXIT_JOB_FAILED
@@ -183,10 +178,29 @@ def run_job(job_name: str, argv: Optional[List[str]],
   return 0
 
 
+_INPUT_ERROR_NAMES = ("InputError: ", "CorpusError: ")
+
+
+def _input_error_in(error: BaseException) -> Optional[str]:
+  """The message of an InputError or CorpusError behind a pipeline failure (the
+  runner reports a worker's exception as text), or None."""
+  chain = error
+  while chain is not None:
+    if isinstance(chain, (InputError, CorpusError)):
+      return str(chain)
+    chain = chain.__cause__ or chain.__context__
+  for line in reversed(str(error).splitlines()):
+    for name in _INPUT_ERROR_NAMES:
+      if name in line:
+        message = line.split(name, 1)[1].strip()
+        return message.split(" [while running")[0]
+  return None
+
+
 def _root_cause(error: BaseException) -> str:
   message = str(error).strip().splitlines()
   for line in reversed(message):
-    for known in ("InputError", "CorpusError", "RuntimeError", "ValueError"):
+    for known in ("RuntimeError", "ValueError"):
       if known in line:
         return line.strip()
   return message[-1] if message else type(error).__name__

@@ -34,8 +34,9 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (ConfigError, clear_outputs, new_work_dir,
-                              require, run_job, scorer_from_options)
+from beam_jobs.common import (ConfigError, ScorerOptions, require, run_job,
+                              scorer_from_options)
+from beam_jobs.output_dir import OutputDir
 from schemas import (LEADERBOARD_SCHEMA, RATING_SCHEMA, REJECTED, UNMATCHED,
                      AttributionScore, DeadLetter, GoldMatch, RatingRow,
                      to_record_batch)
@@ -47,9 +48,8 @@ from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest, reco
                                 write_text_atomically)
 from transforms.passages import ParsedPassage, display_passage, parse_passage
 from transforms.scoring import ScoreAttribution, qa_example
-from transforms.sorted_runs import (RowRef, RowRefBuffer, SpillSortedRuns, delete_runs,
-                                   merge_run_refs)
-from transforms.sources import (TFDS_PREFIX, ReadGold, ReadRecords,
+from transforms.sorted_runs import RowRef, RowRefBuffer, SpillSortedRuns, merge_run_refs
+from transforms.sources import (TFDS_PREFIX, ReadGold, ReadRecords, check_gold_source,
                                 check_prediction_file, match_files, read_header,
                                 read_predictions)
 
@@ -106,8 +106,7 @@ class _Plan:
       check_prediction_file(path)
       if path.lower().endswith((".csv", ".parquet", ".csv.gz")):
         carry_passages &= "passage" in read_header(path)
-    if not options.gold.startswith(TFDS_PREFIX) and not FileSystems.exists(options.gold):
-      raise ConfigError(f"--gold {options.gold}: no such file")
+    check_gold_source(options.gold)
     self.manifest = None
     self.join = None
     self.join_reason = "no corpus: passages come from the predictions"
@@ -116,6 +115,12 @@ class _Plan:
       self.join, self.join_reason = self._choose_join(options, runner_name)
     elif not carry_passages:
       raise ConfigError("--corpus is required: the predictions have no passage column")
+    self.output = OutputDir(
+        "evaluate", options.output_dir, OUTPUT_FILES,
+        reads={"--predictions": self.prediction_files,
+               "--gold": [] if options.gold.startswith(TFDS_PREFIX) else [options.gold]},
+        read_dirs={"--corpus": options.corpus,
+                   "--model": options.view_as(ScorerOptions).model})
 
   def _choose_join(self, options, runner_name):
     if options.join != "auto":
@@ -308,7 +313,8 @@ class _WriteRatingsFn(beam.DoFn):
         write(scored.take())
       if outcomes is not None:
         yield outcomes
-    delete_runs(runs)
+    # The runs stay for the scratch directory's removal: a retry of this bundle
+    # must find them.
     yield beam.pvalue.TaggedOutput("stats", counts)
 
   def _unmatched(self, ref: RowRef) -> DeadLetter:
@@ -421,11 +427,14 @@ class _RunManifest:
     self._started = started
     self._started_at = started_at
 
-  def __call__(self, read_counts, ratings, dead, join_stats, leaderboard, gold,
-               scorer_stats, model_info):
-    counts = reconcile(read_counts.get("read", 0), ratings["scored"], dead)
-    counts["unmatched_questions_discarded"] = dead["by_reason"].get(
+  def __call__(self, read_counts, gold_read_counts, ratings, dead, join_stats,
+               leaderboard, gold, scorer_stats, model_info):
+    counts = reconcile(read_counts.get("read", 0), ratings["scored"],
+                       dead["predictions"])
+    counts["unmatched_questions_discarded"] = counts["by_reason"].get(
         f"{UNMATCHED}:question_not_in_gold", 0)
+    gold_counts = reconcile(gold_read_counts.get("read", 0), gold.n, dead["gold"])
+    gold_counts["questions"] = gold_counts.pop("scored")
     join = dict(self._join, **join_stats)
     if join.get("corpus_bytes"):
       join["bytes_read_fraction"] = join.get("bytes_read", 0) / join["corpus_bytes"]
@@ -433,6 +442,7 @@ class _RunManifest:
         "job": "evaluate",
         "status": "complete",
         "counts": counts,
+        "gold_counts": gold_counts,
         "n_gold": gold.n,
         "systems": leaderboard["systems"],
         "inputs": dict(self._inputs),
@@ -444,18 +454,17 @@ class _RunManifest:
     }
 
 
-def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
-  """Validates the options, then adds the evaluate steps to `pipeline`."""
+def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputDir:
+  """Validates the options, claims the output directory, then adds the evaluate
+  steps to `pipeline`; returns the claimed OutputDir."""
   options = options.view_as(EvaluateOptions)
   plan = _Plan(options, type(pipeline.runner).__name__)
   started, started_at = time.time(), utc_now()
-  clear_outputs(options.output_dir, OUTPUT_FILES)
-  work_dir = new_work_dir(options.output_dir)
+  work_dir = plan.output.claim()
   has_corpus = options.corpus is not None
 
-  gold_index = (pipeline
-                | "ReadGold" >> ReadGold(options.gold)
-                | "IndexGold" >> beam.CombineGlobally(BuildGoldIndex()))
+  gold = pipeline | "ReadGold" >> ReadGold(options.gold)
+  gold_index = gold.records | "IndexGold" >> beam.CombineGlobally(BuildGoldIndex())
   read = pipeline | "ReadPredictions" >> ReadRecords(plan.prediction_files,
                                                      read_predictions)
   matched = read.records | "MatchGoldQuestions" >> beam.ParDo(
@@ -489,7 +498,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
           _WriteLeaderboardFn(options.output_dir, options.bootstrap_samples,
                               options.seed),
           beam.pvalue.AsSingleton(gold_index)))
-  dead = ((read.dead_letter, matched.unmatched, ratings.dead_letter)
+  dead = ({"predictions": (read.dead_letter, matched.unmatched, ratings.dead_letter),
+           "gold": gold.dead_letter}
           | "WriteDeadLetters" >> WriteDeadLetters(
               FileSystems.join(options.output_dir, "dead_letter.jsonl"), work_dir))
   _ = pipeline | "WriteRunManifest" >> WriteManifest(
@@ -497,6 +507,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
       _RunManifest(options, plan, started, started_at),
       {
           "read_counts": read.counts | "SumReadCounts" >> beam.CombineGlobally(
+              SumCounts()),
+          "gold_read_counts": gold.counts | "SumGoldReadCounts" >> beam.CombineGlobally(
               SumCounts()),
           "ratings": ratings.stats,
           "dead": dead,
@@ -509,8 +521,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> None:
           "model_info": pipeline | "DescribeScorer" >> plan.scorer.model_info(),
       },
       work_dir=work_dir)
+  return plan.output
 
 
 def run(argv=None) -> int:
   return run_job("evaluate", argv, EvaluateOptions, build_pipeline)
-

@@ -1,5 +1,6 @@
 """Bad input, end to end: each bad row lands where SPEC 6 says, counts reconcile,
 and a bad configuration stops the job before it writes anything."""
+import gzip
 import json
 import shutil
 
@@ -130,17 +131,30 @@ def test_missing_required_column_is_fatal_with_no_outputs(corpus, tmp_path, caps
   assert not output.exists()
 
 
-def test_failure_inside_the_job_leaves_no_manifest(corpus, bad_run, tmp_path, capsys):
-  gold = tmp_path / "gold.jsonl"
-  gold.write_text('{"question": "q", "answer": ["a"]}\n{"question": 7}\n')
+@pytest.mark.parametrize("rows, found_at_launch", [(2000, True), (200000, False)])
+def test_truncated_gzip_stops_the_job_with_exit_2(corpus, bad_run, tmp_path, capsys,
+                                                  rows, found_at_launch):
+  # A gzip cut off at three quarters. Small, the launch check reads to the cut
+  # and refuses the file: the earlier run's outputs stay as they were. Large,
+  # its start decompresses and the cut is found while the job reads it: the
+  # job stops with exit 2 and leaves no run.json.
+  lines = "".join(f"question {i},answer {i},{W}/Page_{i}#0\n" for i in range(rows))
+  data = gzip.compress(("question,answer,attribution\n" + lines).encode())
+  predictions = tmp_path / "cut.csv.gz"
+  predictions.write_bytes(data[:len(data) * 3 // 4])
   output = tmp_path / "out"
   shutil.copytree(bad_run, output)  # a complete earlier run in the same directory
-  code = run_job(evaluate, "--predictions", EXAMPLES / "predictions" / "*.csv",
-                 "--corpus", corpus, "--gold", gold, "--output_dir", output)
-  assert code == 1
-  assert "gold.jsonl:2: field 'question'" in capsys.readouterr().err
-  leftovers = {p.name for p in output.iterdir()}
-  assert "run.json" not in leftovers and "leaderboard.csv" not in leftovers
+  before = {p.name: p.read_bytes() for p in output.iterdir() if p.is_file()}
+  code = run_job(evaluate, "--predictions", predictions, "--corpus", corpus,
+                 "--gold", EXAMPLES / "gold.jsonl", "--output_dir", output)
+  assert code == 2
+  assert f"{predictions}: unreadable data (EOFError" in capsys.readouterr().err
+  after = {p.name: p.read_bytes() for p in output.iterdir() if p.is_file()}
+  assert not list(output.glob("_work-*"))  # the failed run took its scratch away
+  if found_at_launch:
+    assert after == before
+  else:
+    assert "run.json" not in after and "leaderboard.csv" not in after
 
 
 @pytest.mark.parametrize("args, message", [

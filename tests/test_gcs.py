@@ -30,6 +30,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from beam_jobs import build_corpus, evaluate
+from beam_jobs.output_dir import LEDGER
 from tests.conftest import PROJECT_ROOT, run_job
 
 EXAMPLES = PROJECT_ROOT / "examples"
@@ -181,7 +182,8 @@ def test_all_gcs_run_matches_local_run(gcs, gcs_corpus, local_reference):
       for path in sorted((EXAMPLES / "predictions").glob("*.csv"))]
 
   objects = _object_paths(output_dir)
-  assert sorted(path.rsplit("/", 1)[-1] for path in objects) == sorted(evaluate.OUTPUT_FILES)
+  assert sorted(path.rsplit("/", 1)[-1] for path in objects) == sorted(
+      evaluate.OUTPUT_FILES + (LEDGER,))
   assert not [path for path in objects if "_work-" in path or ".tmp-" in path]
 
 
@@ -198,4 +200,5 @@ def test_gcs_inputs_with_local_output_dir(gcs, gcs_corpus, local_reference, tmp_
   run = json.loads((output / "run.json").read_text(encoding="utf-8"))
   counts = run["counts"]
   assert counts["read"] == counts["scored"] + counts["rejected"] + counts["unmatched"]
-  assert sorted(path.name for path in output.iterdir()) == sorted(evaluate.OUTPUT_FILES)
+  assert sorted(path.name for path in output.iterdir()) == sorted(
+      evaluate.OUTPUT_FILES + (LEDGER,))

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from schemas import CorpusRecord, DeadLetter, Prediction
+from schemas import CorpusRecord, DeadLetter, GoldAnswer, Prediction
 from transforms.sources import (InputError, check_corpus_file, check_prediction_file,
                                 read_corpus_source, read_gold, read_predictions)
 
@@ -140,8 +140,19 @@ def test_corpus_parquet_with_title_and_text(tmp_path):
     check_corpus_file(bad)
 
 
-def test_bad_gold_line_names_file_line_and_field(tmp_path):
-  path = _write(tmp_path / "gold.jsonl",
-                b'{"question": "q", "answer": ["a"]}\n{"question": "q2", "answer": []}\n')
-  with pytest.raises(InputError, match=r"gold.jsonl:2: field 'answer'"):
-    list(read_gold(path))
+def test_bad_gold_lines_are_dead_lettered(tmp_path):
+  path = _write(tmp_path / "gold.jsonl", (
+      b'{"question": "q", "answer": ["a"]}\n'
+      b'{"question": "q2", "answer": []}\n'
+      b'{"question": 7, "answer": ["a"]}\n'
+      b'{"question": "q", "answer": ["b"]}\n'
+      b'{"question": "q3", "answers": "c"}\n'))
+  items = dict(enumerate(read_gold(path), start=1))  # one item per line here
+  assert items[1] == GoldAnswer("q", ["a"], 0)
+  assert items[5] == GoldAnswer("q3", ["c"], 1)  # gold indexes stay dense
+  assert {item.source_line: (item.reason, item.field) for item in items.values()
+          if isinstance(item, DeadLetter)} == {
+              2: ("wrong_type", "answer"), 3: ("wrong_type", "question"),
+              4: ("duplicate_gold_question", "question")}
+  assert items[2].message.startswith(f"{path}:2: field 'answer'")
+  assert "line 1" in items[4].message

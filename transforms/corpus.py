@@ -79,22 +79,19 @@ class CorpusRecordShard:
 
 
 class ShardWriter:
-  """Writes one corpus shard from records sorted by (id, source_file, source_line).
+  """Writes one corpus shard, to an open binary sink, from records sorted by (id,
+  source_file, source_line). The first record of an id wins; later ones are
+  reported as duplicates."""
 
-  The first record of an id wins; later ones are reported as duplicates.
-  """
-
-  def __init__(self, path: str, row_group_size: int):
-    self.path = path
+  def __init__(self, sink, row_group_size: int):
     self.row_group_size = row_group_size
     self.num_rows = 0
     self.num_row_groups = 0
     self._ids: List[str] = []
     self._contents: List[str] = []
     self._last: Optional[CorpusRecord] = None
-    self._sink = FileSystems.create(path)
     self._writer = pq.ParquetWriter(
-        self._sink, CORPUS_PASSAGE_SCHEMA, compression="zstd", use_dictionary=False,
+        sink, CORPUS_PASSAGE_SCHEMA, compression="zstd", use_dictionary=False,
         write_statistics=["id"], store_schema=False,
         sorting_columns=[pq.SortingColumn(0)])
 
@@ -124,12 +121,10 @@ class ShardWriter:
     self.num_row_groups += 1
     self._ids, self._contents = [], []
 
-  def close(self) -> int:
-    """Finishes the file; returns its size in bytes."""
+  def close(self) -> None:
+    """Writes the last row group and the footer (the sink stays open)."""
     self._write_row_group()
     self._writer.close()
-    self._sink.close()
-    return FileSystems.match([self.path])[0].metadata_list[0].size_in_bytes
 
 
 # ----------------------------------------------------------------------------
@@ -408,11 +403,14 @@ class ShuffleJoinPassages(beam.PTransform):
         _RouteUnkeyedFn(self._key_of)).with_outputs("unkeyed", main="keyed")
     keyed = routed.keyed
     manifest = read_manifest(self._corpus_dir)
-    pattern = FileSystems.join(self._corpus_dir, "passages-*.parquet")
+    # The shards the manifest lists, not a glob: a directory may hold files
+    # that are not this corpus's.
+    shards = [FileSystems.join(self._corpus_dir, shard["path"])
+              for shard in manifest["shards"] if shard["num_rows"]]
     passages = (
         keyed.pipeline
-        | "ReadCorpusShards" >> beam.io.ReadFromParquet(
-            pattern, columns=["id", "contents"])
+        | "ListCorpusShards" >> beam.Create(shards)
+        | "ReadCorpusShards" >> beam.io.ReadAllFromParquet(columns=["id", "contents"])
         | "KeyPassagesById" >> beam.Map(lambda row: (row["id"], row["contents"])))
     joined = (({"value": keyed, "passage": passages}
                | "CoGroupByPassageId" >> beam.CoGroupByKey()

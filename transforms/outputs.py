@@ -18,7 +18,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import DeadLetter, REJECTED, UNMATCHED
-from transforms.sorted_runs import SpillSortedRuns, delete_runs, merge_sorted_runs
+from transforms.sorted_runs import SpillSortedRuns, merge_sorted_runs
 
 DEAD_LETTER_KEY = ("source_file", "source_line", "reason", "field", "message")
 
@@ -81,27 +81,51 @@ class _WriteDeadLettersFn(beam.DoFn):
   def __init__(self, path: str):
     self._path = path
 
-  def process(self, unused_impulse, run_paths):
-    counts = collections.Counter()
-    by_reason = collections.Counter()
+  def process(self, unused_impulse, run_paths, counts):
+    # The runs are left for the job's scratch directory to take away: were this
+    # bundle retried after deleting them, the retry would find nothing to merge.
     runs = [run for _, run in run_paths]
-
     with atomic_create(self._path) as sink:
       for row in merge_sorted_runs(runs, DeadLetter, DEAD_LETTER_KEY):
         sink.write(dead_letter_json(row).encode("utf-8") + b"\n")
-        counts[row.kind] += 1
-        by_reason[f"{row.kind}:{row.reason}"] += 1
-    delete_runs(runs)
-    yield {
-        REJECTED: counts[REJECTED],
-        UNMATCHED: counts[UNMATCHED],
-        "by_reason": dict(sorted(by_reason.items())),
-    }
+    # The counts come out once the file is written: run.json waits for them.
+    yield counts
+
+
+class _CountDeadLetters(beam.CombineFn):
+  """Dead letters of one input role -> {role: {rejected, unmatched, by_reason}}."""
+
+  def __init__(self, role: str):
+    self._role = role
+
+  def create_accumulator(self):
+    return collections.Counter()
+
+  def add_input(self, accumulator, row: DeadLetter):
+    accumulator[(row.kind, row.reason)] += 1
+    return accumulator
+
+  def merge_accumulators(self, accumulators):
+    merged = collections.Counter()
+    for accumulator in accumulators:
+      merged.update(accumulator)
+    return merged
+
+  def extract_output(self, accumulator):
+    counts = {REJECTED: 0, UNMATCHED: 0}
+    by_reason = {}
+    for (kind, reason), count in sorted(accumulator.items()):
+      counts[kind] = counts.get(kind, 0) + count
+      by_reason[f"{kind}:{reason}"] = count
+    return {self._role: dict(counts, by_reason=by_reason)}
 
 
 class WriteDeadLetters(beam.PTransform):
-  """A tuple of PCollection[DeadLetter] -> one dead_letter.jsonl sorted by (file,
-  line, reason); returns a singleton PCollection of counts by kind and reason.
+  """{role: PCollection[DeadLetter] or a tuple of them} -> one dead_letter.jsonl
+  sorted by (file, line, reason, field, message); returns a singleton
+  PCollection {role: {"rejected": n, "unmatched": m, "by_reason": {...}}} with
+  an entry (zeros where none) for every role: each input role ("predictions",
+  "gold", ...) reconciles on its own in run.json.
 
   Each input is spilled where it is produced and only run paths are flattened:
   the FnApiRunner would hold the inputs of a Flatten in memory.
@@ -112,17 +136,26 @@ class WriteDeadLetters(beam.PTransform):
     self._path = path
     self._work_dir = work_dir
 
-  def expand(self, dead_letter_pcolls):
+  def expand(self, dead_letters_by_role):
     run_dir = FileSystems.join(self._work_dir, "dead_letter")
-    runs = tuple(
-        pcoll | f"SpillDeadLetterRuns{index}" >> SpillSortedRuns(
-            run_dir, DeadLetter, DEAD_LETTER_KEY)
-        for index, pcoll in enumerate(dead_letter_pcolls)) | "CollectRuns" >> beam.Flatten()
-    pipeline = dead_letter_pcolls[0].pipeline
-    return (pipeline
+    runs, counts = [], []
+    for role, pcolls in sorted(dead_letters_by_role.items()):
+      if not isinstance(pcolls, (tuple, list)):
+        pcolls = (pcolls,)
+      label = role.title().replace("_", "")
+      for index, pcoll in enumerate(pcolls):
+        runs.append(pcoll | f"SpillDeadLetterRuns{label}{index}" >> SpillSortedRuns(
+            run_dir, DeadLetter, DEAD_LETTER_KEY))
+        counts.append(pcoll | f"CountDeadLetters{label}{index}" >> beam.CombineGlobally(
+            _CountDeadLetters(role)))
+    counts = (tuple(counts) | "CollectDeadLetterCounts" >> beam.Flatten()
+              | "SumDeadLetterCounts" >> beam.CombineGlobally(SumCounts()))
+    return (runs[0].pipeline
             | "StartDeadLetterFile" >> beam.Create([None])
             | "MergeDeadLetterRuns" >> beam.ParDo(
-                _WriteDeadLettersFn(self._path), beam.pvalue.AsList(runs)))
+                _WriteDeadLettersFn(self._path),
+                beam.pvalue.AsList(tuple(runs) | "CollectRuns" >> beam.Flatten()),
+                beam.pvalue.AsSingleton(counts)))
 
 
 class SumCounts(beam.CombineFn):
@@ -208,8 +241,9 @@ class WriteManifest(beam.PTransform):
             | "WriteManifestFile" >> beam.ParDo(self._fn, **singletons))
 
 
-def reconcile(read: int, scored: int, dead: Dict[str, int]) -> Dict[str, object]:
-  """The counts block of run.json; raises if a row went missing or was doubled."""
+def reconcile(read: int, scored: int, dead: Dict[str, object]) -> Dict[str, object]:
+  """A counts block of run.json for one input role (`dead`: its entry from
+  WriteDeadLetters); raises if a row went missing or was doubled."""
   counts = {
       "read": read,
       "scored": scored,

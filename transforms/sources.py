@@ -7,11 +7,18 @@ number for Parquet) and the field at fault. A bad record never raises; a bad
 job stops before it writes anything. Paths are anything Beam's `FileSystems`
 opens: local paths, `gs://` URIs, `.gz` files.
 """
+import bz2
+import collections
 import csv
+import gzip
 import io
 import json
+import lzma
 import os
-from typing import Dict, Iterator, List, Optional, Sequence, Union
+import shutil
+import tempfile
+import zlib
+from typing import BinaryIO, Dict, Iterator, List, Optional, Sequence, Union
 
 import apache_beam as beam
 import pyarrow as pa
@@ -27,24 +34,35 @@ from transforms.passages import pyserini_contents
 
 REQUIRED_PREDICTION_FIELDS = ("question", "answer", "attribution")
 OPTIONAL_PREDICTION_FIELDS = ("system_name", "passage", "human_rating")
+_PREDICTION_FIELDS = REQUIRED_PREDICTION_FIELDS + OPTIONAL_PREDICTION_FIELDS
 _HUMAN_RATINGS = {"y": "Y", "yes": "Y", "n": "N", "no": "N"}
 _MAX_RECORD_CHARS = 65536
-_COMPRESSED_SUFFIXES = (".gz", ".bz2", ".deflate", ".zst", ".lzma")
+# Python's own decompressors (C speed, proper io objects); other suffixes Beam
+# knows (.deflate, .zst) go through Beam's CompressedFile.
+_DECOMPRESSORS = {".gz": gzip.GzipFile, ".bz2": bz2.BZ2File, ".xz": lzma.LZMAFile,
+                  ".lzma": lzma.LZMAFile}
+_BEAM_COMPRESSED = {".deflate": CompressionTypes.DEFLATE, ".zst": CompressionTypes.ZSTD}
+_COMPRESSED_SUFFIXES = tuple(_DECOMPRESSORS) + tuple(_BEAM_COMPRESSED)
+# What a damaged compressed or Parquet file raises while it is read.
+_DAMAGED_DATA_ERRORS = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile,
+                        pa.ArrowException, OSError, ValueError)
+_READ_BUFFER_BYTES = 1 << 20
+# A quoted CSV field may run over this many physical lines; past it, the record
+# is taken for an unclosed quote, rejected, and reading resumes on its next line.
+MAX_CSV_RECORD_LINES = 1000
+_UTF16_32_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 
 # Large CSV fields (Wikipedia passages) exceed csv's default 128 KiB limit.
 csv.field_size_limit(64 * 1024 * 1024)
 
 
 class InputError(ValueError):
-  """A whole input is unusable: the job must stop before writing anything."""
+  """A whole input is unusable: the job must stop, naming the file (exit 2)."""
 
 
 def data_format(path: str) -> str:
   """'csv', 'jsonl' or 'parquet', from the file name (compression suffix aside)."""
-  name = path.lower()
-  for suffix in _COMPRESSED_SUFFIXES:
-    if name.endswith(suffix):
-      name = name[:-len(suffix)]
+  name = _compression_suffix(path)[0].lower()
   if name.endswith(".csv"):
     return "csv"
   if name.endswith((".jsonl", ".json", ".ndjson")):
@@ -53,20 +71,30 @@ def data_format(path: str) -> str:
     return "parquet"
   raise InputError(
       f"{path}: unknown file format (expected .csv, .jsonl or .parquet, "
-      "optionally compressed)")
+      "optionally compressed: " + ", ".join(_COMPRESSED_SUFFIXES) + ")")
+
+
+def _compression_suffix(path: str):
+  """(path without its compression suffix, the suffix or '')."""
+  lowered = path.lower()
+  for suffix in _COMPRESSED_SUFFIXES:
+    if lowered.endswith(suffix):
+      return path[:-len(suffix)], suffix
+  return path, ""
 
 
 def system_name_from_path(path: str) -> str:
   """The file stem, the default system name of a predictions file."""
-  name = os.path.basename(path.rstrip("/"))
-  for suffix in _COMPRESSED_SUFFIXES:
-    if name.lower().endswith(suffix):
-      name = name[:-len(suffix)]
+  name = _compression_suffix(os.path.basename(path.rstrip("/")))[0]
   return os.path.splitext(name)[0]
 
 
 def match_files(pattern: str) -> List[str]:
-  """Expands a path, glob or comma-separated list of them to sorted files."""
+  """Expands a path, glob or comma-separated list of them to sorted paths.
+
+  A path that names a directory is returned as is, for check_input_file to
+  refuse with a clear message.
+  """
   paths = []
   for part in (p.strip() for p in pattern.split(",")):
     if not part:
@@ -76,23 +104,137 @@ def match_files(pattern: str) -> List[str]:
   return sorted(set(paths))
 
 
-def _open(path: str):
-  return FileSystems.open(path, compression_type=CompressionTypes.AUTO)
+class _InputStream(io.RawIOBase):
+  """The (decompressed) bytes of an input file. A read that fails because the
+  data is damaged (a truncated gzip, say) raises InputError naming the file."""
+
+  def __init__(self, path: str, source, closeables):
+    super().__init__()
+    self._path = path
+    self._source = source
+    self._closeables = closeables
+
+  def readable(self):
+    return True
+
+  def readinto(self, buffer):
+    try:
+      data = self._source.read(len(buffer))
+    except _DAMAGED_DATA_ERRORS as error:
+      raise InputError(f"{self._path}: unreadable data ({type(error).__name__}: "
+                       f"{error}): a truncated or damaged file?") from error
+    buffer[:len(data)] = data
+    return len(data)
+
+  def close(self):
+    if not self.closed:
+      for closeable in self._closeables:
+        closeable.close()
+    super().close()
+
+
+def _open_raw(path: str):
+  try:
+    if _is_local_directory(path):
+      raise IsADirectoryError(path)
+    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+  except IsADirectoryError as error:
+    raise InputError(f"{path}: is a directory; give a file, a glob such as "
+                     f"{path.rstrip('/')}/*.csv, or a comma-separated list") from error
+  except PermissionError as error:
+    raise InputError(f"{path}: cannot be read (permission denied)") from error
+  except FileNotFoundError as error:
+    raise InputError(f"{path}: no such file") from error
+  except (OSError, IOError) as error:
+    raise InputError(f"{path}: cannot be opened: {error}") from error
+
+
+def _is_local_directory(path: str) -> bool:
+  return (FileSystems.get_scheme(path) in (None, "file") and
+          os.path.isdir(path.removeprefix("file://")))
+
+
+def open_input(path: str) -> BinaryIO:
+  """A buffered binary reader of an input file, local or gs://, decompressed by
+  its suffix. Opening and reading raise InputError naming the file."""
+  raw = _open_raw(path)
+  suffix = _compression_suffix(path)[1]
+  if suffix == ".gz":
+    # GzipFile leaves the file object it reads open: both are closed with the stream.
+    source = gzip.GzipFile(fileobj=raw, mode="rb")
+    closeables = [source, raw]
+  elif suffix in _DECOMPRESSORS:
+    source = _DECOMPRESSORS[suffix](raw, mode="rb")
+    closeables = [source, raw]
+  elif suffix in _BEAM_COMPRESSED:
+    raw.close()
+    source = FileSystems.open(path, compression_type=_BEAM_COMPRESSED[suffix])
+    closeables = [source]
+  else:
+    source, closeables = raw, [raw]
+  return io.BufferedReader(_InputStream(path, source, closeables),
+                           buffer_size=_READ_BUFFER_BYTES)
+
+
+def _open_parquet(path: str) -> pq.ParquetFile:
+  """A Parquet file (seekable: a compressed one is spooled to a local temporary
+  file first). A file whose footer cannot be read raises InputError."""
+  if _compression_suffix(path)[1]:
+    spool = tempfile.TemporaryFile()
+    with open_input(path) as source:
+      shutil.copyfileobj(source, spool, _READ_BUFFER_BYTES)
+    spool.seek(0)
+    binary = spool
+  else:
+    binary = _open_raw(path)
+  try:
+    return pq.ParquetFile(binary)
+  except _DAMAGED_DATA_ERRORS as error:
+    binary.close()
+    raise InputError(f"{path}: not a readable Parquet file ({error}): a truncated "
+                     "or damaged file?") from error
+
+
+def check_input_file(path: str) -> None:
+  """Refuses (InputError) a file no reader could use: a directory, a missing or
+  unreadable file, an empty one, a compressed file whose start does not
+  decompress, UTF-16/32 text, a Parquet file without a readable footer. Cheap:
+  it reads the first 64 KiB (and a Parquet footer), never the whole file.
+  Damage further in is found while the job reads and also stops it, naming the
+  file."""
+  fmt = data_format(path)
+  if fmt == "parquet":
+    _open_parquet(path).close()
+    return
+  with open_input(path) as binary:
+    head = binary.read(65536)
+  if not head.strip():
+    raise InputError(f"{path}: is empty" + (
+        " (after decompression)" if _compression_suffix(path)[1] else ""))
+  if head.startswith(_UTF16_32_BOMS):
+    raise InputError(f"{path}: is UTF-16 or UTF-32 text; autoais reads UTF-8 "
+                     "(convert it, e.g. with iconv -t UTF-8)")
 
 
 def _raw_record(text: str) -> str:
   if len(text) > _MAX_RECORD_CHARS:
-    return text[:_MAX_RECORD_CHARS] + "...[truncated]"
-  return text
+    text = text[:_MAX_RECORD_CHARS] + "...[truncated]"
+  return _printable(text)
+
+
+def _printable(value):
+  """Text that can be written as UTF-8: undecodable bytes (kept as surrogates by
+  the CSV reader) become backslash escapes."""
+  if isinstance(value, str):
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+  return value
 
 
 def _json_record(fields: Dict[str, object]) -> str:
-  def printable(value):
-    if isinstance(value, str):
-      return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return value
-  return _raw_record(json.dumps({k: printable(v) for k, v in fields.items()},
-                                ensure_ascii=False, sort_keys=True, default=str))
+  if isinstance(fields, dict):
+    fields = {_printable(k): _printable(v) for k, v in fields.items()}
+  return _raw_record(json.dumps(fields, ensure_ascii=False, sort_keys=True,
+                                default=str))
 
 
 def _has_surrogates(text: str) -> bool:
@@ -114,48 +256,130 @@ def rejected(path: str, line: int, reason: str, message: str, record: str,
 # Tabular records: CSV with a header line, JSON Lines, Parquet.
 
 
-def _csv_records(path: str) -> Iterator[Union[tuple, DeadLetter]]:
-  """Yields (line, {column: value}) or DeadLetter for each CSV record.
+class _RecordTooLong(Exception):
+  pass
+
+
+class _PhysicalLines:
+  """The physical lines of a text stream (ended by \\n, \\r\\n or \\r), numbered,
+  for csv.reader: the lines of a record that proves malformed are handed out
+  again, all but the first, so that one stray quote costs one line, not every
+  line up to the next quote."""
+
+  def __init__(self, text):
+    self._source = iter(text)
+    self._replay = collections.deque()
+    self.record_lines: List[str] = []
+    self.next_line = 1  # the physical line number of the record being read
+
+  def __iter__(self):
+    return self
+
+  def __next__(self) -> str:
+    if len(self.record_lines) >= MAX_CSV_RECORD_LINES:
+      raise _RecordTooLong(
+          f"a record runs over more than {MAX_CSV_RECORD_LINES} lines (an "
+          "unclosed quote?)")
+    line = self._replay.popleft() if self._replay else next(self._source)
+    self.record_lines.append(line)
+    return line
+
+  def accept_record(self) -> None:
+    self.next_line += len(self.record_lines)
+    self.record_lines = []
+
+  def reject_record(self) -> None:
+    self._replay.extendleft(reversed(self.record_lines[1:]))
+    self.next_line += 1
+    self.record_lines = []
+
+
+def _csv_header(values: List[str], path: str, line: int) -> List[str]:
+  header = [name.strip() for name in values]
+  seen = set()
+  for name in header:
+    if name in seen:
+      raise InputError(f"{path}:{line}: CSV header names column '{name}' twice")
+    seen.add(name)
+    if _has_surrogates(name):
+      raise InputError(f"{path}:{line}: CSV header is not UTF-8 text")
+  return header
+
+
+def _csv_rows(path: str) -> Iterator[Union[tuple, DeadLetter]]:
+  """Yields the header (a list), then (line, values) or DeadLetter per record.
 
   Bytes that are not UTF-8 survive decoding as surrogates so that the row can be
-  rejected naming its field; quoted fields may span lines.
+  rejected naming its field; quoted fields may span lines. A record that cannot
+  be parsed, or spans several lines with the wrong number of fields, is
+  rejected at its first line and reading resumes on the line after it.
   """
-  with _open(path) as binary:
+  with open_input(path) as binary:
     text = io.TextIOWrapper(binary, encoding="utf-8-sig", errors="surrogateescape",
                             newline="")
-    reader = csv.reader(text, strict=True)
-    try:
-      header = next(reader)
-    except StopIteration:
-      return
-    except csv.Error as error:
-      raise InputError(f"{path}:1: unreadable CSV header: {error}") from error
-    start = reader.line_num + 1
+    lines = _PhysicalLines(text)
+    reader = csv.reader(lines, strict=True)
+    width = None
     while True:
+      start = lines.next_line
       try:
         values = next(reader)
       except StopIteration:
         return
-      except csv.Error as error:
+      except (csv.Error, _RecordTooLong) as error:
+        if width is None:
+          raise InputError(f"{path}:{start}: unreadable CSV header: {error}") from error
         yield rejected(path, start, "malformed_csv", f"malformed CSV record: {error}",
-                       _raw_record(f"(unparseable from line {start})"))
-        start = reader.line_num + 1
+                       _raw_record(lines.record_lines[0].rstrip("\r\n")))
+        lines.reject_record()
         continue
-      line, start = start, reader.line_num + 1
-      if not values:
-        continue  # blank line
-      if len(values) != len(header):
+      if not values:  # a blank line
+        lines.accept_record()
+        continue
+      if width is None:
+        header = _csv_header(values, path, start)
+        width = len(header)
+        lines.accept_record()
+        yield header
+        continue
+      if len(values) != width:
         yield rejected(
-            path, line, "malformed_csv",
-            f"expected {len(header)} fields ({', '.join(header)}), found {len(values)}",
+            path, start, "malformed_csv",
+            f"expected {width} fields, found {len(values)}",
             _json_record({"values": values}))
+        if len(lines.record_lines) > 1:
+          lines.reject_record()
+        else:
+          lines.accept_record()
         continue
+      lines.accept_record()
+      yield start, values
+
+
+def _csv_records(path: str) -> Iterator[Union[tuple, DeadLetter]]:
+  """Yields (line, {column: value}) or DeadLetter for each CSV record."""
+  rows = _csv_rows(path)
+  header = next(rows, None)
+  if header is None:
+    return
+  for item in rows:
+    if isinstance(item, DeadLetter):
+      yield item
+    else:
+      line, values = item
       yield line, dict(zip(header, values))
 
 
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
 def _jsonl_records(path: str) -> Iterator[Union[tuple, DeadLetter]]:
-  with _open(path) as binary:
+  """Yields (line, {field: value}) or DeadLetter for each line of JSON Lines
+  (lines end with \\n; a \\r before it and a UTF-8 byte-order mark are ignored)."""
+  with open_input(path) as binary:
     for line, raw in enumerate(binary, start=1):
+      if raw.startswith(_UTF8_BOM):
+        raw = raw[len(_UTF8_BOM):]
       if not raw.strip():
         continue
       try:
@@ -167,45 +391,71 @@ def _jsonl_records(path: str) -> Iterator[Union[tuple, DeadLetter]]:
         continue
       try:
         fields = json.loads(decoded)
-      except ValueError as error:
+      except (ValueError, RecursionError) as error:
         yield rejected(path, line, "malformed_json", f"not a JSON object: {error}",
-                       _raw_record(decoded.rstrip("\n")))
+                       _raw_record(decoded.rstrip("\r\n")))
         continue
       if not isinstance(fields, dict):
         yield rejected(path, line, "malformed_json", "not a JSON object",
-                       _raw_record(decoded.rstrip("\n")))
+                       _raw_record(decoded.rstrip("\r\n")))
         continue
       yield line, fields
 
 
+def _text_column(column) -> list:
+  """A Parquet column as Python values; binary values are decoded (bytes that are
+  not UTF-8 become surrogates, for the row to be rejected naming its field)."""
+  if pa.types.is_dictionary(column.type):
+    column = column.cast(column.type.value_type)
+  values = column.to_pylist()
+  if pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type):
+    return [None if value is None else value.decode("utf-8", "surrogateescape")
+            for value in values]
+  return values
+
+
 def _parquet_records(path: str, columns: Sequence[str]) -> Iterator[tuple]:
-  with _open(path) as binary:
-    parquet = pq.ParquetFile(binary)
+  parquet = _open_parquet(path)
+  try:
     present = [c for c in columns if c in parquet.schema_arrow.names]
     row = 0
-    for batch in parquet.iter_batches(batch_size=8192, columns=present):
-      values = [column.to_pylist() for column in batch.columns]
-      for record in zip(*values):
-        row += 1
-        yield row, dict(zip(present, record))
+    try:
+      for batch in parquet.iter_batches(batch_size=8192, columns=present):
+        values = [_text_column(column) for column in batch.columns]
+        for record in zip(*values):
+          row += 1
+          yield row, dict(zip(present, record))
+    except _DAMAGED_DATA_ERRORS as error:
+      raise InputError(f"{path}: unreadable Parquet data after row {row} ({error}): "
+                       "a truncated or damaged file?") from error
+  finally:
+    parquet.close()
 
 
-def read_header(path: str) -> List[str]:
-  """Column names of a CSV or Parquet file (JSON Lines have none: empty list)."""
+def _is_text_type(data_type) -> bool:
+  if pa.types.is_dictionary(data_type):
+    data_type = data_type.value_type
+  return (pa.types.is_string(data_type) or pa.types.is_large_string(data_type) or
+          pa.types.is_binary(data_type) or pa.types.is_large_binary(data_type) or
+          pa.types.is_null(data_type))
+
+
+def read_header(path: str, text_columns: Sequence[str] = ()) -> List[str]:
+  """Column names of a CSV or Parquet file (JSON Lines have none: empty list).
+
+  Parquet columns named in `text_columns` must hold text (string, binary or a
+  dictionary of strings): another type is refused, naming the column.
+  """
   fmt = data_format(path)
   if fmt == "csv":
-    with _open(path) as binary:
-      first = binary.readline()
-    try:
-      return next(csv.reader([first.decode("utf-8-sig").rstrip("\r\n")]))
-    except (UnicodeDecodeError, csv.Error, StopIteration) as error:
-      raise InputError(f"{path}:1: unreadable CSV header: {error}") from error
+    header = next(_csv_rows(path), None)
+    return header or []
   if fmt == "parquet":
-    with _open(path) as binary:
-      schema = pq.ParquetFile(binary).schema_arrow
-    for name in schema.names:
-      if not (pa.types.is_string(schema.field(name).type) or
-              pa.types.is_large_string(schema.field(name).type)):
+    parquet = _open_parquet(path)
+    schema = parquet.schema_arrow
+    parquet.close()
+    for name in text_columns:
+      if name in schema.names and not _is_text_type(schema.field(name).type):
         raise InputError(
             f"{path}: column '{name}' has type {schema.field(name).type}, "
             "expected string")
@@ -227,8 +477,10 @@ def records(path: str, columns: Sequence[str]) -> Iterator[Union[tuple, DeadLett
 
 
 def check_prediction_file(path: str) -> None:
-  """Raises InputError if a CSV/Parquet predictions file lacks a required column."""
-  header = read_header(path)
+  """Raises InputError if a predictions file cannot be read (check_input_file) or,
+  for CSV and Parquet, lacks a required column."""
+  check_input_file(path)
+  header = read_header(path, _PREDICTION_FIELDS)
   if data_format(path) == "jsonl":
     return
   missing = [f for f in REQUIRED_PREDICTION_FIELDS if f not in header]
@@ -253,9 +505,6 @@ def _text_field(fields, name, path, line, required) -> Union[str, None, DeadLett
     return rejected(path, line, "non_utf8", "bytes that are not UTF-8",
                     _json_record(fields), name)
   return value
-
-
-_PREDICTION_FIELDS = REQUIRED_PREDICTION_FIELDS + OPTIONAL_PREDICTION_FIELDS
 
 
 def _clean_text_fields(fields, names, required, path, line):
@@ -319,7 +568,7 @@ def parse_prediction(fields: Dict[str, object], path: str, line: int,
 
 def read_predictions(path: str) -> Iterator[Union[Prediction, DeadLetter]]:
   default_system = system_name_from_path(path)
-  for item in records(path, REQUIRED_PREDICTION_FIELDS + OPTIONAL_PREDICTION_FIELDS):
+  for item in records(path, _PREDICTION_FIELDS):
     if isinstance(item, DeadLetter):
       yield item
     else:
@@ -328,9 +577,22 @@ def read_predictions(path: str) -> Iterator[Union[Prediction, DeadLetter]]:
 
 
 # ----------------------------------------------------------------------------
-# Gold answers: the reference, so a bad line stops the job.
+# Gold answers. A bad line is dead-lettered like any other (its question leaves
+# the denominators, and run.json counts it); a repeated question keeps its first
+# line. Gold indexes count the accepted questions in source order.
 
 TFDS_PREFIX = "tfds:"
+
+
+def check_gold_source(source: str) -> None:
+  """Raises InputError if a gold JSONL file cannot be read (a tfds: source is
+  checked where it is read)."""
+  if source.startswith(TFDS_PREFIX):
+    return
+  if data_format(source) != "jsonl":
+    raise InputError(f"{source}: gold answers are JSON Lines "
+                     '({"question": ..., "answer": [...]}), optionally compressed')
+  check_input_file(source)
 
 
 def _read_tfds_gold(spec: str) -> Iterator[GoldAnswer]:
@@ -342,28 +604,51 @@ def _read_tfds_gold(spec: str) -> Iterator[GoldAnswer]:
                      [a.decode("utf-8") for a in example["answer"]], index)
 
 
-def read_gold(source: str) -> Iterator[GoldAnswer]:
+def parse_gold(fields, path: str, line: int) -> Union[tuple, DeadLetter]:
+  """(question, answers) of a gold record, or its DeadLetter."""
+  question = fields.get("question")
+  answers = fields.get("answer", fields.get("answers"))
+  if isinstance(answers, str):
+    answers = [answers]
+  if not isinstance(question, str) or not question.strip():
+    return rejected(path, line, "missing_field" if question is None else "wrong_type",
+                    "the question is missing, empty or not a string",
+                    _json_record(fields), "question")
+  if (not isinstance(answers, list) or not answers or
+      not all(isinstance(a, str) for a in answers)):
+    return rejected(path, line, "missing_field" if answers is None else "wrong_type",
+                    "expected a non-empty list of strings", _json_record(fields),
+                    "answer")
+  for name, value in (("question", question), ("answer", "".join(answers))):
+    if _has_surrogates(value):
+      return rejected(path, line, "non_utf8", "text that is not UTF-8",
+                      _json_record(fields), name)
+  return question.strip(), answers
+
+
+def read_gold(source: str) -> Iterator[Union[GoldAnswer, DeadLetter]]:
   """Gold questions in source order: NQ-Open JSONL or `tfds:NAME/SPLIT`."""
   if source.startswith(TFDS_PREFIX):
     yield from _read_tfds_gold(source)
     return
-  index = 0
+  first_line = {}
   for item in _jsonl_records(source):
     if isinstance(item, DeadLetter):
-      raise InputError(f"gold {item.message}")
+      yield item
+      continue
     line, fields = item
-    question = fields.get("question")
-    answers = fields.get("answer", fields.get("answers"))
-    if isinstance(answers, str):
-      answers = [answers]
-    if not isinstance(question, str) or not question.strip():
-      raise InputError(f"{source}:{line}: field 'question': missing or not a string")
-    if (not isinstance(answers, list) or not answers or
-        not all(isinstance(a, str) for a in answers)):
-      raise InputError(
-          f"{source}:{line}: field 'answer': expected a non-empty list of strings")
-    yield GoldAnswer(question.strip(), answers, index)
-    index += 1
+    parsed = parse_gold(fields, source, line)
+    if isinstance(parsed, DeadLetter):
+      yield parsed
+      continue
+    question, answers = parsed
+    if question in first_line:
+      yield rejected(source, line, "duplicate_gold_question",
+                     f"the question already appears at line {first_line[question]}; "
+                     "the first one is kept", _json_record(fields), "question")
+      continue
+    first_line[question] = line
+    yield GoldAnswer(question, answers, len(first_line) - 1)
 
 
 # ----------------------------------------------------------------------------
@@ -373,7 +658,10 @@ CORPUS_FIELDS = ("id", "contents", "title", "text", "headings")
 
 
 def check_corpus_file(path: str) -> None:
-  header = read_header(path)
+  """Raises InputError if a corpus source cannot be read (check_input_file) or,
+  for CSV and Parquet, lacks the columns of a passage."""
+  check_input_file(path)
+  header = read_header(path, CORPUS_FIELDS)
   if data_format(path) == "jsonl":
     return
   if "id" not in header or not ("contents" in header or
@@ -455,14 +743,13 @@ class ReadRecords(beam.PTransform):
 
 
 class ReadGold(beam.PTransform):
-  """PBegin -> PCollection[GoldAnswer] from a JSONL file or `tfds:NAME/SPLIT`;
-  the source is opened on a worker, not on the launching machine."""
+  """PBegin -> ReadRecords' outputs (records: GoldAnswer, dead_letter, counts)
+  from a JSONL file or `tfds:NAME/SPLIT`; the source is opened on a worker, not
+  on the launching machine."""
 
   def __init__(self, source: str):
     super().__init__()
     self._source = source
 
   def expand(self, pbegin):
-    return (pbegin
-            | "NameGoldSource" >> beam.Create([self._source])
-            | "ParseGold" >> beam.FlatMap(read_gold))
+    return pbegin | "ReadGoldRecords" >> ReadRecords([self._source], read_gold)

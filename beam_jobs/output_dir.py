@@ -1,0 +1,220 @@
+"""The one rule every job follows before it writes anything: no user file is lost.
+
+    output = OutputDir("evaluate", options.output_dir, OUTPUT_FILES,
+                       reads={"--predictions": files, "--gold": [gold]},
+                       read_dirs={"--corpus": corpus_dir})
+    work_dir = output.claim()   # ConfigError (exit 2) if the run could lose a file
+
+A job names, up front, every file it writes into its output directory and every
+file and directory it reads. `claim()` then refuses (ConfigError: the job exits 2
+before writing anything) when
+
+  * an input is one of the job's output paths (or one of its temporary or scratch
+    paths): `autoais evaluate --predictions ratings.csv --output_dir .` would
+    overwrite its own input;
+  * the output directory is, or lies inside, a directory the job reads (a corpus,
+    a model);
+  * a file under one of the output names exists and no earlier run of the same job
+    recorded it in this directory's ledger: autoais never overwrites a file it
+    did not write;
+  * the directory's ledger belongs to another job (a corpus directory is not an
+    evaluation directory).
+
+Otherwise it records the outputs and a fresh scratch directory in the ledger,
+`_autoais_outputs.json`, *before* any output is written, then deletes what an
+earlier run of the same job recorded there (its outputs, their temporary files,
+its scratch directories), so that a failed or killed run never leaves a stale set
+of files beside a new one, and a rerun with the same arguments can always clean up
+after a killed one. Files the ledger does not name are never touched: a user's
+notes in the output directory stay as they are.
+"""
+import json
+import os
+import re
+import uuid
+from typing import Dict, List, Mapping, Optional, Sequence
+
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from beam_jobs.common import ConfigError
+from transforms.outputs import delete_tree, write_text_atomically
+
+LEDGER = "_autoais_outputs.json"
+LEDGER_FORMAT = "autoais-outputs/1"
+SCRATCH_PREFIX = "_work-"
+# atomic_create's temporary files: "{output}.tmp-{32 hex digits}".
+_TEMPORARY = re.compile(r"\.tmp-[0-9a-f]{32}$")
+_SCRATCH = re.compile(re.escape(SCRATCH_PREFIX) + r"[0-9a-f]{12}$")
+
+
+def _is_local(path: str) -> bool:
+  return FileSystems.get_scheme(path) in (None, "file")
+
+
+def _resolved(path: str) -> str:
+  """A canonical spelling of a path: symlinks, '.', '..' resolved for local
+  paths; object-store URIs as given, without a trailing slash."""
+  if _is_local(path):
+    return os.path.realpath(path.removeprefix("file://"))
+  return path.rstrip("/")
+
+
+def _same_file(a: str, b: str) -> bool:
+  """True if two paths name one file (hard links and case-insensitive file
+  systems included where both exist)."""
+  if _resolved(a) == _resolved(b):
+    return True
+  if _is_local(a) and _is_local(b):
+    try:
+      return os.path.samefile(a.removeprefix("file://"), b.removeprefix("file://"))
+    except OSError:
+      return False
+  return False
+
+
+def _inside(path: str, directory: str) -> bool:
+  path, directory = _resolved(path), _resolved(directory)
+  separator = os.sep if _is_local(directory) else "/"
+  return path == directory or path.startswith(directory.rstrip(separator) + separator)
+
+
+class OutputDir:
+  """A job's output directory, claimed under the rule in the module docstring."""
+
+  def __init__(self, job: str, path: str, outputs: Sequence[str],
+               reads: Optional[Mapping[str, Sequence[str]]] = None,
+               read_dirs: Optional[Mapping[str, Optional[str]]] = None,
+               flag: str = "--output_dir"):
+    for name in outputs:
+      if not name or "/" in name or name in (LEDGER, ".", ".."):
+        raise ValueError(f"output names are plain file names, got {name!r}")
+    self.job = job
+    self.path = path
+    self.outputs = list(dict.fromkeys(outputs))
+    self._reads = {flag_: list(paths) for flag_, paths in (reads or {}).items()}
+    self._read_dirs = {flag_: d for flag_, d in (read_dirs or {}).items() if d}
+    self._flag = flag
+    self.scratch = None
+
+  def join(self, name: str) -> str:
+    return FileSystems.join(self.path, name)
+
+  def claim(self) -> str:
+    """Checks the rule, records this run in the ledger, removes what an earlier
+    run of this job left; returns this run's scratch directory (not yet created)."""
+    self._check_directory()
+    self._check_inputs()
+    earlier = self._read_ledger()
+    self._check_existing_outputs(earlier)
+    scratch = f"{SCRATCH_PREFIX}{uuid.uuid4().hex[:12]}"
+    # The ledger names everything this directory may hold of ours before anything
+    # is deleted or written: a run killed at any point leaves a ledger from
+    # which the next run can clean up.
+    self._write_ledger(sorted(set(earlier["outputs"]) | set(self.outputs)),
+                       sorted(set(earlier["scratch"]) | {scratch}))
+    self._delete_earlier(earlier)
+    self._write_ledger(self.outputs, [scratch])
+    self.scratch = self.join(scratch)
+    return self.scratch
+
+  def discard_scratch(self) -> None:
+    """Removes this run's scratch directory (after a failed run; a complete run
+    removes it as its last step)."""
+    if self.scratch:
+      delete_tree(self.scratch)
+
+  # --------------------------------------------------------------------------
+
+  def _check_directory(self) -> None:
+    if _is_local(self.path):
+      local = self.path.removeprefix("file://")
+      if os.path.exists(local) and not os.path.isdir(local):
+        raise ConfigError(f"{self._flag} {self.path}: is a file, not a directory")
+    for flag, directory in self._read_dirs.items():
+      if _inside(self.path, directory):
+        raise ConfigError(
+            f"{self._flag} {self.path} is inside {flag} {directory}: a job never "
+            f"writes into a directory it reads. Choose another {self._flag} "
+            "(nothing was written).")
+
+  def _forbidden(self, path: str) -> Optional[str]:
+    """The output name that an input path collides with, if any."""
+    if not _inside(path, self.path) or _resolved(path) == _resolved(self.path):
+      return None
+    for name in self.outputs + [LEDGER]:
+      candidate = self.join(name)
+      if _same_file(path, candidate) or (
+          _resolved(path).startswith(_resolved(candidate) + ".tmp-")):
+        return name
+    relative = _resolved(path)[len(_resolved(self.path)):].lstrip("/" + os.sep)
+    if relative.startswith(SCRATCH_PREFIX):
+      return relative.split("/")[0].split(os.sep)[0]
+    return None
+
+  def _check_inputs(self) -> None:
+    for flag, paths in self._reads.items():
+      for path in paths:
+        name = self._forbidden(path)
+        if name is not None:
+          raise ConfigError(
+              f"{flag} {path} is where `autoais {self.job}` writes its output "
+              f"{name} ({self._flag} {self.path}): the run would overwrite its own "
+              f"input. Choose another {self._flag} (nothing was written).")
+
+  def _read_ledger(self) -> Dict[str, List[str]]:
+    path = self.join(LEDGER)
+    if not FileSystems.exists(path):
+      return {"outputs": [], "scratch": []}
+    try:
+      with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        ledger = json.loads(f.read().decode("utf-8"))
+    except (OSError, ValueError) as error:
+      raise ConfigError(f"{path}: unreadable ledger ({error}); autoais does not "
+                        "touch a directory it cannot account for") from error
+    if not isinstance(ledger, dict) or ledger.get("format") != LEDGER_FORMAT:
+      raise ConfigError(f"{path} was not written by autoais; choose another "
+                        f"{self._flag} (nothing was written).")
+    if ledger.get("job") != self.job:
+      raise ConfigError(
+          f"{self._flag} {self.path} holds the outputs of `autoais "
+          f"{ledger.get('job')}` ({LEDGER}); give `autoais {self.job}` a directory "
+          "of its own (nothing was written).")
+    outputs = [name for name in ledger.get("outputs", [])
+               if isinstance(name, str) and name and "/" not in name and name != LEDGER]
+    scratch = [name for name in ledger.get("scratch", [])
+               if isinstance(name, str) and _SCRATCH.match(name)]
+    return {"outputs": outputs, "scratch": scratch}
+
+  def _check_existing_outputs(self, earlier: Dict[str, List[str]]) -> None:
+    recorded = set(earlier["outputs"])
+    for name in self.outputs:
+      if name not in recorded and FileSystems.exists(self.join(name)):
+        raise ConfigError(
+            f"{self._flag} {self.path}: {name} exists and no earlier `autoais "
+            f"{self.job}` run recorded it in {LEDGER}; autoais never overwrites a "
+            f"file it did not write. Move it or choose another {self._flag} "
+            "(nothing was written).")
+
+  def _write_ledger(self, outputs: Sequence[str], scratch: Sequence[str]) -> None:
+    write_text_atomically(self.join(LEDGER), json.dumps({
+        "format": LEDGER_FORMAT,
+        "job": self.job,
+        "note": "Files autoais wrote here; a later run of the same job replaces "
+                "them. autoais touches no other file in this directory.",
+        "outputs": list(outputs),
+        "scratch": list(scratch),
+    }, indent=2) + "\n")
+
+  def _delete_earlier(self, earlier: Dict[str, List[str]]) -> None:
+    stale = []
+    for name in earlier["outputs"]:
+      stale.append(self.join(name))
+      leftovers = FileSystems.match([self.join(name) + ".tmp-*"])[0].metadata_list
+      stale.extend(m.path for m in leftovers
+                   if _TEMPORARY.search(m.path.rstrip("/")))
+    stale = [path for path in stale if FileSystems.exists(path)]
+    if stale:
+      FileSystems.delete(stale)
+    for name in earlier["scratch"]:
+      delete_tree(self.join(name))
