@@ -17,6 +17,10 @@ REQUIRED = [
     "safetensors>=0.4",
     # sentencepiece 0.2.1+ breaks seqio (protobuf clash with TensorFlow/Beam).
     "sentencepiece==0.2.0",
+    # Agreement statistics, calibration and the HTML report (SPEC 5.5).
+    "scipy>=1.11",
+    "scikit-learn>=1.4",
+    "matplotlib>=3.8",
 ]
 
 EXTRAS = {
@@ -24,7 +28,8 @@ EXTRAS = {
         "pytest>=8",
         "psutil>=5.9",
         "gcp-storage-emulator>=2024.0",
-        "scikit-learn>=1.4",
+        # Property-based tests of the readers (tests/test_reader_properties.py).
+        "hypothesis>=6.100",
     ],
     # Parity with the reference script (t5.evaluation.metrics.squad) and the
     # tfds:natural_questions_open gold source.
