@@ -30,8 +30,8 @@ from transforms import corpus
 from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest,
                                 atomic_create, software_versions, utc_now)
 from transforms.sorted_runs import SpillSortedRuns, merge_sorted_runs
-from transforms.sources import (ReadRecords, check_corpus_file, data_format,
-                                match_files, read_corpus_source)
+from transforms.sources import (ReadRecords, check_corpus_file, match_files,
+                                read_corpus_source)
 
 OUTPUT_FILES = (corpus.MANIFEST, "dead_letter.jsonl")
 
@@ -132,13 +132,13 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   inputs = match_files(options.input)
   if not inputs:
     raise ConfigError(f"--input {options.input!r} matches no files")
+  output = OutputDir("build-corpus", options.output, output_files(options.num_shards),
+                     reads={"--input": inputs}, flag="--output")
+  output.check()
   for path in inputs:
-    data_format(path)
     check_corpus_file(path)
 
   started, started_at = time.time(), utc_now()
-  output = OutputDir("build-corpus", options.output, output_files(options.num_shards),
-                     reads={"--input": inputs}, flag="--output")
   work_dir = output.claim()
 
   read = pipeline | "ReadPassages" >> ReadRecords(inputs, read_corpus_source)

@@ -50,8 +50,8 @@ from transforms.passages import ParsedPassage, display_passage, parse_passage
 from transforms.scoring import ScoreAttribution, qa_example
 from transforms.sorted_runs import RowRef, RowRefBuffer, SpillSortedRuns, merge_run_refs
 from transforms.sources import (TFDS_PREFIX, ReadGold, ReadRecords, check_gold_source,
-                                check_prediction_file, match_files, read_header,
-                                read_predictions)
+                                check_prediction_file, data_format, match_files,
+                                read_header, read_predictions)
 
 OUTPUT_FILES = ("run.json", "ratings.csv", "ratings.parquet", "scores.txt",
                 "leaderboard.csv", "leaderboard.json", "leaderboard.md",
@@ -101,10 +101,17 @@ class _Plan:
     self.prediction_files = match_files(options.predictions)
     if not self.prediction_files:
       raise ConfigError(f"--predictions {options.predictions!r} matches no files")
+    self.output = OutputDir(
+        "evaluate", options.output_dir, OUTPUT_FILES,
+        reads={"--predictions": self.prediction_files,
+               "--gold": [] if options.gold.startswith(TFDS_PREFIX) else [options.gold]},
+        read_dirs={"--corpus": options.corpus,
+                   "--model": options.view_as(ScorerOptions).model})
+    self.output.check()
     carry_passages = True
     for path in self.prediction_files:
       check_prediction_file(path)
-      if path.lower().endswith((".csv", ".parquet", ".csv.gz")):
+      if data_format(path) in ("csv", "parquet"):
         carry_passages &= "passage" in read_header(path)
     check_gold_source(options.gold)
     self.manifest = None
@@ -115,12 +122,6 @@ class _Plan:
       self.join, self.join_reason = self._choose_join(options, runner_name)
     elif not carry_passages:
       raise ConfigError("--corpus is required: the predictions have no passage column")
-    self.output = OutputDir(
-        "evaluate", options.output_dir, OUTPUT_FILES,
-        reads={"--predictions": self.prediction_files,
-               "--gold": [] if options.gold.startswith(TFDS_PREFIX) else [options.gold]},
-        read_dirs={"--corpus": options.corpus,
-                   "--model": options.view_as(ScorerOptions).model})
 
   def _choose_join(self, options, runner_name):
     if options.join != "auto":

@@ -100,12 +100,15 @@ class OutputDir:
   def join(self, name: str) -> str:
     return FileSystems.join(self.path, name)
 
+  def check(self) -> None:
+    """Checks the rule without writing anything (jobs call it before their other
+    validations, so that a run that would overwrite its input says so first)."""
+    self._check_existing_outputs(self._check_all())
+
   def claim(self) -> str:
     """Checks the rule, records this run in the ledger, removes what an earlier
     run of this job left; returns this run's scratch directory (not yet created)."""
-    self._check_directory()
-    self._check_inputs()
-    earlier = self._read_ledger()
+    earlier = self._check_all()
     self._check_existing_outputs(earlier)
     scratch = f"{SCRATCH_PREFIX}{uuid.uuid4().hex[:12]}"
     # The ledger names everything this directory may hold of ours before anything
@@ -125,6 +128,12 @@ class OutputDir:
       delete_tree(self.scratch)
 
   # --------------------------------------------------------------------------
+
+  def _check_all(self) -> Dict[str, List[str]]:
+    """Checks the directory and the inputs; returns the earlier run's ledger."""
+    self._check_directory()
+    self._check_inputs()
+    return self._read_ledger()
 
   def _check_directory(self) -> None:
     if _is_local(self.path):
