@@ -187,14 +187,18 @@ def _input_error_in(error: BaseException) -> Optional[str]:
   chain = error
   while chain is not None:
     if isinstance(chain, (InputError, CorpusError)):
-      return str(chain)
+      return _without_step(str(chain))
     chain = chain.__cause__ or chain.__context__
   for line in reversed(str(error).splitlines()):
     for name in _INPUT_ERROR_NAMES:
       if name in line:
-        message = line.split(name, 1)[1].strip()
-        return message.split(" [while running")[0]
+        return _without_step(line.split(name, 1)[1].strip())
   return None
+
+
+def _without_step(message: str) -> str:
+  """A worker's message without the step Beam appends ("... [while running 'X']")."""
+  return message.split(" [while running")[0].strip()
 
 
 def _root_cause(error: BaseException) -> str:

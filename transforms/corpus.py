@@ -179,7 +179,8 @@ class ShardReader:
     self._file.seek(-8, io.SEEK_END)
     tail = self._file.read(8)
     if tail[4:] != b"PAR1":
-      raise CorpusError(f"{path}: not a Parquet file")
+      raise CorpusError(f"{path}: not a Parquet file (a truncated or damaged corpus "
+                        "shard? rebuild the corpus with `autoais build-corpus`)")
     (footer_length,) = struct.unpack("<I", tail[:4])
     self._file.seek(-8 - footer_length, io.SEEK_END)
     footer = self._file.read(footer_length)
