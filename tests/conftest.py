@@ -121,3 +121,17 @@ def nq_leaderboard_inputs(tmp_path_factory):
           "predictions": root / "predictions" / "*.csv"}
 
 
+
+
+# Hypothesis profiles for the reader property tests: `ci` (the default, a few
+# hundred examples per reader inside `make test`) and `nightly` (20x more), chosen
+# with pytest's --hypothesis-profile.
+from hypothesis import settings as _hypothesis_settings  # pylint: disable=wrong-import-position
+
+_hypothesis_settings.register_profile("ci", max_examples=300, deadline=None)
+_hypothesis_settings.register_profile("nightly", max_examples=6000, deadline=None)
+
+
+def pytest_configure(config):
+  if not config.getoption("hypothesis_profile", None):
+    _hypothesis_settings.load_profile("ci")

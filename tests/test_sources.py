@@ -76,7 +76,7 @@ def test_jsonl_records(tmp_path):
   reasons = {line: (item.reason, item.field) for line, item in items.items()
              if isinstance(item, DeadLetter)}
   assert reasons == {2: ("malformed_json", None), 3: ("missing_field", "answer"),
-                     4: ("wrong_type", "answer"), 5: ("non_utf8", None),
+                     4: ("wrong_type", "answer"), 5: ("non_utf8", "answer"),
                      6: ("malformed_json", None), 7: ("invalid_value", "human_rating")}
 
 

@@ -63,7 +63,7 @@ def dead_letter_json(row: DeadLetter) -> str:
     parsed = json.loads(record)
     if isinstance(parsed, dict):
       record = parsed
-  except ValueError:
+  except (ValueError, RecursionError):  # not JSON, or nested too deep to decode
     pass
   return json.dumps({
       "source_file": row.source_file,

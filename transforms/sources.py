@@ -224,10 +224,23 @@ def _raw_record(text: str) -> str:
 
 def _printable(value):
   """Text that can be written as UTF-8: undecodable bytes (kept as surrogates by
-  the CSV reader) become backslash escapes."""
-  if isinstance(value, str):
-    return value.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-  return value
+  the readers) become \\xNN escapes, other lone surrogates (a JSON "\\ud800")
+  \\uNNNN escapes."""
+  if not isinstance(value, str):
+    return value
+  try:
+    value.encode("utf-8")
+    return value
+  except UnicodeEncodeError:
+    return "".join(_escape_surrogate(ch) if "\ud800" <= ch <= "\udfff" else ch
+                   for ch in value)
+
+
+def _escape_surrogate(ch: str) -> str:
+  code = ord(ch)
+  if 0xDC80 <= code <= 0xDCFF:  # a byte kept by surrogateescape
+    return f"\\x{code - 0xDC00:02x}"
+  return f"\\u{code:04x}"
 
 
 def _json_record(fields: Dict[str, object]) -> str:
@@ -373,6 +386,13 @@ def _csv_records(path: str) -> Iterator[Union[tuple, DeadLetter]]:
 _UTF8_BOM = b"\xef\xbb\xbf"
 
 
+def _json_object(text: str):
+  try:
+    return json.loads(text)
+  except (ValueError, RecursionError):
+    return None
+
+
 def _jsonl_records(path: str) -> Iterator[Union[tuple, DeadLetter]]:
   """Yields (line, {field: value}) or DeadLetter for each line of JSON Lines
   (lines end with \\n; a \\r before it and a UTF-8 byte-order mark are ignored)."""
@@ -385,16 +405,22 @@ def _jsonl_records(path: str) -> Iterator[Union[tuple, DeadLetter]]:
       try:
         decoded = raw.decode("utf-8")
       except UnicodeDecodeError as error:
-        yield rejected(path, line, "non_utf8",
-                       f"bytes that are not UTF-8 at offset {error.start}",
-                       _raw_record(raw.decode("utf-8", "backslashreplace")))
-        continue
-      try:
-        fields = json.loads(decoded)
-      except (ValueError, RecursionError) as error:
-        yield rejected(path, line, "malformed_json", f"not a JSON object: {error}",
-                       _raw_record(decoded.rstrip("\r\n")))
-        continue
+        # Parsed all the same (bytes kept as surrogates) to name the field that
+        # holds them; a line that is not JSON either is rejected as not UTF-8.
+        decoded = raw.decode("utf-8", "surrogateescape")
+        fields = _json_object(decoded)
+        if not isinstance(fields, dict):
+          yield rejected(path, line, "non_utf8",
+                         f"bytes that are not UTF-8 at offset {error.start}",
+                         _raw_record(decoded.rstrip("\r\n")))
+          continue
+      else:
+        try:
+          fields = json.loads(decoded)
+        except (ValueError, RecursionError) as error:
+          yield rejected(path, line, "malformed_json", f"not a JSON object: {error}",
+                         _raw_record(decoded.rstrip("\r\n")))
+          continue
       if not isinstance(fields, dict):
         yield rejected(path, line, "malformed_json", "not a JSON object",
                        _raw_record(decoded.rstrip("\r\n")))

@@ -1,0 +1,581 @@
+"""Hypothesis strategies that write input files with planted damage, and the
+invariant every reader must keep on them (tests/test_reader_properties.py).
+
+A generated file is a list of records, each either good (with the element the
+reader must produce from it) or damaged in one known way (with the reasons and
+field the reader must report). The file's bytes are built record by record, so
+the physical line (or Parquet row) where each record starts is known exactly;
+blank lines, line endings (\\n, \\r\\n, \\r, mixed), a byte-order mark and gzip
+vary around them.
+
+One generated damage is limited by the CSV format itself: a stray opening quote
+that a later quote closes encloses a legal multi-line field, and when the record
+so formed has the header's width no reader can call it damage. The generator
+keeps only stray quotes that CSV can tell apart (`_closes_as_a_record`); the
+reader rejects those at their line and reads the lines after them again.
+
+The invariant (`check_reader`), for any generated file:
+  * reading never raises;
+  * one item per record: read = parsed + rejected;
+  * the parsed elements are exactly the good records' elements, in order, with
+    their source file and line: no good row lost, none invented;
+  * each damaged record is one DeadLetter of kind "rejected" at its line, naming
+    the file, the line and (where the damage has one) the field, with a reason
+    the damage allows; its dead_letter.jsonl line encodes as UTF-8.
+"""
+import csv
+import gzip
+import io
+import json
+import os
+import re
+from typing import Callable, List, Optional, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from hypothesis import assume
+from hypothesis import strategies as st
+
+from schemas import REJECTED, CorpusRecord, DeadLetter, GoldAnswer, Prediction
+from transforms.outputs import dead_letter_json
+from transforms.passages import pyserini_contents
+
+# A marker for "put a byte that is not UTF-8 here"; kept out of generated text.
+_INVALID_BYTE_MARK = "\ue000"
+_INVALID_BYTE = b"\xff"
+
+
+def _short(value) -> str:
+  """A repr that keeps failure reports readable when fields are huge."""
+  text = repr(value)
+  return text if len(text) <= 300 else f"{text[:150]}...<{len(text)} chars>...{text[-100:]}"
+
+
+class Record:
+  """One planted record: its bytes (or Parquet row), and what must come of it.
+
+  data: bytes for text formats, a {column: value} dict for Parquet; expected:
+  the element a good record yields (its source line unset); reasons: for damage,
+  the reasons a reader may report; field: the field it must name (None: any);
+  line: where the record starts, set when the file is assembled.
+  """
+
+  def __init__(self, data, expected=None, reasons: Sequence[str] = (),
+               field: Optional[str] = None, stray_quote: bool = False):
+    self.data = data
+    self.expected = expected
+    self.reasons = tuple(reasons)
+    self.field = field
+    self.stray_quote = stray_quote
+    self.line = 0
+
+  @property
+  def good(self) -> bool:
+    return not self.reasons
+
+  def __repr__(self):
+    return (f"Record(line={self.line}, data={_short(self.data)}, "
+            f"expected={_short(self.expected)}, reasons={self.reasons}, "
+            f"field={self.field})")
+
+  def _repr_pretty_(self, printer, cycle):
+    printer.text(repr(self))
+
+
+class GeneratedFile:
+  """A generated input file: its name, its records and its bytes."""
+
+  def __init__(self, name: str, records: List[Record], data: bytes):
+    self.name = name
+    self.records = records
+    self.data = data
+
+  def write(self, directory: str, prefix: str = "") -> str:
+    path = os.path.join(directory, prefix + self.name)
+    with open(path, "wb") as f:
+      f.write(self.data)
+    return path
+
+  def __repr__(self):
+    return (f"GeneratedFile(name={self.name!r}, data={_short(self.data)},\n  records=" +
+            ",\n    ".join(map(repr, self.records)) + ")")
+
+  def _repr_pretty_(self, printer, cycle):
+    printer.text(repr(self))
+
+
+# ----------------------------------------------------------------------------
+# Text that a good record may carry: any Unicode scalar (no lone surrogates),
+# weighted towards what breaks readers: quotes, commas, line breaks, NUL, BOM.
+
+_AWKWARD = st.sampled_from(['"', ",", "\n", "\r", "\r\n", "\x00", "\ufeff", "\t",
+                            "'", "\\", "\u2028", "\x85", "«", "»", "😀", " "])
+_ANY_CHAR = st.characters(blacklist_categories=("Cs",),
+                          blacklist_characters=_INVALID_BYTE_MARK)
+_TEXT = st.lists(st.one_of(_ANY_CHAR, _AWKWARD), max_size=12).map("".join)
+# Values that survive str.strip() unchanged and are not blank.
+_STRIPPED = _TEXT.map(str.strip).filter(bool)
+# Past csv's default field limit (131,072 characters).
+_HUGE = st.integers(131_073, 140_000).map(lambda n: "x" * n)
+_RATINGS = {"Y": "Y", "N": "N", "yes": "Y", "no": "N", " y ": "Y", "No": "N",
+            "": None}
+
+
+def _maybe_huge(strategy):
+  """Mostly `strategy`, sometimes (1 in 16) a huge value."""
+  return st.integers(0, 15).flatmap(lambda pick: _HUGE if pick == 0 else strategy)
+
+
+def _line_breaks(text: str) -> int:
+  return len(re.findall(r"\r\n|\r|\n", text))
+
+
+# ----------------------------------------------------------------------------
+# Predictions.
+
+REQUIRED = ("question", "answer", "attribution")
+OPTIONAL = ("system_name", "passage", "human_rating")
+EXTRA = ("notes", "score", "Question")
+
+
+@st.composite
+def _good_prediction_fields(draw, columns, allow_null=False):
+  """{column: value} of a good prediction, and its expected Prediction fields."""
+  fields = {
+      "question": draw(_STRIPPED),
+      "answer": draw(_maybe_huge(_TEXT.filter(str.strip))),
+      "attribution": draw(_TEXT.map(str.strip)),
+  }
+  if "system_name" in columns:
+    fields["system_name"] = draw(_STRIPPED)
+  if "passage" in columns:
+    fields["passage"] = draw(_maybe_huge(_TEXT))
+  if "human_rating" in columns:
+    fields["human_rating"] = draw(st.sampled_from(sorted(_RATINGS)))
+  for column in columns:
+    if column in EXTRA:
+      fields[column] = draw(_TEXT)
+  if allow_null:
+    for column in ("passage", "human_rating", "system_name"):
+      if column in fields and draw(st.integers(0, 4)) == 0:
+        fields[column] = None
+  return fields
+
+
+def _expected_prediction(fields, default_system):
+  system = fields.get("system_name")
+  return Prediction(
+      system_name=system if system else default_system,
+      question=fields["question"],
+      answer=fields["answer"],
+      attribution=fields["attribution"],
+      passage=fields.get("passage") or None,
+      human_rating=_RATINGS[fields["human_rating"]] if fields.get("human_rating")
+      is not None else None,
+      source_file="", source_line=0)
+
+
+# Damage that applies to the fields of any format, with what a reader must say.
+def _field_damage(draw, fields, columns):
+  """Damages one field of a good record's fields; returns (fields, reasons, field)."""
+  choices = ["empty_question", "empty_answer", "non_utf8"]
+  if "human_rating" in columns:
+    choices.append("invalid_rating")
+  if "system_name" in columns:
+    choices.append("empty_system_name")
+  kind = draw(st.sampled_from(choices))
+  fields = dict(fields)
+  if kind == "empty_question":
+    fields["question"] = draw(st.sampled_from(["", " ", "\t \u3000"]))
+    return fields, ("empty_question",), "question"
+  if kind == "empty_answer":
+    fields["answer"] = draw(st.sampled_from(["", "  ", "\u00a0"]))
+    return fields, ("empty_answer",), "answer"
+  if kind == "invalid_rating":
+    fields["human_rating"] = draw(st.sampled_from(["maybe", "1", "Yes!", "true"]))
+    return fields, ("invalid_value",), "human_rating"
+  if kind == "empty_system_name":
+    fields["system_name"] = " "
+    return fields, ("empty_system_name",), "system_name"
+  target = draw(st.sampled_from([c for c in REQUIRED + OPTIONAL if c in fields and
+                                 fields[c] is not None]))
+  text = fields[target]
+  at = draw(st.integers(0, len(text)))
+  fields[target] = text[:at] + _INVALID_BYTE_MARK + text[at:]
+  return fields, ("non_utf8",), target
+
+
+def _encode(text: str) -> bytes:
+  return text.encode("utf-8").replace(_INVALID_BYTE_MARK.encode("utf-8"), _INVALID_BYTE)
+
+
+def _csv_line(values: Sequence[str], ending: str) -> str:
+  buffer = io.StringIO()
+  # Quoting as for "\r\n" (fields holding \r or \n are quoted), then the ending.
+  csv.writer(buffer, lineterminator="\r\n").writerow(values)
+  return buffer.getvalue()[:-2] + ending
+
+
+_ENDINGS = st.sampled_from(["\n", "\r\n", "\r"])
+
+
+@st.composite
+def csv_prediction_files(draw, index: int = 0):
+  optional = draw(st.lists(st.sampled_from(OPTIONAL), unique=True))
+  extra = draw(st.lists(st.sampled_from(EXTRA), unique=True, max_size=2))
+  columns = draw(st.permutations(list(REQUIRED) + optional + extra))
+  mixed = draw(st.booleans())
+  file_ending = draw(_ENDINGS)
+
+  def ending():
+    return draw(_ENDINGS) if mixed else file_ending
+
+  stem = f"sys-{index}"
+  header = [f" {c} " if draw(st.integers(0, 5)) == 0 else c for c in columns]
+  records = []
+  for _ in range(draw(st.integers(0, 10))):
+    fields = draw(_good_prediction_fields(columns))
+    kind = draw(st.sampled_from(["good"] * 5 + ["field", "width", "stray_quote",
+                                                 "garbage"]))
+    values = [fields[c] for c in columns]
+    if kind == "good":
+      records.append(Record(_encode(_csv_line(values, ending())),
+                            _expected_prediction(fields, stem)))
+    elif kind == "field":
+      damaged, reasons, field = _field_damage(draw, fields, columns)
+      records.append(Record(_encode(_csv_line([damaged[c] for c in columns], ending())),
+                            reasons=reasons, field=field))
+    elif kind == "width":
+      # On one physical line: a record over several lines with the wrong width is
+      # taken for an unclosed quote and its later lines are read again.
+      values = [re.sub(r"[\r\n]", " ", value) for value in values]
+      values = values + ["extra"] * draw(st.integers(1, 2)) if draw(st.booleans()) \
+          else values[:draw(st.integers(0, len(values) - 1))]
+      line = _csv_line(values, ending())
+      if not values:
+        line = "," + line  # one empty field, not a blank line
+      records.append(Record(_encode(line), reasons=("malformed_csv",)))
+    elif kind == "stray_quote":
+      # A quote that opens a field and never closes on its line.
+      cut = draw(st.integers(0, len(columns) - 1))
+      opened = draw(_TEXT.map(lambda t: re.sub(r'["\r\n]', "", t)))
+      line = ",".join(["x"] * cut + ['"' + opened]) + ending()
+      records.append(Record(_encode(line), reasons=("malformed_csv",), stray_quote=True))
+    else:
+      # Bytes that are not text, with no quote or line break, one field too few
+      # or too many: malformed or not UTF-8, never a record.
+      noise = draw(st.binary(max_size=30)).translate(None, b'"\r\n,')
+      width = draw(st.sampled_from([1, len(columns) + 1]))
+      line = _INVALID_BYTE + noise + b"," * (width - 1) + ending().encode()
+      records.append(Record(line, reasons=("malformed_csv", "non_utf8")))
+  return _assemble_text(draw, f"{stem}.csv", _csv_line(header, ending()), records,
+                        blank=ending, width=len(columns))
+
+
+@st.composite
+def jsonl_prediction_files(draw, index: int = 0):
+  columns = REQUIRED + tuple(draw(st.lists(st.sampled_from(OPTIONAL), unique=True)))
+  ending = draw(st.sampled_from(["\n", "\r\n"]))
+  stem = f"sys-{index}"
+  records = []
+  for _ in range(draw(st.integers(0, 10))):
+    fields = draw(_good_prediction_fields(columns + EXTRA, allow_null=True))
+    kind = draw(st.sampled_from(["good"] * 5 + ["field", "json", "type", "missing"]))
+    if kind == "good":
+      records.append(Record(_json_line(draw, fields, ending),
+                            _expected_prediction(fields, stem)))
+    elif kind == "field":
+      damaged, reasons, field = _field_damage(draw, fields, columns)
+      if reasons == ("non_utf8",) and draw(st.booleans()):
+        # A lone surrogate escape (valid JSON, not valid text).
+        damaged[field] = damaged[field].replace(_INVALID_BYTE_MARK, "\ud800")
+        line = json.dumps(damaged).encode() + ending.encode()
+        records.append(Record(line, reasons=reasons, field=field))
+      else:
+        records.append(Record(_json_line(draw, damaged, ending), reasons=reasons,
+                              field=field))
+    elif kind == "type":
+      field = draw(st.sampled_from(columns))
+      fields[field] = draw(st.sampled_from([1972, 0.5, True, ["a"], {"a": 1}]))
+      records.append(Record(_json_line(draw, fields, ending), reasons=("wrong_type",),
+                            field=field))
+    elif kind == "missing":
+      field = draw(st.sampled_from(REQUIRED))
+      if draw(st.booleans()):
+        del fields[field]
+      else:
+        fields[field] = None
+      records.append(Record(_json_line(draw, fields, ending), reasons=("missing_field",),
+                            field=field))
+    else:
+      records.append(Record(draw(_broken_json_lines()) + ending.encode(),
+                            reasons=("malformed_json", "non_utf8")))
+  return _assemble_text(draw, f"{stem}.jsonl", "", records, blank=lambda: ending)
+
+
+def _json_line(draw, fields, ending) -> bytes:
+  text = json.dumps(fields, ensure_ascii=False)
+  if _INVALID_BYTE_MARK not in text and draw(st.booleans()):
+    text = json.dumps(fields, ensure_ascii=True)
+  return _encode(text) + ending.encode()
+
+
+def _broken_json_lines():
+  return st.one_of(
+      st.just(b"{"),
+      _TEXT.map(lambda t: b"# " + t.replace("\n", " ").replace("\r", " ").encode()),
+      st.binary(max_size=20).map(lambda b: _INVALID_BYTE + b.translate(None, b"\r\n")),
+      st.sampled_from([b"[1, 2]", b"42", b'"text"', b"null",
+                       b'{"question": "a\x00b", "answer": "x", "attribution": ""}',
+                       b"[" * 50000 + b"]" * 50000]),
+  )
+
+
+@st.composite
+def parquet_prediction_files(draw, index: int = 0):
+  optional = draw(st.lists(st.sampled_from(OPTIONAL), unique=True))
+  columns = list(REQUIRED) + optional
+  types = {c: draw(st.sampled_from(["string", "large_string", "dictionary", "binary"]))
+           for c in columns}
+  stem = f"sys-{index}"
+  records = []
+  for _ in range(draw(st.integers(0, 10))):
+    fields = draw(_good_prediction_fields(columns, allow_null=True))
+    kind = draw(st.sampled_from(["good"] * 4 + ["field", "null"]))
+    if kind == "good":
+      records.append(Record(fields, _expected_prediction(fields, stem)))
+    elif kind == "null":
+      field = draw(st.sampled_from(REQUIRED))
+      fields[field] = None
+      records.append(Record(fields, reasons=("missing_field",), field=field))
+    else:
+      damaged, reasons, field = _field_damage(draw, fields, columns)
+      if reasons == ("non_utf8",) and types[field] != "binary":
+        damaged[field] = damaged[field].replace(_INVALID_BYTE_MARK, "")
+        reasons, field = None, None
+        records.append(Record(damaged, _expected_prediction(damaged, stem)))
+        continue
+      records.append(Record(damaged, reasons=reasons, field=field))
+  extra_int = draw(st.booleans())
+  arrays = []
+  for column in columns:
+    values = [record.data.get(column) for record in records]
+    if types[column] == "binary":
+      arrays.append(pa.array([None if v is None else _encode(v) for v in values],
+                             pa.binary()))
+    elif types[column] == "large_string":
+      arrays.append(pa.array(values, pa.large_string()))
+    elif types[column] == "dictionary":
+      arrays.append(pa.array(values, pa.string()).dictionary_encode())
+    else:
+      arrays.append(pa.array(values, pa.string()))
+  names = list(columns)
+  if extra_int:
+    arrays.append(pa.array(list(range(len(records))), pa.int64()))
+    names.append("score")
+  table = pa.Table.from_arrays(arrays, names=names)
+  sink = pa.BufferOutputStream()
+  pq.write_table(table, sink, row_group_size=draw(st.integers(1, 4)))
+  for row, record in enumerate(records, start=1):
+    record.line = row
+  name, data = f"{stem}.parquet", sink.getvalue().to_pybytes()
+  if draw(st.booleans()):
+    name, data = name + ".gz", gzip.compress(data)
+  return GeneratedFile(name, records, data)
+
+
+# ----------------------------------------------------------------------------
+# Corpus sources: Pyserini {"id","contents"} and {"id","title","text"[,"headings"]}.
+
+
+@st.composite
+def corpus_files(draw, index: int = 0):
+  ending = draw(st.sampled_from(["\n", "\r\n"]))
+  records = []
+  for _ in range(draw(st.integers(0, 10))):
+    passage_id = draw(_TEXT.filter(str.strip))
+    pyserini = draw(st.booleans())
+    if pyserini:
+      fields = {"id": passage_id, "contents": draw(_maybe_huge(_TEXT))}
+      contents = fields["contents"]
+    else:
+      fields = {"id": passage_id, "title": draw(_TEXT), "text": draw(_maybe_huge(_TEXT))}
+      if draw(st.booleans()):
+        fields["headings"] = draw(st.one_of(st.none(), _TEXT))
+      contents = pyserini_contents(fields["title"], fields["text"], fields.get("headings"))
+    kind = draw(st.sampled_from(["good"] * 5 + ["id", "body", "type", "utf8", "json"]))
+    if kind == "good":
+      records.append(Record(_json_line(draw, fields, ending),
+                            CorpusRecord(passage_id, contents, "", 0)))
+    elif kind == "id":
+      if draw(st.booleans()):
+        fields.pop("id")
+        records.append(Record(_json_line(draw, fields, ending),
+                              reasons=("missing_field",), field="id"))
+      else:
+        fields["id"] = draw(st.sampled_from(["", " ", "\n\t"]))
+        records.append(Record(_json_line(draw, fields, ending), reasons=("empty_id",),
+                              field="id"))
+    elif kind == "body":
+      if pyserini:
+        fields.pop("contents")
+        missing = "contents"
+      else:
+        missing = draw(st.sampled_from(["title", "text"]))
+        fields.pop(missing)
+        missing = "contents" if missing == "title" else "text"
+      records.append(Record(_json_line(draw, fields, ending), reasons=("missing_field",),
+                            field=missing))
+    elif kind == "type":
+      field = draw(st.sampled_from(sorted(fields)))
+      fields[field] = draw(st.sampled_from([7, 1.5, False, ["x"], {"y": 2}]))
+      records.append(Record(_json_line(draw, fields, ending), reasons=("wrong_type",),
+                            field=field))
+    elif kind == "utf8":
+      field = draw(st.sampled_from(sorted(k for k, v in fields.items() if v is not None)))
+      fields[field] = fields[field] + _INVALID_BYTE_MARK
+      records.append(Record(_json_line(draw, fields, ending), reasons=("non_utf8",),
+                            field=field))
+    else:
+      records.append(Record(draw(_broken_json_lines()) + ending.encode(),
+                            reasons=("malformed_json", "non_utf8")))
+  return _assemble_text(draw, f"passages-{index}.jsonl", "", records,
+                        blank=lambda: ending)
+
+
+# ----------------------------------------------------------------------------
+# Gold answers: {"question": ..., "answer": [...]} (also "answers", a bare string).
+
+
+@st.composite
+def gold_files(draw):
+  ending = draw(st.sampled_from(["\n", "\r\n"]))
+  records, questions = [], []
+  for _ in range(draw(st.integers(0, 10))):
+    question = draw(_STRIPPED.filter(lambda q: q not in questions))
+    answers = draw(st.lists(_TEXT, min_size=1, max_size=3))
+    key = draw(st.sampled_from(["answer", "answers"]))
+    fields = {"question": question, key: answers}
+    if len(answers) == 1 and draw(st.booleans()):
+      fields[key] = answers[0]
+    kinds = ["good"] * 5 + ["question", "answers", "json", "utf8"]
+    if questions:
+      kinds.append("duplicate")
+    kind = draw(st.sampled_from(kinds))
+    if kind == "good":
+      records.append(Record(_json_line(draw, fields, ending),
+                            GoldAnswer(question, answers, len(questions))))
+      questions.append(question)
+    elif kind == "duplicate":
+      fields["question"] = " " + draw(st.sampled_from(questions)) + " "
+      records.append(Record(_json_line(draw, fields, ending),
+                            reasons=("duplicate_gold_question",), field="question"))
+    elif kind == "question":
+      value = draw(st.sampled_from([None, "", "  ", 7, ["q"]]))
+      if value is None:
+        fields.pop("question")
+      else:
+        fields["question"] = value
+      records.append(Record(_json_line(draw, fields, ending),
+                            reasons=("missing_field", "wrong_type"), field="question"))
+    elif kind == "answers":
+      value = draw(st.sampled_from([None, [], [1], {"a": "b"}, 3]))
+      if value is None:
+        fields.pop(key)
+      else:
+        fields[key] = value
+      records.append(Record(_json_line(draw, fields, ending),
+                            reasons=("missing_field", "wrong_type"), field="answer"))
+    elif kind == "utf8":
+      fields["question"] = question + _INVALID_BYTE_MARK
+      records.append(Record(_json_line(draw, fields, ending), reasons=("non_utf8",)))
+    else:
+      records.append(Record(draw(_broken_json_lines()) + ending.encode(),
+                            reasons=("malformed_json", "non_utf8")))
+  return _assemble_text(draw, "gold.jsonl", "", records, blank=lambda: ending)
+
+
+# ----------------------------------------------------------------------------
+# Assembling text files, and the invariant.
+
+
+def _assemble_text(draw, name: str, header: str, records: List[Record],
+                   blank: Callable[[], str], width: int = 0) -> GeneratedFile:
+  """Header, then the records with blank lines between some. A record's line is
+  counted in the text as assembled: a "\\r" ending followed by a "\\n" is one
+  line break, as a reader sees it."""
+  parts = [b"\xef\xbb\xbf"] if draw(st.booleans()) else []
+  if header:
+    parts.append(_encode(header))
+  starts = []
+  for record in records:
+    if draw(st.integers(0, 3)) == 0:
+      parts.append(blank().encode())
+    prefix = b"".join(parts)
+    record.line = 1 + _line_breaks(prefix.decode("utf-8", "replace"))
+    starts.append(len(prefix))
+    parts.append(record.data)
+  data = b"".join(parts)
+  for record, start in zip(records, starts):
+    if record.stray_quote:
+      assume(not _closes_as_a_record(data[start:], width))
+  if draw(st.booleans()):
+    name, data = name + ".gz", gzip.compress(data)
+  return GeneratedFile(name, records, data)
+
+
+def _closes_as_a_record(text: bytes, width: int) -> bool:
+  """True if CSV reads a record of the header's width from `text` (which starts
+  with a stray quote's line): a later quote then closed the stray one and the
+  two enclose a legal multi-line field. No reader can call that damage, so the
+  generator keeps only stray quotes that CSV itself can tell apart."""
+  reader = csv.reader(io.StringIO(text.decode("utf-8", "surrogateescape"), newline=""),
+                      strict=True)
+  try:
+    return len(next(reader)) == width
+  except (csv.Error, StopIteration):
+    return False
+
+
+def with_location(element, path: str, line: int):
+  """A good record's expected element, placed at its file and line."""
+  if isinstance(element, (Prediction, CorpusRecord)):
+    return element._replace(source_file=path, source_line=line)
+  return element
+
+
+def _first_difference(parsed, expected) -> str:
+  if len(parsed) != len(expected):
+    return f"parsed {len(parsed)} good rows, expected {len(expected)}"
+  for index, (got, want) in enumerate(zip(parsed, expected)):
+    if got != want:
+      fields = [f"{name}: got {_short(a)}, want {_short(b)}"
+                for name, a, b in zip(want._fields, got, want) if a != b]
+      return f"good row {index}: " + "; ".join(fields)
+  return ""
+
+
+def check_reader(path: str, generated: GeneratedFile, items: list) -> None:
+  """The invariant of the module docstring (items: the reader's whole output)."""
+  records = generated.records
+  assert len(items) == len(records), (
+      f"read {len(items)} items from {len(records)} records")
+  parsed = [item for item in items if not isinstance(item, DeadLetter)]
+  dead = [item for item in items if isinstance(item, DeadLetter)]
+  expected = [with_location(r.expected, path, r.line) for r in records if r.good]
+  assert parsed == expected, _first_difference(parsed, expected)
+  by_line = {}
+  for row in dead:
+    by_line.setdefault(row.source_line, []).append(row)
+  for record in records:
+    if record.good:
+      continue
+    rows = by_line.get(record.line, [])
+    assert len(rows) == 1, f"line {record.line}: {len(rows)} dead letters, {rows}"
+    row = rows[0]
+    assert row.source_file == path and row.kind == REJECTED
+    assert row.reason in record.reasons, (record.line, row.reason, record.reasons)
+    if record.field is not None:
+      assert row.field == record.field, (record.line, row.field, record.field)
+    assert row.message.startswith(f"{path}:{record.line}"), row.message
+    dead_letter_json(row).encode("utf-8")
