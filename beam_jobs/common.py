@@ -38,6 +38,23 @@ def _flag(value: str) -> bool:
   raise ValueError(f"expected true or false, got {value!r}")
 
 
+def add_shared_argument(group, name: str, **kwargs) -> None:
+  """Adds a flag that several jobs define (--input, --output_dir).
+
+  Beam parses the flags of every PipelineOptions subclass imported in a process
+  with one argparse parser (PipelineOptions.get_all_options), so two jobs that
+  both add --input conflict as soon as both are imported (the test suite, a
+  worker). The first definition is kept; later ones must agree on its type and
+  default (the help text is the first one's).
+  """
+  existing = group._option_string_actions.get(name)  # pylint: disable=protected-access
+  if existing is None:
+    group.add_argument(name, **kwargs)
+    return
+  if existing.type != kwargs.get("type") or existing.default != kwargs.get("default"):
+    raise ValueError(f"{name} is defined by two jobs with different types or defaults")
+
+
 class ScorerOptions(PipelineOptions):
   """The attribution scorer flags every job that scores shares."""
 

@@ -23,7 +23,6 @@ if __name__ == "__main__":
   sys.exit(run())
 
 import functools
-import io
 import json
 import time
 from typing import NamedTuple, Optional, Tuple
@@ -34,18 +33,17 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (ConfigError, ScorerOptions, require, run_job,
-                              scorer_from_options)
+from beam_jobs.common import (ConfigError, ScorerOptions, add_shared_argument, require,
+                              run_job, scorer_from_options)
 from beam_jobs.output_dir import OutputDir
 from schemas import (LEADERBOARD_SCHEMA, RATING_SCHEMA, REJECTED, UNMATCHED,
-                     AttributionScore, DeadLetter, GoldMatch, RatingRow,
-                     to_record_batch)
+                     AttributionScore, DeadLetter, GoldMatch, RatingRow)
 from transforms import corpus
 from transforms.metrics import (BuildGoldIndex, SummarizeSystems, SystemOutcomes,
                                 sorted_rows)
-from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest, reconcile,
-                                atomic_create, software_versions, utc_now,
-                                write_text_atomically)
+from transforms.outputs import (CSV_OPTIONS, SumCounts, WriteDeadLetters, WriteManifest,
+                                atomic_create, csv_bytes, reconcile, software_versions,
+                                utc_now, write_text_atomically)
 from transforms.passages import ParsedPassage, display_passage, parse_passage
 from transforms.scoring import ScoreAttribution, qa_example
 from transforms.sorted_runs import RowRef, RowRefBuffer, SpillSortedRuns, merge_run_refs
@@ -58,7 +56,6 @@ OUTPUT_FILES = ("run.json", "ratings.csv", "ratings.parquet", "scores.txt",
                 "dead_letter.jsonl")
 RATING_KEY = ("system_name", "question", "source_file", "source_line")
 RATINGS_ROW_GROUP = 4096
-_CSV_OPTIONS = pa_csv.WriteOptions(include_header=False, quoting_style="needed")
 JOINS = ("auto", "lookup", "shuffle")
 _LOCAL_RUNNERS = ("DirectRunner", "SwitchingDirectRunner", "BundleBasedDirectRunner",
                   "FnApiRunner", "TestDirectRunner")
@@ -80,7 +77,7 @@ class EvaluateOptions(PipelineOptions):
                        "predictions carry a passage column).")
     group.add_argument("--gold", help="Gold answers: NQ-Open JSONL "
                        "({'question','answer':[...]}) or tfds:natural_questions_open/validation.")
-    group.add_argument("--output_dir", help="Directory for the outputs.")
+    add_shared_argument(group, "--output_dir", help="Directory for the outputs.")
     group.add_argument("--join", default="auto", choices=JOINS,
                        help="Corpus join: point lookups, a shuffle join, or auto: "
                        "lookups on local runners or when predictions are few "
@@ -236,15 +233,6 @@ def rating_row(match: GoldMatch, passage: Optional[str],
 # Outputs.
 
 
-def csv_bytes(rows, schema, header: bool = True) -> bytes:
-  """Rows as CSV (pyarrow's writer: quoting only where needed, empty for null)."""
-  sink = io.BytesIO()
-  if header:
-    sink.write((",".join(schema.names) + "\n").encode("utf-8"))
-  pa_csv.write_csv(to_record_batch(rows, schema), sink, _CSV_OPTIONS)
-  return sink.getvalue()
-
-
 class _MergedRow(NamedTuple):
   """The fields of a rating row that the ratings writer reads as Python values."""
   system_name: str
@@ -282,7 +270,7 @@ class _WriteRatingsFn(beam.DoFn):
 
       def write(table):
         parquet.write_table(table, row_group_size=RATINGS_ROW_GROUP)
-        pa_csv.write_csv(table, csv_sink, _CSV_OPTIONS)
+        pa_csv.write_csv(table, csv_sink, CSV_OPTIONS)
 
       # Rows are copied to the outputs as Arrow slices of the runs; only the
       # fields the merge, the dedup and the system outcomes need become Python.

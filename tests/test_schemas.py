@@ -54,6 +54,14 @@ def _example(element_type):
           30.0, 90.0, 0, None, None, None),
       schemas.DeadLetter: schemas.DeadLetter("f.csv", 3, "rejected", "empty_answer",
                                              "answer", "f.csv:3: ...", "{}"),
+      schemas.AisAnnotation: schemas.AisAnnotation("totto", "T5-small", "42", False,
+                                                   True, False, 10, None, "a.csv", 4),
+      schemas.AisTableRow: schemas.AisTableRow(
+          "totto", 6, "T5-small", "T5-Small", 195, 6, 165, 146, "3.1", "3.0", False,
+          "87.3", False, 0.16, "86.5", False, False, "88.5", False, 0.28, "88.6",
+          False, False, "explained", "..."),
+      schemas.AisAgreementRow: schemas.AisAgreementRow("wow", "wow-t5", "AIS", None, 3,
+                                                       0.5),
   }
   if element_type is schemas.GoldMatch:
     return schemas.GoldMatch(values[schemas.Prediction], 4, 1.0, 1.0)

@@ -8,6 +8,7 @@ final name. `run.json` is written last and is the mark of a complete run.
 import collections
 import contextlib
 import datetime
+import io
 import json
 import platform
 import shutil
@@ -15,12 +16,15 @@ import uuid
 from typing import Dict
 
 import apache_beam as beam
+import pyarrow.csv as pa_csv
 from apache_beam.io.filesystems import FileSystems
 
-from schemas import DeadLetter, REJECTED, UNMATCHED
+from schemas import DeadLetter, REJECTED, UNMATCHED, to_record_batch
 from transforms.sorted_runs import SpillSortedRuns, merge_sorted_runs
 
 DEAD_LETTER_KEY = ("source_file", "source_line", "reason", "field", "message")
+# pyarrow's CSV writer: quoting only where needed, empty for null.
+CSV_OPTIONS = pa_csv.WriteOptions(include_header=False, quoting_style="needed")
 
 
 @contextlib.contextmanager
@@ -44,6 +48,15 @@ def atomic_create(path: str):
 def write_text_atomically(path: str, text: str) -> None:
   with atomic_create(path) as sink:
     sink.write(text.encode("utf-8"))
+
+
+def csv_bytes(rows, schema, header: bool = True) -> bytes:
+  """Rows (tuples in schema field order) as CSV, with a header line."""
+  sink = io.BytesIO()
+  if header:
+    sink.write((",".join(schema.names) + "\n").encode("utf-8"))
+  pa_csv.write_csv(to_record_batch(rows, schema), sink, CSV_OPTIONS)
+  return sink.getvalue()
 
 
 def delete_tree(path: str) -> None:

@@ -1,0 +1,188 @@
+"""ais-annotations: the AIS paper's human-evaluation tables (Tables 3-6), recomputed
+from the released annotations and compared with the printed cells.
+
+    autoais ais-annotations --input '../shared/data/ais_annotations/ann_*.csv' \
+        --output_dir OUT [--alpha 0.01] [--sampled_outputs 200] [Beam options]
+    python -m beam_jobs.ais_annotations ...
+
+Input: the release's consensus files (CSV, or JSONL / Parquet with the same
+columns), one data set per file, named by the file: ann_qrecc.csv -> qrecc.
+Each row is one model output: `model-name`, `Flagged`, `INT`, `INT & AIS` (0/1,
+the raters' majority), `# agree (INT)`, `# agree (AIS)` (raters agreeing with
+it; -1 for none) and `ex-idx`. Rows that are not such a row go to
+dead_letter.jsonl with file, line, field and reason.
+
+Per (data set, model), a mergeable accumulator (transforms/ais.py: AisTally)
+counts outputs by category and agreement; the tables, significance marks
+(Fisher's exact test, one-sided, p < --alpha) and the comparison with the
+paper's printed cells (transforms/ais_paper.py) come from those counts. Outputs
+in --output_dir: ais_tables.csv / .json / .md, ais_agreement.csv,
+dead_letter.jsonl, and run.json, written last, whose counts reconcile:
+read = used + rejected.
+"""
+if __name__ == "__main__":
+  # `python -m beam_jobs.ais_annotations`: run the package module instead of
+  # defining this one's classes a second time under __main__.
+  import sys
+  from beam_jobs.ais_annotations import run
+  sys.exit(run())
+
+import time
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from beam_jobs.common import ConfigError, add_shared_argument, require, run_job
+from beam_jobs.output_dir import OutputDir
+from schemas import AIS_AGREEMENT_SCHEMA, AIS_TABLE_SCHEMA
+from transforms import ais
+from transforms.ais_paper import PAPER, SAMPLED_ITEMS, SIGNIFICANCE_LEVEL
+from transforms.outputs import (WriteDeadLetters, WriteManifest, atomic_create,
+                                csv_bytes, reconcile, software_versions, utc_now,
+                                write_text_atomically)
+from transforms.sources import (InputError, ReadRecords, check_input_file, data_format,
+                                match_files, read_header)
+
+OUTPUT_FILES = ("run.json", "ais_tables.csv", "ais_tables.json", "ais_tables.md",
+                "ais_agreement.csv", "dead_letter.jsonl")
+
+
+class AisAnnotationsOptions(PipelineOptions):
+
+  @classmethod
+  def _add_argparse_args(cls, parser):
+    group = parser.add_argument_group("ais-annotations")
+    add_shared_argument(group, "--input", help="Release files ann_{dataset}.csv: path, "
+                        "glob or comma list (.csv, .jsonl, .parquet; compressed "
+                        "allowed), local or gs://.")
+    add_shared_argument(group, "--output_dir", help="Directory for the outputs.")
+    group.add_argument("--alpha", type=float, default=SIGNIFICANCE_LEVEL,
+                       help="Significance level of the marks (default %(default)s, the "
+                       "paper's).")
+    group.add_argument("--sampled_outputs", type=int, default=SAMPLED_ITEMS,
+                       help="Outputs the paper sampled per model, for explaining cells "
+                       "that differ (default %(default)s).")
+
+
+class _Plan:
+  """What validation found: the input files and their data sets."""
+
+  def __init__(self, options: AisAnnotationsOptions):
+    require(options, "input", "output_dir")
+    if not 0.0 < options.alpha < 1.0:
+      raise ConfigError(f"--alpha must be in (0, 1), got {options.alpha}")
+    if options.sampled_outputs < 1:
+      raise ConfigError("--sampled_outputs must be positive")
+    self.files = match_files(options.input)
+    if not self.files:
+      raise ConfigError(f"--input {options.input!r} matches no files")
+    self.output = OutputDir("ais-annotations", options.output_dir, OUTPUT_FILES,
+                            reads={"--input": self.files})
+    datasets = {}
+    for path in self.files:
+      check_input_file(path)
+      if data_format(path) != "jsonl":
+        header = read_header(path)
+        missing = [name for name in ais.REQUIRED_COLUMNS if name not in header]
+        if missing:
+          raise InputError(
+              f"{path}:1: missing required column(s) {', '.join(missing)} "
+              f"(found: {', '.join(header) or 'none'})")
+      dataset = ais.dataset_of(path)
+      if dataset in datasets:
+        raise ConfigError(f"--input: {datasets[dataset]} and {path} both hold data set "
+                          f"{dataset!r} (named by the file); give each data set once")
+      datasets[dataset] = path
+    self.datasets = datasets
+
+
+class _WriteTablesFn(beam.DoFn):
+  """All (data set, model) tallies (one small accumulator per model, never the
+  rows) -> the table files; emits the counts run.json needs."""
+
+  def __init__(self, output_dir: str, alpha: float, sampled: int):
+    self._output_dir = output_dir
+    self._alpha = alpha
+    self._sampled = sampled
+
+  def process(self, tallies):
+    tables = ais.build_tables(tallies, self._alpha, self._sampled)
+    summary = ais.summarize(tables)
+    join = FileSystems.join
+    with atomic_create(join(self._output_dir, "ais_tables.csv")) as sink:
+      sink.write(csv_bytes(ais.table_rows(tables, self._sampled), AIS_TABLE_SCHEMA))
+    with atomic_create(join(self._output_dir, "ais_agreement.csv")) as sink:
+      sink.write(csv_bytes(ais.agreement_rows(tables), AIS_AGREEMENT_SCHEMA))
+    write_text_atomically(join(self._output_dir, "ais_tables.json"),
+                          ais.tables_json(tables, self._alpha, self._sampled, summary))
+    write_text_atomically(join(self._output_dir, "ais_tables.md"),
+                          ais.tables_markdown(tables, self._alpha, self._sampled, summary))
+    yield {
+        "used": sum(model.tally.counts.items for table in tables for model in table.models),
+        "datasets": len(tables),
+        "models": sum(len(table.models) for table in tables),
+        "reproduction": summary,
+    }
+
+
+class _RunManifest:
+
+  def __init__(self, options: AisAnnotationsOptions, plan: _Plan, started: float,
+               started_at: str):
+    self._inputs = {"input": plan.files, "datasets": plan.datasets}
+    self._settings = {"alpha": options.alpha, "sampled_outputs": options.sampled_outputs,
+                      "significance_test": ais.TEST_NAME, "paper": PAPER}
+    self._started = started
+    self._started_at = started_at
+
+  def __call__(self, read_count, tables, dead):
+    counts = reconcile(read_count, tables["used"], dead["annotations"])
+    counts["used"] = counts.pop("scored")
+    return {
+        "job": "ais-annotations",
+        "status": "complete",
+        "counts": counts,
+        "datasets": tables["datasets"],
+        "models": tables["models"],
+        "reproduction": tables["reproduction"],
+        "inputs": dict(self._inputs),
+        "settings": dict(self._settings),
+        "versions": software_versions(),
+        "timings": {"started_at": self._started_at, "finished_at": utc_now(),
+                    "wall_seconds": round(time.time() - self._started, 3)},
+    }
+
+
+def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputDir:
+  """Validates the options, claims the output directory, then adds the steps to
+  `pipeline`; returns the claimed OutputDir."""
+  options = options.view_as(AisAnnotationsOptions)
+  plan = _Plan(options)
+  started, started_at = time.time(), utc_now()
+  work_dir = plan.output.claim()
+
+  read = pipeline | "ReadAnnotations" >> ReadRecords(plan.files, ais.read_annotations)
+  tables = (
+      read.records
+      | "KeyByModel" >> beam.Map(lambda row: ((row.dataset, row.model), row))
+      | "TallyModels" >> beam.CombinePerKey(ais.TallyAnnotations())
+      | "CollectModelTallies" >> beam.combiners.ToList()
+      | "WriteTables" >> beam.ParDo(_WriteTablesFn(options.output_dir, options.alpha,
+                                                   options.sampled_outputs)))
+  dead = ({"annotations": read.dead_letter}
+          | "WriteDeadLetters" >> WriteDeadLetters(
+              FileSystems.join(options.output_dir, "dead_letter.jsonl"), work_dir))
+  read_count = (read.counts
+                | "TakeReadCounts" >> beam.Map(lambda counts: counts["read"])
+                | "SumReadCounts" >> beam.CombineGlobally(sum))
+  _ = pipeline | "WriteRunManifest" >> WriteManifest(
+      FileSystems.join(options.output_dir, "run.json"),
+      _RunManifest(options, plan, started, started_at),
+      {"read_count": read_count, "tables": tables, "dead": dead},
+      work_dir=work_dir)
+  return plan.output
+
+
+def run(argv=None) -> int:
+  return run_job("ais-annotations", argv, AisAnnotationsOptions, build_pipeline)
