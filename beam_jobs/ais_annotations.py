@@ -79,6 +79,7 @@ class _Plan:
       raise ConfigError(f"--input {options.input!r} matches no files")
     self.output = OutputDir("ais-annotations", options.output_dir, OUTPUT_FILES,
                             reads={"--input": self.files})
+    self.output.check()
     datasets = {}
     for path in self.files:
       check_input_file(path)
