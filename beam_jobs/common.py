@@ -159,6 +159,17 @@ def local_runner_or_none(options: PipelineOptions):
   return None
 
 
+_LOCAL_RUNNER_CLASSES = ("DirectRunner", "SwitchingDirectRunner", "BundleBasedDirectRunner",
+                         "TestDirectRunner")
+
+
+def is_local_runner(runner) -> bool:
+  """True for the runners of a local run: the FnApiRunner (and its subclasses)
+  and Beam's direct runners, which hold shuffled data in memory."""
+  return (isinstance(runner, FnApiRunner) or
+          type(runner).__name__ in _LOCAL_RUNNER_CLASSES)
+
+
 def run_job(job_name: str, argv: Optional[List[str]],
             options_class: Type[PipelineOptions],
             build_pipeline: Callable[[beam.Pipeline, PipelineOptions], object]) -> int:

@@ -33,8 +33,8 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (ConfigError, ScorerOptions, add_shared_argument, require,
-                              run_job, scorer_from_options)
+from beam_jobs.common import (ConfigError, ScorerOptions, add_shared_argument,
+                              is_local_runner, require, run_job, scorer_from_options)
 from beam_jobs.output_dir import OutputDir
 from schemas import (LEADERBOARD_SCHEMA, RATING_SCHEMA, REJECTED, UNMATCHED,
                      AttributionScore, DeadLetter, GoldMatch, RatingRow)
@@ -57,8 +57,6 @@ OUTPUT_FILES = ("run.json", "ratings.csv", "ratings.parquet", "scores.txt",
 RATING_KEY = ("system_name", "question", "source_file", "source_line")
 RATINGS_ROW_GROUP = 4096
 JOINS = ("auto", "lookup", "shuffle")
-_LOCAL_RUNNERS = ("DirectRunner", "SwitchingDirectRunner", "BundleBasedDirectRunner",
-                  "FnApiRunner", "TestDirectRunner")
 # Bytes per prediction row, to estimate the row count from file sizes.
 _BYTES_PER_PREDICTION = 120
 
@@ -90,9 +88,10 @@ class EvaluateOptions(PipelineOptions):
 class _Plan:
   """What validation found out: inputs, join strategy, and what run.json records."""
 
-  def __init__(self, options: EvaluateOptions, runner_name: str):
+  def __init__(self, options: EvaluateOptions, runner):
     require(options, "predictions", "gold", "output_dir")
-    self.scorer = scorer_from_options(options, runner_name in _LOCAL_RUNNERS)
+    local = is_local_runner(runner)
+    self.scorer = scorer_from_options(options, local)
     if options.bootstrap_samples < 1:
       raise ConfigError("--bootstrap_samples must be positive")
     self.prediction_files = match_files(options.predictions)
@@ -116,15 +115,15 @@ class _Plan:
     self.join_reason = "no corpus: passages come from the predictions"
     if options.corpus:
       self.manifest = corpus.read_manifest(options.corpus)
-      self.join, self.join_reason = self._choose_join(options, runner_name)
+      self.join, self.join_reason = self._choose_join(options, local)
     elif not carry_passages:
       raise ConfigError("--corpus is required: the predictions have no passage column")
 
-  def _choose_join(self, options, runner_name):
+  def _choose_join(self, options, local):
     if options.join != "auto":
       return options.join, "--join"
-    if runner_name in _LOCAL_RUNNERS:
-      return "lookup", f"{runner_name} holds shuffled data in memory"
+    if local:
+      return "lookup", "a local runner holds shuffled data in memory"
     sizes = FileSystems.match(self.prediction_files)
     estimated = sum(m.metadata_list[0].size_in_bytes for m in sizes
                     if m.metadata_list) // _BYTES_PER_PREDICTION
@@ -447,7 +446,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   """Validates the options, claims the output directory, then adds the evaluate
   steps to `pipeline`; returns the claimed OutputDir."""
   options = options.view_as(EvaluateOptions)
-  plan = _Plan(options, type(pipeline.runner).__name__)
+  plan = _Plan(options, pipeline.runner)
   started, started_at = time.time(), utc_now()
   work_dir = plan.output.claim()
   has_corpus = options.corpus is not None

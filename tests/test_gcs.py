@@ -14,6 +14,7 @@ The tests show that
     `_work-` scratch object or temporary file is left under the output prefix;
   * gs:// inputs with a local --output_dir work too.
 """
+import gzip
 import io
 import json
 import os
@@ -114,6 +115,9 @@ def gcs(tmp_path_factory):
       uploads[f"predictions/{csv_path.name}"] = csv_path
     for name, path in uploads.items():
       bucket.blob(name).upload_from_filename(str(path))
+      # The same files gzipped, under packed/ (gold.jsonl.gz, ...).
+      bucket.blob(f"packed/{name}.gz").upload_from_string(
+          gzip.compress(path.read_bytes()))
     yield GS
   finally:
     if previous is None:
@@ -202,3 +206,24 @@ def test_gcs_inputs_with_local_output_dir(gcs, gcs_corpus, local_reference, tmp_
   assert counts["read"] == counts["scored"] + counts["rejected"] + counts["unmatched"]
   assert sorted(path.name for path in output.iterdir()) == sorted(
       evaluate.OUTPUT_FILES + (LEDGER,))
+
+
+def test_compressed_gcs_inputs_match_the_local_run(gcs, local_reference):
+  """Pyserini .jsonl.gz, predictions .csv.gz and gold .jsonl.gz on gs://."""
+  corpus_dir = f"{gcs}/packed_corpus_out"
+  assert run_job(build_corpus, "--input", f"{gcs}/packed/corpus/*.jsonl.gz",
+                 "--output", corpus_dir, "--num_shards", CORPUS_SHARDS) == 0
+  local_corpus = local_reference["corpus"]
+  for path in sorted(local_corpus.glob("passages-*.parquet")):
+    assert _read_bytes(f"{corpus_dir}/{path.name}") == path.read_bytes()
+  output_dir = f"{gcs}/packed_eval"
+  assert run_job(evaluate, "--predictions", f"{gcs}/packed/predictions/*.csv.gz",
+                 "--corpus", corpus_dir, "--gold", f"{gcs}/packed/gold.jsonl.gz",
+                 "--output_dir", output_dir) == 0
+  local = local_reference["eval"]
+  assert (_read_bytes(f"{output_dir}/leaderboard.csv") ==
+          (local / "leaderboard.csv").read_bytes())
+  ratings = _ratings_by_file_name(_read_bytes(f"{output_dir}/ratings.parquet"))
+  for row in ratings:
+    row["source_file"] = row["source_file"].removesuffix(".gz")
+  assert ratings == _ratings_by_file_name((local / "ratings.parquet").read_bytes())

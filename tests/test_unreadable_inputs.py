@@ -63,6 +63,9 @@ def _damaged(kind: str, role: str, directory: pathlib.Path) -> pathlib.Path:
   elif kind == "blank":
     path = directory / f"blank{suffix}"
     path.write_bytes(b"\n  \n\r\n")
+  elif kind == "bom_only":
+    path = directory / f"bom{suffix}"
+    path.write_bytes(b"\xef\xbb\xbf\n")
   elif kind == "empty_gzip":
     path = directory / f"empty{suffix}.gz"
     path.write_bytes(gzip.compress(b""))
@@ -104,6 +107,7 @@ CASES = [
         ("directory", "is a directory"),
         ("empty", "is empty"),
         ("blank", "is empty"),
+        ("bom_only", "is empty"),
         ("empty_gzip", "is empty (after decompression)"),
         ("truncated_gzip", "unreadable data (EOFError"),
         ("not_gzip", "unreadable data (BadGzipFile"),

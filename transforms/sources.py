@@ -50,6 +50,7 @@ _READ_BUFFER_BYTES = 1 << 20
 # A quoted CSV field may run over this many physical lines; past it, the record
 # is taken for an unclosed quote, rejected, and reading resumes on its next line.
 MAX_CSV_RECORD_LINES = 1000
+_UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_32_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 
 # Large CSV fields (Wikipedia passages) exceed csv's default 128 KiB limit.
@@ -208,7 +209,7 @@ def check_input_file(path: str) -> None:
     return
   with open_input(path) as binary:
     head = binary.read(65536)
-  if not head.strip():
+  if not head.removeprefix(_UTF8_BOM).strip():
     raise InputError(f"{path}: is empty" + (
         " (after decompression)" if _compression_suffix(path)[1] else ""))
   if head.startswith(_UTF16_32_BOMS):
@@ -381,9 +382,6 @@ def _csv_records(path: str) -> Iterator[Union[tuple, DeadLetter]]:
     else:
       line, values = item
       yield line, dict(zip(header, values))
-
-
-_UTF8_BOM = b"\xef\xbb\xbf"
 
 
 def _json_object(text: str):
