@@ -49,7 +49,7 @@ from transforms.scoring import ScoreAttribution, qa_example
 from transforms.sorted_runs import RowRef, RowRefBuffer, SpillSortedRuns, merge_run_refs
 from transforms.sources import (TFDS_PREFIX, ReadGold, ReadRecords, check_gold_source,
                                 check_prediction_file, data_format, match_files,
-                                read_header, read_predictions)
+                                read_predictions)
 
 OUTPUT_FILES = ("run.json", "ratings.csv", "ratings.parquet", "scores.txt",
                 "leaderboard.csv", "leaderboard.json", "leaderboard.md",
@@ -106,9 +106,11 @@ class _Plan:
     self.output.check()
     carry_passages = True
     for path in self.prediction_files:
-      check_prediction_file(path)
-      if data_format(path) in ("csv", "parquet"):
-        carry_passages &= "passage" in read_header(path)
+      header = check_prediction_file(path)
+      # JSON Lines declare no columns: a row without a passage is found out when
+      # it is read (dead-lettered as no_passage).
+      if data_format(path) != "jsonl":
+        carry_passages &= "passage" in header
     check_gold_source(options.gold)
     self.manifest = None
     self.join = None

@@ -56,6 +56,20 @@ def run_job(module, *args) -> int:
   return module.run([str(arg) for arg in args])
 
 
+EXAMPLES = PROJECT_ROOT / "examples"
+
+
+@pytest.fixture(scope="session")
+def example_corpus(tmp_path_factory):
+  """The example passages (examples/corpus) built into a 2-shard corpus, once a
+  session; tests that damage a corpus work on a copy."""
+  from beam_jobs import build_corpus  # pylint: disable=import-outside-toplevel
+  output = tmp_path_factory.mktemp("example_corpus") / "corpus"
+  assert run_job(build_corpus, "--input", EXAMPLES / "corpus" / "*.jsonl",
+                 "--output", output, "--num_shards", 2) == 0
+  return output
+
+
 NQ_SYSTEMS = ("right-answer-right-passage", "right-answer-wrong-passage",
               "wrong-answer", "sparse-with-unknown-ids", "reformatted-answers")
 

@@ -37,12 +37,9 @@ def snapshot(*roots) -> dict:
   return files
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-  output = tmp_path_factory.mktemp("corpus") / "corpus"
-  assert run_job(build_corpus, "--input", EXAMPLES / "corpus" / "*.jsonl",
-                 "--output", output, "--num_shards", 2) == 0
-  return output
+@pytest.fixture
+def corpus(example_corpus):
+  return example_corpus
 
 
 def evaluate_into(output, predictions, corpus, *extra):

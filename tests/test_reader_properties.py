@@ -18,8 +18,10 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from beam_jobs import evaluate
 from schemas import DeadLetter
 from tests import reader_damage
+from tests.conftest import PROJECT_ROOT, run_job
 from tests.reader_damage import check_reader
 from transforms import sources
 
@@ -135,23 +137,11 @@ def test_the_property_catches_a_planted_bug(name, bug):
 # End to end: the evaluate job on generated prediction files.
 
 
-@pytest.fixture(scope="module")
-def example_corpus(tmp_path_factory):
-  from beam_jobs import build_corpus  # pylint: disable=import-outside-toplevel
-  from tests.conftest import PROJECT_ROOT, run_job  # pylint: disable=import-outside-toplevel
-  output = tmp_path_factory.mktemp("corpus") / "corpus"
-  assert run_job(build_corpus, "--input", PROJECT_ROOT / "examples" / "corpus" /
-                 "*.jsonl", "--output", output, "--num_shards", 2) == 0
-  return output
-
-
 def test_evaluate_reconciles_generated_damage(example_corpus):
   """read = scored + rejected + unmatched, and every damaged record is in
   dead_letter.jsonl at its file and line, for generated prediction files (with
   the example gold and corpus, most questions are unmatched: the reconciliation
   covers all three outcomes). A file with no record at all is refused (exit 2)."""
-  from beam_jobs import evaluate  # pylint: disable=import-outside-toplevel
-  from tests.conftest import PROJECT_ROOT, run_job  # pylint: disable=import-outside-toplevel
   gold = PROJECT_ROOT / "examples" / "gold.jsonl"
   files = st.lists(st.one_of(reader_damage.csv_prediction_files(),
                              reader_damage.jsonl_prediction_files()),

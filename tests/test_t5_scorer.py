@@ -17,7 +17,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from beam_jobs import build_corpus, evaluate  # pylint: disable=wrong-import-position
+from beam_jobs import evaluate  # pylint: disable=wrong-import-position
 from models import t5_nli  # pylint: disable=wrong-import-position
 from models.testing import build_random_t5  # pylint: disable=wrong-import-position
 from schemas import AttributionExample  # pylint: disable=wrong-import-position
@@ -226,14 +226,6 @@ def test_mt5_models_load_and_score(tmp_path):
 
 # ----------------------------------------------------------------------------
 # End to end, and errors.
-
-
-@pytest.fixture(scope="module")
-def example_corpus(tmp_path_factory):
-  output = tmp_path_factory.mktemp("t5_corpus") / "corpus"
-  assert run_job(build_corpus, "--input", EXAMPLES / "corpus" / "*.jsonl",
-                 "--output", output, "--num_shards", 2) == 0
-  return output
 
 
 def _evaluate(model, corpus, output, *extra, predictions=None, gold=None):

@@ -500,18 +500,20 @@ def records(path: str, columns: Sequence[str]) -> Iterator[Union[tuple, DeadLett
 # Predictions.
 
 
-def check_prediction_file(path: str) -> None:
+def check_prediction_file(path: str) -> List[str]:
   """Raises InputError if a predictions file cannot be read (check_input_file) or,
-  for CSV and Parquet, lacks a required column."""
+  for CSV and Parquet, lacks a required column; returns its columns (none for
+  JSON Lines)."""
   check_input_file(path)
   header = read_header(path, _PREDICTION_FIELDS)
   if data_format(path) == "jsonl":
-    return
+    return header
   missing = [f for f in REQUIRED_PREDICTION_FIELDS if f not in header]
   if missing:
     raise InputError(
         f"{path}:1: missing required column(s) {', '.join(missing)} "
         f"(found: {', '.join(header) or 'none'})")
+  return header
 
 
 def _text_field(fields, name, path, line, required) -> Union[str, None, DeadLetter]:
