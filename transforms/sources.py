@@ -43,7 +43,9 @@ _DECOMPRESSORS = {".gz": gzip.GzipFile, ".bz2": bz2.BZ2File, ".xz": lzma.LZMAFil
                   ".lzma": lzma.LZMAFile}
 _BEAM_COMPRESSED = {".deflate": CompressionTypes.DEFLATE, ".zst": CompressionTypes.ZSTD}
 _COMPRESSED_SUFFIXES = tuple(_DECOMPRESSORS) + tuple(_BEAM_COMPRESSED)
-# What a damaged compressed or Parquet file raises while it is read.
+# What a damaged compressed or Parquet file raises while it is read (bz2 and
+# pyarrow say OSError). Reads of plain files catch none of these: an I/O error
+# there is the storage's, for the runner to retry, not the file's.
 _DAMAGED_DATA_ERRORS = (EOFError, zlib.error, lzma.LZMAError, gzip.BadGzipFile,
                         pa.ArrowException, OSError, ValueError)
 _READ_BUFFER_BYTES = 1 << 20
@@ -109,11 +111,12 @@ class _InputStream(io.RawIOBase):
   """The (decompressed) bytes of an input file. A read that fails because the
   data is damaged (a truncated gzip, say) raises InputError naming the file."""
 
-  def __init__(self, path: str, source, closeables):
+  def __init__(self, path: str, source, closeables, damage_errors):
     super().__init__()
     self._path = path
     self._source = source
     self._closeables = closeables
+    self._damage_errors = damage_errors
 
   def readable(self):
     return True
@@ -121,7 +124,7 @@ class _InputStream(io.RawIOBase):
   def readinto(self, buffer):
     try:
       data = self._source.read(len(buffer))
-    except _DAMAGED_DATA_ERRORS as error:
+    except self._damage_errors as error:
       raise InputError(f"{self._path}: unreadable data ({type(error).__name__}: "
                        f"{error}): a truncated or damaged file?") from error
     buffer[:len(data)] = data
@@ -173,7 +176,8 @@ def open_input(path: str) -> BinaryIO:
     closeables = [source]
   else:
     source, closeables = raw, [raw]
-  return io.BufferedReader(_InputStream(path, source, closeables),
+  damage_errors = _DAMAGED_DATA_ERRORS if suffix else ()
+  return io.BufferedReader(_InputStream(path, source, closeables, damage_errors),
                            buffer_size=_READ_BUFFER_BYTES)
 
 
