@@ -103,13 +103,12 @@ class OutputDir:
   def check(self) -> None:
     """Checks the rule without writing anything (jobs call it before their other
     validations, so that a run that would overwrite its input says so first)."""
-    self._check_existing_outputs(self._check_all())
+    self._checked_ledger()
 
   def claim(self) -> str:
     """Checks the rule, records this run in the ledger, removes what an earlier
     run of this job left; returns this run's scratch directory (not yet created)."""
-    earlier = self._check_all()
-    self._check_existing_outputs(earlier)
+    earlier = self._checked_ledger()
     scratch = f"{SCRATCH_PREFIX}{uuid.uuid4().hex[:12]}"
     # The ledger names everything this directory may hold of ours before anything
     # is deleted or written: a run killed at any point leaves a ledger from
@@ -129,11 +128,15 @@ class OutputDir:
 
   # --------------------------------------------------------------------------
 
-  def _check_all(self) -> Dict[str, List[str]]:
-    """Checks the directory and the inputs; returns the earlier run's ledger."""
+  def _checked_ledger(self) -> Dict[str, List[str]]:
+    """Checks the rule; returns what the earlier run's ledger records."""
     self._check_directory()
-    self._check_inputs()
-    return self._read_ledger()
+    earlier = self._read_ledger()
+    # An earlier run's outputs are removed before this run writes: none may be
+    # an input of this run either.
+    self._check_inputs(self.outputs + earlier["outputs"] + [LEDGER])
+    self._check_existing_outputs(earlier)
+    return earlier
 
   def _check_directory(self) -> None:
     if _is_local(self.path):
@@ -147,11 +150,12 @@ class OutputDir:
             f"writes into a directory it reads. Choose another {self._flag} "
             "(nothing was written).")
 
-  def _forbidden(self, path: str) -> Optional[str]:
-    """The output name that an input path collides with, if any."""
+  def _forbidden(self, path: str, names: Sequence[str]) -> Optional[str]:
+    """The name (of `names`, or a scratch directory) that an input path collides
+    with, if any."""
     if not _inside(path, self.path) or _resolved(path) == _resolved(self.path):
       return None
-    for name in self.outputs + [LEDGER]:
+    for name in names:
       candidate = self.join(name)
       if _same_file(path, candidate) or (
           _resolved(path).startswith(_resolved(candidate) + ".tmp-")):
@@ -161,15 +165,21 @@ class OutputDir:
       return relative.split("/")[0].split(os.sep)[0]
     return None
 
-  def _check_inputs(self) -> None:
+  def _check_inputs(self, names: Sequence[str]) -> None:
     for flag, paths in self._reads.items():
       for path in paths:
-        name = self._forbidden(path)
-        if name is not None:
-          raise ConfigError(
-              f"{flag} {path} is where `autoais {self.job}` writes its output "
-              f"{name} ({self._flag} {self.path}): the run would overwrite its own "
-              f"input. Choose another {self._flag} (nothing was written).")
+        name = self._forbidden(path, names)
+        if name is None:
+          continue
+        if name in self.outputs or name == LEDGER or name.startswith(SCRATCH_PREFIX):
+          what = f"is where `autoais {self.job}` writes its output {name}"
+        else:
+          what = (f"is {name}, an earlier `autoais {self.job}` run's output that "
+                  "this run removes before it writes")
+        raise ConfigError(
+            f"{flag} {path} {what} ({self._flag} {self.path}): the run would "
+            f"destroy its own input. Choose another {self._flag} (nothing was "
+            "written).")
 
   def _read_ledger(self) -> Dict[str, List[str]]:
     path = self.join(LEDGER)

@@ -242,3 +242,18 @@ def test_build_corpus_rerun_with_fewer_shards_leaves_no_stale_shard(tmp_path):
                  "--num_shards", 2) == 0
   shards = sorted(p.name for p in output.glob("passages-*"))
   assert shards == ["passages-00000-of-00002.parquet", "passages-00001-of-00002.parquet"]
+
+
+def test_an_earlier_runs_outputs_read_as_inputs_are_not_removed(tmp_path, capsys):
+  # A corpus of 4 shards, rebuilt into the same directory with 2 shards from its
+  # own shards: the new run would remove the old shards (its earlier outputs)
+  # before reading them.
+  output = tmp_path / "corpus"
+  assert run_job(build_corpus, "--input", EXAMPLES / "corpus" / "*.jsonl",
+                 "--output", output, "--num_shards", 4) == 0
+  before = snapshot(tmp_path)
+  assert run_job(build_corpus, "--input", output / "passages-*.parquet",
+                 "--output", output, "--num_shards", 2) == 2
+  assert ("is passages-00000-of-00004.parquet, an earlier `autoais build-corpus` run's "
+          "output that this run removes") in capsys.readouterr().err
+  assert snapshot(tmp_path) == before
