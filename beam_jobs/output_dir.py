@@ -10,8 +10,9 @@ file and directory it reads. `claim()` then refuses (ConfigError: the job exits 
 before writing anything) when
 
   * an input is one of the job's output paths (or one of its temporary or scratch
-    paths): `autoais evaluate --predictions ratings.csv --output_dir .` would
-    overwrite its own input;
+    paths, or an earlier run's output that this run would remove):
+    `autoais evaluate --predictions ratings.csv --output_dir .` would overwrite
+    its own input;
   * the output directory is, or lies inside, a directory the job reads (a corpus,
     a model);
   * a file under one of the output names exists and no earlier run of the same job
