@@ -301,7 +301,7 @@ class _WriteRatingsFn(beam.DoFn):
             yield outcomes
           outcomes = SystemOutcomes(row.system_name)
         outcomes.add(row.gold_index, row.em, row.f1, row.auto_ais == "Y",
-                     row.nli_score is not None, row.human_rating)
+                     row.nli_score is not None, row.human_rating, row.nli_score)
         if row.nli_score is None:
           yield beam.pvalue.TaggedOutput("dead_letter", self._unmatched(ref))
           continue
@@ -489,10 +489,10 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
           _WriteRatingsFn(options.output_dir, has_corpus),
           beam.pvalue.AsList(rating_runs)).with_outputs(
               "dead_letter", "stats", main="outcomes"))
+  summary = ratings.outcomes | "SummarizeSystems" >> SummarizeSystems(
+      gold_index, options.bootstrap_samples, options.seed)
   leaderboard = (
-      ratings.outcomes
-      | "SummarizeSystems" >> SummarizeSystems(
-          gold_index, options.bootstrap_samples, options.seed)
+      summary.rows
       | "ListSystems" >> beam.combiners.ToList()
       | "WriteLeaderboard" >> beam.ParDo(
           _WriteLeaderboardFn(options.output_dir, options.bootstrap_samples,
