@@ -23,7 +23,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import ConfigError, require, run_job
+from beam_jobs.common import ConfigError, add_shared_argument, require, run_job
 from beam_jobs.output_dir import OutputDir
 from schemas import CorpusRecord
 from transforms import corpus
@@ -48,8 +48,8 @@ class BuildCorpusOptions(PipelineOptions):
   @classmethod
   def _add_argparse_args(cls, parser):
     group = parser.add_argument_group("build-corpus")
-    group.add_argument("--input", help="Passage files: path, glob or comma list "
-                       "(.jsonl, .parquet; .gz allowed), local or gs://.")
+    add_shared_argument(group, "--input", help="Passage files: path, glob or comma "
+                        "list (.jsonl, .parquet; .gz allowed), local or gs://.")
     group.add_argument("--output", help="Corpus directory to write.")
     group.add_argument("--num_shards", type=int, default=64,
                        help="Number of hash shards (default 64).")

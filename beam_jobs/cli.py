@@ -2,6 +2,7 @@
 
     autoais build-corpus --input GLOB --output DIR [--num_shards N] [Beam options]
     autoais evaluate --predictions PATH --corpus DIR --gold SRC --output_dir DIR ...
+    autoais agreement --input PATH --format FORMAT --output_dir DIR [scorer flags] ...
 
 `autoais JOB --help` lists a job's options (and Beam's).
 """
@@ -11,6 +12,7 @@ import sys
 JOBS = {
     "build-corpus": "beam_jobs.build_corpus",
     "evaluate": "beam_jobs.evaluate",
+    "agreement": "beam_jobs.agreement",
 }
 
 

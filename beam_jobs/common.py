@@ -68,6 +68,15 @@ class ScorerOptions(PipelineOptions):
                        "processes (for 11B checkpoints). Default false.")
 
 
+def add_shared_argument(group, flag: str, **kwargs) -> None:
+  """Declares a flag that several jobs' options classes share (--input,
+  --output_dir). Beam parses every PipelineOptions subclass of the process in
+  one argparse parser, so a process that imports two jobs (the test suite, a
+  launcher) may declare a flag only once: the first declaration stands."""
+  if flag not in group._option_string_actions:  # pylint: disable=protected-access
+    group.add_argument(flag, **kwargs)
+
+
 def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
   """Validates the scorer flags (cheaply: the model itself is loaded on the
   workers) and returns the scorer."""

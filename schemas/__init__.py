@@ -165,6 +165,20 @@ class LabelledItem(NamedTuple):
   source_line: int
 
 
+class ExpertQAClaim(NamedTuple):
+  """One claim of an ExpertQA answer, with its evidence as released (each
+  "[n] URL", then a blank line and the passage when there is one) and the
+  human `support` label (Complete / Partial / Incomplete / Missing / N/A)."""
+  question: str
+  system: str
+  claim_index: int  # position among the answer's claims
+  claim: str
+  evidence: List[str]
+  support: Optional[str]
+  source_file: str
+  source_line: int
+
+
 class AgreementRow(NamedTuple):
   """One scored item of `autoais agreement` (agreement_rows.parquet / .csv)."""
   group: Optional[str]
@@ -302,6 +316,17 @@ LABELLED_ITEM_SCHEMA = pa.schema([
     pa.field("source_line", pa.int64(), nullable=False),
 ])
 
+EXPERTQA_CLAIM_SCHEMA = pa.schema([
+    pa.field("question", pa.string(), nullable=False),
+    pa.field("system", pa.string(), nullable=False),
+    pa.field("claim_index", pa.int64(), nullable=False),
+    pa.field("claim", pa.string(), nullable=False),
+    pa.field("evidence", pa.list_(pa.string()), nullable=False),
+    pa.field("support", pa.string()),
+    pa.field("source_file", pa.string(), nullable=False),
+    pa.field("source_line", pa.int64(), nullable=False),
+])
+
 AGREEMENT_ROW_SCHEMA = pa.schema([
     pa.field("group", pa.string()),
     pa.field("secondary_group", pa.string()),
@@ -343,6 +368,7 @@ SCHEMAS = {
     DeadLetter: DEAD_LETTER_SCHEMA,
     HumanRating: HUMAN_RATING_SCHEMA,
     LabelledItem: LABELLED_ITEM_SCHEMA,
+    ExpertQAClaim: EXPERTQA_CLAIM_SCHEMA,
     AgreementRow: AGREEMENT_ROW_SCHEMA,
 }
 

@@ -55,6 +55,8 @@ def _example(element_type):
       schemas.DeadLetter: schemas.DeadLetter("f.csv", 3, "rejected", "empty_answer",
                                              "answer", "f.csv:3: ...", "{}"),
       schemas.HumanRating: schemas.HumanRating("sys", "q?", "Y", "r.csv", 2),
+      schemas.ExpertQAClaim: schemas.ExpertQAClaim(
+          "q?", "gpt4", 0, "claim", ["[1] http://x\n\ntext"], "Complete", "e.jsonl", 1),
       schemas.AgreementRow: schemas.AgreementRow(
           "ExpertQA", None, "id-1", "ab" * 16, "claim", "attributable", True, 0.75,
           "Y", None, 1, 1, False, "a.jsonl", 3),

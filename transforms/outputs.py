@@ -8,6 +8,7 @@ final name. `run.json` is written last and is the mark of a complete run.
 import collections
 import contextlib
 import datetime
+import io
 import json
 import platform
 import shutil
@@ -15,9 +16,10 @@ import uuid
 from typing import Dict
 
 import apache_beam as beam
+import pyarrow.csv as pa_csv
 from apache_beam.io.filesystems import FileSystems
 
-from schemas import DeadLetter, REJECTED, UNMATCHED
+from schemas import DeadLetter, REJECTED, UNMATCHED, to_record_batch
 from transforms.sorted_runs import SpillSortedRuns, merge_sorted_runs
 
 DEAD_LETTER_KEY = ("source_file", "source_line", "reason", "field", "message")
@@ -54,6 +56,20 @@ def delete_tree(path: str) -> None:
   objects = FileSystems.match([path.rstrip("/") + "/**"])[0].metadata_list
   if objects:
     FileSystems.delete([metadata.path for metadata in objects])
+
+
+# CSV outputs: pyarrow's writer, quoting only where needed, empty for null; the
+# header is written apart so that a file can be written in batches.
+CSV_OPTIONS = pa_csv.WriteOptions(include_header=False, quoting_style="needed")
+
+
+def csv_bytes(rows, schema, header: bool = True) -> bytes:
+  """Rows (tuples in schema order) as CSV, with a header line by default."""
+  sink = io.BytesIO()
+  if header:
+    sink.write((",".join(schema.names) + "\n").encode("utf-8"))
+  pa_csv.write_csv(to_record_batch(rows, schema), sink, CSV_OPTIONS)
+  return sink.getvalue()
 
 
 def dead_letter_json(row: DeadLetter) -> str:
