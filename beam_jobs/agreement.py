@@ -297,7 +297,7 @@ def agreement_markdown(content) -> str:
                  f"{_figure(calibrated.get('cohen_kappa'))} |")
   overall = content["overall"]
   if not overall["auc_exact"]:
-    lines += ["", f"AUCs over a 2^-16 score grid: ROC-AUC within "
+    lines += ["", f"AUCs over a 1/{stats.GRID_BINS} score grid: ROC-AUC within "
               f"{overall['roc_auc_error_bound']:.2g}, PR-AUC within "
               f"{overall['pr_auc_error_bound']:.2g} of the exact values."]
   return "\n".join(lines) + "\n"

@@ -78,7 +78,7 @@ def scatter_plot(names: Sequence[str], x, y, correlations: Dict, xlabel: str,
     fit = stats.linregress(x, y)
     line = np.linspace(x.min(), x.max(), 2)
     axes.plot(line, fit.intercept + fit.slope * line, color="tab:gray",
-              label=f"fit: y = {fit.slope:.2f} x + {fit.intercept:.2f}")
+              label=f"least squares: y = {fit.slope:.2f} x {fit.intercept:+.2f}")
     axes.legend(loc="lower right", fontsize=8)
   parts = []
   for name, symbol in (("pearson", "r"), ("spearman", "ρ"), ("kendall", "τ")):
@@ -165,6 +165,10 @@ def _cell(value) -> str:
   return str(value)
 
 
+def _p_value(value) -> Optional[str]:
+  return None if value is None else f"{value:.3g}"
+
+
 _STYLE = """
 body { font-family: sans-serif; margin: 2em; max-width: 70em; color: #222; }
 table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
@@ -176,19 +180,21 @@ figcaption { font-size: 0.85em; color: #555; max-width: 40em; }
 
 
 def _page(title: str, intro: List[str], tables: List[Tuple[str, str]],
-          figures: List[Tuple[str, Optional[str]]]) -> str:
+          figures: List[Tuple[str, Optional[str]]],
+          more_tables: Sequence[Tuple[str, str]] = ()) -> str:
+  """The page: intro, the main tables, the figures, then the longer tables."""
   parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
            f"<h1>{html.escape(title)}</h1>"]
   parts += [f"<p>{html.escape(line)}</p>" for line in intro]
-  for caption, table in tables:
-    parts.append(f"<h2>{html.escape(caption)}</h2>{table}")
+  parts += [f"<h2>{html.escape(caption)}</h2>{table}" for caption, table in tables]
   for caption, png in figures:
     if png is None:
       continue
     parts.append(f'<figure><img alt="{html.escape(caption)}" '
                  f'src="data:image/png;base64,{png}"><figcaption>{html.escape(caption)}'
                  "</figcaption></figure>")
+  parts += [f"<h2>{html.escape(caption)}</h2>{table}" for caption, table in more_tables]
   parts.append("</body></html>")
   return "\n".join(parts) + "\n"
 
@@ -217,9 +223,9 @@ def agreement_report_html(content: Dict, overall: AgreementCounts) -> str:
   from scipy import stats  # pylint: disable=import-outside-toplevel
   tables = [("Overall", _table(_ROW_HEADER, [_stats_row("overall", content["overall"])]))]
   figures = []
-  for grouping, table in content["groups"].items():
-    tables.append((f"By {grouping}", _table(
-        _ROW_HEADER, [_stats_row(name, entry) for name, entry in table.items()])))
+  more_tables = [(f"By {grouping}", _table(
+      _ROW_HEADER, [_stats_row(name, entry) for name, entry in table.items()]))
+                 for grouping, table in content["groups"].items()]
   if content["groupings"]:
     # The grouping with the most groups (BEGIN: model_name over data_source).
     grouping = max(content["groupings"], key=lambda name: len(content["groups"][name]))
@@ -262,7 +268,7 @@ def agreement_report_html(content: Dict, overall: AgreementCounts) -> str:
         f"accuracy on the input {_cell(content['overall']['accuracy'])} at the default, "
         f"{_cell(calibrated.get('accuracy'))} at the calibrated threshold.")
   return _page(f"Agreement with human labels: {content['format']}", intro, tables,
-               figures)
+               figures, more_tables)
 
 
 def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts) -> str:
@@ -293,6 +299,8 @@ def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts) -> st
   tables = [
       ("Overall (all rated rows)",
        _table(_ROW_HEADER, [_stats_row("all systems", content["overall"])])),
+  ]
+  more_tables = [
       ("Per system", _table(("system", "n rated", "human AIS", "AutoAIS on rated",
                              "accuracy", "balanced accuracy", "Cohen's kappa",
                              "ROC-AUC", "PR-AUC"), system_rows)),
@@ -304,16 +312,17 @@ def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts) -> st
       ci = entry[method].get("ci")
       correlation_rows.append((name, method, entry[method]["statistic"],
                                None if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
-                               entry[method]["p_value"]))
+                               _p_value(entry[method]["p_value"])))
   tables.append(("System-level correlation", _table(
       ("comparison", "method", "value", "95% CI", "p-value"), correlation_rows)))
-  tables.append(("Neighbours in the AutoAIS ranking: " + level["neighbour_tests"]["test"],
-                 _table(("higher", "lower", "AutoAIS higher", "AutoAIS lower",
-                         "questions only higher Y", "questions only lower Y", "p-value"),
-                        [(t["higher"], t["lower"], t["autoais_higher"],
-                          t["autoais_lower"], t["only_higher"], t["only_lower"],
-                          t["p_value"]) for t in level["neighbour_tests"]["pairs"]])))
+  more_tables.append((
+      "Neighbours in the AutoAIS ranking: " + level["neighbour_tests"]["test"],
+      _table(("higher", "lower", "AutoAIS higher", "AutoAIS lower",
+              "questions only higher Y", "questions only lower Y", "p-value"),
+             [(t["higher"], t["lower"], t["autoais_higher"], t["autoais_lower"],
+               t["only_higher"], t["only_lower"], _p_value(t["p_value"]))
+              for t in level["neighbour_tests"]["pairs"]])))
   intro = [f"{len(rows)} systems over {content['n_gold']} gold questions; "
            f"{content['overall']['n_rated']} rows carry a human rating."]
   return _page("AutoAIS leaderboard and agreement with human ratings", intro, tables,
-               figures)
+               figures, more_tables)
