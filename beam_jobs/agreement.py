@@ -31,11 +31,9 @@ if __name__ == "__main__":
 import hashlib
 import json
 import time
-from typing import Iterable, List, Optional, Tuple
+from typing import Iterable, List, Tuple
 
 import apache_beam as beam
-import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -45,8 +43,8 @@ from beam_jobs.output_dir import OutputDir
 from schemas import (AGREEMENT_ROW_SCHEMA, REJECTED, AgreementRow, AttributionScore,
                      DeadLetter, LabelledItem, to_record_batch)
 from transforms import agreement as stats
-from transforms.outputs import (CSV_OPTIONS, SumCounts, WriteDeadLetters, WriteManifest,
-                                atomic_create, reconcile, software_versions, utc_now,
+from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest,
+                                parquet_and_csv, reconcile, software_versions, utc_now,
                                 write_text_atomically)
 from transforms.labelled_sources import (FORMATS, SCENARIOS, check_labelled_file,
                                          labelled_reader)
@@ -313,28 +311,18 @@ class _WriteRowsFn(beam.DoFn):
   def process(self, unused_impulse, runs):
     runs = [run for _, run in runs]
     counts = {"items": 0, "records": 0}
-    join = FileSystems.join
-    with atomic_create(join(self._output_dir, "agreement_rows.parquet")) as parquet_sink, \
-        atomic_create(join(self._output_dir, "agreement_rows.csv")) as csv_sink, \
-        pq.ParquetWriter(parquet_sink, AGREEMENT_ROW_SCHEMA,
-                         compression="snappy") as parquet:
-      csv_sink.write((",".join(AGREEMENT_ROW_SCHEMA.names) + "\n").encode("utf-8"))
+    with parquet_and_csv(self._output_dir, "agreement_rows", AGREEMENT_ROW_SCHEMA,
+                         _ROWS_PER_BATCH) as write:
       batch = []
-
-      def write():
-        table = to_record_batch(batch, AGREEMENT_ROW_SCHEMA)
-        parquet.write_batch(table, row_group_size=_ROWS_PER_BATCH)
-        pa_csv.write_csv(table, csv_sink, CSV_OPTIONS)
-        batch.clear()
-
       for row in merge_sorted_runs(runs, AgreementRow, ROW_KEY):
         batch.append(row)
         counts["items"] += 1
         counts["records"] += row.n_premises
         if len(batch) == _ROWS_PER_BATCH:
-          write()
+          write(to_record_batch(batch, AGREEMENT_ROW_SCHEMA))
+          batch.clear()
       if batch or not counts["items"]:
-        write()
+        write(to_record_batch(batch, AGREEMENT_ROW_SCHEMA))
     yield counts
 
 

@@ -32,8 +32,6 @@ import time
 from typing import NamedTuple, Optional, Tuple
 
 import apache_beam as beam
-import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -50,8 +48,8 @@ from transforms.labelled_sources import (check_human_ratings_file, read_human_ra
 from transforms.metrics import (BuildGoldIndex, SummarizeSystems, SystemOutcomes,
                                 sorted_rows)
 from transforms.report import leaderboard_report_html
-from transforms.outputs import (CSV_OPTIONS, SumCounts, WriteDeadLetters,
-                                WriteManifest, atomic_create, csv_bytes, reconcile,
+from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest,
+                                atomic_create, csv_bytes, parquet_and_csv, reconcile,
                                 software_versions, utc_now, write_text_atomically)
 from transforms.passages import ParsedPassage, display_passage, parse_passage
 from transforms.scoring import ScoreAttribution, qa_example
@@ -343,16 +341,8 @@ class _WriteRatingsFn(beam.DoFn):
   def process(self, unused_impulse, shard_runs):
     runs = [run for _, run in shard_runs]
     counts = {"kept": 0, "scored": 0}
-    join = FileSystems.join
-    with atomic_create(join(self._output_dir, "ratings.parquet")) as parquet_sink, \
-        atomic_create(join(self._output_dir, "ratings.csv")) as csv_sink, \
-        pq.ParquetWriter(parquet_sink, RATING_SCHEMA, compression="snappy") as parquet:
-      csv_sink.write((",".join(RATING_SCHEMA.names) + "\n").encode("utf-8"))
-
-      def write(table):
-        parquet.write_table(table, row_group_size=RATINGS_ROW_GROUP)
-        pa_csv.write_csv(table, csv_sink, CSV_OPTIONS)
-
+    with parquet_and_csv(self._output_dir, "ratings", RATING_SCHEMA,
+                         RATINGS_ROW_GROUP) as write:
       # Rows are copied to the outputs as Arrow slices of the runs; only the
       # fields the merge, the dedup and the system outcomes need become Python.
       scored = RowRefBuffer()

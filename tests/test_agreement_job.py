@@ -14,6 +14,7 @@ import pathlib
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from scipy import stats
 from sklearn import metrics as skm
 
 from beam_jobs import agreement
@@ -417,13 +418,20 @@ def test_ratings_format(tmp_path):
         contains = (i + s) % 3 != 0
         writer.writerow([f"sys{s}", f"question {i}?", f"answer {i}", f"doc{i}",
                          f"Title: Doc {i}\n\n{'It is answer ' + str(i) if contains else 'No.'}",
-                         "Y" if (i + 2 * s) % 4 else "N"])
+                         "Y" if i < 8 + 4 * s else "N"])
     writer.writerow(["sys0", "question 99?", "answer", "doc", "Title: D\n\nanswer", ""])
   assert _run(tmp_path / "out", [path], "ratings") == 0
   # Each record spans three physical lines (the passage holds two line breaks).
-  expected = {(path.name, 2 + 3 * (20 * s + i)): (i + 2 * s) % 4 != 0
+  expected = {(path.name, 2 + 3 * (20 * s + i)): i < 8 + 4 * s
               for s in range(3) for i in range(20)}
-  check_run(tmp_path / "out", "ratings", expected, ("system_name",))
+  _, content = check_run(tmp_path / "out", "ratings", expected, ("system_name",))
+  groups = content["groups"]["system_name"]
+  predicted = [groups[name]["predicted_ais"] for name in sorted(groups)]
+  human = [groups[name]["human_ais"] for name in sorted(groups)]
+  level = content["group_level"]["system_name"]
+  assert level["groups"] == sorted(groups)
+  assert level["pearson"]["statistic"] == stats.pearsonr(predicted, human).statistic
+  assert level["kendall"]["statistic"] == stats.kendalltau(predicted, human).statistic
   manifest = json.loads((tmp_path / "out" / "run.json").read_text())
   assert manifest["counts"]["by_reason"] == {"unmatched:no_human_label": 1}
 

@@ -81,12 +81,36 @@ def _yes_no(value) -> Optional[bool]:
   return None
 
 
-def _empty(values, names, fields, path, line) -> Optional[DeadLetter]:
-  for name in names:
+def _text_fields(fields, names, required, non_empty, path, line):
+  """{name: str or None} of the named fields, or the DeadLetter of the first
+  that is missing (of `required`), not a string, not UTF-8, or blank (of
+  `non_empty`)."""
+  values = _clean_text_fields(fields, names, required, path, line)
+  if isinstance(values, DeadLetter):
+    return values
+  for name in non_empty:
     if not values[name].strip():
       return rejected(path, line, "empty_field", "the field is empty",
                       _json_record(fields), name)
-  return None
+  return values
+
+
+def _label(values, field: str, labels: Dict[str, bool], fields, path, line):
+  """(label as written, attributable) of a label field, or its DeadLetter."""
+  label = values[field].strip()
+  attributable = labels.get(label.lower())
+  if attributable is None:
+    return rejected(path, line, "invalid_value",
+                    f"{field} must be one of {', '.join(map(repr, labels))} (any "
+                    f"case), found {label!r}", _json_record(fields), field)
+  return label, attributable
+
+
+def _parse_records(source, parse) -> Iterator:
+  """parse(line, fields) for each record of `source` (sources.records or
+  _tsv_records); DeadLetters pass through."""
+  for item in source:
+    yield item if isinstance(item, DeadLetter) else parse(*item)
 
 
 # ----------------------------------------------------------------------------
@@ -105,27 +129,21 @@ def check_human_ratings_file(path: str) -> None:
 def read_human_ratings(path: str) -> Iterator[Union[HumanRating, DeadLetter]]:
   """HumanRating per record of a CSV / JSONL / Parquet file with system_name,
   question and human_rating (Y / N, also yes / no), or its DeadLetter."""
-  for item in records(path, HUMAN_RATING_FIELDS):
-    if isinstance(item, DeadLetter):
-      yield item
-      continue
-    line, fields = item
-    values = _clean_text_fields(fields, HUMAN_RATING_FIELDS, HUMAN_RATING_FIELDS, path, line)
+
+  def parse(line, fields):
+    values = _text_fields(fields, HUMAN_RATING_FIELDS, HUMAN_RATING_FIELDS,
+                          ("system_name", "question"), path, line)
     if isinstance(values, DeadLetter):
-      yield values
-      continue
-    empty = _empty(values, ("system_name", "question"), fields, path, line)
-    if empty is not None:
-      yield empty
-      continue
+      return values
     rating = _HUMAN_RATINGS.get(values["human_rating"].strip().lower())
     if rating is None:
-      yield rejected(path, line, "invalid_value",
-                     f"human_rating must be Y or N, found {values['human_rating']!r}",
-                     _json_record(fields), "human_rating")
-      continue
-    yield HumanRating(values["system_name"].strip(), values["question"].strip(),
-                      rating, path, line)
+      return rejected(path, line, "invalid_value",
+                      f"human_rating must be Y or N, found {values['human_rating']!r}",
+                      _json_record(fields), "human_rating")
+    return HumanRating(values["system_name"].strip(), values["question"].strip(),
+                       rating, path, line)
+
+  return _parse_records(records(path, HUMAN_RATING_FIELDS), parse)
 
 
 # ----------------------------------------------------------------------------
@@ -207,44 +225,33 @@ _ATTRIBUTIONBENCH_LABELS = {"attributable": True, "not attributable": False}
 
 def _read_attributionbench(path: str, scenario=None):
   del scenario
-  for item in records(path, ("id", "claim", "references", "attribution_label",
-                             "src_dataset")):
-    if isinstance(item, DeadLetter):
-      yield item
-      continue
-    line, fields = item
-    values = _clean_text_fields(fields, ("claim", "attribution_label", "src_dataset", "id"),
-                          ("claim", "attribution_label"), path, line)
+
+  def parse(line, fields):
+    values = _text_fields(fields, ("claim", "attribution_label", "src_dataset", "id"),
+                          ("claim", "attribution_label"), ("claim",), path, line)
     if isinstance(values, DeadLetter):
-      yield values
-      continue
+      return values
     references = fields.get("references")
     if isinstance(references, str):
       references = [references]
     if (not isinstance(references, list) or
         not all(isinstance(r, str) for r in references)):
-      yield rejected(path, line, "wrong_type", "expected a list of passages",
-                     _json_record(fields), "references")
-      continue
+      return rejected(path, line, "wrong_type", "expected a list of passages",
+                      _json_record(fields), "references")
     premise = "\n".join(r for r in references if r.strip())
     if not premise:
-      yield unmatched(path, line, "no_evidence", "no reference passage to score",
-                      _json_record(fields), "references")
-      continue
-    empty = _empty(values, ("claim",), fields, path, line)
-    if empty is not None:
-      yield empty
-      continue
-    label = values["attribution_label"].strip()
-    attributable = _ATTRIBUTIONBENCH_LABELS.get(label.lower())
-    if attributable is None:
-      yield rejected(path, line, "invalid_value",
-                     f"attribution_label must be 'attributable' or 'not attributable', "
-                     f"found {label!r}", _json_record(fields), "attribution_label")
-      continue
-    yield LabelledItem(values["id"] or _item_id(path, line), values["src_dataset"],
-                       None, claim_example(premise, values["claim"]), label,
-                       attributable, path, line)
+      return unmatched(path, line, "no_evidence", "no reference passage to score",
+                       _json_record(fields), "references")
+    label = _label(values, "attribution_label", _ATTRIBUTIONBENCH_LABELS, fields, path,
+                   line)
+    if isinstance(label, DeadLetter):
+      return label
+    return LabelledItem(values["id"] or _item_id(path, line), values["src_dataset"],
+                        None, claim_example(premise, values["claim"]), *label, path,
+                        line)
+
+  return _parse_records(records(path, ("id", "claim", "references", "attribution_label",
+                                       "src_dataset")), parse)
 
 
 # begin ------------------------------------------------------------------------
@@ -296,33 +303,22 @@ def _tsv_records(path: str) -> Iterator[Union[Tuple[int, Dict[str, str]], DeadLe
 
 def _read_begin(path: str, scenario=None):
   del scenario
-  source = _tsv_records(path) if _is_tsv(path) else records(path, _BEGIN_FIELDS)
-  for item in source:
-    if isinstance(item, DeadLetter):
-      yield item
-      continue
-    line, fields = item
-    values = _clean_text_fields(fields, _BEGIN_FIELDS, ("knowledge", "response",
-                                                  "begin_label"), path, line)
+
+  def parse(line, fields):
+    values = _text_fields(fields, _BEGIN_FIELDS, ("knowledge", "response", "begin_label"),
+                          ("knowledge", "response"), path, line)
     if isinstance(values, DeadLetter):
-      yield values
-      continue
-    empty = _empty(values, ("knowledge", "response"), fields, path, line)
-    if empty is not None:
-      yield empty
-      continue
-    label = values["begin_label"].strip()
-    attributable = _BEGIN_LABELS.get(label.lower())
-    if attributable is None:
-      yield rejected(path, line, "invalid_value",
-                     "begin_label must be 'Fully attributable', 'Not fully "
-                     f"attributable' or 'Generic', found {label!r}",
-                     _json_record(fields), "begin_label")
-      continue
+      return values
+    label = _label(values, "begin_label", _BEGIN_LABELS, fields, path, line)
+    if isinstance(label, DeadLetter):
+      return label
     example = AttributionExample(values["knowledge"], values["response"],
                                  values["response"], values["knowledge"])
-    yield LabelledItem(_item_id(path, line), values["data_source"],
-                       values["model_name"], example, label, attributable, path, line)
+    return LabelledItem(_item_id(path, line), values["data_source"],
+                        values["model_name"], example, *label, path, line)
+
+  source = _tsv_records(path) if _is_tsv(path) else records(path, _BEGIN_FIELDS)
+  return _parse_records(source, parse)
 
 
 # wice -------------------------------------------------------------------------
@@ -332,39 +328,32 @@ _WICE_LABELS = {"supported": True, "partially_supported": False, "not_supported"
 
 def _read_wice(path: str, scenario=None):
   del scenario
-  for item in records(path, ("label", "claim", "evidence", "meta")):
-    if isinstance(item, DeadLetter):
-      yield item
-      continue
-    line, fields = item
-    values = _clean_text_fields(fields, ("label", "claim"), ("label", "claim"), path, line)
+
+  def parse(line, fields):
+    values = _text_fields(fields, ("label", "claim"), ("label", "claim"), ("claim",),
+                          path, line)
     if isinstance(values, DeadLetter):
-      yield values
-      continue
+      return values
     evidence = fields.get("evidence")
     if (not isinstance(evidence, list) or
         not all(isinstance(sentence, str) for sentence in evidence)):
-      yield rejected(path, line, "wrong_type", "expected a list of sentences",
-                     _json_record(fields), "evidence")
-      continue
+      return rejected(path, line, "wrong_type", "expected a list of sentences",
+                      _json_record(fields), "evidence")
     premise = " ".join(sentence.strip() for sentence in evidence if sentence.strip())
     if not premise:
-      yield unmatched(path, line, "no_evidence", "no evidence sentence to score",
-                      _json_record(fields), "evidence")
-      continue
-    label = values["label"].strip()
-    attributable = _WICE_LABELS.get(label)
-    if attributable is None:
-      yield rejected(path, line, "invalid_value",
-                     f"label must be supported, partially_supported or not_supported, "
-                     f"found {label!r}", _json_record(fields), "label")
-      continue
+      return unmatched(path, line, "no_evidence", "no evidence sentence to score",
+                       _json_record(fields), "evidence")
+    label = _label(values, "label", _WICE_LABELS, fields, path, line)
+    if isinstance(label, DeadLetter):
+      return label
     meta = fields.get("meta")
     claim_id = meta.get("id") if isinstance(meta, dict) else None
-    item_id = claim_id if isinstance(claim_id, str) and claim_id else _item_id(path,
-                                                                               line)
-    yield LabelledItem(item_id, None, None, claim_example(premise, values["claim"]),
-                       label, attributable, path, line)
+    if not isinstance(claim_id, str) or not claim_id:
+      claim_id = _item_id(path, line)
+    return LabelledItem(claim_id, None, None, claim_example(premise, values["claim"]),
+                        *label, path, line)
+
+  return _parse_records(records(path, ("label", "claim", "evidence", "meta")), parse)
 
 
 # expertqa ---------------------------------------------------------------------
@@ -485,32 +474,21 @@ _XOR_SCENARIO_FIELDS = {
 def _read_xor_attriqa(path: str, scenario=None):
   passage_field, query_field, answer_field = _XOR_SCENARIO_FIELDS[
       scenario or "in-language"]
-  for item in records(path, XOR_FIELDS + ("id",)):
-    if isinstance(item, DeadLetter):
-      yield item
-      continue
-    line, fields = item
-    values = _clean_text_fields(
-        fields, (passage_field, query_field, answer_field, "query_language"),
-        (passage_field, query_field, answer_field), path, line)
+  needed = (passage_field, query_field, answer_field)
+
+  def parse(line, fields):
+    values = _text_fields(fields, needed + ("query_language",), needed, needed, path,
+                          line)
     if isinstance(values, DeadLetter):
-      yield values
-      continue
-    empty = _empty(values, (passage_field, query_field, answer_field), fields, path,
-                   line)
-    if empty is not None:
-      yield empty
-      continue
+      return values
     if fields.get("ais") is None or fields.get("ais") == "":
-      yield unmatched(path, line, "no_human_label", "no ais label",
-                      _json_record(fields), "ais")
-      continue
+      return unmatched(path, line, "no_human_label", "no ais label",
+                       _json_record(fields), "ais")
     attributable = _yes_no(fields["ais"])
     if attributable is None:
-      yield rejected(path, line, "invalid_value",
-                     f"ais must be Y/N, yes/no, true/false or 1/0, found "
-                     f"{fields['ais']!r}", _json_record(fields), "ais")
-      continue
+      return rejected(path, line, "invalid_value",
+                      f"ais must be Y/N, yes/no, true/false or 1/0, found "
+                      f"{fields['ais']!r}", _json_record(fields), "ais")
     answer = values[answer_field]
     example = AttributionExample(values[passage_field],
                                  qa_hypothesis(values[query_field], answer), answer,
@@ -518,8 +496,10 @@ def _read_xor_attriqa(path: str, scenario=None):
     item_id = fields.get("id")
     if not isinstance(item_id, str) or not item_id:
       item_id = _item_id(path, line)
-    yield LabelledItem(item_id, values["query_language"], None, example,
-                       str(fields["ais"]).strip(), attributable, path, line)
+    return LabelledItem(item_id, values["query_language"], None, example,
+                        str(fields["ais"]).strip(), attributable, path, line)
+
+  return _parse_records(records(path, XOR_FIELDS + ("id",)), parse)
 
 
 FORMATS: Dict[str, LabelledFormat] = {

@@ -16,7 +16,9 @@ import uuid
 from typing import Dict
 
 import apache_beam as beam
+import pyarrow as pa
 import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import DeadLetter, REJECTED, UNMATCHED, to_record_batch
@@ -70,6 +72,26 @@ def csv_bytes(rows, schema, header: bool = True) -> bytes:
     sink.write((",".join(schema.names) + "\n").encode("utf-8"))
   pa_csv.write_csv(to_record_batch(rows, schema), sink, CSV_OPTIONS)
   return sink.getvalue()
+
+
+@contextlib.contextmanager
+def parquet_and_csv(output_dir: str, stem: str, schema, row_group_size: int):
+  """Writes `{stem}.parquet` (snappy) and `{stem}.csv` (a header line, then the
+  rows) side by side, each atomically; yields write(table), to call with Arrow
+  tables or record batches of `schema` in output order."""
+  join = FileSystems.join
+  with atomic_create(join(output_dir, f"{stem}.parquet")) as parquet_sink, \
+      atomic_create(join(output_dir, f"{stem}.csv")) as csv_sink, \
+      pq.ParquetWriter(parquet_sink, schema, compression="snappy") as parquet:
+    csv_sink.write((",".join(schema.names) + "\n").encode("utf-8"))
+
+    def write(table) -> None:
+      if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+      parquet.write_table(table, row_group_size=row_group_size)
+      pa_csv.write_csv(table, csv_sink, CSV_OPTIONS)
+
+    yield write
 
 
 def dead_letter_json(row: DeadLetter) -> str:
