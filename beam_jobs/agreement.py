@@ -210,11 +210,17 @@ class ScoreItems(beam.PTransform):
 # Statistics.
 
 
+def counted(row: AgreementRow) -> tuple:
+  """What a row adds to AgreementCounts: (human, decision, score, calibrated
+  decision, human label)."""
+  return (row.human_attributable, row.decision == "Y", row.nli_score,
+          None if row.calibrated_decision is None else row.calibrated_decision == "Y",
+          row.human_label)
+
+
 def stats_inputs(row: AgreementRow, groupings: Tuple[str, ...]):
   """The (grouping, group) keys a row counts under, with what it counts."""
-  value = (row.human_attributable, row.decision == "Y", row.nli_score,
-           None if row.calibrated_decision is None else row.calibrated_decision == "Y",
-           row.human_label)
+  value = counted(row)
   yield ("overall", ""), value
   for grouping, group in zip(groupings, (row.group, row.secondary_group)):
     yield (grouping, NO_GROUP if group is None else group), value
@@ -419,7 +425,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
     calibration_rows = split[1] | "CalibrationRows" >> beam.Values()
     calibration = (
         calibration_rows
-        | "CalibrationCounts" >> beam.Map(lambda row: next(stats_inputs(row, ()))[1])
+        | "CalibrationCounts" >> beam.Map(counted)
         | "MergeCalibrationCounts" >> beam.CombineGlobally(stats.MergeAgreementCounts())
         | "ChooseThreshold" >> beam.Map(
             _calibration_summary, options.calibrate_metric, threshold,
