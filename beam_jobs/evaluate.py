@@ -3,6 +3,7 @@
     autoais evaluate --predictions 'runs/*.csv' --corpus CORPUS_DIR \
         --gold ../shared/data/nq_open/NQ-open.dev.jsonl --output_dir out/ \
         [--scorer string-match] [--threshold 0.5] [--join auto|lookup|shuffle] \
+        [--human_ratings RATINGS] \
         [Beam options: --runner, --direct_num_workers, --direct_running_mode, ...]
     python -m beam_jobs.evaluate ...
 
@@ -10,10 +11,13 @@ Predictions are CSV (header `question,answer,attribution`, optional
 `system_name`, `passage`, `human_rating`), JSONL or Parquet with the same fields,
 local or gs://. Rows are matched to gold by question text, joined to the corpus
 by attribution id (or carry their own `passage`), scored, graded against gold
-answers, and summarised per system. Outputs in --output_dir (SPEC 3): ratings.csv
-and ratings.parquet, scores.txt, leaderboard.{csv,json,md}, dead_letter.jsonl and
-run.json, written last, whose counts reconcile:
-read = scored + rejected + unmatched.
+answers, and summarised per system. Human AIS ratings come from a `human_rating`
+column or `--human_ratings` (joined by system and question); where rows carry
+them, agreement with them is measured per system and across systems
+(transforms/agreement.py). Outputs in --output_dir (SPEC 3): ratings.csv and
+ratings.parquet, scores.txt, leaderboard.{csv,json,md}, agreement.json,
+report.html (when rows carry human ratings), dead_letter.jsonl and run.json,
+written last, whose counts reconcile: read = scored + rejected + unmatched.
 """
 if __name__ == "__main__":
   # `python -m beam_jobs.evaluate`: run the package module instead of defining this
@@ -28,8 +32,6 @@ import time
 from typing import NamedTuple, Optional, Tuple
 
 import apache_beam as beam
-import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -39,21 +41,26 @@ from beam_jobs.output_dir import OutputDir
 from schemas import (LEADERBOARD_SCHEMA, RATING_SCHEMA, REJECTED, UNMATCHED,
                      AttributionScore, DeadLetter, GoldMatch, RatingRow)
 from transforms import corpus
+from transforms.agreement import (AUC_METHOD, AgreementCounts, agreement_statistics,
+                                  system_level_agreement)
+from transforms.labelled_sources import (check_human_ratings_file, read_human_ratings,
+                                         unmatched)
 from transforms.metrics import (BuildGoldIndex, SummarizeSystems, SystemOutcomes,
                                 sorted_rows)
-from transforms.outputs import (CSV_OPTIONS, SumCounts, WriteDeadLetters, WriteManifest,
-                                atomic_create, csv_bytes, reconcile, software_versions,
-                                utc_now, write_text_atomically)
+from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest,
+                                atomic_create, csv_bytes, parquet_and_csv, reconcile,
+                                software_versions, utc_now, write_text_atomically)
+from transforms.report import leaderboard_report_html
 from transforms.passages import ParsedPassage, display_passage, parse_passage
 from transforms.scoring import ScoreAttribution, qa_example
 from transforms.sorted_runs import RowRef, RowRefBuffer, SpillSortedRuns, merge_run_refs
 from transforms.sources import (TFDS_PREFIX, ReadGold, ReadRecords, check_gold_source,
                                 check_prediction_file, data_format, match_files,
-                                read_predictions)
+                                read_predictions, rejected)
 
 OUTPUT_FILES = ("run.json", "ratings.csv", "ratings.parquet", "scores.txt",
                 "leaderboard.csv", "leaderboard.json", "leaderboard.md",
-                "dead_letter.jsonl")
+                "agreement.json", "report.html", "dead_letter.jsonl")
 RATING_KEY = ("system_name", "question", "source_file", "source_line")
 RATINGS_ROW_GROUP = 4096
 JOINS = ("auto", "lookup", "shuffle")
@@ -83,6 +90,10 @@ class EvaluateOptions(PipelineOptions):
     group.add_argument("--bootstrap_samples", type=int, default=1000,
                        help="Bootstrap resamples for 95%% CIs (default 1000).")
     group.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
+    group.add_argument("--human_ratings", default=None,
+                       help="Human AIS ratings (CSV / JSONL / Parquet with system_name, "
+                       "question, human_rating Y/N), joined to the predictions by "
+                       "(system, question); they replace a human_rating column.")
 
 
 class _Plan:
@@ -97,10 +108,16 @@ class _Plan:
     self.prediction_files = match_files(options.predictions)
     if not self.prediction_files:
       raise ConfigError(f"--predictions {options.predictions!r} matches no files")
+    self.human_rating_files = []
+    if options.human_ratings:
+      self.human_rating_files = match_files(options.human_ratings)
+      if not self.human_rating_files:
+        raise ConfigError(f"--human_ratings {options.human_ratings!r} matches no files")
     self.output = OutputDir(
         "evaluate", options.output_dir, OUTPUT_FILES,
         reads={"--predictions": self.prediction_files,
-               "--gold": [] if options.gold.startswith(TFDS_PREFIX) else [options.gold]},
+               "--gold": [] if options.gold.startswith(TFDS_PREFIX) else [options.gold],
+               "--human_ratings": self.human_rating_files},
         read_dirs={"--corpus": options.corpus,
                    "--model": options.view_as(ScorerOptions).model})
     self.output.check()
@@ -112,6 +129,8 @@ class _Plan:
       if data_format(path) != "jsonl":
         carry_passages &= "passage" in header
     check_gold_source(options.gold)
+    for path in self.human_rating_files:
+      check_human_ratings_file(path)
     self.manifest = None
     self.join = None
     self.join_reason = "no corpus: passages come from the predictions"
@@ -154,6 +173,67 @@ class _MatchGoldFn(beam.DoFn):
           _prediction_json(prediction)))
       return
     yield GoldMatch(prediction, *graded)
+
+
+class _AttachHumanRatingsFn(beam.DoFn):
+  """((system, question), {"matches": [GoldMatch], "ratings": [HumanRating]})
+  -> the matches carrying the rating. The first rating (by file and line) of a
+  (system, question) counts; later ones are rejected; a rating with no
+  gold-matched prediction is dead-lettered as unmatched."""
+
+  def process(self, keyed):
+    (system, question), grouped = keyed
+    matches = list(grouped["matches"])
+    ratings = sorted(grouped["ratings"], key=lambda r: (r.source_file, r.source_line))
+    if not ratings:
+      yield from matches
+      return
+    kept = ratings[0]
+    for duplicate in ratings[1:]:
+      yield beam.pvalue.TaggedOutput("dead_letter", rejected(
+          duplicate.source_file, duplicate.source_line, "duplicate_human_rating",
+          f"system {system!r} already has a rating of this question at "
+          f"{kept.source_file}:{kept.source_line}", _rating_json(duplicate),
+          "question"))
+    if not matches:
+      yield beam.pvalue.TaggedOutput("dead_letter", unmatched(
+          kept.source_file, kept.source_line, "no_prediction",
+          f"no prediction of system {system!r} answers this gold question",
+          _rating_json(kept), "question"))
+      return
+    replaced = sum(1 for match in matches if match.prediction.human_rating not in (
+        None, kept.human_rating))
+    yield beam.pvalue.TaggedOutput("stats", {"joined": 1, "replaced_column_value":
+                                             replaced})
+    for match in matches:
+      yield match._replace(prediction=match.prediction._replace(
+          human_rating=kept.human_rating))
+
+
+def _rating_json(rating) -> str:
+  return json.dumps({"system_name": rating.system_name, "question": rating.question,
+                     "human_rating": rating.human_rating}, ensure_ascii=False)
+
+
+class AttachHumanRatings(beam.PTransform):
+  """PCollection[GoldMatch] + PCollection[HumanRating] -> outputs main (GoldMatch
+  with the rating), dead_letter (ratings not used) and stats ({"joined": n}):
+  a CoGroupByKey on (system, question)."""
+
+  def __init__(self, ratings):
+    super().__init__()
+    self._ratings = ratings
+
+  def expand(self, matches):
+    keyed_matches = matches | "KeyMatches" >> beam.Map(
+        lambda match: ((match.prediction.system_name, match.prediction.question),
+                       match))
+    keyed_ratings = self._ratings | "KeyRatings" >> beam.Map(
+        lambda rating: ((rating.system_name, rating.question), rating))
+    return ({"matches": keyed_matches, "ratings": keyed_ratings}
+            | "JoinRatings" >> beam.CoGroupByKey()
+            | "AttachRatings" >> beam.ParDo(_AttachHumanRatingsFn()).with_outputs(
+                "dead_letter", "stats", main="matched"))
 
 
 def _prediction_json(prediction) -> str:
@@ -263,16 +343,8 @@ class _WriteRatingsFn(beam.DoFn):
   def process(self, unused_impulse, shard_runs):
     runs = [run for _, run in shard_runs]
     counts = {"kept": 0, "scored": 0}
-    join = FileSystems.join
-    with atomic_create(join(self._output_dir, "ratings.parquet")) as parquet_sink, \
-        atomic_create(join(self._output_dir, "ratings.csv")) as csv_sink, \
-        pq.ParquetWriter(parquet_sink, RATING_SCHEMA, compression="snappy") as parquet:
-      csv_sink.write((",".join(RATING_SCHEMA.names) + "\n").encode("utf-8"))
-
-      def write(table):
-        parquet.write_table(table, row_group_size=RATINGS_ROW_GROUP)
-        pa_csv.write_csv(table, csv_sink, CSV_OPTIONS)
-
+    with parquet_and_csv(self._output_dir, "ratings", RATING_SCHEMA,
+                         RATINGS_ROW_GROUP) as write:
       # Rows are copied to the outputs as Arrow slices of the runs; only the
       # fields the merge, the dedup and the system outcomes need become Python.
       scored = RowRefBuffer()
@@ -291,7 +363,7 @@ class _WriteRatingsFn(beam.DoFn):
             yield outcomes
           outcomes = SystemOutcomes(row.system_name)
         outcomes.add(row.gold_index, row.em, row.f1, row.auto_ais == "Y",
-                     row.nli_score is not None, row.human_rating)
+                     row.nli_score is not None, row.human_rating, row.nli_score)
         if row.nli_score is None:
           yield beam.pvalue.TaggedOutput("dead_letter", self._unmatched(ref))
           continue
@@ -363,6 +435,71 @@ def leaderboard_markdown(rows, n_gold: int) -> str:
   return "\n".join(lines) + "\n"
 
 
+def agreement_markdown(content) -> str:
+  """leaderboard.md's section on agreement with human ratings."""
+  overall = content["overall"]
+  if not overall["n_rated"]:
+    return ""
+
+  def percent(value):
+    return "" if value is None else f"{value * 100:.1f}"
+
+  def figure(value):
+    return "" if value is None else f"{value:.3f}"
+
+  lines = ["", "## Agreement with human ratings", "",
+           "Rows with a human rating; AutoAIS on rated = share of those rows scored Y. "
+           "ROC-AUC and PR-AUC of nli_score over the rated rows that were scored.", "",
+           "| system | rated | human AIS % | AutoAIS on rated % | accuracy % | "
+           "balanced accuracy % | kappa | ROC-AUC | PR-AUC |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+  for name, entry in list(content["systems"].items()) + [("**all**", overall)]:
+    if not entry.get("n_rated"):
+      continue
+    lines.append(
+        f"| {name} | {entry['n_rated']} | {percent(entry['human_ais'])} | "
+        f"{percent(entry['predicted_ais'])} | {percent(entry['accuracy'])} | "
+        f"{percent(entry['balanced_accuracy'])} | {figure(entry['cohen_kappa'])} | "
+        f"{figure(entry['roc_auc'])} | {figure(entry['pr_auc'])} |")
+  level = content["system_level"]
+  lines += ["", f"System level ({level['n_systems_rated']} rated systems; 95% "
+            "percentile-bootstrap CIs, gold questions resampled, paired across "
+            "systems):", "", "| comparison | Pearson | Spearman | Kendall tau |",
+            "|---|---|---|---|"]
+  for name in ("autoais_rated_vs_human_ais", "autoais_vs_human_ais"):
+    entry = level[name]
+    cells = []
+    for method in ("pearson", "spearman", "kendall"):
+      value, ci = entry[method]["statistic"], entry[method].get("ci")
+      cells.append("" if value is None else f"{value:.3f}" + (
+          f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""))
+    lines.append(f"| {entry['description']} | " + " | ".join(cells) + " |")
+  tests = level["neighbour_tests"]
+  lines += ["", f"Neighbours in the AutoAIS ranking: {tests['test']}.", "",
+            "| higher | lower | only higher Y | only lower Y | p-value |",
+            "|---|---|---:|---:|---:|"]
+  for test in tests["pairs"]:
+    lines.append(f"| {test['higher']} | {test['lower']} | {test['only_higher']} | "
+                 f"{test['only_lower']} | {test['p_value']:.3g} |")
+  return "\n".join(lines) + "\n"
+
+
+def agreement_content(systems, gold, bootstrap: dict):
+  """agreement.json's content, and the merged counts of every rated row."""
+  systems = sorted(systems, key=lambda system: system.system_name)
+  overall = AgreementCounts()
+  for system in systems:
+    overall.merge(system.counts)
+  return {
+      "n_gold": gold.n,
+      "auc_method": AUC_METHOD,
+      "overall": agreement_statistics(overall),
+      "systems": {system.system_name: agreement_statistics(system.counts)
+                  for system in systems},
+      "system_level": system_level_agreement(systems, bootstrap),
+  }, overall
+
+
 def scores_text(rows) -> str:
   """The reference script's scores file, one block per system."""
   blocks = []
@@ -382,8 +519,9 @@ class _WriteLeaderboardFn(beam.DoFn):
                        "samples": bootstrap_samples, "seed": seed,
                        "unit": "gold question, paired across systems"}
 
-  def process(self, rows, gold):
+  def process(self, rows, gold, systems):
     rows = sorted_rows(rows)
+    content, overall = agreement_content(systems, gold, self._bootstrap)
     join = FileSystems.join
     with atomic_create(join(self._output_dir, "leaderboard.csv")) as sink:
       sink.write(csv_bytes(rows, LEADERBOARD_SCHEMA))
@@ -395,9 +533,15 @@ class _WriteLeaderboardFn(beam.DoFn):
         "systems": [row._asdict() for row in rows],
     }, indent=2, ensure_ascii=False) + "\n")
     write_text_atomically(join(self._output_dir, "leaderboard.md"),
-                          leaderboard_markdown(rows, gold.n))
+                          leaderboard_markdown(rows, gold.n) +
+                          agreement_markdown(content))
     write_text_atomically(join(self._output_dir, "scores.txt"), scores_text(rows))
-    yield {"systems": len(rows)}
+    write_text_atomically(join(self._output_dir, "agreement.json"),
+                          json.dumps(content, indent=2, ensure_ascii=False) + "\n")
+    if overall.n:
+      write_text_atomically(join(self._output_dir, "report.html"),
+                            leaderboard_report_html(rows, content, overall))
+    yield {"systems": len(rows), "human_rated_rows": overall.n}
 
 
 class _RunManifest:
@@ -408,6 +552,7 @@ class _RunManifest:
     self._inputs = {
         "predictions": plan.prediction_files,
         "gold": options.gold,
+        "human_ratings": plan.human_rating_files or None,
         "corpus": options.corpus,
         "corpus_passages": plan.manifest["num_passages"] if plan.manifest else None,
     }
@@ -418,7 +563,7 @@ class _RunManifest:
     self._started_at = started_at
 
   def __call__(self, read_counts, gold_read_counts, ratings, dead, join_stats,
-               leaderboard, gold, scorer_stats, model_info):
+               leaderboard, gold, scorer_stats, model_info, human_rating_counts=None):
     counts = reconcile(read_counts.get("read", 0), ratings["scored"],
                        dead["predictions"])
     counts["unmatched_questions_discarded"] = counts["by_reason"].get(
@@ -428,20 +573,34 @@ class _RunManifest:
     join = dict(self._join, **join_stats)
     if join.get("corpus_bytes"):
       join["bytes_read_fraction"] = join.get("bytes_read", 0) / join["corpus_bytes"]
-    return {
+    manifest = {
         "job": "evaluate",
         "status": "complete",
         "counts": counts,
         "gold_counts": gold_counts,
+    }
+    if human_rating_counts is not None:
+      # A rating is joined (to every kept prediction of its system and question),
+      # rejected (bad record, repeated rating) or unmatched (no prediction).
+      rating_counts = reconcile(human_rating_counts.get("read", 0),
+                                human_rating_counts.get("joined", 0),
+                                dead["human_ratings"])
+      rating_counts["joined"] = rating_counts.pop("scored")
+      rating_counts["replaced_column_value"] = human_rating_counts.get(
+          "replaced_column_value", 0)
+      manifest["human_rating_counts"] = rating_counts
+    manifest.update({
         "n_gold": gold.n,
         "systems": leaderboard["systems"],
+        "human_rated_rows": leaderboard["human_rated_rows"],
         "inputs": dict(self._inputs),
         "join": join,
         "scorer": dict(self._scorer, **model_info, **scorer_stats),
         "versions": software_versions(),
         "timings": {"started_at": self._started_at, "finished_at": utc_now(),
                     "wall_seconds": round(time.time() - self._started, 3)},
-    }
+    })
+    return manifest
 
 
 def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputDir:
@@ -460,8 +619,20 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   matched = read.records | "MatchGoldQuestions" >> beam.ParDo(
       _MatchGoldFn(), beam.pvalue.AsSingleton(gold_index)).with_outputs(
           "unmatched", main="matched")
-  passages = matched.matched | "AttachPassages" >> AttachPassages(
-      options.corpus, plan.join)
+  matches = matched.matched
+  prediction_dead_letters = (read.dead_letter, matched.unmatched)
+  dead_letters = {"gold": gold.dead_letter}
+  manifest_inputs = {}
+  if plan.human_rating_files:
+    human = pipeline | "ReadHumanRatings" >> ReadRecords(plan.human_rating_files,
+                                                         read_human_ratings)
+    rated = matches | "AttachHumanRatings" >> AttachHumanRatings(human.records)
+    matches = rated.matched
+    dead_letters["human_ratings"] = (human.dead_letter, rated.dead_letter)
+    manifest_inputs["human_rating_counts"] = (
+        (human.counts, rated.stats) | "CollectHumanRatingCounts" >> beam.Flatten()
+        | "SumHumanRatingCounts" >> beam.CombineGlobally(SumCounts()))
+  passages = matches | "AttachPassages" >> AttachPassages(options.corpus, plan.join)
   scorer = plan.scorer.describe()["name"]
   scores = (passages["joined"]
             | "PrepareExamples" >> beam.MapTuple(prepare_example)
@@ -479,17 +650,17 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
           _WriteRatingsFn(options.output_dir, has_corpus),
           beam.pvalue.AsList(rating_runs)).with_outputs(
               "dead_letter", "stats", main="outcomes"))
+  summary = ratings.outcomes | "SummarizeSystems" >> SummarizeSystems(
+      gold_index, options.bootstrap_samples, options.seed)
   leaderboard = (
-      ratings.outcomes
-      | "SummarizeSystems" >> SummarizeSystems(
-          gold_index, options.bootstrap_samples, options.seed)
+      summary.rows
       | "ListSystems" >> beam.combiners.ToList()
       | "WriteLeaderboard" >> beam.ParDo(
           _WriteLeaderboardFn(options.output_dir, options.bootstrap_samples,
                               options.seed),
-          beam.pvalue.AsSingleton(gold_index)))
-  dead = ({"predictions": (read.dead_letter, matched.unmatched, ratings.dead_letter),
-           "gold": gold.dead_letter}
+          beam.pvalue.AsSingleton(gold_index), beam.pvalue.AsList(summary.agreement)))
+  dead_letters["predictions"] = prediction_dead_letters + (ratings.dead_letter,)
+  dead = (dead_letters
           | "WriteDeadLetters" >> WriteDeadLetters(
               FileSystems.join(options.output_dir, "dead_letter.jsonl"), work_dir))
   _ = pipeline | "WriteRunManifest" >> WriteManifest(
@@ -509,6 +680,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
           "scorer_stats": scores["stats"] | "SumScorerStats" >> beam.CombineGlobally(
               SumCounts()),
           "model_info": pipeline | "DescribeScorer" >> plan.scorer.model_info(),
+          **manifest_inputs,
       },
       work_dir=work_dir)
   return plan.output

@@ -1,7 +1,8 @@
-"""Random-weight T5 models with their own SentencePiece vocabulary, for tests and
-benchmarks (no network, no model hub).
+"""Random-weight T5 and mT5 models with their own SentencePiece vocabulary, for
+tests and benchmarks (no network, no model hub).
 
     build_random_t5(directory, texts, d_model=32, ...)  # -> directory
+    build_random_t5(directory, texts, model_type="mt5")  # an mT5 checkpoint
 
 The vocabulary is trained with SentencePiece on `texts` and served through a
 `tokenizers` Unigram model wrapped in PreTrainedTokenizerFast, set up the way
@@ -68,24 +69,28 @@ def build_random_t5(directory: str, texts: Iterable[str], *, vocab_size: int = 1
                     model_vocab_size: Optional[int] = None, d_model: int = 32,
                     d_kv: int = 8, d_ff: int = 64, num_layers: int = 2,
                     num_heads: int = 4, seed: int = 0, digits: bool = True,
-                    model_max_length: int = 512) -> str:
-  """Writes a random-weight T5ForConditionalGeneration (safetensors) and its
-  tokenizer to `directory`. `model_vocab_size` pads the embedding (T5: 32128)."""
+                    model_max_length: int = 512, model_type: str = "t5") -> str:
+  """Writes a random-weight T5ForConditionalGeneration (or, with model_type
+  "mt5", MT5ForConditionalGeneration) in safetensors, and its tokenizer, to
+  `directory`. `model_vocab_size` pads the embedding (T5: 32128)."""
   import torch  # pylint: disable=import-outside-toplevel
-  from transformers import T5Config, T5ForConditionalGeneration  # pylint: disable=import-outside-toplevel
+  import transformers  # pylint: disable=import-outside-toplevel
+  prefix = {"t5": "T5", "mt5": "MT5"}[model_type]
+  config_class = getattr(transformers, f"{prefix}Config")
+  model_class = getattr(transformers, f"{prefix}ForConditionalGeneration")
   os.makedirs(directory, exist_ok=True)
   spm_model = train_sentencepiece(texts, os.path.join(directory, "spiece"), vocab_size,
                                   digits=digits)
   tokenizer = fast_tokenizer(spm_model, model_max_length)
   tokenizer.save_pretrained(directory)
-  config = T5Config(
+  config = config_class(
       vocab_size=max(model_vocab_size or 0, len(tokenizer)), d_model=d_model, d_kv=d_kv,
       d_ff=d_ff, num_layers=num_layers, num_decoder_layers=num_layers,
       num_heads=num_heads, pad_token_id=PAD_ID, eos_token_id=EOS_ID,
       decoder_start_token_id=PAD_ID, feed_forward_proj="relu",
       tie_word_embeddings=True)
   torch.manual_seed(seed)
-  model = T5ForConditionalGeneration(config)
+  model = model_class(config)
   model.eval()
   model.save_pretrained(directory)
   return directory

@@ -120,6 +120,11 @@ class LeaderboardRow(NamedTuple):
   human_ais: Optional[float]  # share of human-rated rows rated Y
   human_agreement: Optional[float]  # accuracy of auto_ais against human_rating
   human_kappa: Optional[float]  # Cohen's kappa of auto_ais against human_rating
+  # Agreement with human ratings on the rated rows (transforms/agreement.py).
+  autoais_rated: Optional[float]  # share of human-rated rows with auto_ais Y
+  human_balanced_accuracy: Optional[float]
+  human_roc_auc: Optional[float]  # of nli_score, over rated rows that were scored
+  human_pr_auc: Optional[float]  # average precision of nli_score, same rows
 
 
 class DeadLetter(NamedTuple):
@@ -151,6 +156,14 @@ class AisAnnotation(NamedTuple):
   # the release writes -1 (flagged; not interpretable).
   int_agreement: Optional[int]
   ais_agreement: Optional[int]
+
+
+class HumanRating(NamedTuple):
+  """One human AIS rating of a system's answer to a question (`--human_ratings`),
+  joined to the predictions by (system_name, question)."""
+  system_name: str
+  question: str
+  human_rating: str  # "Y" / "N"
   source_file: str
   source_line: int
 
@@ -196,6 +209,52 @@ class AisAgreementRow(NamedTuple):
   agreeing_raters: Optional[int]
   items: int
   share: float
+
+
+class LabelledItem(NamedTuple):
+  """One human-labelled attribution item of an agreement set (or one premise
+  chunk of it: WiCE items have several, scored apart and maxed)."""
+  item_id: str
+  group: Optional[str]  # the format's grouping (system, source data set, ...)
+  secondary_group: Optional[str]  # a second grouping (BEGIN: model_name)
+  example: AttributionExample
+  human_label: str  # the label as written in the source
+  human_attributable: bool  # the label read as attributable or not
+  source_file: str
+  source_line: int
+
+
+class ExpertQAClaim(NamedTuple):
+  """One claim of an ExpertQA answer, with its evidence as released (each
+  "[n] URL", then a blank line and the passage when there is one) and the
+  human `support` label (Complete / Partial / Incomplete / Missing / N/A)."""
+  question: str
+  system: str
+  claim_index: int  # position among the answer's claims
+  claim: str
+  evidence: List[str]
+  support: Optional[str]
+  source_file: str
+  source_line: int
+
+
+class AgreementRow(NamedTuple):
+  """One scored item of `autoais agreement` (agreement_rows.parquet / .csv)."""
+  group: Optional[str]
+  secondary_group: Optional[str]
+  item_id: str
+  premise_digest: str  # blake2b-128 hex of the premise(s): the text stays private
+  hypothesis: str
+  human_label: str
+  human_attributable: bool
+  nli_score: float
+  decision: str  # "Y" / "N": the scorer's decision at --threshold (or decode)
+  calibrated_decision: Optional[str]  # nli_score > the calibrated threshold
+  n_premises: int
+  n_windows: int
+  truncated: bool
+  source_file: str
+  source_line: int
 
 
 REJECTED = "rejected"
@@ -291,6 +350,58 @@ LEADERBOARD_SCHEMA = pa.schema([
     pa.field("human_ais", pa.float64()),
     pa.field("human_agreement", pa.float64()),
     pa.field("human_kappa", pa.float64()),
+    pa.field("autoais_rated", pa.float64()),
+    pa.field("human_balanced_accuracy", pa.float64()),
+    pa.field("human_roc_auc", pa.float64()),
+    pa.field("human_pr_auc", pa.float64()),
+])
+
+HUMAN_RATING_SCHEMA = pa.schema([
+    pa.field("system_name", pa.string(), nullable=False),
+    pa.field("question", pa.string(), nullable=False),
+    pa.field("human_rating", pa.string(), nullable=False),
+    pa.field("source_file", pa.string(), nullable=False),
+    pa.field("source_line", pa.int64(), nullable=False),
+])
+
+LABELLED_ITEM_SCHEMA = pa.schema([
+    pa.field("item_id", pa.string(), nullable=False),
+    pa.field("group", pa.string()),
+    pa.field("secondary_group", pa.string()),
+    pa.field("example", pa.struct(list(ATTRIBUTION_EXAMPLE_SCHEMA)), nullable=False),
+    pa.field("human_label", pa.string(), nullable=False),
+    pa.field("human_attributable", pa.bool_(), nullable=False),
+    pa.field("source_file", pa.string(), nullable=False),
+    pa.field("source_line", pa.int64(), nullable=False),
+])
+
+EXPERTQA_CLAIM_SCHEMA = pa.schema([
+    pa.field("question", pa.string(), nullable=False),
+    pa.field("system", pa.string(), nullable=False),
+    pa.field("claim_index", pa.int64(), nullable=False),
+    pa.field("claim", pa.string(), nullable=False),
+    pa.field("evidence", pa.list_(pa.string()), nullable=False),
+    pa.field("support", pa.string()),
+    pa.field("source_file", pa.string(), nullable=False),
+    pa.field("source_line", pa.int64(), nullable=False),
+])
+
+AGREEMENT_ROW_SCHEMA = pa.schema([
+    pa.field("group", pa.string()),
+    pa.field("secondary_group", pa.string()),
+    pa.field("item_id", pa.string(), nullable=False),
+    pa.field("premise_digest", pa.string(), nullable=False),
+    pa.field("hypothesis", pa.string(), nullable=False),
+    pa.field("human_label", pa.string(), nullable=False),
+    pa.field("human_attributable", pa.bool_(), nullable=False),
+    pa.field("nli_score", pa.float64(), nullable=False),
+    pa.field("decision", pa.string(), nullable=False),
+    pa.field("calibrated_decision", pa.string()),
+    pa.field("n_premises", pa.int64(), nullable=False),
+    pa.field("n_windows", pa.int64(), nullable=False),
+    pa.field("truncated", pa.bool_(), nullable=False),
+    pa.field("source_file", pa.string(), nullable=False),
+    pa.field("source_line", pa.int64(), nullable=False),
 ])
 
 DEAD_LETTER_SCHEMA = pa.schema([
@@ -367,6 +478,10 @@ SCHEMAS = {
     AisAnnotation: AIS_ANNOTATION_SCHEMA,
     AisTableRow: AIS_TABLE_SCHEMA,
     AisAgreementRow: AIS_AGREEMENT_SCHEMA,
+    HumanRating: HUMAN_RATING_SCHEMA,
+    LabelledItem: LABELLED_ITEM_SCHEMA,
+    ExpertQAClaim: EXPERTQA_CLAIM_SCHEMA,
+    AgreementRow: AGREEMENT_ROW_SCHEMA,
 }
 
 for _element_type in SCHEMAS:

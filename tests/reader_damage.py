@@ -36,7 +36,8 @@ import pyarrow.parquet as pq
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from schemas import REJECTED, CorpusRecord, DeadLetter, GoldAnswer, Prediction
+from schemas import (REJECTED, CorpusRecord, DeadLetter, GoldAnswer, HumanRating,
+                     Prediction)
 from transforms.outputs import dead_letter_json
 from transforms.passages import pyserini_contents
 
@@ -496,6 +497,86 @@ def gold_files(draw):
 
 
 # ----------------------------------------------------------------------------
+# Human ratings (`evaluate --human_ratings`): system_name, question, human_rating
+# as CSV, JSON Lines or Parquet.
+
+_RATING_COLUMNS = ("system_name", "question", "human_rating")
+_GOOD_RATINGS = {"Y": "Y", "N": "N", "yes": "Y", "no": "N", " y ": "Y", "No": "N"}
+
+
+@st.composite
+def human_rating_files(draw):
+  fmt = draw(st.sampled_from(["csv", "jsonl", "parquet"]))
+  columns = draw(st.permutations(list(_RATING_COLUMNS) + draw(
+      st.lists(st.sampled_from(["notes", "rater"]), unique=True, max_size=1))))
+  ending = draw(_ENDINGS if fmt == "csv" else st.sampled_from(["\n", "\r\n"]))
+  records = []
+  for _ in range(draw(st.integers(0, 10))):
+    fields = {"system_name": draw(_STRIPPED), "question": draw(_maybe_huge(_STRIPPED)),
+              "human_rating": draw(st.sampled_from(sorted(_GOOD_RATINGS)))}
+    for column in columns:
+      fields.setdefault(column, draw(_TEXT))
+    kinds = ["good"] * 4 + ["empty", "rating", "utf8"]
+    kinds += {"csv": ["width", "stray_quote"], "jsonl": ["type", "missing", "json"],
+              "parquet": ["missing"]}[fmt]
+    kind = draw(st.sampled_from(kinds))
+    reasons, field, expected = (), None, None
+    if kind == "good":
+      expected = HumanRating(fields["system_name"], fields["question"],
+                             _GOOD_RATINGS[fields["human_rating"]], "", 0)
+    elif kind == "empty":
+      field = draw(st.sampled_from(["system_name", "question"]))
+      fields[field] = draw(st.sampled_from(["", "  "]))
+      reasons = ("empty_field",)
+    elif kind == "rating":
+      fields["human_rating"] = draw(st.sampled_from(["", "maybe", "1", "Yes!"]))
+      reasons, field = ("invalid_value",), "human_rating"
+    elif kind == "utf8":
+      field = draw(st.sampled_from(_RATING_COLUMNS))
+      fields[field] += _INVALID_BYTE_MARK
+      reasons = ("non_utf8",)
+    elif kind == "type":
+      field = draw(st.sampled_from(_RATING_COLUMNS))
+      fields[field] = draw(st.sampled_from([7, 0.5, ["Y"], {"a": 1}]))
+      reasons = ("wrong_type",)
+    elif kind == "missing":
+      field = draw(st.sampled_from(_RATING_COLUMNS))
+      fields[field] = None
+      reasons = ("missing_field",)
+    if fmt == "parquet":
+      records.append(Record(fields, expected, reasons, field))
+    elif fmt == "jsonl":
+      data = (draw(_broken_json_lines()) + ending.encode() if kind == "json" else
+              _json_line(draw, fields, ending))
+      records.append(Record(data, expected, reasons or
+                            (("malformed_json", "non_utf8") if kind == "json" else ()),
+                            field))
+    elif kind == "width":
+      values = [re.sub(r"[\r\n]", " ", fields[c]) for c in columns] + ["extra"]
+      records.append(Record(_encode(_csv_line(values, ending)),
+                            reasons=("malformed_csv",)))
+    elif kind == "stray_quote":
+      records.append(Record(_encode('"' + re.sub(r'["\r\n]', "", fields["question"]) +
+                                    ending), reasons=("malformed_csv",), stray_quote=True))
+    else:
+      records.append(Record(_encode(_csv_line([fields[c] for c in columns], ending)),
+                            expected, reasons, field))
+  if fmt == "parquet":
+    table = pa.table({c: pa.array([r.data[c] if r.data[c] is None else _encode(r.data[c])
+                                   if isinstance(r.data[c], str) else r.data[c]
+                                   for r in records], pa.binary()) for c in columns})
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    for row, record in enumerate(records, start=1):
+      record.line = row
+    return GeneratedFile("ratings.parquet", records, sink.getvalue().to_pybytes())
+  if fmt == "jsonl":
+    return _assemble_text(draw, "ratings.jsonl", "", records, blank=lambda: ending)
+  return _assemble_text(draw, "ratings.csv", _csv_line(columns, ending), records,
+                        blank=lambda: ending, width=len(columns))
+
+
+# ----------------------------------------------------------------------------
 # Assembling text files, and the invariant.
 
 
@@ -539,7 +620,7 @@ def _closes_as_a_record(text: bytes, width: int) -> bool:
 
 def with_location(element, path: str, line: int):
   """A good record's expected element, placed at its file and line."""
-  if isinstance(element, (Prediction, CorpusRecord)):
+  if isinstance(element, (Prediction, CorpusRecord, HumanRating)):
     return element._replace(source_file=path, source_line=line)
   return element
 

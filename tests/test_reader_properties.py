@@ -5,7 +5,8 @@ says what is generated and the invariant checked).
     pytest tests/test_reader_properties.py --hypothesis-profile=nightly  # 20x more
 
 Readers: predictions CSV / JSON Lines / Parquet, corpus sources (Pyserini and
-id,title,text JSON Lines), gold JSON Lines. A second group of tests plants a bug
+id,title,text JSON Lines), gold JSON Lines, human ratings (CSV / JSON Lines /
+Parquet). A second group of tests plants a bug
 in a reader and checks that the property finds it: an invariant that cannot
 fail is not trusted. The end-to-end property runs the evaluate job on generated
 prediction files and checks run.json and dead_letter.jsonl.
@@ -23,7 +24,7 @@ from schemas import DeadLetter
 from tests import reader_damage
 from tests.conftest import PROJECT_ROOT, run_job
 from tests.reader_damage import check_reader
-from transforms import sources
+from transforms import labelled_sources, sources
 
 READERS = {
     "csv_predictions": (reader_damage.csv_prediction_files(), sources.read_predictions),
@@ -33,6 +34,8 @@ READERS = {
                             sources.read_predictions),
     "corpus_jsonl": (reader_damage.corpus_files(), sources.read_corpus_source),
     "gold_jsonl": (reader_damage.gold_files(), sources.read_gold),
+    "human_ratings": (reader_damage.human_rating_files(),
+                      labelled_sources.read_human_ratings),
 }
 
 
@@ -120,6 +123,7 @@ PLANTED = [
     ("corpus_jsonl", _names_no_field),
     ("csv_predictions", _strips_answers),
     ("gold_jsonl", _drops_last_good_row),
+    ("human_ratings", _reports_the_line_after),
 ]
 
 

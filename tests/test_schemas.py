@@ -51,7 +51,7 @@ def _example(element_type):
                                            1, False, "f.csv", 2),
       schemas.LeaderboardRow: schemas.LeaderboardRow(
           "sys", 10, 9, 8, 1, 0.8, 0.5, 0.2, 0.8, 0.625, 50.0, 20.0, 80.0, 60.0,
-          30.0, 90.0, 0, None, None, None),
+          30.0, 90.0, 0, None, None, None, None, None, None, None),
       schemas.DeadLetter: schemas.DeadLetter("f.csv", 3, "rejected", "empty_answer",
                                              "answer", "f.csv:3: ...", "{}"),
       schemas.AisAnnotation: schemas.AisAnnotation("totto", "T5-small", "42", False,
@@ -62,9 +62,18 @@ def _example(element_type):
           False, False, "explained", "..."),
       schemas.AisAgreementRow: schemas.AisAgreementRow("wow", "wow-t5", "AIS", None, 3,
                                                        0.5),
+      schemas.HumanRating: schemas.HumanRating("sys", "q?", "Y", "r.csv", 2),
+      schemas.ExpertQAClaim: schemas.ExpertQAClaim(
+          "q?", "gpt4", 0, "claim", ["[1] http://x\n\ntext"], "Complete", "e.jsonl", 1),
+      schemas.AgreementRow: schemas.AgreementRow(
+          "ExpertQA", None, "id-1", "ab" * 16, "claim", "attributable", True, 0.75,
+          "Y", None, 1, 1, False, "a.jsonl", 3),
   }
   if element_type is schemas.GoldMatch:
     return schemas.GoldMatch(values[schemas.Prediction], 4, 1.0, 1.0)
+  if element_type is schemas.LabelledItem:
+    return schemas.LabelledItem("id-1", "wow", "t5", values[schemas.AttributionExample],
+                                "Generic", False, "b.tsv", 4)
   return values[element_type]
 
 
@@ -76,6 +85,8 @@ def test_rows_round_trip_through_arrow(element_type):
   rows = list(iter_rows(batch, element_type))
   if element_type is schemas.GoldMatch:  # structs come back as dicts
     assert rows[0].prediction == row.prediction._asdict()
+  elif element_type is schemas.LabelledItem:
+    assert rows[0].example == row.example._asdict()
   else:
     assert rows == [row, row]
 

@@ -38,7 +38,7 @@ import apache_beam as beam
 
 from schemas import AisAgreementRow, AisAnnotation, AisTableRow, DeadLetter
 from transforms.ais_paper import PAPER, SAMPLED_ITEMS, TABLES, PaperRow, paper_row
-from transforms.sources import (_json_record, records, rejected,
+from transforms.sources import (json_record, records, rejected,
                                 system_name_from_path)
 
 PANEL_SIZE = 5  # raters per output (paper §4: "we ask five annotators")
@@ -99,7 +99,7 @@ def parse_annotation(fields: Dict[str, object], path: str, line: int,
                      dataset: str) -> Union[AisAnnotation, DeadLetter]:
   """An AisAnnotation, or the DeadLetter naming the first field at fault."""
   def reject(reason, message, field):
-    return rejected(path, line, reason, message, _json_record(fields), field)
+    return rejected(path, line, reason, message, json_record(fields), field)
 
   for name in REQUIRED_COLUMNS:
     if fields.get(name) is None:

@@ -1,4 +1,5 @@
 """Per-system aggregates, computed inside the pipeline with combiners.
+(Agreement with human ratings: transforms/agreement.py.)
 
 The gold questions define the denominator (SPEC 5.2, 5.3): a question a system
 did not answer counts as an empty prediction for EM/F1 and as N for AutoAIS. To
@@ -10,12 +11,14 @@ Confidence intervals come from a percentile bootstrap over gold questions, with
 the same resamples for every system (paired): see BootstrapWeights.
 """
 import array
+import math
 from typing import Dict, Iterable, List, Optional, Tuple
 
 import apache_beam as beam
 import numpy as np
 
 from schemas import GoldAnswer, LeaderboardRow
+from transforms.agreement import AgreementCounts, SystemAgreement, agreement_statistics
 from transforms.sources import InputError
 from transforms.squad import grade_normalized, normalize_answer, normalize_short_answer
 
@@ -72,7 +75,7 @@ class BuildGoldIndex(beam.CombineFn):
 
 
 class SystemOutcomes:
-  """One system's kept predictions, as compact columns (16 bytes a row): what the
+  """One system's kept predictions, as compact columns (24 bytes a row): what the
   leaderboard needs of each, in the order they were added."""
 
   def __init__(self, system_name: str):
@@ -83,15 +86,18 @@ class SystemOutcomes:
     self.attributable = array.array("b")
     self.scored = array.array("b")
     self.human = array.array("b")  # HUMAN_NONE / HUMAN_N / HUMAN_Y
+    self.nli_score = array.array("d")  # NaN where not scored
 
   def add(self, gold_index: int, em: float, f1: float, attributable: bool,
-          scored: bool, human_rating: Optional[str]) -> None:
+          scored: bool, human_rating: Optional[str],
+          nli_score: Optional[float] = None) -> None:
     self.gold_index.append(gold_index)
     self.em.append(int(em))
     self.f1.append(f1)
     self.attributable.append(attributable)
     self.scored.append(scored)
     self.human.append(_HUMAN_CODES[human_rating])
+    self.nli_score.append(math.nan if nli_score is None else nli_score)
 
   def __len__(self):
     return len(self.gold_index)
@@ -130,30 +136,34 @@ class BootstrapWeights:
         weights[row] = np.bincount(drawn, minlength=self.n)
       yield weights / self.n
 
-  def intervals(self, metrics: List[np.ndarray]) -> List[Tuple[float, float]]:
-    """95% intervals of the mean of each per-question array."""
+  def resample_means(self, metrics: List[np.ndarray]) -> np.ndarray:
+    """The mean of each per-question array in each resample: (samples, metrics)."""
     values = np.stack(metrics, axis=1)
     chunks = self._cached if self._cached is not None else self._chunks()
-    means = np.concatenate([weights @ values for weights in chunks])
-    return [(float(low), float(high))
-            for low, high in np.percentile(means, [2.5, 97.5], axis=0).T]
+    return np.concatenate([weights @ values for weights in chunks])
+
+  def intervals(self, metrics: List[np.ndarray]) -> List[Tuple[float, float]]:
+    """95% intervals of the mean of each per-question array."""
+    return percentile_intervals(self.resample_means(metrics))
 
 
-def cohen_kappa(auto: np.ndarray, human: np.ndarray) -> Optional[float]:
-  observed = float(np.mean(auto == human))
-  p_auto, p_human = float(np.mean(auto)), float(np.mean(human))
-  expected = p_auto * p_human + (1 - p_auto) * (1 - p_human)
-  if expected == 1.0:
-    return None
-  return (observed - expected) / (1 - expected)
+def percentile_intervals(means: np.ndarray) -> List[Tuple[float, float]]:
+  """95% percentile intervals of each column of resampled means."""
+  return [(float(low), float(high))
+          for low, high in np.percentile(means, [2.5, 97.5], axis=0).T]
 
 
 def leaderboard_row(outcomes: SystemOutcomes, gold: GoldIndex,
-                    bootstrap: BootstrapWeights) -> LeaderboardRow:
+                    bootstrap: BootstrapWeights) -> Tuple[LeaderboardRow,
+                                                          SystemAgreement]:
+  """A system's leaderboard row, and what the agreement statistics need of it
+  (its counts against human ratings, per-resample means for the system-level
+  correlation CIs, its AutoAIS per gold question for the paired tests)."""
   index = np.frombuffer(outcomes.gold_index, dtype=np.int32)
   attributable = np.frombuffer(outcomes.attributable, dtype=np.int8).astype(bool)
   scored = np.frombuffer(outcomes.scored, dtype=np.int8).astype(bool)
   human = np.frombuffer(outcomes.human, dtype=np.int8)
+  nli_score = np.frombuffer(outcomes.nli_score, dtype=np.float64)
 
   em = gold.empty_em.copy()
   f1 = gold.empty_f1.copy()
@@ -164,17 +174,24 @@ def leaderboard_row(outcomes: SystemOutcomes, gold: GoldIndex,
   n_scored = int(scored.sum())
   n_yes = int(attributable.sum())
 
+  # Rated rows: decisions count whether scored or not (an attribution not in the
+  # corpus is AutoAIS N); the AUCs use the rated rows that have a score.
   rated = human != HUMAN_NONE
-  n_rated = int(rated.sum())
-  if n_rated:
-    human_yes = human[rated] == HUMAN_Y
-    human_ais = float(np.mean(human_yes))
-    agreement = float(np.mean(attributable[rated] == human_yes))
-    kappa = cohen_kappa(attributable[rated], human_yes)
-  else:
-    human_ais = agreement = kappa = None
-
-  autoais_ci, em_ci, f1_ci = bootstrap.intervals([ais, em, f1])
+  counts = AgreementCounts()
+  counts.add_arrays(human[rated] == HUMAN_Y, attributable[rated], nli_score[rated],
+                    scored[rated])
+  metrics = [ais, em, f1]
+  if counts.n:
+    for values in (rated & attributable, rated & (human == HUMAN_Y), rated):
+      per_question = np.zeros(gold.n)
+      per_question[index] = values
+      metrics.append(per_question)
+  means = bootstrap.resample_means(metrics)
+  autoais_ci, em_ci, f1_ci = percentile_intervals(means[:, :3])
+  stats = agreement_statistics(counts) if counts.n else {}
+  system = SystemAgreement(
+      outcomes.system_name, counts, n_yes / gold.n, autoais_ci,
+      means[:, [0, 3, 4, 5]] if counts.n else None, ais > 0)
   return LeaderboardRow(
       system_name=outcomes.system_name,
       n_gold=gold.n,
@@ -193,10 +210,14 @@ def leaderboard_row(outcomes: SystemOutcomes, gold: GoldIndex,
       f1=float(np.mean(f1) * 100),
       f1_ci_low=f1_ci[0] * 100,
       f1_ci_high=f1_ci[1] * 100,
-      n_human_rated=n_rated,
-      human_ais=human_ais,
-      human_agreement=agreement,
-      human_kappa=kappa)
+      n_human_rated=counts.n,
+      human_ais=stats.get("human_ais"),
+      human_agreement=stats.get("accuracy"),
+      human_kappa=stats.get("cohen_kappa"),
+      autoais_rated=stats.get("predicted_ais"),
+      human_balanced_accuracy=stats.get("balanced_accuracy"),
+      human_roc_auc=stats.get("roc_auc"),
+      human_pr_auc=stats.get("pr_auc")), system
 
 
 class _LeaderboardRowFn(beam.DoFn):
@@ -209,11 +230,14 @@ class _LeaderboardRowFn(beam.DoFn):
   def process(self, outcomes: SystemOutcomes, gold: GoldIndex):
     if self._bootstrap is None or self._bootstrap.n != gold.n:
       self._bootstrap = BootstrapWeights(gold.n, self._samples, self._seed)
-    yield leaderboard_row(outcomes, gold, self._bootstrap)
+    row, agreement = leaderboard_row(outcomes, gold, self._bootstrap)
+    yield row
+    yield beam.pvalue.TaggedOutput("agreement", agreement)
 
 
 class SummarizeSystems(beam.PTransform):
-  """PCollection[SystemOutcomes] -> one LeaderboardRow per system.
+  """PCollection[SystemOutcomes] -> outputs `rows` (one LeaderboardRow per
+  system) and `agreement` (one transforms.agreement.SystemAgreement per system).
 
   Each element must hold all of a system's kept predictions: the ratings writer
   sees rows sorted by system and emits one SystemOutcomes per system, so only one
@@ -230,7 +254,8 @@ class SummarizeSystems(beam.PTransform):
   def expand(self, outcomes):
     return outcomes | "ComputeLeaderboardRows" >> beam.ParDo(
         _LeaderboardRowFn(self._samples, self._seed),
-        beam.pvalue.AsSingleton(self._gold_index))
+        beam.pvalue.AsSingleton(self._gold_index)).with_outputs(
+            "agreement", main="rows")
 
 
 def sorted_rows(rows: Iterable[LeaderboardRow]) -> List[LeaderboardRow]:

@@ -16,14 +16,17 @@ import uuid
 from typing import Dict
 
 import apache_beam as beam
+import pyarrow as pa
 import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import DeadLetter, REJECTED, UNMATCHED, to_record_batch
 from transforms.sorted_runs import SpillSortedRuns, merge_sorted_runs
 
 DEAD_LETTER_KEY = ("source_file", "source_line", "reason", "field", "message")
-# pyarrow's CSV writer: quoting only where needed, empty for null.
+# CSV outputs: pyarrow's writer, quoting only where needed, empty for null; the
+# header is written apart so that a file can be written in batches.
 CSV_OPTIONS = pa_csv.WriteOptions(include_header=False, quoting_style="needed")
 
 
@@ -67,6 +70,26 @@ def delete_tree(path: str) -> None:
   objects = FileSystems.match([path.rstrip("/") + "/**"])[0].metadata_list
   if objects:
     FileSystems.delete([metadata.path for metadata in objects])
+
+
+@contextlib.contextmanager
+def parquet_and_csv(output_dir: str, stem: str, schema, row_group_size: int):
+  """Writes `{stem}.parquet` (snappy) and `{stem}.csv` (a header line, then the
+  rows) side by side, each atomically; yields write(table), to call with Arrow
+  tables or record batches of `schema` in output order."""
+  join = FileSystems.join
+  with atomic_create(join(output_dir, f"{stem}.parquet")) as parquet_sink, \
+      atomic_create(join(output_dir, f"{stem}.csv")) as csv_sink, \
+      pq.ParquetWriter(parquet_sink, schema, compression="snappy") as parquet:
+    csv_sink.write((",".join(schema.names) + "\n").encode("utf-8"))
+
+    def write(table) -> None:
+      if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+      parquet.write_table(table, row_group_size=row_group_size)
+      pa_csv.write_csv(table, csv_sink, CSV_OPTIONS)
+
+    yield write
 
 
 def dead_letter_json(row: DeadLetter) -> str:

@@ -35,7 +35,7 @@ from transforms.passages import pyserini_contents
 REQUIRED_PREDICTION_FIELDS = ("question", "answer", "attribution")
 OPTIONAL_PREDICTION_FIELDS = ("system_name", "passage", "human_rating")
 _PREDICTION_FIELDS = REQUIRED_PREDICTION_FIELDS + OPTIONAL_PREDICTION_FIELDS
-_HUMAN_RATINGS = {"y": "Y", "yes": "Y", "n": "N", "no": "N"}
+HUMAN_RATINGS = {"y": "Y", "yes": "Y", "n": "N", "no": "N"}
 _MAX_RECORD_CHARS = 65536
 # Python's own decompressors (C speed, proper io objects); other suffixes Beam
 # knows (.deflate, .zst) go through Beam's CompressedFile.
@@ -248,7 +248,7 @@ def _escape_surrogate(ch: str) -> str:
   return f"\\u{code:04x}"
 
 
-def _json_record(fields: Dict[str, object]) -> str:
+def json_record(fields: Dict[str, object]) -> str:
   if isinstance(fields, dict):
     fields = {_printable(k): _printable(v) for k, v in fields.items()}
   return _raw_record(json.dumps(fields, ensure_ascii=False, sort_keys=True,
@@ -364,7 +364,7 @@ def _csv_rows(path: str) -> Iterator[Union[tuple, DeadLetter]]:
         yield rejected(
             path, start, "malformed_csv",
             f"expected {width} fields, found {len(values)}",
-            _json_record({"values": values}))
+            json_record({"values": values}))
         if len(lines.record_lines) > 1:
           lines.reject_record()
         else:
@@ -525,19 +525,19 @@ def _text_field(fields, name, path, line, required) -> Union[str, None, DeadLett
   if value is None:
     if required:
       return rejected(path, line, "missing_field", "required field is missing",
-                      _json_record(fields), name)
+                      json_record(fields), name)
     return None
   if not isinstance(value, str):
     return rejected(path, line, "wrong_type",
                     f"expected a string, found {type(value).__name__}",
-                    _json_record(fields), name)
+                    json_record(fields), name)
   if _has_surrogates(value):
     return rejected(path, line, "non_utf8", "bytes that are not UTF-8",
-                    _json_record(fields), name)
+                    json_record(fields), name)
   return value
 
 
-def _clean_text_fields(fields, names, required, path, line):
+def clean_text_fields(fields, names, required, path, line):
   """{name: str or None}, or the DeadLetter of the first bad field.
 
   The common case (every field a valid string) is checked in one pass; only a
@@ -559,30 +559,30 @@ def _clean_text_fields(fields, names, required, path, line):
 
 def parse_prediction(fields: Dict[str, object], path: str, line: int,
                      default_system: str) -> Union[Prediction, DeadLetter]:
-  values = _clean_text_fields(fields, _PREDICTION_FIELDS, REQUIRED_PREDICTION_FIELDS,
+  values = clean_text_fields(fields, _PREDICTION_FIELDS, REQUIRED_PREDICTION_FIELDS,
                               path, line)
   if isinstance(values, DeadLetter):
     return values
   question = values["question"].strip()
   if not question:
     return rejected(path, line, "empty_question", "the question is empty",
-                    _json_record(fields), "question")
+                    json_record(fields), "question")
   if not values["answer"].strip():
     return rejected(path, line, "empty_answer", "the answer is empty",
-                    _json_record(fields), "answer")
+                    json_record(fields), "answer")
   system = values["system_name"]
   if system is None:
     system = default_system
   elif not system.strip():
     return rejected(path, line, "empty_system_name", "the system name is empty",
-                    _json_record(fields), "system_name")
+                    json_record(fields), "system_name")
   rating = values["human_rating"]
   if rating is not None and rating.strip():
-    rating = _HUMAN_RATINGS.get(rating.strip().lower())
+    rating = HUMAN_RATINGS.get(rating.strip().lower())
     if rating is None:
       return rejected(path, line, "invalid_value",
                       f"human_rating must be Y or N, found {values['human_rating']!r}",
-                      _json_record(fields), "human_rating")
+                      json_record(fields), "human_rating")
   else:
     rating = None
   return Prediction(
@@ -643,16 +643,16 @@ def parse_gold(fields, path: str, line: int) -> Union[tuple, DeadLetter]:
   if not isinstance(question, str) or not question.strip():
     return rejected(path, line, "missing_field" if question is None else "wrong_type",
                     "the question is missing, empty or not a string",
-                    _json_record(fields), "question")
+                    json_record(fields), "question")
   if (not isinstance(answers, list) or not answers or
       not all(isinstance(a, str) for a in answers)):
     return rejected(path, line, "missing_field" if answers is None else "wrong_type",
-                    "expected a non-empty list of strings", _json_record(fields),
+                    "expected a non-empty list of strings", json_record(fields),
                     "answer")
   for name, value in (("question", question), ("answer", "".join(answers))):
     if _has_surrogates(value):
       return rejected(path, line, "non_utf8", "text that is not UTF-8",
-                      _json_record(fields), name)
+                      json_record(fields), name)
   return question.strip(), answers
 
 
@@ -675,7 +675,7 @@ def read_gold(source: str) -> Iterator[Union[GoldAnswer, DeadLetter]]:
     if question in first_line:
       yield rejected(source, line, "duplicate_gold_question",
                      f"the question already appears at line {first_line[question]}; "
-                     "the first one is kept", _json_record(fields), "question")
+                     "the first one is kept", json_record(fields), "question")
       continue
     first_line[question] = line
     yield GoldAnswer(question, answers, len(first_line) - 1)
@@ -702,19 +702,19 @@ def check_corpus_file(path: str) -> None:
 
 
 def parse_corpus_record(fields, path: str, line: int) -> Union[CorpusRecord, DeadLetter]:
-  values = _clean_text_fields(fields, CORPUS_FIELDS, ("id",), path, line)
+  values = clean_text_fields(fields, CORPUS_FIELDS, ("id",), path, line)
   if isinstance(values, DeadLetter):
     return values
   if not values["id"].strip():
     return rejected(path, line, "empty_id", "the passage id is empty",
-                    _json_record(fields), "id")
+                    json_record(fields), "id")
   contents = values["contents"]
   if contents is None:
     if values["title"] is None or values["text"] is None:
       missing = "contents" if values["title"] is None else "text"
       return rejected(path, line, "missing_field",
                       "needs 'contents' (Pyserini) or 'title' and 'text'",
-                      _json_record(fields), missing)
+                      json_record(fields), missing)
     contents = pyserini_contents(values["title"], values["text"], values["headings"])
   return CorpusRecord(values["id"], contents, path, line)
 

@@ -1,0 +1,523 @@
+"""Readers of human-labelled attribution data: the agreement sets of `autoais
+agreement --format FORMAT`, and the human ratings of `autoais evaluate
+--human_ratings`.
+
+Like transforms/sources.py, every reader yields per record either a parsed
+element or a DeadLetter naming the file, line and field; an unusable file
+raises InputError (the job exits 2). Items with no usable human label or
+nothing to score (an ExpertQA claim without evidence) are dead-lettered as
+`unmatched`, bad records as `rejected`.
+
+Formats (`FORMATS`), each yielding LabelledItem(premise, hypothesis, label):
+
+  ratings           ratings.csv (or JSONL / Parquet with its columns): premise the
+                    `passage`, hypothesis "The answer to the question '{question}'
+                    is '{answer}'"; attributable: human_rating Y; group system_name.
+  attributionbench  AttributionBench JSONL: premise the `references` joined by
+                    newlines, hypothesis `claim`; attributable: attribution_label
+                    "attributable"; group src_dataset.
+  begin             BEGIN TSV: premise `knowledge`, hypothesis `response`;
+                    attributable: "Fully attributable" ("Not fully attributable" and
+                    "Generic" are not, as in the TRUE benchmark; each label is also
+                    counted apart); groups data_source, then model_name.
+  wice              WiCE oracle chunks JSONL: one line per chunk, premise its
+                    `evidence` sentences, hypothesis `claim`; an item is a claim
+                    (`meta.id`), scored as the max over its chunks; attributable:
+                    label "supported".
+  expertqa          ExpertQA JSONL: one item per claim of each system's answer,
+                    premise the claim's evidence passages, hypothesis the claim;
+                    attributable: support "Complete"; group the answering system.
+  xor-attriqa       XOR-AttriQA rows (JSONL / CSV / Parquet): premise and hypothesis
+                    by --scenario (in-language: passage_in_language, query and
+                    prediction; in-english: passage_en, query_translated_en and
+                    prediction_translated_en); attributable: ais Y/yes/true/1;
+                    group query_language.
+"""
+import functools
+import io
+import os
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
+
+from schemas import (UNMATCHED, AttributionExample, DeadLetter, ExpertQAClaim,
+                     HumanRating, LabelledItem)
+from transforms.passages import parse_passage
+from transforms.scoring import claim_example, qa_example, qa_hypothesis
+from transforms.sources import (HUMAN_RATINGS, InputError, check_input_file,
+                                clean_text_fields, json_record, open_input,
+                                read_header, read_predictions, records, rejected,
+                                system_name_from_path)
+
+SCENARIOS = ("in-language", "in-english")
+_YES = {"y", "yes", "true", "1", "attributable"}
+_NO = {"n", "no", "false", "0", "not attributable"}
+
+
+def unmatched(path: str, line: int, reason: str, message: str, record: str,
+              field: Optional[str] = None) -> DeadLetter:
+  """A record that is well formed but cannot be used (no human label, nothing to
+  score): counted apart from rejected (bad) records."""
+  location = f"{path}:{line}" + (f": field '{field}'" if field else "")
+  return DeadLetter(path, line, UNMATCHED, reason, field, f"{location}: {message}",
+                    record)
+
+
+def _item_id(path: str, line: int, *parts) -> str:
+  return ":".join([system_name_from_path(path), str(line), *map(str, parts)])
+
+
+def _yes_no(value) -> Optional[bool]:
+  """A Y/N-like label as a bool; None if it is not one."""
+  if isinstance(value, bool):
+    return value
+  if isinstance(value, int) and value in (0, 1):
+    return bool(value)
+  if isinstance(value, str):
+    lowered = value.strip().lower()
+    if lowered in _YES:
+      return True
+    if lowered in _NO:
+      return False
+  return None
+
+
+def _text_fields(fields, names, required, non_empty, path, line):
+  """{name: str or None} of the named fields, or the DeadLetter of the first
+  that is missing (of `required`), not a string, not UTF-8, or blank (of
+  `non_empty`)."""
+  values = clean_text_fields(fields, names, required, path, line)
+  if isinstance(values, DeadLetter):
+    return values
+  for name in non_empty:
+    if not values[name].strip():
+      return rejected(path, line, "empty_field", "the field is empty",
+                      json_record(fields), name)
+  return values
+
+
+def _label(values, field: str, labels: Dict[str, bool], fields, path, line):
+  """(label as written, attributable) of a label field, or its DeadLetter."""
+  label = values[field].strip()
+  attributable = labels.get(label.lower())
+  if attributable is None:
+    return rejected(path, line, "invalid_value",
+                    f"{field} must be one of {', '.join(map(repr, labels))} (any "
+                    f"case), found {label!r}", json_record(fields), field)
+  return label, attributable
+
+
+def _parse_records(source, parse) -> Iterator:
+  """parse(line, fields) for each record of `source` (sources.records or
+  _tsv_records); DeadLetters pass through."""
+  for item in source:
+    yield item if isinstance(item, DeadLetter) else parse(*item)
+
+
+# ----------------------------------------------------------------------------
+# Human ratings for `evaluate --human_ratings`.
+
+HUMAN_RATING_FIELDS = ("system_name", "question", "human_rating")
+
+
+def check_human_ratings_file(path: str) -> None:
+  """Raises InputError if a ratings file cannot be read or, for CSV and Parquet,
+  lacks a column of HUMAN_RATING_FIELDS."""
+  check_input_file(path)
+  _require_columns(path, HUMAN_RATING_FIELDS)
+
+
+def read_human_ratings(path: str) -> Iterator[Union[HumanRating, DeadLetter]]:
+  """HumanRating per record of a CSV / JSONL / Parquet file with system_name,
+  question and human_rating (Y / N, also yes / no), or its DeadLetter."""
+
+  def parse(line, fields):
+    values = _text_fields(fields, HUMAN_RATING_FIELDS, HUMAN_RATING_FIELDS,
+                          ("system_name", "question"), path, line)
+    if isinstance(values, DeadLetter):
+      return values
+    rating = HUMAN_RATINGS.get(values["human_rating"].strip().lower())
+    if rating is None:
+      return rejected(path, line, "invalid_value",
+                      f"human_rating must be Y or N, found {values['human_rating']!r}",
+                      json_record(fields), "human_rating")
+    return HumanRating(values["system_name"].strip(), values["question"].strip(),
+                       rating, path, line)
+
+  return _parse_records(records(path, HUMAN_RATING_FIELDS), parse)
+
+
+# ----------------------------------------------------------------------------
+# Agreement formats.
+
+
+class LabelledFormat(NamedTuple):
+  read: Callable[[str, Optional[str]], Iterator[Union[LabelledItem, DeadLetter]]]
+  groupings: Tuple[str, ...]  # what `group`, then `secondary_group`, hold
+  positive: str  # which human label counts as attributable, in words
+  required_columns: Tuple[str, ...]  # checked at launch in CSV / TSV / Parquet
+  multi_premise: bool = False  # items of several premise chunks (max over them)
+
+
+def _require_columns(path: str, required) -> None:
+  header = _tsv_header(path) if _is_tsv(path) else read_header(path, required)
+  if not header:  # JSON Lines: no header to check
+    return
+  missing = [name for name in required if name not in header]
+  if missing:
+    raise InputError(f"{path}:1: missing required column(s) {', '.join(missing)} "
+                     f"(found: {', '.join(header)})")
+
+
+def check_labelled_file(format_name: str, path: str,
+                        scenario: Optional[str] = None) -> None:
+  """Launch checks of an agreement input: readable, and the columns the format
+  (and scenario) needs where the file has a header."""
+  if _is_tsv(path):
+    with open_input(path) as binary:
+      if not binary.read(65536).strip():
+        raise InputError(f"{path}: is empty")
+  else:
+    check_input_file(path)
+  required = FORMATS[format_name].required_columns
+  if format_name == "xor-attriqa":
+    required += _XOR_SCENARIO_FIELDS[scenario or "in-language"]
+  _require_columns(path, required)
+
+
+def labelled_reader(format_name: str, scenario: Optional[str] = None):
+  """The read_file function (path -> items) of a format, for ReadRecords."""
+  return functools.partial(FORMATS[format_name].read, scenario=scenario)
+
+
+# ratings ---------------------------------------------------------------------
+
+
+def _read_ratings(path: str, scenario=None) -> Iterator[Union[LabelledItem, DeadLetter]]:
+  del scenario
+  for prediction in read_predictions(path):
+    if isinstance(prediction, DeadLetter):
+      yield prediction
+      continue
+    record = json_record({"system_name": prediction.system_name,
+                           "question": prediction.question,
+                           "answer": prediction.answer,
+                           "human_rating": prediction.human_rating})
+    line = prediction.source_line
+    if prediction.human_rating is None:
+      yield unmatched(path, line, "no_human_label", "no human_rating", record,
+                      "human_rating")
+      continue
+    if not prediction.passage:
+      yield unmatched(path, line, "no_passage", "no passage to score", record,
+                      "passage")
+      continue
+    example = qa_example(prediction.question, prediction.answer,
+                         parse_passage(prediction.passage))
+    yield LabelledItem(_item_id(path, line), prediction.system_name, None, example,
+                       prediction.human_rating, prediction.human_rating == "Y", path,
+                       line)
+
+
+# attributionbench ----------------------------------------------------------------
+
+_ATTRIBUTIONBENCH_LABELS = {"attributable": True, "not attributable": False}
+
+
+def _read_attributionbench(path: str, scenario=None):
+  del scenario
+
+  def parse(line, fields):
+    values = _text_fields(fields, ("claim", "attribution_label", "src_dataset", "id"),
+                          ("claim", "attribution_label"), ("claim",), path, line)
+    if isinstance(values, DeadLetter):
+      return values
+    references = fields.get("references")
+    if isinstance(references, str):
+      references = [references]
+    if (not isinstance(references, list) or
+        not all(isinstance(r, str) for r in references)):
+      return rejected(path, line, "wrong_type", "expected a list of passages",
+                      json_record(fields), "references")
+    premise = "\n".join(r for r in references if r.strip())
+    if not premise:
+      return unmatched(path, line, "no_evidence", "no reference passage to score",
+                       json_record(fields), "references")
+    label = _label(values, "attribution_label", _ATTRIBUTIONBENCH_LABELS, fields, path,
+                   line)
+    if isinstance(label, DeadLetter):
+      return label
+    return LabelledItem(values["id"] or _item_id(path, line), values["src_dataset"],
+                        None, claim_example(premise, values["claim"]), *label, path,
+                        line)
+
+  return _parse_records(records(path, ("id", "claim", "references", "attribution_label",
+                                       "src_dataset")), parse)
+
+
+# begin ------------------------------------------------------------------------
+
+_BEGIN_LABELS = {"fully attributable": True, "not fully attributable": False,
+                 "generic": False}
+_BEGIN_FIELDS = ("knowledge", "response", "begin_label", "data_source", "model_name")
+
+
+def _is_tsv(path: str) -> bool:
+  lowered = path.lower()
+  return lowered.endswith(".tsv") or ".tsv." in os.path.basename(lowered)
+
+
+def _tsv_lines(path: str) -> Iterator[Tuple[int, str]]:
+  with open_input(path) as binary:
+    text = io.TextIOWrapper(binary, encoding="utf-8-sig", errors="surrogateescape",
+                            newline="")
+    for number, line in enumerate(text, start=1):
+      line = line.rstrip("\r\n")
+      if line.strip():
+        yield number, line
+
+
+def _tsv_header(path: str) -> List[str]:
+  for _, line in _tsv_lines(path):
+    return [name.strip() for name in line.split("\t")]
+  return []
+
+
+def _tsv_records(path: str) -> Iterator[Union[Tuple[int, Dict[str, str]], DeadLetter]]:
+  """(line, {column: value}) per line of a tab-separated file with a header line;
+  fields are not quoted (quotes are text, as in BEGIN)."""
+  header = None
+  for number, line in _tsv_lines(path):
+    values = line.split("\t")
+    if header is None:
+      header = [name.strip() for name in values]
+      if len(set(header)) != len(header):
+        raise InputError(f"{path}:{number}: the TSV header names a column twice")
+      continue
+    if len(values) != len(header):
+      yield rejected(path, number, "malformed_tsv",
+                     f"expected {len(header)} tab-separated fields, found {len(values)}",
+                     json_record({"line": line}))
+      continue
+    yield number, dict(zip(header, values))
+
+
+def _read_begin(path: str, scenario=None):
+  del scenario
+
+  def parse(line, fields):
+    values = _text_fields(fields, _BEGIN_FIELDS, ("knowledge", "response", "begin_label"),
+                          ("knowledge", "response"), path, line)
+    if isinstance(values, DeadLetter):
+      return values
+    label = _label(values, "begin_label", _BEGIN_LABELS, fields, path, line)
+    if isinstance(label, DeadLetter):
+      return label
+    example = AttributionExample(values["knowledge"], values["response"],
+                                 values["response"], values["knowledge"])
+    return LabelledItem(_item_id(path, line), values["data_source"],
+                        values["model_name"], example, *label, path, line)
+
+  source = _tsv_records(path) if _is_tsv(path) else records(path, _BEGIN_FIELDS)
+  return _parse_records(source, parse)
+
+
+# wice -------------------------------------------------------------------------
+
+_WICE_LABELS = {"supported": True, "partially_supported": False, "not_supported": False}
+
+
+def _read_wice(path: str, scenario=None):
+  del scenario
+
+  def parse(line, fields):
+    values = _text_fields(fields, ("label", "claim"), ("label", "claim"), ("claim",),
+                          path, line)
+    if isinstance(values, DeadLetter):
+      return values
+    evidence = fields.get("evidence")
+    if (not isinstance(evidence, list) or
+        not all(isinstance(sentence, str) for sentence in evidence)):
+      return rejected(path, line, "wrong_type", "expected a list of sentences",
+                      json_record(fields), "evidence")
+    premise = " ".join(sentence.strip() for sentence in evidence if sentence.strip())
+    if not premise:
+      return unmatched(path, line, "no_evidence", "no evidence sentence to score",
+                       json_record(fields), "evidence")
+    label = _label(values, "label", _WICE_LABELS, fields, path, line)
+    if isinstance(label, DeadLetter):
+      return label
+    meta = fields.get("meta")
+    claim_id = meta.get("id") if isinstance(meta, dict) else None
+    if not isinstance(claim_id, str) or not claim_id:
+      claim_id = _item_id(path, line)
+    return LabelledItem(claim_id, None, None, claim_example(premise, values["claim"]),
+                        *label, path, line)
+
+  return _parse_records(records(path, ("label", "claim", "evidence", "meta")), parse)
+
+
+# expertqa ---------------------------------------------------------------------
+
+EXPERTQA_COMPLETE = "Complete"
+_EXPERTQA_NEGATIVE = ("Partial", "Incomplete", "Missing")
+_EXPERTQA_NO_LABEL = ("", "N/A")
+
+
+def evidence_passage(evidence: str) -> Tuple[Optional[str], str]:
+  """(URL, passage) of an ExpertQA evidence string: "[n] URL", then a blank line
+  and the passage (absent for some systems: the passage is then "")."""
+  first, _, rest = evidence.partition("\n")
+  first = first.strip()
+  if first.startswith("[") and "]" in first:
+    marker, _, url = first.partition("]")
+    if marker[1:].strip().isdigit():
+      return url.strip() or None, rest.strip()
+  return None, evidence.strip()
+
+
+def read_expertqa_claims(path: str) -> Iterator[Union[ExpertQAClaim, DeadLetter]]:
+  """Every claim of every system's answer in an ExpertQA JSONL file
+  (`{"question", "answers": {system: {"claims": [{"claim_string", "evidence",
+  "support", ...}]}}}`), in file order, systems in the record's order; a bad
+  record, answer or claim becomes a DeadLetter. Shared by the jobs that read
+  ExpertQA."""
+  for item in records(path, ("question", "answers")):
+    if isinstance(item, DeadLetter):
+      yield item
+      continue
+    line, fields = item
+    question = fields.get("question")
+    answers = fields.get("answers")
+    if not isinstance(question, str) or not isinstance(answers, dict):
+      field = "question" if not isinstance(question, str) else "answers"
+      yield rejected(path, line, "wrong_type" if field in fields else "missing_field",
+                     "expected a question string and an answers object",
+                     json_record(fields), field)
+      continue
+    for system, answer in answers.items():
+      claims = answer.get("claims") if isinstance(answer, dict) else None
+      if not isinstance(claims, list):
+        yield rejected(path, line, "wrong_type", f"answer of system {system!r} has no "
+                       "list of claims", json_record({"system": system,
+                                                       "answer": answer}), "claims")
+        continue
+      for index, claim in enumerate(claims):
+        parsed = _expertqa_claim(question, system, index, claim, path, line)
+        yield parsed
+
+
+def _expertqa_claim(question, system, index, claim, path, line):
+  record = json_record({"system": system, "claim_index": index, "claim": claim})
+  if not isinstance(claim, dict) or not isinstance(claim.get("claim_string"), str):
+    return rejected(path, line, "wrong_type", f"claim {index} of system {system!r} "
+                    "has no claim_string", record, "claim_string")
+  evidence = claim.get("evidence") or []
+  support = claim.get("support")
+  if (not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence)
+      or not (support is None or isinstance(support, str))):
+    return rejected(path, line, "wrong_type", f"claim {index} of system {system!r}: "
+                    "evidence must be a list of strings and support a string", record,
+                    "evidence")
+  return ExpertQAClaim(question, system, index, claim["claim_string"], evidence,
+                       support, path, line)
+
+
+def _read_expertqa(path: str, scenario=None):
+  del scenario
+  for claim in read_expertqa_claims(path):
+    if isinstance(claim, DeadLetter):
+      yield claim
+      continue
+    line = claim.source_line
+    record = json_record({"system": claim.system, "claim_index": claim.claim_index,
+                           "claim": claim.claim, "support": claim.support})
+    support = (claim.support or "").strip()
+    if support in _EXPERTQA_NO_LABEL:
+      yield unmatched(path, line, "no_human_label", f"claim {claim.claim_index} of "
+                      f"system {claim.system!r} has no support label", record, "support")
+      continue
+    if support != EXPERTQA_COMPLETE and support not in _EXPERTQA_NEGATIVE:
+      yield rejected(path, line, "invalid_value", f"support must be Complete, Partial, "
+                     f"Incomplete, Missing or N/A, found {support!r}", record, "support")
+      continue
+    if not claim.evidence:
+      yield unmatched(path, line, "no_evidence", f"claim {claim.claim_index} of system "
+                      f"{claim.system!r} cites no evidence", record, "evidence")
+      continue
+    passages = [evidence_passage(e)[1] for e in claim.evidence]
+    premise = "\n".join(p for p in passages if p)
+    if not premise:
+      yield unmatched(path, line, "no_evidence_text", f"claim {claim.claim_index} of "
+                      f"system {claim.system!r}: its evidence is URLs only", record,
+                      "evidence")
+      continue
+    if not claim.claim.strip():
+      yield rejected(path, line, "empty_field", "the claim is empty", record,
+                     "claim_string")
+      continue
+    yield LabelledItem(_item_id(path, line, claim.system, f"{claim.claim_index:04d}"),
+                       claim.system, None, claim_example(premise, claim.claim),
+                       support, support == EXPERTQA_COMPLETE, path, line)
+
+
+# xor-attriqa ------------------------------------------------------------------
+
+XOR_FIELDS = ("query", "query_language", "prediction", "passage_in_language",
+              "passage_en", "passage_retrieved_language", "query_translated_en",
+              "prediction_translated_en", "ais")
+_XOR_SCENARIO_FIELDS = {
+    "in-language": ("passage_in_language", "query", "prediction"),
+    "in-english": ("passage_en", "query_translated_en", "prediction_translated_en"),
+}
+
+
+def _read_xor_attriqa(path: str, scenario=None):
+  passage_field, query_field, answer_field = _XOR_SCENARIO_FIELDS[
+      scenario or "in-language"]
+  needed = (passage_field, query_field, answer_field)
+
+  def parse(line, fields):
+    values = _text_fields(fields, needed + ("query_language",), needed, needed, path,
+                          line)
+    if isinstance(values, DeadLetter):
+      return values
+    if fields.get("ais") is None or fields.get("ais") == "":
+      return unmatched(path, line, "no_human_label", "no ais label",
+                       json_record(fields), "ais")
+    attributable = _yes_no(fields["ais"])
+    if attributable is None:
+      return rejected(path, line, "invalid_value",
+                      f"ais must be Y/N, yes/no, true/false or 1/0, found "
+                      f"{fields['ais']!r}", json_record(fields), "ais")
+    answer = values[answer_field]
+    example = AttributionExample(values[passage_field],
+                                 qa_hypothesis(values[query_field], answer), answer,
+                                 values[passage_field])
+    item_id = fields.get("id")
+    if not isinstance(item_id, str) or not item_id:
+      item_id = _item_id(path, line)
+    return LabelledItem(item_id, values["query_language"], None, example,
+                        str(fields["ais"]).strip(), attributable, path, line)
+
+  return _parse_records(records(path, XOR_FIELDS + ("id",)), parse)
+
+
+FORMATS: Dict[str, LabelledFormat] = {
+    "ratings": LabelledFormat(_read_ratings, ("system_name",), "human_rating Y",
+                              ("question", "answer", "attribution", "passage",
+                               "human_rating")),
+    "attributionbench": LabelledFormat(
+        _read_attributionbench, ("src_dataset",), "attribution_label 'attributable'",
+        ("claim", "references", "attribution_label")),
+    "begin": LabelledFormat(
+        _read_begin, ("data_source", "model_name"),
+        "begin_label 'Fully attributable' ('Not fully attributable' and 'Generic' "
+        "are not)", ("knowledge", "response", "begin_label")),
+    "wice": LabelledFormat(_read_wice, (), "label 'supported' (partially_supported "
+                           "and not_supported are not)", ("label", "claim", "evidence"),
+                           multi_premise=True),
+    "expertqa": LabelledFormat(_read_expertqa, ("system",),
+                               "support 'Complete' (Partial, Incomplete, Missing are "
+                               "not; N/A has no label)", ("question", "answers")),
+    "xor-attriqa": LabelledFormat(_read_xor_attriqa, ("query_language",),
+                                  "ais Y / yes / true / 1", ("ais",)),
+}

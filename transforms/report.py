@@ -1,0 +1,328 @@
+"""report.html: one self-contained page (plots embedded as PNG data URIs, no
+script, no external resource) of the agreement of attribution scores with human
+labels, written by `autoais agreement` and by `autoais evaluate` when rows carry
+human ratings.
+
+Plots (matplotlib, Agg canvas, no global pyplot state): the ranking with 95%
+intervals (forest plot), per-system (or per-group) AutoAIS against human AIS with
+the least-squares fit and the correlations, the ROC curve of nli_score, its
+reliability diagram, and its histograms by human label. Every figure is drawn
+from the merged accumulators of transforms/agreement.py, never from rows.
+"""
+import base64
+import html
+import io
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from transforms.agreement import AgreementCounts
+
+_DPI = 100
+
+
+def _figure(width: float = 6.4, height: float = 4.0):
+  from matplotlib.backends.backend_agg import FigureCanvasAgg  # pylint: disable=import-outside-toplevel
+  from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
+  figure = Figure(figsize=(width, height), dpi=_DPI)
+  FigureCanvasAgg(figure)
+  return figure
+
+
+def _png(figure) -> str:
+  """The figure as a base64 PNG (no metadata: the bytes depend on the plot only)."""
+  buffer = io.BytesIO()
+  figure.tight_layout()
+  figure.savefig(buffer, format="png", metadata={"Software": None})
+  return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def forest_plot(labels: Sequence[str], values, lows, highs, xlabel: str,
+                markers: Optional[Sequence[Optional[float]]] = None,
+                marker_label: str = "") -> str:
+  """Estimates with their intervals, first label on top."""
+  figure = _figure(6.4, max(2.0, 0.32 * len(labels) + 1.2))
+  axes = figure.add_subplot()
+  positions = np.arange(len(labels))[::-1]
+  values = np.asarray(values, dtype=float)
+  errors = np.array([values - np.asarray(lows, dtype=float),
+                     np.asarray(highs, dtype=float) - values])
+  axes.errorbar(values, positions, xerr=errors, fmt="o", color="tab:blue",
+                ecolor="tab:blue", capsize=3, label="estimate, 95% interval")
+  if markers is not None:
+    shown = [(p, m) for p, m in zip(positions, markers) if m is not None]
+    if shown:
+      axes.scatter([m for _, m in shown], [p for p, _ in shown], marker="D",
+                   color="tab:orange", zorder=3, label=marker_label)
+  axes.set_yticks(positions)
+  axes.set_yticklabels(labels, fontsize=8)
+  axes.set_xlabel(xlabel)
+  axes.set_xlim(-0.02, 1.02)
+  axes.grid(axis="x", alpha=0.3)
+  axes.legend(loc="lower right", fontsize=8)
+  return _png(figure)
+
+
+def scatter_plot(names: Sequence[str], x, y, correlations: Dict, xlabel: str,
+                 ylabel: str) -> str:
+  """Points, the least-squares line (scipy.stats.linregress) and the
+  correlations in the title."""
+  from scipy import stats  # pylint: disable=import-outside-toplevel
+  figure = _figure(6.4, 4.8)
+  axes = figure.add_subplot()
+  x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+  axes.scatter(x, y, color="tab:blue")
+  for name, px, py in zip(names, x, y):
+    axes.annotate(name, (px, py), fontsize=6, xytext=(3, 3), textcoords="offset points")
+  if len(x) >= 2 and np.ptp(x) > 0:
+    fit = stats.linregress(x, y)
+    line = np.linspace(x.min(), x.max(), 2)
+    axes.plot(line, fit.intercept + fit.slope * line, color="tab:gray",
+              label=f"least squares: y = {fit.slope:.2f} x {fit.intercept:+.2f}")
+    axes.legend(loc="lower right", fontsize=8)
+  parts = []
+  for name, symbol in (("pearson", "r"), ("spearman", "ρ"), ("kendall", "τ")):
+    entry = correlations.get(name) or {}
+    if entry.get("statistic") is not None:
+      text = f"{symbol} = {entry['statistic']:.3f}"
+      if entry.get("ci"):
+        text += f" [{entry['ci'][0]:.2f}, {entry['ci'][1]:.2f}]"
+      parts.append(text)
+  axes.set_title(", ".join(parts) or "correlations undefined", fontsize=9)
+  axes.set_xlabel(xlabel)
+  axes.set_ylabel(ylabel)
+  axes.grid(alpha=0.3)
+  return _png(figure)
+
+
+def roc_plot(counts: AgreementCounts) -> Optional[str]:
+  scores = counts.scores
+  if not scores.both_classes():
+    return None
+  fpr, tpr = scores.roc_curve()
+  figure = _figure(4.8, 4.4)
+  axes = figure.add_subplot()
+  axes.plot(fpr, tpr, color="tab:blue", label=f"ROC-AUC {scores.roc_auc():.3f}")
+  axes.plot([0, 1], [0, 1], linestyle=":", color="tab:gray")
+  axes.set_xlabel("false positive rate")
+  axes.set_ylabel("true positive rate")
+  axes.legend(loc="lower right", fontsize=8)
+  axes.grid(alpha=0.3)
+  return _png(figure)
+
+
+def reliability_plot(counts: AgreementCounts) -> Optional[str]:
+  if not counts.scores.n_positive + counts.scores.n_negative:
+    return None
+  mean_score, share, rows = counts.scores.reliability(10)
+  figure = _figure(4.8, 4.4)
+  axes = figure.add_subplot()
+  axes.plot([0, 1], [0, 1], linestyle=":", color="tab:gray", label="calibrated")
+  axes.plot(mean_score, share, marker="o", color="tab:blue", label="nli_score")
+  for px, py, n in zip(mean_score, share, rows):
+    axes.annotate(f"{int(n)}", (px, py), fontsize=6, xytext=(3, -9),
+                  textcoords="offset points")
+  axes.set_xlabel("mean nli_score in bin (10 equal-width bins)")
+  axes.set_ylabel("share human-attributable")
+  axes.set_xlim(0, 1)
+  axes.set_ylim(0, 1)
+  axes.legend(loc="upper left", fontsize=8)
+  axes.grid(alpha=0.3)
+  return _png(figure)
+
+
+def histogram_plot(counts: AgreementCounts) -> Optional[str]:
+  if not counts.scores.n_positive + counts.scores.n_negative:
+    return None
+  edges, positives, negatives = counts.scores.histogram(20)
+  figure = _figure(6.4, 3.6)
+  axes = figure.add_subplot()
+  centres = (edges[:-1] + edges[1:]) / 2
+  width = edges[1] - edges[0]
+  axes.bar(centres - width / 4, negatives, width=width / 2, color="tab:red",
+           label="human: not attributable")
+  axes.bar(centres + width / 4, positives, width=width / 2, color="tab:green",
+           label="human: attributable")
+  axes.set_xlabel("nli_score")
+  axes.set_ylabel("rows")
+  axes.legend(fontsize=8)
+  axes.grid(axis="y", alpha=0.3)
+  return _png(figure)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+  head = "".join(f"<th>{html.escape(str(cell))}</th>" for cell in header)
+  body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(cell))}</td>" for cell in row)
+                 + "</tr>" for row in rows)
+  return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cell(value) -> str:
+  if value is None:
+    return ""
+  if isinstance(value, float):
+    return f"{value:.3f}"
+  return str(value)
+
+
+def _p_value(value) -> Optional[str]:
+  return None if value is None else f"{value:.3g}"
+
+
+_STYLE = """
+body { font-family: sans-serif; margin: 2em; max-width: 70em; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+figure { display: inline-block; margin: 1em 1em 1em 0; vertical-align: top; }
+figcaption { font-size: 0.85em; color: #555; max-width: 40em; }
+"""
+
+
+def _page(title: str, intro: List[str], tables: List[Tuple[str, str]],
+          figures: List[Tuple[str, Optional[str]]],
+          more_tables: Sequence[Tuple[str, str]] = ()) -> str:
+  """The page: intro, the main tables, the figures, then the longer tables."""
+  parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
+           f"<h1>{html.escape(title)}</h1>"]
+  parts += [f"<p>{html.escape(line)}</p>" for line in intro]
+  parts += [f"<h2>{html.escape(caption)}</h2>{table}" for caption, table in tables]
+  for caption, png in figures:
+    if png is None:
+      continue
+    parts.append(f'<figure><img alt="{html.escape(caption)}" '
+                 f'src="data:image/png;base64,{png}"><figcaption>{html.escape(caption)}'
+                 "</figcaption></figure>")
+  parts += [f"<h2>{html.escape(caption)}</h2>{table}" for caption, table in more_tables]
+  parts.append("</body></html>")
+  return "\n".join(parts) + "\n"
+
+
+_ROW_HEADER = ("group", "n", "human AIS", "predicted AIS", "accuracy",
+               "balanced accuracy", "Cohen's kappa", "ROC-AUC", "PR-AUC")
+
+
+def _stats_row(name, entry):
+  return (name, entry["n_rated"], entry["human_ais"], entry["predicted_ais"],
+          entry["accuracy"], entry["balanced_accuracy"], entry["cohen_kappa"],
+          entry["roc_auc"], entry["pr_auc"])
+
+
+def _score_figures(overall: AgreementCounts) -> List[Tuple[str, Optional[str]]]:
+  return [
+      ("ROC curve of nli_score against the human labels.", roc_plot(overall)),
+      ("Reliability of nli_score: share of human-attributable rows per score bin "
+       "(row counts beside the points).", reliability_plot(overall)),
+      ("nli_score by human label.", histogram_plot(overall)),
+  ]
+
+
+def agreement_report_html(content: Dict, overall: AgreementCounts) -> str:
+  """The page of `autoais agreement` (content: agreement.json's)."""
+  from scipy import stats  # pylint: disable=import-outside-toplevel
+  tables = [("Overall", _table(_ROW_HEADER, [_stats_row("overall", content["overall"])]))]
+  figures = []
+  more_tables = [(f"By {grouping}", _table(
+      _ROW_HEADER, [_stats_row(name, entry) for name, entry in table.items()]))
+                 for grouping, table in content["groups"].items()]
+  if content["groupings"]:
+    # The grouping with the most groups (BEGIN: model_name over data_source).
+    grouping = max(content["groupings"], key=lambda name: len(content["groups"][name]))
+    table = content["groups"][grouping]
+    ranked = sorted(((name, entry) for name, entry in table.items() if entry["n_rated"]),
+                    key=lambda item: (-item[1]["predicted_ais"], item[0]))
+    if ranked:
+      intervals = [stats.binomtest(round(entry["predicted_ais"] * entry["n_rated"]),
+                                   entry["n_rated"]).proportion_ci(method="exact")
+                   for _, entry in ranked]
+      figures.append((
+          f"Predicted AIS per {grouping}, ranked, with exact (Clopper-Pearson) 95% "
+          "intervals; diamonds: human AIS.",
+          forest_plot([name for name, _ in ranked],
+                      [entry["predicted_ais"] for _, entry in ranked],
+                      [ci.low for ci in intervals], [ci.high for ci in intervals],
+                      "share decided attributable",
+                      [entry["human_ais"] for _, entry in ranked], "human AIS")))
+      level = content["group_level"][grouping]
+      if len(ranked) >= 2:
+        figures.append((
+            f"Per-{grouping} predicted AIS against human AIS.",
+            scatter_plot([name for name, _ in ranked],
+                         [entry["predicted_ais"] for _, entry in ranked],
+                         [entry["human_ais"] for _, entry in ranked], level,
+                         "predicted AIS", "human AIS")))
+  figures += _score_figures(overall)
+  calibration = content.get("calibration")
+  intro = [f"Format {content['format']}"
+           + (f" ({content['scenario']})" if content.get("scenario") else "")
+           + f"; input {', '.join(content['inputs'])}.",
+           f"Attributable: {content['positive_label']}.",
+           f"Scorer {content['scorer']['name']}, decision {content['decision']}, "
+           f"threshold {content['threshold']}."]
+  if calibration:
+    calibrated = content["overall"].get("at_calibrated_threshold", {})
+    intro.append(
+        f"Calibrated threshold {calibration['threshold']!r} (maximises "
+        f"{calibration['metric']} on {', '.join(calibration['calibrate_on'])}); "
+        f"accuracy on the input {_cell(content['overall']['accuracy'])} at the default, "
+        f"{_cell(calibrated.get('accuracy'))} at the calibrated threshold.")
+  return _page(f"Agreement with human labels: {content['format']}", intro, tables,
+               figures, more_tables)
+
+
+def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts) -> str:
+  """The page of `autoais evaluate` with human ratings (rows: LeaderboardRows;
+  content: agreement.json's)."""
+  ranked = sorted(rows, key=lambda row: (-row.autoais, row.system_name))
+  level = content["system_level"]
+  comparison = level["autoais_rated_vs_human_ais"]
+  figures = [
+      ("AutoAIS ranking (paper mode, over all gold questions) with 95% bootstrap "
+       "intervals; diamonds: human AIS on the rated rows.",
+       forest_plot([row.system_name for row in ranked], [row.autoais for row in ranked],
+                   [row.autoais_ci_low for row in ranked],
+                   [row.autoais_ci_high for row in ranked], "AutoAIS",
+                   [row.human_ais for row in ranked], "human AIS")),
+  ]
+  if comparison["systems"]:
+    figures.append((
+        "Per-system AutoAIS on the human-rated rows against human AIS on the same "
+        "rows; correlations with 95% bootstrap intervals (questions resampled, paired "
+        "across systems).",
+        scatter_plot(comparison["systems"], comparison["x"], comparison["y"],
+                     comparison, "AutoAIS on rated rows", "human AIS")))
+  figures += _score_figures(overall)
+  system_rows = [(row.system_name, row.n_human_rated, row.human_ais, row.autoais_rated,
+                  row.human_agreement, row.human_balanced_accuracy, row.human_kappa,
+                  row.human_roc_auc, row.human_pr_auc) for row in ranked]
+  tables = [
+      ("Overall (all rated rows)",
+       _table(_ROW_HEADER, [_stats_row("all systems", content["overall"])])),
+  ]
+  more_tables = [
+      ("Per system", _table(("system", "n rated", "human AIS", "AutoAIS on rated",
+                             "accuracy", "balanced accuracy", "Cohen's kappa",
+                             "ROC-AUC", "PR-AUC"), system_rows)),
+  ]
+  correlation_rows = []
+  for name in ("autoais_rated_vs_human_ais", "autoais_vs_human_ais"):
+    entry = level[name]
+    for method in ("pearson", "spearman", "kendall"):
+      ci = entry[method].get("ci")
+      correlation_rows.append((name, method, entry[method]["statistic"],
+                               None if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
+                               _p_value(entry[method]["p_value"])))
+  tables.append(("System-level correlation", _table(
+      ("comparison", "method", "value", "95% CI", "p-value"), correlation_rows)))
+  more_tables.append((
+      "Neighbours in the AutoAIS ranking: " + level["neighbour_tests"]["test"],
+      _table(("higher", "lower", "AutoAIS higher", "AutoAIS lower",
+              "questions only higher Y", "questions only lower Y", "p-value"),
+             [(t["higher"], t["lower"], t["autoais_higher"], t["autoais_lower"],
+               t["only_higher"], t["only_lower"], _p_value(t["p_value"]))
+              for t in level["neighbour_tests"]["pairs"]])))
+  intro = [f"{len(rows)} systems over {content['n_gold']} gold questions; "
+           f"{content['overall']['n_rated']} rows carry a human rating."]
+  return _page("AutoAIS leaderboard and agreement with human ratings", intro, tables,
+               figures, more_tables)
