@@ -156,6 +156,8 @@ class AisAnnotation(NamedTuple):
   # the release writes -1 (flagged; not interpretable).
   int_agreement: Optional[int]
   ais_agreement: Optional[int]
+  source_file: str
+  source_line: int
 
 
 class HumanRating(NamedTuple):
