@@ -2,6 +2,7 @@
 
     autoais build-corpus --input GLOB --output DIR [--num_shards N] [Beam options]
     autoais evaluate --predictions PATH --corpus DIR --gold SRC --output_dir DIR ...
+    autoais claims --input PATH --output_dir DIR [--format expertqa|jsonl] ...
 
 `autoais JOB --help` lists a job's options (and Beam's).
 """
@@ -11,6 +12,7 @@ import sys
 JOBS = {
     "build-corpus": "beam_jobs.build_corpus",
     "evaluate": "beam_jobs.evaluate",
+    "claims": "beam_jobs.claims",
 }
 
 

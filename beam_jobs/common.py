@@ -21,6 +21,10 @@ from transforms.corpus import CorpusError
 from transforms.sources import InputError
 
 EXIT_CONFIG_ERROR = 2
+# Runners that run in this process or on this machine (checks that need the
+# model or the data at hand can run at launch).
+LOCAL_RUNNERS = ("DirectRunner", "SwitchingDirectRunner", "BundleBasedDirectRunner",
+                 "FnApiRunner", "TestDirectRunner")
 EXIT_JOB_FAILED = 1
 
 

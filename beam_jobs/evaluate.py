@@ -23,32 +23,28 @@ if __name__ == "__main__":
   sys.exit(run())
 
 import functools
-import io
 import json
 import time
 from typing import NamedTuple, Optional, Tuple
 
 import apache_beam as beam
-import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (ConfigError, ScorerOptions, require, run_job,
-                              scorer_from_options)
+from beam_jobs.common import (LOCAL_RUNNERS, ConfigError, ScorerOptions, require,
+                              run_job, scorer_from_options)
 from beam_jobs.output_dir import OutputDir
 from schemas import (LEADERBOARD_SCHEMA, RATING_SCHEMA, REJECTED, UNMATCHED,
-                     AttributionScore, DeadLetter, GoldMatch, RatingRow,
-                     to_record_batch)
+                     AttributionScore, DeadLetter, GoldMatch, RatingRow)
 from transforms import corpus
 from transforms.metrics import (BuildGoldIndex, SummarizeSystems, SystemOutcomes,
                                 sorted_rows)
-from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest, reconcile,
-                                atomic_create, software_versions, utc_now,
-                                write_text_atomically)
+from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
+                                WriteManifest, atomic_create, csv_bytes, reconcile,
+                                software_versions, utc_now, write_text_atomically)
 from transforms.passages import ParsedPassage, display_passage, parse_passage
 from transforms.scoring import ScoreAttribution, qa_example
-from transforms.sorted_runs import RowRef, RowRefBuffer, SpillSortedRuns, merge_run_refs
+from transforms.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
 from transforms.sources import (TFDS_PREFIX, ReadGold, ReadRecords, check_gold_source,
                                 check_prediction_file, match_files, read_header,
                                 read_predictions)
@@ -57,11 +53,7 @@ OUTPUT_FILES = ("run.json", "ratings.csv", "ratings.parquet", "scores.txt",
                 "leaderboard.csv", "leaderboard.json", "leaderboard.md",
                 "dead_letter.jsonl")
 RATING_KEY = ("system_name", "question", "source_file", "source_line")
-RATINGS_ROW_GROUP = 4096
-_CSV_OPTIONS = pa_csv.WriteOptions(include_header=False, quoting_style="needed")
 JOINS = ("auto", "lookup", "shuffle")
-_LOCAL_RUNNERS = ("DirectRunner", "SwitchingDirectRunner", "BundleBasedDirectRunner",
-                  "FnApiRunner", "TestDirectRunner")
 # Bytes per prediction row, to estimate the row count from file sizes.
 _BYTES_PER_PREDICTION = 120
 
@@ -95,7 +87,7 @@ class _Plan:
 
   def __init__(self, options: EvaluateOptions, runner_name: str):
     require(options, "predictions", "gold", "output_dir")
-    self.scorer = scorer_from_options(options, runner_name in _LOCAL_RUNNERS)
+    self.scorer = scorer_from_options(options, runner_name in LOCAL_RUNNERS)
     if options.bootstrap_samples < 1:
       raise ConfigError("--bootstrap_samples must be positive")
     self.prediction_files = match_files(options.predictions)
@@ -125,7 +117,7 @@ class _Plan:
   def _choose_join(self, options, runner_name):
     if options.join != "auto":
       return options.join, "--join"
-    if runner_name in _LOCAL_RUNNERS:
+    if runner_name in LOCAL_RUNNERS:
       return "lookup", f"{runner_name} holds shuffled data in memory"
     sizes = FileSystems.match(self.prediction_files)
     estimated = sum(m.metadata_list[0].size_in_bytes for m in sizes
@@ -235,15 +227,6 @@ def rating_row(match: GoldMatch, passage: Optional[str],
 # Outputs.
 
 
-def csv_bytes(rows, schema, header: bool = True) -> bytes:
-  """Rows as CSV (pyarrow's writer: quoting only where needed, empty for null)."""
-  sink = io.BytesIO()
-  if header:
-    sink.write((",".join(schema.names) + "\n").encode("utf-8"))
-  pa_csv.write_csv(to_record_batch(rows, schema), sink, _CSV_OPTIONS)
-  return sink.getvalue()
-
-
 class _MergedRow(NamedTuple):
   """The fields of a rating row that the ratings writer reads as Python values."""
   system_name: str
@@ -273,19 +256,9 @@ class _WriteRatingsFn(beam.DoFn):
   def process(self, unused_impulse, shard_runs):
     runs = [run for _, run in shard_runs]
     counts = {"kept": 0, "scored": 0}
-    join = FileSystems.join
-    with atomic_create(join(self._output_dir, "ratings.parquet")) as parquet_sink, \
-        atomic_create(join(self._output_dir, "ratings.csv")) as csv_sink, \
-        pq.ParquetWriter(parquet_sink, RATING_SCHEMA, compression="snappy") as parquet:
-      csv_sink.write((",".join(RATING_SCHEMA.names) + "\n").encode("utf-8"))
-
-      def write(table):
-        parquet.write_table(table, row_group_size=RATINGS_ROW_GROUP)
-        pa_csv.write_csv(table, csv_sink, _CSV_OPTIONS)
-
+    with SortedTableWriter(self._output_dir, "ratings", RATING_SCHEMA) as ratings:
       # Rows are copied to the outputs as Arrow slices of the runs; only the
       # fields the merge, the dedup and the system outcomes need become Python.
-      scored = RowRefBuffer()
       kept = None
       outcomes = None
       for ref in merge_run_refs(runs, _MERGED_FIELDS, RATING_KEY):
@@ -306,11 +279,7 @@ class _WriteRatingsFn(beam.DoFn):
           yield beam.pvalue.TaggedOutput("dead_letter", self._unmatched(ref))
           continue
         counts["scored"] += 1
-        scored.add(ref)
-        if scored.num_rows == RATINGS_ROW_GROUP:
-          write(scored.take())
-      if scored.num_rows:
-        write(scored.take())
+        ratings.add(ref)
       if outcomes is not None:
         yield outcomes
     # The runs stay for the scratch directory's removal: a retry of this bundle

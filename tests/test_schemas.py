@@ -54,6 +54,14 @@ def _example(element_type):
           30.0, 90.0, 0, None, None, None),
       schemas.DeadLetter: schemas.DeadLetter("f.csv", 3, "rejected", "empty_answer",
                                              "answer", "f.csv:3: ...", "{}"),
+      schemas.ClaimInput: schemas.ClaimInput("sys", "q?", 0, "c [1].", ["[1] e"],
+                                             "Complete", False, 4, "f.jsonl", 4),
+      schemas.ClaimRow: schemas.ClaimRow("sys", "q?", 0, "c .", "e", 1, "Complete", "Y",
+                                         False, "Y", 0.75, 1, False, False, "t5", 4,
+                                         "f.jsonl", 4),
+      schemas.ClaimsSystemRow: schemas.ClaimsSystemRow(
+          "sys", 3, 9, 1, 0, 0.5, 0.3, 0.7, 0.4, 0.2, 0.6, 0.5, 0.4, 8, 0.5, 0.75,
+          0.7, 0.5, None),
   }
   if element_type is schemas.GoldMatch:
     return schemas.GoldMatch(values[schemas.Prediction], 4, 1.0, 1.0)

@@ -132,11 +132,35 @@ class BootstrapWeights:
 
   def intervals(self, metrics: List[np.ndarray]) -> List[Tuple[float, float]]:
     """95% intervals of the mean of each per-question array."""
-    values = np.stack(metrics, axis=1)
-    chunks = self._cached if self._cached is not None else self._chunks()
-    means = np.concatenate([weights @ values for weights in chunks])
+    means = self._resampled_means(metrics)
     return [(float(low), float(high))
             for low, high in np.percentile(means, [2.5, 97.5], axis=0).T]
+
+  def _resampled_means(self, metrics: List[np.ndarray]) -> np.ndarray:
+    """[samples, len(metrics)]: each array's mean in each resample."""
+    values = np.stack(metrics, axis=1)
+    chunks = self._cached if self._cached is not None else self._chunks()
+    return np.concatenate([weights @ values for weights in chunks])
+
+  def ratio_intervals(self, ratios: List[Tuple[np.ndarray, np.ndarray]]
+                      ) -> List[Optional[Tuple[float, float]]]:
+    """95% intervals of sum(numerator) / sum(denominator) over resampled
+    questions, for each (numerator, denominator) pair of per-question arrays (a
+    rate over a subset of the questions, claims per answer, a relative gain).
+    Resamples whose denominator is 0 are left out; None if all are."""
+    flat = [array for pair in ratios for array in pair]
+    means = self._resampled_means(flat)
+    intervals = []
+    for index in range(len(ratios)):
+      numerator, denominator = means[:, 2 * index], means[:, 2 * index + 1]
+      defined = denominator != 0
+      if not defined.any():
+        intervals.append(None)
+        continue
+      values = numerator[defined] / denominator[defined]
+      low, high = np.percentile(values, [2.5, 97.5])
+      intervals.append((float(low), float(high)))
+    return intervals
 
 
 def cohen_kappa(auto: np.ndarray, human: np.ndarray) -> Optional[float]:
@@ -146,6 +170,27 @@ def cohen_kappa(auto: np.ndarray, human: np.ndarray) -> Optional[float]:
   if expected == 1.0:
     return None
   return (observed - expected) / (1 - expected)
+
+
+def balanced_accuracy(predicted: np.ndarray, labels: np.ndarray) -> float:
+  """Mean recall over the label classes present (booleans)."""
+  recalls = [float(np.mean(predicted[labels == value] == value))
+             for value in (False, True) if (labels == value).any()]
+  return float(np.mean(recalls))
+
+
+def roc_auc(scores: np.ndarray, labels: np.ndarray) -> Optional[float]:
+  """Area under the ROC curve of `scores` for boolean `labels`: the chance that a
+  positive outscores a negative, ties counting half (Mann-Whitney U over
+  midranks). None when only one class is present."""
+  from scipy.stats import rankdata  # pylint: disable=import-outside-toplevel
+  positives = int(labels.sum())
+  negatives = len(labels) - positives
+  if not positives or not negatives:
+    return None
+  ranks = rankdata(scores)
+  rank_sum = float(ranks[labels].sum())
+  return (rank_sum - positives * (positives + 1) / 2) / (positives * negatives)
 
 
 def leaderboard_row(outcomes: SystemOutcomes, gold: GoldIndex,

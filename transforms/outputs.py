@@ -8,6 +8,7 @@ final name. `run.json` is written last and is the mark of a complete run.
 import collections
 import contextlib
 import datetime
+import io
 import json
 import platform
 import shutil
@@ -15,10 +16,14 @@ import uuid
 from typing import Dict
 
 import apache_beam as beam
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from schemas import DeadLetter, REJECTED, UNMATCHED
-from transforms.sorted_runs import SpillSortedRuns, merge_sorted_runs
+from schemas import DeadLetter, REJECTED, UNMATCHED, to_record_batch
+from transforms.sorted_runs import (RowRef, RowRefBuffer, SpillSortedRuns,
+                                    merge_sorted_runs)
 
 DEAD_LETTER_KEY = ("source_file", "source_line", "reason", "field", "message")
 
@@ -44,6 +49,67 @@ def atomic_create(path: str):
 def write_text_atomically(path: str, text: str) -> None:
   with atomic_create(path) as sink:
     sink.write(text.encode("utf-8"))
+
+
+CSV_WRITE_OPTIONS = pa_csv.WriteOptions(include_header=False, quoting_style="needed")
+TABLE_ROW_GROUP = 4096
+
+
+def csv_bytes(rows, schema, header: bool = True) -> bytes:
+  """Rows as CSV (pyarrow's writer: quoting only where needed, empty for null)."""
+  sink = io.BytesIO()
+  if header:
+    sink.write((",".join(schema.names) + "\n").encode("utf-8"))
+  pa_csv.write_csv(to_record_batch(rows, schema), sink, CSV_WRITE_OPTIONS)
+  return sink.getvalue()
+
+
+class SortedTableWriter:
+  """One row table written as `{stem}.parquet` and `{stem}.csv` side by side,
+  from merged rows (transforms/sorted_runs.py RowRefs) in the order they are
+  added: rows are copied as Arrow slices of the runs, never made into Python
+  objects. Both files appear under their names only once closed without error.
+
+      with SortedTableWriter(output_dir, "ratings", RATING_SCHEMA) as table:
+        for ref in merge_run_refs(runs, fields, key): table.add(ref)
+  """
+
+  def __init__(self, output_dir: str, stem: str, schema: pa.Schema,
+               row_group_size: int = TABLE_ROW_GROUP, write_csv: bool = True):
+    self._paths = (FileSystems.join(output_dir, f"{stem}.parquet"),
+                   FileSystems.join(output_dir, f"{stem}.csv") if write_csv else None)
+    self._schema = schema
+    self._row_group_size = row_group_size
+    self._buffer = RowRefBuffer()
+    self.num_rows = 0
+
+  def __enter__(self):
+    self._stack = contextlib.ExitStack()
+    parquet_path, csv_path = self._paths
+    parquet_sink = self._stack.enter_context(atomic_create(parquet_path))
+    self._csv = None
+    if csv_path is not None:
+      self._csv = self._stack.enter_context(atomic_create(csv_path))
+      self._csv.write((",".join(self._schema.names) + "\n").encode("utf-8"))
+    self._parquet = self._stack.enter_context(
+        pq.ParquetWriter(parquet_sink, self._schema, compression="snappy"))
+    return self
+
+  def add(self, ref: RowRef) -> None:
+    self._buffer.add(ref)
+    self.num_rows += 1
+    if self._buffer.num_rows == self._row_group_size:
+      self._write(self._buffer.take())
+
+  def _write(self, table: pa.Table) -> None:
+    self._parquet.write_table(table, row_group_size=self._row_group_size)
+    if self._csv is not None:
+      pa_csv.write_csv(table, self._csv, CSV_WRITE_OPTIONS)
+
+  def __exit__(self, error_type, error, traceback):
+    if error_type is None and self._buffer.num_rows:
+      self._write(self._buffer.take())
+    return self._stack.__exit__(error_type, error, traceback)
 
 
 def delete_tree(path: str) -> None:
