@@ -36,8 +36,8 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (LOCAL_RUNNERS, ConfigError, ScorerOptions, require,
-                              run_job, scorer_from_options)
+from beam_jobs.common import (LOCAL_RUNNERS, ConfigError, JobArguments, ScorerOptions,
+                              require, run_job, scorer_from_options)
 from beam_jobs.output_dir import OutputDir
 from schemas import (CLAIM_ROW_SCHEMA, CLAIMS_SYSTEM_SCHEMA, REJECTED, ClaimRow,
                      DeadLetter)
@@ -61,7 +61,7 @@ class ClaimsOptions(PipelineOptions):
 
   @classmethod
   def _add_argparse_args(cls, parser):
-    group = parser.add_argument_group("claims")
+    group = JobArguments(parser, "claims")
     group.add_argument("--input", help="Claim files: path, glob or comma list "
                        "(JSON Lines, optionally compressed), local or gs://.")
     group.add_argument("--output_dir", help="Directory for the outputs.")

@@ -3,6 +3,7 @@
     autoais build-corpus --input GLOB --output DIR [--num_shards N] [Beam options]
     autoais evaluate --predictions PATH --corpus DIR --gold SRC --output_dir DIR ...
     autoais claims --input PATH --output_dir DIR [--format expertqa|jsonl] ...
+    autoais audit --answers PATH --candidates PATH --corpus DIR --output_dir DIR ...
 
 `autoais JOB --help` lists a job's options (and Beam's).
 """
@@ -13,6 +14,7 @@ JOBS = {
     "build-corpus": "beam_jobs.build_corpus",
     "evaluate": "beam_jobs.evaluate",
     "claims": "beam_jobs.claims",
+    "audit": "beam_jobs.audit",
 }
 
 

@@ -32,6 +32,33 @@ class ConfigError(ValueError):
   """The job's options cannot work: it stops before building anything."""
 
 
+class JobArguments:
+  """A job's argument group in Beam's parser, adding each flag once.
+
+  Beam registers every PipelineOptions subclass in one parser (get_all_options,
+  and parse_options below), and jobs share flag names (--output_dir, --corpus,
+  --gold, --seed, ...): a flag another job's options already added is skipped,
+  and must then have the same type and default, which is checked here.
+
+      group = JobArguments(parser, "evaluate")
+      group.add_argument("--corpus", default=None, help=...)
+  """
+
+  def __init__(self, parser, title: str):
+    self._parser = parser
+    self._group = parser.add_argument_group(title)
+
+  def add_argument(self, flag: str, **kwargs) -> None:
+    existing = self._parser._option_string_actions.get(flag)  # pylint: disable=protected-access
+    if existing is None:
+      self._group.add_argument(flag, **kwargs)
+      return
+    if (existing.type, existing.default) != (kwargs.get("type"), kwargs.get("default")):
+      raise ValueError(f"{flag} is declared by two jobs with different types or "
+                       f"defaults: {(existing.type, existing.default)} and "
+                       f"{(kwargs.get('type'), kwargs.get('default'))}")
+
+
 def _flag(value: str) -> bool:
   """A boolean flag that takes a value (Flex Templates pass --name=value)."""
   lowered = value.strip().lower()

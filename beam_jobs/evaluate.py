@@ -31,8 +31,8 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (LOCAL_RUNNERS, ConfigError, ScorerOptions, require,
-                              run_job, scorer_from_options)
+from beam_jobs.common import (LOCAL_RUNNERS, ConfigError, JobArguments, ScorerOptions,
+                              require, run_job, scorer_from_options)
 from beam_jobs.output_dir import OutputDir
 from schemas import (LEADERBOARD_SCHEMA, RATING_SCHEMA, REJECTED, UNMATCHED,
                      AttributionScore, DeadLetter, GoldMatch, RatingRow)
@@ -64,7 +64,7 @@ class EvaluateOptions(PipelineOptions):
 
   @classmethod
   def _add_argparse_args(cls, parser):
-    group = parser.add_argument_group("evaluate")
+    group = JobArguments(parser, "evaluate")
     group.add_argument("--predictions", help="Prediction files: path, glob or comma "
                        "list (.csv, .jsonl, .parquet; .gz allowed), local or gs://.")
     group.add_argument("--corpus", default=None,

@@ -135,3 +135,74 @@ def test_evaluate_gives_the_same_outputs_with_either_join(tmp_path):
   assert manifests["shuffle"]["join"]["strategy"] == "shuffle"
   assert manifests["shuffle"]["join"]["bytes_read"] == manifests["shuffle"]["join"][
       "corpus_bytes"]
+
+
+def _article_passages():
+  """One article of 600 passages (it spans several index row groups), 200 of
+  three, one of a single passage without '#'."""
+  passages = [{"id": f"http://en.wikipedia.org/wiki/Big#Big#Part_{i:03d}#{i}",
+               "contents": f"« Big » « Big, Part {i} » text {i}"} for i in range(600)]
+  for article in range(200):
+    passages += [{"id": f"http://en.wikipedia.org/wiki/A_{article}#A_{article}#{part}",
+                  "contents": f"« A {article} » « A {article} » part {part}"}
+                 for part in range(3)]
+  passages.append({"id": "plain-id-without-hash", "contents": "« P » « P » plain"})
+  random.Random(1).shuffle(passages)
+  return passages
+
+
+@pytest.fixture(scope="module")
+def articles_built(tmp_path_factory):
+  root = tmp_path_factory.mktemp("articles")
+  passages = _article_passages()
+  write_jsonl(root / "src" / "a.jsonl", passages + passages[:5])  # 5 repeated ids
+  assert run_job(build_corpus, "--input", root / "src" / "*.jsonl", "--output",
+                 root / "corpus", "--num_shards", 4) == 0
+  by_article = {}
+  for passage in passages:
+    by_article.setdefault(corpus.article_of(passage["id"]), []).append(passage["id"])
+  return root / "corpus", by_article
+
+
+def test_article_index_layout(articles_built):
+  directory, by_article = articles_built
+  manifest = json.loads((directory / "corpus.json").read_text())
+  index = manifest["articles"]
+  assert index["num_entries"] == manifest["num_passages"] == 1201
+  entries = []
+  for shard in index["shards"]:
+    table = pq.read_table(directory / shard["path"])
+    rows = list(zip(table.column("article").to_pylist(),
+                    table.column("passage_id").to_pylist()))
+    assert rows == sorted(rows) and len(rows) == shard["num_rows"]
+    assert all(corpus.shard_of(article, 4) == shard["shard"] for article, _ in rows)
+    entries += rows
+  assert sorted(entries) == sorted((a, i) for a, ids in by_article.items() for i in ids)
+
+
+def test_lookup_articles_reads_only_the_articles_row_groups(articles_built, tmp_path):
+  directory, by_article = articles_built
+  wanted = ["http://en.wikipedia.org/wiki/Big", "http://en.wikipedia.org/wiki/A_7",
+            "plain-id-without-hash", "http://en.wikipedia.org/wiki/Nowhere", None]
+  with BeamTestPipeline(runner=FnApiRunner()) as pipeline:
+    joined = (pipeline | beam.Create(wanted)
+              | corpus.LookupArticles(str(directory), key_of=lambda value: value))
+    assert_that(joined["joined"], equal_to(
+        [(key, sorted(by_article[key]) if key in by_article else None)
+         for key in wanted]))
+    stats = joined["stats"] | beam.CombineGlobally(
+        lambda dicts: {k: sum(d[k] for d in dicts) for k in corpus.ARTICLE_STATS_KEYS})
+    stats | beam.Map(lambda s: (tmp_path / "stats.json").write_text(json.dumps(s)))
+  stats = json.loads((tmp_path / "stats.json").read_text())
+  assert stats["article_passages"] == 600 + 3 + 1
+  # The big article spans 3 to 4 groups of 256 entries; the others one each.
+  assert 3 + 2 <= stats["article_row_groups_read"] <= 4 + 2
+
+
+def test_lookup_articles_refuses_a_corpus_without_an_index(articles_built, tmp_path):
+  directory, _ = articles_built
+  manifest = json.loads((directory / "corpus.json").read_text())
+  del manifest["articles"]
+  (tmp_path / "corpus.json").write_text(json.dumps(manifest))
+  with pytest.raises(corpus.CorpusError, match="no article index"):
+    corpus.LookupArticles(str(tmp_path), key_of=lambda value: value)

@@ -62,9 +62,27 @@ def _example(element_type):
       schemas.ClaimsSystemRow: schemas.ClaimsSystemRow(
           "sys", 3, 9, 1, 0, 0.5, 0.3, 0.7, 0.4, 0.2, 0.6, 0.5, 0.4, 8, 0.5, 0.75,
           0.7, 0.5, None),
+      schemas.ArticleEntry: schemas.ArticleEntry("http://w/A", "http://w/A#A#1"),
+      schemas.AuditAnswer: schemas.AuditAnswer(None, "q?", "q1", "a", 1.0, 1.0, "a.csv",
+                                               2),
+      schemas.Candidate: schemas.Candidate("bm25", "q1", None, "id#1", None, 3, 7.5,
+                                           "run.trec", 9),
+      schemas.Topic: schemas.Topic("q1", "q?", "topics.tsv", 1),
+      schemas.AuditCandidateRow: schemas.AuditCandidateRow(
+          "bm25", "q?", "q1", "a", "id#1", 3, None, True, "Y", 0.8, 1, False, False,
+          1.0, 1.0, "t5", "a.csv", 2, "run.trec", 9),
+      schemas.AuditAnswerRow: schemas.AuditAnswerRow(
+          "bm25", "q?", None, "a", 4, 1, 2, "id#0", 1, "N", "Y", "id#1", 3, 0.8, "Y",
+          None, None, "a.csv", 2),
+      schemas.AuditSystemRow: schemas.AuditSystemRow(
+          "bm25", 10, 40, 0.2, 0.1, 0.3, 0.6, 0.5, 0.7, 0.5, 0.4, 0.6, 1.5, 1.0, 2.0,
+          10, 4, 0.25, 0.0, 0.5, 0.2, 0.1, 0.3, None, None, None, 0.5, 0.4, 0.6),
   }
   if element_type is schemas.GoldMatch:
     return schemas.GoldMatch(values[schemas.Prediction], 4, 1.0, 1.0)
+  if element_type is schemas.AuditPair:
+    return schemas.AuditPair("bm25", values[schemas.AuditAnswer],
+                             values[schemas.Candidate], False)
   return values[element_type]
 
 
@@ -76,6 +94,9 @@ def test_rows_round_trip_through_arrow(element_type):
   rows = list(iter_rows(batch, element_type))
   if element_type is schemas.GoldMatch:  # structs come back as dicts
     assert rows[0].prediction == row.prediction._asdict()
+  elif element_type is schemas.AuditPair:
+    assert (rows[0].answer, rows[0].candidate) == (row.answer._asdict(),
+                                                   row.candidate._asdict())
   else:
     assert rows == [row, row]
 

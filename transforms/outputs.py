@@ -68,7 +68,8 @@ class SortedTableWriter:
   """One row table written as `{stem}.parquet` and `{stem}.csv` side by side,
   from merged rows (transforms/sorted_runs.py RowRefs) in the order they are
   added: rows are copied as Arrow slices of the runs, never made into Python
-  objects. Both files appear under their names only once closed without error.
+  objects (or from rows made in Python, `add_row`). Both files appear under
+  their names only once closed without error.
 
       with SortedTableWriter(output_dir, "ratings", RATING_SCHEMA) as table:
         for ref in merge_run_refs(runs, fields, key): table.add(ref)
@@ -81,6 +82,7 @@ class SortedTableWriter:
     self._schema = schema
     self._row_group_size = row_group_size
     self._buffer = RowRefBuffer()
+    self._rows = []
     self.num_rows = 0
 
   def __enter__(self):
@@ -101,6 +103,18 @@ class SortedTableWriter:
     if self._buffer.num_rows == self._row_group_size:
       self._write(self._buffer.take())
 
+  def add_row(self, row: tuple) -> None:
+    """A row made in Python (a tuple in schema order); a table takes RowRefs or
+    rows, not both."""
+    self._rows.append(row)
+    self.num_rows += 1
+    if len(self._rows) == self._row_group_size:
+      self._write_rows()
+
+  def _write_rows(self) -> None:
+    self._write(pa.Table.from_batches([to_record_batch(self._rows, self._schema)]))
+    self._rows = []
+
   def _write(self, table: pa.Table) -> None:
     self._parquet.write_table(table, row_group_size=self._row_group_size)
     if self._csv is not None:
@@ -109,6 +123,8 @@ class SortedTableWriter:
   def __exit__(self, error_type, error, traceback):
     if error_type is None and self._buffer.num_rows:
       self._write(self._buffer.take())
+    if error_type is None and self._rows:
+      self._write_rows()
     return self._stack.__exit__(error_type, error, traceback)
 
 

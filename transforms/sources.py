@@ -206,6 +206,12 @@ def check_input_file(path: str) -> None:
   if fmt == "parquet":
     _open_parquet(path).close()
     return
+  check_text_file(path)
+
+
+def check_text_file(path: str) -> None:
+  """check_input_file for a text file of any format (a TREC run, a TSV): refuses
+  a directory, a missing, unreadable or empty file, UTF-16/32 text."""
   with open_input(path) as binary:
     head = binary.read(65536)
   if not head.strip():
