@@ -296,6 +296,11 @@ def _percent(value, low=None, high=None) -> str:
   return text
 
 
+def _with_ci(row, name: str) -> str:
+  return _percent(*(getattr(row, name + suffix) for suffix in ("", "_ci_low",
+                                                               "_ci_high")))
+
+
 def audit_markdown(rows) -> str:
   lines = [
       "Attribution of each system's answers in %: of the top-1 candidate, of any "
@@ -309,17 +314,12 @@ def audit_markdown(rows) -> str:
       "|---|---:|---:|---|---|---|---|---:|---|---|---|---|",
   ]
   for r in rows:
-    lines.append(
-        f"| {r.system_name} | {r.n_answers} | {r.n_candidates} | "
-        f"{_percent(r.top1, r.top1_ci_low, r.top1_ci_high)} | "
-        f"{_percent(r.any, r.any_ci_low, r.any_ci_high)} | "
-        f"{_percent(r.reranked, r.reranked_ci_low, r.reranked_ci_high)} | "
-        f"{_percent(r.reranking_gain, r.reranking_gain_ci_low, r.reranking_gain_ci_high)}"
-        f" | {r.n_em} / {r.n_graded} | "
-        f"{_percent(r.top1_em, r.top1_em_ci_low, r.top1_em_ci_high)} | "
-        f"{_percent(r.top1_non_em, r.top1_non_em_ci_low, r.top1_non_em_ci_high)} | "
-        f"{_percent(r.reranked_em, r.reranked_em_ci_low, r.reranked_em_ci_high)} | "
-        f"{_percent(r.reranked_non_em, r.reranked_non_em_ci_low, r.reranked_non_em_ci_high)} |")
+    rates = [_with_ci(r, name) for name in ("top1", "any", "reranked", "reranking_gain")]
+    split = [_with_ci(r, name)
+             for name in ("top1_em", "top1_non_em", "reranked_em", "reranked_non_em")]
+    lines.append(f"| {r.system_name} | {r.n_answers} | {r.n_candidates} | "
+                 + " | ".join(rates) + f" | {r.n_em} / {r.n_graded} | "
+                 + " | ".join(split) + " |")
   return "\n".join(lines) + "\n"
 
 

@@ -49,7 +49,8 @@ class JobArguments:
     self._group = parser.add_argument_group(title)
 
   def add_argument(self, flag: str, **kwargs) -> None:
-    existing = self._parser._option_string_actions.get(flag)  # pylint: disable=protected-access
+    # pylint: disable-next=protected-access
+    existing = self._parser._option_string_actions.get(flag)
     if existing is None:
       self._group.add_argument(flag, **kwargs)
       return

@@ -329,7 +329,8 @@ class AnswerAudit:
     return True
 
   def row(self, system: str, answer) -> AuditAnswerRow:
-    yes_no = lambda value: "Y" if value else "N"  # pylint: disable=unnecessary-lambda-assignment
+    def yes_no(value) -> str:
+      return "Y" if value else "N"
     best = self.best or (None, None, None, False)
     return AuditAnswerRow(
         system, answer.question, answer.query_id, answer.answer, self.n_found,
