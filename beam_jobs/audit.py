@@ -50,9 +50,10 @@ from beam_jobs.common import (LOCAL_RUNNERS, ConfigError, JobArguments, ScorerOp
                               require, run_job, scorer_from_options)
 from beam_jobs.output_dir import OutputDir
 from schemas import (AUDIT_ANSWER_ROW_SCHEMA, AUDIT_CANDIDATE_SCHEMA,
-                     AUDIT_SYSTEM_SCHEMA, REJECTED, AuditCandidateRow, DeadLetter)
+                     AUDIT_SYSTEM_SCHEMA, REJECTED, AuditCandidateRow, AuditPair,
+                     DeadLetter)
 from transforms import corpus
-from transforms.audit import (ARTICLE, AUDIT_KEY, CANDIDATE_SOURCES, RUN,
+from transforms.audit import (ARTICLE, AUDIT_KEY, CANDIDATE_SOURCES, JOIN_KEY, RUN,
                               AccountAnswersFn, AnswerAudit, AuditOutcomes,
                               BuildAnswerIndex, BuildTopicIndex, ExpandArticleFn,
                               FirstCandidate, MatchCandidatesFn, PrepareExamplesFn,
@@ -187,18 +188,16 @@ class _RejectLaterTopicsFn(beam.DoFn):
 
 
 def candidate_row(pair, found: bool, score, scorer: str) -> AuditCandidateRow:
-  answer, candidate = pair.answer, pair.candidate
   if score is None:
     nli_score, auto_ais, n_windows, truncated = None, "N", 0, False
   else:
     nli_score, n_windows, truncated = score.nli_score, score.n_windows, score.truncated
     auto_ais = "Y" if score.attributable else "N"
   return AuditCandidateRow(
-      pair.system_name, answer.question, answer.query_id, answer.answer,
-      candidate.passage_id, candidate.rank, candidate.retrieval_score, found, auto_ais,
-      nli_score, n_windows, truncated, pair.from_article, answer.em, answer.f1, scorer,
-      answer.source_file, answer.source_line, candidate.source_file,
-      candidate.source_line)
+      pair.system_name, pair.question, pair.query_id, pair.answer, pair.passage_id,
+      pair.rank, pair.retrieval_score, found, auto_ais, nli_score, n_windows,
+      truncated, pair.from_article, pair.em, pair.f1, scorer, pair.answer_file,
+      pair.answer_line, pair.source_file, pair.source_line)
 
 
 class _MergedCandidate(NamedTuple):
@@ -449,7 +448,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   step_stats.append(matched.stats)
   per_answer = (matched.pairs
                 | "KeyByAnswerRow" >> beam.Map(
-                    lambda pair: ((pair.answer.source_file, pair.answer.source_line), 1))
+                    lambda pair: ((pair.answer_file, pair.answer_line), 1))
                 | "CountCandidatesPerAnswer" >> beam.CombinePerKey(sum))
   accounted = answers | "AccountAnswers" >> beam.ParDo(
       AccountAnswersFn(), beam.pvalue.AsSingleton(index),
@@ -470,8 +469,9 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
     step_stats.append(expanded.stats)
     join_stats.append(articles["stats"])
   if options.corpus:
-    looked = pairs | "LookUpPassages" >> corpus.LookupPassages(options.corpus,
-                                                               passage_to_look_up)
+    looked = pairs | "JoinPassages" >> corpus.SortedJoinPassages(
+        options.corpus, FileSystems.join(work_dir, "join"), AuditPair, JOIN_KEY,
+        passage_to_look_up)
     joined = looked["joined"]
     join_stats.append(looked["stats"])
   else:

@@ -8,9 +8,9 @@ configuration, side by side in this one run, with TREC runs of k = 1, 10 and 100
 candidates per answer (each answer's own passage among k - 1 others) for a
 fixed set of answers:
 
-* reads: 100 answers (100 / 1,000 / 10,000 candidates: few enough that each
-  lands in its own row group): passage bytes read and row groups read per k,
-  and their growth from k to 10k;
+* reads: 100 answers (100 / 1,000 / 10,000 candidates, few next to the
+  corpus's 33k row groups): passage bytes read and row groups read per k, and
+  their growth from k to 10k;
 * scale: 10,000 answers (10,000 / 100,000 / 1,000,000 candidate rows): whole
   command and pipeline seconds, rows/s, the marginal seconds per candidate
   between successive k, and the peak RSS of each run and its max / min ratio.

@@ -241,11 +241,23 @@ class Topic(NamedTuple):
 
 
 class AuditPair(NamedTuple):
-  """A candidate matched with the answer it is audited for."""
+  """A candidate matched with the answer it is audited for (flat: it is spilled
+  to sorted runs on its way through the corpus join)."""
   system_name: str
-  answer: AuditAnswer
-  candidate: Candidate
+  question: str
+  query_id: Optional[str]
+  answer: str
+  em: Optional[float]
+  f1: Optional[float]
+  passage_id: str
+  passage: Optional[str]  # given inline
+  rank: int
+  retrieval_score: Optional[float]
   from_article: bool  # --candidates_from article: a passage of the top-1's article
+  answer_file: str
+  answer_line: int
+  source_file: str  # of the candidate
+  source_line: int
 
 
 class AuditCandidateRow(NamedTuple):
@@ -529,9 +541,20 @@ TOPIC_SCHEMA = pa.schema([
 
 AUDIT_PAIR_SCHEMA = pa.schema([
     pa.field("system_name", pa.string(), nullable=False),
-    pa.field("answer", pa.struct(list(AUDIT_ANSWER_SCHEMA)), nullable=False),
-    pa.field("candidate", pa.struct(list(CANDIDATE_SCHEMA)), nullable=False),
+    pa.field("question", pa.string(), nullable=False),
+    pa.field("query_id", pa.string()),
+    pa.field("answer", pa.string(), nullable=False),
+    pa.field("em", pa.float64()),
+    pa.field("f1", pa.float64()),
+    pa.field("passage_id", pa.string(), nullable=False),
+    pa.field("passage", pa.string()),
+    pa.field("rank", pa.int64(), nullable=False),
+    pa.field("retrieval_score", pa.float64()),
     pa.field("from_article", pa.bool_(), nullable=False),
+    pa.field("answer_file", pa.string(), nullable=False),
+    pa.field("answer_line", pa.int64(), nullable=False),
+    pa.field("source_file", pa.string(), nullable=False),
+    pa.field("source_line", pa.int64(), nullable=False),
 ])
 
 AUDIT_CANDIDATE_SCHEMA = pa.schema([

@@ -206,3 +206,42 @@ def test_lookup_articles_refuses_a_corpus_without_an_index(articles_built, tmp_p
   (tmp_path / "corpus.json").write_text(json.dumps(manifest))
   with pytest.raises(corpus.CorpusError, match="no article index"):
     corpus.LookupArticles(str(tmp_path), key_of=lambda value: value)
+
+
+def test_sorted_join_reads_each_row_group_once(built, tmp_path):
+  """Values spread over the whole corpus, each cited several times and in
+  random order: the sorted merge join finds them all, reading every row group
+  it needs once."""
+  from schemas import CorpusRecord  # pylint: disable=import-outside-toplevel
+  directory, passages = built
+  ids = sorted(passages)
+  rng = random.Random(5)
+  cited = [rng.choice(ids) for _ in range(3000)]
+  values = [CorpusRecord(passage_id, f"value-{i}", "f", i)
+            for i, passage_id in enumerate(cited)]
+  values += [CorpusRecord("http://en.wikipedia.org/wiki/Nowhere#0", "unknown", "f", -1),
+             CorpusRecord("", "not looked up", "f", -2)]
+  expected = [(value.contents, passages.get(value.id)) for value in values]
+  with BeamTestPipeline(runner=FnApiRunner()) as pipeline:
+    joined = (pipeline
+              | beam.Create(values)
+              | corpus.SortedJoinPassages(str(directory), str(tmp_path / "runs"),
+                                          CorpusRecord, ("id", "source_line"),
+                                          lambda value: value.id or None))
+    assert_that(joined["joined"] | beam.MapTuple(lambda value, found: (value.contents,
+                                                                       found)),
+                equal_to(expected))
+    stats = joined["stats"] | beam.CombineGlobally(
+        lambda dicts: {k: sum(d[k] for d in dicts) for k in corpus.JOIN_STATS_KEYS})
+    stats | beam.Map(lambda s: (tmp_path / "stats.json").write_text(json.dumps(s)))
+  stats = json.loads((tmp_path / "stats.json").read_text())
+  readers = {shard: ShardReader(str(directory / corpus.shard_file_name(shard, N_SHARDS)))
+             for shard in range(N_SHARDS)}
+  groups = set()
+  for passage_id in set(cited):
+    shard = corpus.shard_of(passage_id, N_SHARDS)
+    groups.add((shard, readers[shard].row_group_of(passage_id)))
+  for reader in readers.values():
+    reader.close()
+  assert stats["lookups"] == 3001 and stats["found"] == 3000
+  assert stats["row_groups_read"] == len(groups) < 3000

@@ -7,9 +7,11 @@ the topics file). A candidate list belongs to a system (the TREC tag, or the
 JSONL `system_name`): it is audited for that system's answer to its query, or,
 where the answers name no system, for the query's unnamed answer, which then
 takes the list's system. Answers are few next to candidates: they are held as a
-side input (AnswerIndex), and the candidates stream past them, then through the
-corpus lookup, the scorer, and into sorted runs, so that memory stays flat
-however many candidates each answer has.
+side input (AnswerIndex), and the candidates stream past them, then through a
+sorted merge join with the corpus (transforms/corpus.py: SortedJoinPassages;
+candidates spread over the whole corpus would make point lookups re-read row
+groups), the scorer, and into sorted runs, so that memory stays flat however
+many candidates each answer has.
 
 Per answer (AuditOutcome, from the candidate rows in rank order): the top-1
 candidate (best rank) and whether it is attributable (N when it is not in the
@@ -18,7 +20,7 @@ the highest nli_score, ties by rank.
 """
 import array
 import functools
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, Optional, Tuple
 
 import apache_beam as beam
 import numpy as np
@@ -137,7 +139,8 @@ def _answer_json(answer: AuditAnswer) -> str:
                        "query_id": answer.query_id, "answer": answer.answer})
 
 
-def _candidate_json(candidate: Candidate) -> str:
+def _candidate_json(candidate) -> str:
+  """A Candidate or an AuditPair as a dead letter's record."""
   return _json_record({"system_name": candidate.system_name,
                        "query_id": candidate.query_id, "question": candidate.question,
                        "id": candidate.passage_id, "rank": candidate.rank})
@@ -193,18 +196,20 @@ class MatchCandidatesFn(beam.DoFn):
           f"{candidate.query_id or candidate.question!r}",
           _candidate_json(candidate)))
       return
-    yield AuditPair(candidate.system_name, answer, candidate, False)
+    yield AuditPair(candidate.system_name, answer.question, answer.query_id,
+                    answer.answer, answer.em, answer.f1, candidate.passage_id,
+                    candidate.passage, candidate.rank, candidate.retrieval_score, False,
+                    answer.source_file, answer.source_line, candidate.source_file,
+                    candidate.source_line)
 
 
 def unit_key(pair: AuditPair) -> Tuple[str, str, int]:
   """The audited answer a pair belongs to: (system, answer file, answer line)."""
-  return (pair.system_name, pair.answer.source_file, pair.answer.source_line)
+  return (pair.system_name, pair.answer_file, pair.answer_line)
 
 
 def _pair_order(pair: AuditPair):
-  candidate = pair.candidate
-  return (candidate.rank, candidate.passage_id, candidate.source_file,
-          candidate.source_line)
+  return (pair.rank, pair.passage_id, pair.source_file, pair.source_line)
 
 
 class FirstCandidate(beam.CombineFn):
@@ -234,9 +239,9 @@ class FirstCandidate(beam.CombineFn):
 def top1_article(first_and_count) -> Optional[str]:
   """The article of a top-1 pair; None for a passage given inline."""
   pair, _ = first_and_count
-  if pair.candidate.passage is not None:
+  if pair.passage is not None:
     return None
-  return article_of(pair.candidate.passage_id)
+  return article_of(pair.passage_id)
 
 
 class ExpandArticleFn(beam.DoFn):
@@ -248,21 +253,24 @@ class ExpandArticleFn(beam.DoFn):
     (pair, count), passage_ids = first_and_passages
     yield beam.pvalue.TaggedOutput("stats", {"replaced_by_article": count - 1,
                                              "articles_missing": not passage_ids})
-    top1 = pair.candidate
-    yield pair._replace(candidate=top1._replace(rank=1))
+    yield pair._replace(rank=1)
     rank = 1
     for passage_id in passage_ids or ():
-      if passage_id == top1.passage_id:
+      if passage_id == pair.passage_id:
         continue
       rank += 1
-      yield pair._replace(
-          candidate=top1._replace(passage_id=passage_id, rank=rank,
-                                  retrieval_score=None),
-          from_article=True)
+      yield pair._replace(passage_id=passage_id, rank=rank, retrieval_score=None,
+                          from_article=True)
+
+
+# The corpus join sorts pairs by passage (transforms/corpus.py:
+# SortedJoinPassages); a passage given inline is not looked up.
+JOIN_KEY = ("passage_id", "system_name", "answer_file", "answer_line", "source_file",
+            "source_line", "rank")
 
 
 def passage_to_look_up(pair: AuditPair) -> Optional[str]:
-  return None if pair.candidate.passage is not None else pair.candidate.passage_id
+  return None if pair.passage is not None else pair.passage_id
 
 
 @functools.lru_cache(maxsize=16384)
@@ -277,22 +285,20 @@ class PrepareExamplesFn(beam.DoFn):
 
   def process(self, pair_and_contents):
     pair, contents = pair_and_contents
-    passage = pair.candidate.passage or contents
+    passage = pair.passage or contents
     if passage is None:
       if pair.from_article:
         yield beam.pvalue.TaggedOutput("stats", {"article_passages_missing": 1})
       else:
-        candidate = pair.candidate
         yield beam.pvalue.TaggedOutput("dead_letter", DeadLetter(
-            candidate.source_file, candidate.source_line, UNMATCHED,
-            "candidate_not_in_corpus", "docid",
-            f"{candidate.source_file}:{candidate.source_line}: field 'docid': "
-            f"passage {candidate.passage_id!r} is not in the corpus; counted as not "
-            "attributable", _candidate_json(candidate)))
+            pair.source_file, pair.source_line, UNMATCHED, "candidate_not_in_corpus",
+            "docid",
+            f"{pair.source_file}:{pair.source_line}: field 'docid': passage "
+            f"{pair.passage_id!r} is not in the corpus; counted as not attributable",
+            _candidate_json(pair)))
       yield (pair, False), None
       return
-    answer = pair.answer
-    yield (pair, True), qa_example(answer.question, answer.answer, _parsed(passage))
+    yield (pair, True), qa_example(pair.question, pair.answer, _parsed(passage))
 
 
 # ----------------------------------------------------------------------------

@@ -14,6 +14,11 @@ lookup of one id reads one footer and one row group. `LookupPassages` joins K
 predictions against N passages reading little more than the K needed row groups
 when K << N; `ShuffleJoinPassages` reads the whole corpus once and joins with a
 CoGroupByKey, the better plan on Dataflow when K is a large fraction of N.
+`SortedJoinPassages` spills the values to sorted runs by shard and id, then
+merges each shard's values against the shard in id order: every row group it
+needs is read once, however many values cite it and in whatever order, in
+bounded memory (for K values spread over the whole corpus, where a lookup's
+cache would thrash).
 
 The article index lists the passages of each article (the id up to its first
 `#`: `http://en.wikipedia.org/wiki/Jason_Flemyng#...` belongs to
@@ -43,6 +48,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import (ARTICLE_ENTRY_SCHEMA, CORPUS_PASSAGE_SCHEMA, ArticleEntry,
                      CorpusRecord, DeadLetter, REJECTED)
+from transforms.sorted_runs import SpillSortedRuns, merge_sorted_runs
 
 MANIFEST = "corpus.json"
 FORMAT = "autoais-corpus/1"
@@ -406,6 +412,105 @@ class LookupPassages(beam.PTransform):
   def expand(self, values):
     return values | "LookUpShardRowGroups" >> beam.ParDo(self._fn).with_outputs(
         "stats", main="joined")
+
+
+# ----------------------------------------------------------------------------
+# Reading: sorted merge join.
+
+_NOT_LOOKED_UP = -1  # the "shard" of values whose key is None
+
+
+class _ShardOfKey:
+  """Shard function for SpillSortedRuns: the passage shard of key_of(value)."""
+
+  def __init__(self, key_of, num_shards: int):
+    self._key_of = key_of
+    self._num_shards = num_shards
+
+  def __call__(self, value) -> int:
+    passage_id = self._key_of(value)
+    if passage_id is None:
+      return _NOT_LOOKED_UP
+    return shard_of(passage_id, self._num_shards)
+
+
+class _MergeJoinShardFn(beam.DoFn):
+  """(shard, sorted runs of values) -> (value, contents or None), reading the
+  shard's row groups in id order, each at most once."""
+
+  def __init__(self, corpus_dir: str, element_type, sort_key, key_of):
+    self._corpus_dir = corpus_dir
+    self._element_type = element_type
+    self._sort_key = tuple(sort_key)
+    self._key_of = key_of
+
+  def setup(self):
+    manifest = read_manifest(self._corpus_dir)
+    self._shard_paths = {
+        shard["shard"]: FileSystems.join(self._corpus_dir, shard["path"])
+        for shard in manifest["shards"] if shard["num_rows"]}
+
+  def process(self, shard_runs):
+    shard, runs = shard_runs
+    values = merge_sorted_runs(list(runs), self._element_type, self._sort_key)
+    stats = collections.Counter()
+    if shard == _NOT_LOOKED_UP or shard not in self._shard_paths:
+      for value in values:
+        stats["lookups"] += shard != _NOT_LOOKED_UP
+        yield value, None
+    else:
+      reader = ShardReader(self._shard_paths[shard])
+      try:
+        stats["shards_opened"] += 1
+        current, ids, contents = None, [], []
+        for value in values:
+          passage_id = self._key_of(value)
+          stats["lookups"] += 1
+          row_group = reader.row_group_of(passage_id)
+          if row_group is not None and row_group != current:
+            ((ids, contents),) = reader.read_row_groups([row_group])
+            current = row_group
+            stats["row_groups_read"] += 1
+          found = None
+          if row_group is not None:
+            position = bisect.bisect_left(ids, passage_id)
+            if position < len(ids) and ids[position] == passage_id:
+              found = contents[position]
+              stats["found"] += 1
+          yield value, found
+        stats["bytes_read"] += reader.bytes_read
+      finally:
+        reader.close()
+    yield beam.pvalue.TaggedOutput("stats", {key: stats[key] for key in JOIN_STATS_KEYS})
+
+
+class SortedJoinPassages(beam.PTransform):
+  """PCollection[element_type] -> {"joined": PCollection[(value, contents or
+  None)], "stats": ...}: the contract of LookupPassages for values of a schema'd
+  element type (schemas/), joined by a sorted merge (module docstring).
+  `sort_key`: fields whose first is the passage id `key_of` returns for values
+  to look up (None: passed through with None). Runs go under `work_dir`."""
+
+  def __init__(self, corpus_dir: str, work_dir: str, element_type, sort_key, key_of):
+    super().__init__()
+    self._corpus_dir = corpus_dir
+    self._work_dir = work_dir
+    self._element_type = element_type
+    self._sort_key = tuple(sort_key)
+    self._key_of = key_of
+
+  def expand(self, values):
+    manifest = read_manifest(self._corpus_dir)
+    joined = (
+        values
+        | "SpillByPassageShard" >> SpillSortedRuns(
+            self._work_dir, self._element_type, self._sort_key,
+            shard_of=_ShardOfKey(self._key_of, manifest["num_shards"]))
+        | "GroupRunsByPassageShard" >> beam.GroupByKey()
+        | "MergeJoinShards" >> beam.ParDo(_MergeJoinShardFn(
+            self._corpus_dir, self._element_type, self._sort_key,
+            self._key_of)).with_outputs("stats", main="joined"))
+    return {"joined": joined.joined, "stats": joined.stats}
 
 
 # ----------------------------------------------------------------------------
