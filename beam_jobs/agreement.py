@@ -37,14 +37,14 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (ConfigError, ScorerOptions, add_shared_argument,
-                              require, run_job, scorer_from_options)
+from beam_jobs.common import (ConfigError, JobArguments, ScorerOptions,
+                              is_local_runner, require, run_job, scorer_from_options)
 from beam_jobs.output_dir import OutputDir
 from schemas import (AGREEMENT_ROW_SCHEMA, REJECTED, AgreementRow, AttributionScore,
-                     DeadLetter, LabelledItem, to_record_batch)
+                     DeadLetter, LabelledItem)
 from transforms import agreement as stats
-from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest,
-                                parquet_and_csv, reconcile, software_versions, utc_now,
+from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
+                                WriteManifest, reconcile, software_versions, utc_now,
                                 write_text_atomically)
 from transforms.labelled_sources import (FORMATS, SCENARIOS, check_labelled_file,
                                          labelled_reader)
@@ -59,8 +59,6 @@ ROW_KEY = ("source_file", "source_line", "item_id")
 INPUT, CALIBRATION = "input", "calibration"
 NO_GROUP = "(none)"
 _ROWS_PER_BATCH = 4096
-_LOCAL_RUNNERS = ("DirectRunner", "SwitchingDirectRunner", "BundleBasedDirectRunner",
-                  "FnApiRunner", "TestDirectRunner")
 
 
 class AgreementOptions(PipelineOptions):
@@ -68,12 +66,12 @@ class AgreementOptions(PipelineOptions):
 
   @classmethod
   def _add_argparse_args(cls, parser):
-    group = parser.add_argument_group("agreement")
-    add_shared_argument(group, "--input", help="The labelled set: path, glob or "
-                        "comma list, local or gs://.")
+    group = JobArguments(parser, "agreement")
+    group.add_argument("--input", help="The labelled set: path, glob or comma list, "
+                       "local or gs://.")
     group.add_argument("--format", help="Format of --input (and --calibrate_on): "
                        + ", ".join(FORMATS) + ".")
-    add_shared_argument(group, "--output_dir", help="Directory for the outputs.")
+    group.add_argument("--output_dir", help="Directory for the outputs.")
     group.add_argument("--scenario", default=None,
                        help="xor-attriqa only: in-language (default) or in-english "
                        "picks the premise and hypothesis fields.")
@@ -88,7 +86,7 @@ class AgreementOptions(PipelineOptions):
 class _Plan:
   """What validation found: formats, files, scorer."""
 
-  def __init__(self, options: AgreementOptions, runner_name: str):
+  def __init__(self, options: AgreementOptions, runner):
     require(options, "input", "format", "output_dir")
     if options.format not in FORMATS:
       raise ConfigError(f"--format {options.format!r}: choose from "
@@ -105,7 +103,7 @@ class _Plan:
     if options.calibrate_metric not in stats.METRICS:
       raise ConfigError(f"--calibrate_metric {options.calibrate_metric!r}: choose from "
                         f"{', '.join(stats.METRICS)}")
-    self.scorer = scorer_from_options(options, runner_name in _LOCAL_RUNNERS)
+    self.scorer = scorer_from_options(options, is_local_runner(runner))
     self.input_files = match_files(options.input)
     if not self.input_files:
       raise ConfigError(f"--input {options.input!r} matches no files")
@@ -318,18 +316,12 @@ class _WriteRowsFn(beam.DoFn):
   def process(self, unused_impulse, runs):
     runs = [run for _, run in runs]
     counts = {"items": 0, "records": 0}
-    with parquet_and_csv(self._output_dir, "agreement_rows", AGREEMENT_ROW_SCHEMA,
-                         _ROWS_PER_BATCH) as write:
-      batch = []
+    with SortedTableWriter(self._output_dir, "agreement_rows", AGREEMENT_ROW_SCHEMA,
+                           _ROWS_PER_BATCH) as table:
       for row in merge_sorted_runs(runs, AgreementRow, ROW_KEY):
-        batch.append(row)
+        table.add_row(row)
         counts["items"] += 1
         counts["records"] += row.n_premises
-        if len(batch) == _ROWS_PER_BATCH:
-          write(to_record_batch(batch, AGREEMENT_ROW_SCHEMA))
-          batch.clear()
-      if batch or not counts["items"]:
-        write(to_record_batch(batch, AGREEMENT_ROW_SCHEMA))
     yield counts
 
 
@@ -400,7 +392,7 @@ def _count_rows(row: AgreementRow):
 def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputDir:
   """Validates the options, claims the output directory, adds the steps."""
   options = options.view_as(AgreementOptions)
-  plan = _Plan(options, type(pipeline.runner).__name__)
+  plan = _Plan(options, pipeline.runner)
   started, started_at = time.time(), utc_now()
   work_dir = plan.output.claim()
   reader = labelled_reader(options.format, plan.scenario)

@@ -33,7 +33,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import ConfigError, add_shared_argument, require, run_job
+from beam_jobs.common import ConfigError, JobArguments, require, run_job
 from beam_jobs.output_dir import OutputDir
 from schemas import AIS_AGREEMENT_SCHEMA, AIS_TABLE_SCHEMA
 from transforms import ais
@@ -52,11 +52,11 @@ class AisAnnotationsOptions(PipelineOptions):
 
   @classmethod
   def _add_argparse_args(cls, parser):
-    group = parser.add_argument_group("ais-annotations")
-    add_shared_argument(group, "--input", help="Release files ann_{dataset}.csv: path, "
-                        "glob or comma list (.csv, .jsonl, .parquet; compressed "
-                        "allowed), local or gs://.")
-    add_shared_argument(group, "--output_dir", help="Directory for the outputs.")
+    group = JobArguments(parser, "ais-annotations")
+    group.add_argument("--input", help="Release files ann_{dataset}.csv: path, glob or "
+                       "comma list (.csv, .jsonl, .parquet; compressed allowed), "
+                       "local or gs://.")
+    group.add_argument("--output_dir", help="Directory for the outputs.")
     group.add_argument("--alpha", type=float, default=SIGNIFICANCE_LEVEL,
                        help="Significance level of the marks (default %(default)s, the "
                        "paper's).")

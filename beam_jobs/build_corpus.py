@@ -8,7 +8,9 @@ the sharded, id-sorted Parquet corpus that `evaluate` joins against.
 Layout and join strategies: transforms/corpus.py. Lines that are not passages
 (not JSON, no `id`, no `contents`/`title`+`text`, a repeated id) go to
 `dead_letter.jsonl` with their file and line; `corpus.json`, written last,
-records the shards, their sizes and the counts (read = written + dead-lettered).
+records the shards, their sizes and the counts (read = written + dead-lettered),
+and, under "articles", the article index shards (article key -> passage ids,
+for `autoais audit --candidates_from article`).
 """
 if __name__ == "__main__":
   # `python -m beam_jobs.build_corpus`: run the package module instead of defining this
@@ -23,9 +25,9 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import ConfigError, add_shared_argument, require, run_job
+from beam_jobs.common import ConfigError, JobArguments, require, run_job
 from beam_jobs.output_dir import OutputDir
-from schemas import CorpusRecord
+from schemas import ArticleEntry, CorpusRecord
 from transforms import corpus
 from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest,
                                 atomic_create, software_versions, utc_now)
@@ -37,19 +39,25 @@ OUTPUT_FILES = (corpus.MANIFEST, "dead_letter.jsonl")
 
 
 def output_files(num_shards: int):
-  """Every file build-corpus writes: the manifest, the dead letters, the shards."""
-  return OUTPUT_FILES + tuple(corpus.shard_file_name(shard, num_shards)
-                              for shard in range(num_shards))
+  """Every file build-corpus writes: the manifest, the dead letters, the
+  passage shards and the article index shards."""
+  return OUTPUT_FILES + tuple(
+      name(shard, num_shards) for name in (corpus.shard_file_name,
+                                           corpus.article_shard_file_name)
+      for shard in range(num_shards))
+
+
 CORPUS_KEY = ("id", "source_file", "source_line")
+ARTICLE_KEY = ("article", "passage_id")
 
 
 class BuildCorpusOptions(PipelineOptions):
 
   @classmethod
   def _add_argparse_args(cls, parser):
-    group = parser.add_argument_group("build-corpus")
-    add_shared_argument(group, "--input", help="Passage files: path, glob or comma "
-                        "list (.jsonl, .parquet; .gz allowed), local or gs://.")
+    group = JobArguments(parser, "build-corpus")
+    group.add_argument("--input", help="Passage files: path, glob or comma list "
+                       "(.jsonl, .parquet; .gz allowed), local or gs://.")
     group.add_argument("--output", help="Corpus directory to write.")
     group.add_argument("--num_shards", type=int, default=64,
                        help="Number of hash shards (default 64).")
@@ -84,6 +92,26 @@ class _WriteShardFn(beam.DoFn):
            "num_row_groups": writer.num_row_groups, "bytes": size}
 
 
+class _WriteArticleShardFn(beam.DoFn):
+
+  def __init__(self, output_dir: str, num_shards: int):
+    self._output_dir = output_dir
+    self._num_shards = num_shards
+
+  def process(self, shard_runs):
+    shard, runs = shard_runs
+    name = corpus.article_shard_file_name(shard, self._num_shards)
+    path = FileSystems.join(self._output_dir, name)
+    with atomic_create(path) as sink:
+      writer = corpus.ArticleShardWriter(sink)
+      for entry in merge_sorted_runs(runs, ArticleEntry, ARTICLE_KEY):
+        writer.add(entry)
+      writer.close()
+    size = FileSystems.match([path])[0].metadata_list[0].size_in_bytes
+    yield {"shard": shard, "path": name, "num_rows": writer.num_rows,
+           "num_row_groups": writer.num_row_groups, "bytes": size}
+
+
 class _CorpusManifest:
   """Builds corpus.json from the pipeline's counts and shard statistics."""
 
@@ -95,9 +123,14 @@ class _CorpusManifest:
     self._started = started
     self._started_at = started_at
 
-  def __call__(self, read_counts, shards, dead):
+  def __call__(self, read_counts, shards, article_shards, dead):
     shards = sorted(shards, key=lambda s: s["shard"])
+    article_shards = sorted(article_shards, key=lambda s: s["shard"])
     written = sum(s["num_rows"] for s in shards)
+    indexed = sum(s["num_rows"] for s in article_shards)
+    if indexed != written:
+      raise RuntimeError(f"the article index holds {indexed} passages, the corpus "
+                         f"{written}")
     read = read_counts.get("read", 0)
     dead = dead["passages"]
     counts = {"read": read, "written": written, "rejected": dead["rejected"],
@@ -116,6 +149,16 @@ class _CorpusManifest:
         "counts": counts,
         "inputs": self._inputs,
         "shards": shards,
+        "articles": {
+            "key": f"passage id up to the first '{corpus.ARTICLE_SEPARATOR}'",
+            "hash": corpus.HASH,
+            "num_shards": self._num_shards,
+            "row_group_size": corpus.ARTICLE_ROW_GROUP_SIZE,
+            "sort_key": ["article", "passage_id"],
+            "num_entries": indexed,
+            "total_bytes": sum(s["bytes"] for s in article_shards),
+            "shards": article_shards,
+        },
         "versions": software_versions(),
         "timings": {"started_at": self._started_at, "finished_at": utc_now(),
                     "wall_seconds": round(time.time() - self._started, 3)},
@@ -151,6 +194,15 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
       | "WriteShards" >> beam.ParDo(_WriteShardFn(
           options.output, options.num_shards, options.row_group_size)).with_outputs(
               "dead_letter", main="shards"))
+  article_shards = (
+      read.records
+      | "KeyByArticle" >> beam.Map(corpus.article_entry)
+      | "SpillArticleRuns" >> SpillSortedRuns(
+          FileSystems.join(work_dir, "articles"), ArticleEntry, ARTICLE_KEY,
+          shard_of=corpus.ArticleEntryShard(options.num_shards))
+      | "GroupArticleRunsByShard" >> beam.GroupByKey()
+      | "WriteArticleShards" >> beam.ParDo(_WriteArticleShardFn(
+          options.output, options.num_shards)))
   dead = ({"passages": (read.dead_letter, shards.dead_letter)}
           | "WriteDeadLetters" >> WriteDeadLetters(
               FileSystems.join(options.output, "dead_letter.jsonl"), work_dir))
@@ -161,6 +213,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
           "read_counts": read.counts | "SumReadCounts" >> beam.CombineGlobally(
               SumCounts()),
           "shards": shards.shards | "ListShards" >> beam.combiners.ToList(),
+          "article_shards": article_shards | "ListArticleShards" >> (
+              beam.combiners.ToList()),
           "dead": dead,
       },
       work_dir=work_dir)

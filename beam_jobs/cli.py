@@ -4,6 +4,8 @@
     autoais evaluate --predictions PATH --corpus DIR --gold SRC --output_dir DIR ...
     autoais ais-annotations --input 'ann_*.csv' --output_dir DIR [--alpha 0.01]
     autoais agreement --input PATH --format FORMAT --output_dir DIR [scorer flags] ...
+    autoais claims --input PATH --output_dir DIR [--format expertqa|jsonl] ...
+    autoais audit --answers PATH --candidates PATH --corpus DIR --output_dir DIR ...
 
 `autoais JOB --help` lists a job's options (and Beam's).
 """
@@ -15,6 +17,8 @@ JOBS = {
     "evaluate": "beam_jobs.evaluate",
     "ais-annotations": "beam_jobs.ais_annotations",
     "agreement": "beam_jobs.agreement",
+    "claims": "beam_jobs.claims",
+    "audit": "beam_jobs.audit",
 }
 
 

@@ -28,6 +28,34 @@ class ConfigError(ValueError):
   """The job's options cannot work: it stops before building anything."""
 
 
+class JobArguments:
+  """A job's argument group in Beam's parser, adding each flag once.
+
+  Beam registers every PipelineOptions subclass in one parser (get_all_options,
+  and parse_options below), and jobs share flag names (--output_dir, --corpus,
+  --gold, --seed, ...): a flag another job's options already added is skipped,
+  and must then have the same type and default, which is checked here.
+
+      group = JobArguments(parser, "evaluate")
+      group.add_argument("--corpus", default=None, help=...)
+  """
+
+  def __init__(self, parser, title: str):
+    self._parser = parser
+    self._group = parser.add_argument_group(title)
+
+  def add_argument(self, flag: str, **kwargs) -> None:
+    # pylint: disable-next=protected-access
+    existing = self._parser._option_string_actions.get(flag)
+    if existing is None:
+      self._group.add_argument(flag, **kwargs)
+      return
+    if (existing.type, existing.default) != (kwargs.get("type"), kwargs.get("default")):
+      raise ValueError(f"{flag} is declared by two jobs with different types or "
+                       f"defaults: {(existing.type, existing.default)} and "
+                       f"{(kwargs.get('type'), kwargs.get('default'))}")
+
+
 def _flag(value: str) -> bool:
   """A boolean flag that takes a value (Flex Templates pass --name=value)."""
   lowered = value.strip().lower()
@@ -36,23 +64,6 @@ def _flag(value: str) -> bool:
   if lowered in ("false", "0", "no"):
     return False
   raise ValueError(f"expected true or false, got {value!r}")
-
-
-def add_shared_argument(group, name: str, **kwargs) -> None:
-  """Adds a flag that several jobs define (--input, --output_dir).
-
-  Beam parses the flags of every PipelineOptions subclass imported in a process
-  with one argparse parser (PipelineOptions.get_all_options), so two jobs that
-  both add --input conflict as soon as both are imported (the test suite, a
-  worker). The first definition is kept; later ones must agree on its type and
-  default (the help text is the first one's).
-  """
-  existing = group._option_string_actions.get(name)  # pylint: disable=protected-access
-  if existing is None:
-    group.add_argument(name, **kwargs)
-    return
-  if existing.type != kwargs.get("type") or existing.default != kwargs.get("default"):
-    raise ValueError(f"{name} is defined by two jobs with different types or defaults")
 
 
 class ScorerOptions(PipelineOptions):

@@ -35,7 +35,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (ConfigError, ScorerOptions, add_shared_argument,
+from beam_jobs.common import (ConfigError, JobArguments, ScorerOptions,
                               is_local_runner, require, run_job, scorer_from_options)
 from beam_jobs.output_dir import OutputDir
 from schemas import (LEADERBOARD_SCHEMA, RATING_SCHEMA, REJECTED, UNMATCHED,
@@ -47,13 +47,13 @@ from transforms.labelled_sources import (check_human_ratings_file, read_human_ra
                                          unmatched)
 from transforms.metrics import (BuildGoldIndex, SummarizeSystems, SystemOutcomes,
                                 sorted_rows)
-from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest,
-                                atomic_create, csv_bytes, parquet_and_csv, reconcile,
+from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
+                                WriteManifest, atomic_create, csv_bytes, reconcile,
                                 software_versions, utc_now, write_text_atomically)
 from transforms.report import leaderboard_report_html
 from transforms.passages import ParsedPassage, display_passage, parse_passage
 from transforms.scoring import ScoreAttribution, qa_example
-from transforms.sorted_runs import RowRef, RowRefBuffer, SpillSortedRuns, merge_run_refs
+from transforms.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
 from transforms.sources import (TFDS_PREFIX, ReadGold, ReadRecords, check_gold_source,
                                 check_prediction_file, data_format, match_files,
                                 read_predictions, rejected)
@@ -62,7 +62,6 @@ OUTPUT_FILES = ("run.json", "ratings.csv", "ratings.parquet", "scores.txt",
                 "leaderboard.csv", "leaderboard.json", "leaderboard.md",
                 "agreement.json", "report.html", "dead_letter.jsonl")
 RATING_KEY = ("system_name", "question", "source_file", "source_line")
-RATINGS_ROW_GROUP = 4096
 JOINS = ("auto", "lookup", "shuffle")
 # Bytes per prediction row, to estimate the row count from file sizes.
 _BYTES_PER_PREDICTION = 120
@@ -74,7 +73,7 @@ class EvaluateOptions(PipelineOptions):
 
   @classmethod
   def _add_argparse_args(cls, parser):
-    group = parser.add_argument_group("evaluate")
+    group = JobArguments(parser, "evaluate")
     group.add_argument("--predictions", help="Prediction files: path, glob or comma "
                        "list (.csv, .jsonl, .parquet; .gz allowed), local or gs://.")
     group.add_argument("--corpus", default=None,
@@ -82,7 +81,7 @@ class EvaluateOptions(PipelineOptions):
                        "predictions carry a passage column).")
     group.add_argument("--gold", help="Gold answers: NQ-Open JSONL "
                        "({'question','answer':[...]}) or tfds:natural_questions_open/validation.")
-    add_shared_argument(group, "--output_dir", help="Directory for the outputs.")
+    group.add_argument("--output_dir", help="Directory for the outputs.")
     group.add_argument("--join", default="auto", choices=JOINS,
                        help="Corpus join: point lookups, a shuffle join, or auto: "
                        "lookups on local runners or when predictions are few "
@@ -343,11 +342,9 @@ class _WriteRatingsFn(beam.DoFn):
   def process(self, unused_impulse, shard_runs):
     runs = [run for _, run in shard_runs]
     counts = {"kept": 0, "scored": 0}
-    with parquet_and_csv(self._output_dir, "ratings", RATING_SCHEMA,
-                         RATINGS_ROW_GROUP) as write:
+    with SortedTableWriter(self._output_dir, "ratings", RATING_SCHEMA) as ratings:
       # Rows are copied to the outputs as Arrow slices of the runs; only the
       # fields the merge, the dedup and the system outcomes need become Python.
-      scored = RowRefBuffer()
       kept = None
       outcomes = None
       for ref in merge_run_refs(runs, _MERGED_FIELDS, RATING_KEY):
@@ -368,11 +365,7 @@ class _WriteRatingsFn(beam.DoFn):
           yield beam.pvalue.TaggedOutput("dead_letter", self._unmatched(ref))
           continue
         counts["scored"] += 1
-        scored.add(ref)
-        if scored.num_rows == RATINGS_ROW_GROUP:
-          write(scored.take())
-      if scored.num_rows:
-        write(scored.take())
+        ratings.add(ref)
       if outcomes is not None:
         yield outcomes
     # The runs stay for the scratch directory's removal: a retry of this bundle

@@ -73,6 +73,12 @@ class CorpusPassage(NamedTuple):
   contents: str
 
 
+class ArticleEntry(NamedTuple):
+  """A row of the corpus article index: a passage id under its article key."""
+  article: str
+  passage_id: str
+
+
 class RatingRow(NamedTuple):
   """One evaluated prediction: the ratings.csv columns, then extra columns.
 
@@ -226,20 +232,6 @@ class LabelledItem(NamedTuple):
   source_line: int
 
 
-class ExpertQAClaim(NamedTuple):
-  """One claim of an ExpertQA answer, with its evidence as released (each
-  "[n] URL", then a blank line and the passage when there is one) and the
-  human `support` label (Complete / Partial / Incomplete / Missing / N/A)."""
-  question: str
-  system: str
-  claim_index: int  # position among the answer's claims
-  claim: str
-  evidence: List[str]
-  support: Optional[str]
-  source_file: str
-  source_line: int
-
-
 class AgreementRow(NamedTuple):
   """One scored item of `autoais agreement` (agreement_rows.parquet / .csv)."""
   group: Optional[str]
@@ -257,6 +249,206 @@ class AgreementRow(NamedTuple):
   truncated: bool
   source_file: str
   source_line: int
+
+
+class ClaimInput(NamedTuple):
+  """One claim of a long-form answer as read (ExpertQA records or flat JSONL),
+  before cleaning. An answer is identified by (system_name, question) and located
+  at (source_file, answer_line)."""
+  system_name: str
+  question: str
+  claim_index: int  # position among its answer's claims, from 0
+  claim: str  # as given, citation markers included
+  evidence: List[str]  # as given; empty: the claim cites nothing
+  support: Optional[str]  # human label: Complete / Partial / Incomplete / Missing / ...
+  abstained: bool  # the answer abstains (transforms/claims.py: did_abstain)
+  answer_line: int  # line of the answer's record (flat JSONL: of its first claim)
+  source_file: str
+  source_line: int
+
+
+class ClaimRow(NamedTuple):
+  """One scored claim: claims_rows.parquet / .csv."""
+  system_name: str
+  question: str
+  claim_index: int
+  claim: str  # cleaned
+  evidence: Optional[str]  # the premise scored (cleaned); None without evidence
+  n_evidence: int  # evidence items the claim cites
+  support: Optional[str]
+  human_label: Optional[str]  # "Y" (support Complete) / "N" / None (no usable label)
+  abstained: bool
+  auto_ais: str  # "Y" / "N"
+  nli_score: Optional[float]  # None without evidence
+  n_windows: int
+  truncated: bool
+  reranked: bool  # --evidence_mode rerank chose evidence sentences for this claim
+  scorer: str
+  answer_line: int
+  source_file: str
+  source_line: int
+
+
+class ClaimsSystemRow(NamedTuple):
+  """Per-system claim-level attribution: claims.csv / .json / .md. AutoAIS
+  figures are fractions; macro = mean over answers of the mean over their claims,
+  micro = mean over claims; claims without evidence count as N."""
+  system_name: str
+  n_answers: int
+  n_claims: int
+  n_claims_without_evidence: int
+  n_abstaining_answers: int
+  macro_autoais: float
+  macro_ci_low: float
+  macro_ci_high: float
+  micro_autoais: float
+  micro_ci_low: float
+  micro_ci_high: float
+  macro_autoais_non_abstaining: Optional[float]
+  micro_autoais_non_abstaining: Optional[float]
+  n_human_labelled: int
+  human_ais: Optional[float]  # share of labelled claims with support Complete
+  human_accuracy: Optional[float]
+  human_balanced_accuracy: Optional[float]
+  human_kappa: Optional[float]
+  human_roc_auc: Optional[float]  # of nli_score (0 without evidence)
+
+
+class AuditAnswer(NamedTuple):
+  """An answer to audit, as read; em / f1 are filled in when --gold is given."""
+  system_name: Optional[str]  # None: the system of the candidates it is matched to
+  question: str
+  query_id: Optional[str]
+  answer: str
+  em: Optional[float]
+  f1: Optional[float]
+  source_file: str
+  source_line: int
+
+
+class Candidate(NamedTuple):
+  """One candidate passage of a retrieval run, as read (a TREC run line, or an
+  entry of a candidates JSONL list)."""
+  system_name: str  # TREC: the run tag
+  query_id: Optional[str]
+  question: Optional[str]  # TREC: from the topics file, where given
+  passage_id: str  # corpus id; a passage given inline: "inline:" + a digest
+  passage: Optional[str]  # the passage text, where given inline
+  rank: int
+  retrieval_score: Optional[float]
+  source_file: str
+  source_line: int
+
+
+class Topic(NamedTuple):
+  """A line of a topics TSV: query id and question."""
+  query_id: str
+  question: str
+  source_file: str
+  source_line: int
+
+
+class AuditPair(NamedTuple):
+  """A candidate matched with the answer it is audited for (flat: it is spilled
+  to sorted runs on its way through the corpus join)."""
+  system_name: str
+  question: str
+  query_id: Optional[str]
+  answer: str
+  em: Optional[float]
+  f1: Optional[float]
+  passage_id: str
+  passage: Optional[str]  # given inline
+  rank: int
+  retrieval_score: Optional[float]
+  from_article: bool  # --candidates_from article: a passage of the top-1's article
+  answer_file: str
+  answer_line: int
+  source_file: str  # of the candidate
+  source_line: int
+
+
+class AuditCandidateRow(NamedTuple):
+  """One answer x candidate: audit_candidates.parquet. Rows of candidates not in
+  the corpus (found False) only reach the audit's per-answer figures."""
+  system_name: str
+  question: str
+  query_id: Optional[str]
+  answer: str
+  candidate_id: str
+  rank: int
+  retrieval_score: Optional[float]
+  found: bool
+  auto_ais: str  # "Y" / "N"
+  nli_score: Optional[float]
+  n_windows: int
+  truncated: bool
+  from_article: bool
+  em: Optional[float]  # of the answer, with --gold
+  f1: Optional[float]
+  scorer: str
+  answer_file: str
+  answer_line: int
+  source_file: str
+  source_line: int
+
+
+class AuditAnswerRow(NamedTuple):
+  """One audited answer: audit_answers.parquet / .csv."""
+  system_name: str
+  question: str
+  query_id: Optional[str]
+  answer: str
+  n_candidates: int  # found in the corpus (or given inline), duplicates removed
+  n_unknown_candidates: int  # not in the corpus
+  n_attributable: int
+  top1_id: str  # the best-ranked candidate, found or not
+  top1_rank: int
+  top1_attributable: str  # "Y" / "N" (N when not in the corpus)
+  any_attributable: str
+  reranked_id: Optional[str]  # highest nli_score, ties by rank; None: none found
+  reranked_rank: Optional[int]
+  reranked_nli_score: Optional[float]
+  reranked_attributable: str
+  em: Optional[float]
+  f1: Optional[float]
+  answer_file: str
+  answer_line: int
+
+
+class AuditSystemRow(NamedTuple):
+  """Per-system audit: audit.csv / .json / .md. Rates are fractions of the
+  system's audited answers, with 95% bootstrap CIs over its questions;
+  reranking_gain = (reranked - top1) / top1."""
+  system_name: str
+  n_answers: int
+  n_candidates: int
+  top1: float
+  top1_ci_low: float
+  top1_ci_high: float
+  any: float
+  any_ci_low: float
+  any_ci_high: float
+  reranked: float
+  reranked_ci_low: float
+  reranked_ci_high: float
+  reranking_gain: Optional[float]
+  reranking_gain_ci_low: Optional[float]
+  reranking_gain_ci_high: Optional[float]
+  n_graded: int  # answers whose question is in --gold
+  n_em: int
+  top1_em: Optional[float]  # top-1 attribution of exact-match answers
+  top1_em_ci_low: Optional[float]
+  top1_em_ci_high: Optional[float]
+  top1_non_em: Optional[float]
+  top1_non_em_ci_low: Optional[float]
+  top1_non_em_ci_high: Optional[float]
+  reranked_em: Optional[float]
+  reranked_em_ci_low: Optional[float]
+  reranked_em_ci_high: Optional[float]
+  reranked_non_em: Optional[float]
+  reranked_non_em_ci_low: Optional[float]
+  reranked_non_em_ci_high: Optional[float]
 
 
 REJECTED = "rejected"
@@ -310,6 +502,11 @@ CORPUS_RECORD_SCHEMA = pa.schema([
 CORPUS_PASSAGE_SCHEMA = pa.schema([
     pa.field("id", pa.string(), nullable=False),
     pa.field("contents", pa.string(), nullable=False),
+])
+
+ARTICLE_ENTRY_SCHEMA = pa.schema([
+    pa.field("article", pa.string(), nullable=False),
+    pa.field("passage_id", pa.string(), nullable=False),
 ])
 
 RATING_SCHEMA = pa.schema([
@@ -373,17 +570,6 @@ LABELLED_ITEM_SCHEMA = pa.schema([
     pa.field("example", pa.struct(list(ATTRIBUTION_EXAMPLE_SCHEMA)), nullable=False),
     pa.field("human_label", pa.string(), nullable=False),
     pa.field("human_attributable", pa.bool_(), nullable=False),
-    pa.field("source_file", pa.string(), nullable=False),
-    pa.field("source_line", pa.int64(), nullable=False),
-])
-
-EXPERTQA_CLAIM_SCHEMA = pa.schema([
-    pa.field("question", pa.string(), nullable=False),
-    pa.field("system", pa.string(), nullable=False),
-    pa.field("claim_index", pa.int64(), nullable=False),
-    pa.field("claim", pa.string(), nullable=False),
-    pa.field("evidence", pa.list_(pa.string()), nullable=False),
-    pa.field("support", pa.string()),
     pa.field("source_file", pa.string(), nullable=False),
     pa.field("source_line", pa.int64(), nullable=False),
 ])
@@ -466,6 +652,187 @@ AIS_AGREEMENT_SCHEMA = pa.schema([
     pa.field("share", pa.float64(), nullable=False),
 ])
 
+CLAIM_INPUT_SCHEMA = pa.schema([
+    pa.field("system_name", pa.string(), nullable=False),
+    pa.field("question", pa.string(), nullable=False),
+    pa.field("claim_index", pa.int64(), nullable=False),
+    pa.field("claim", pa.string(), nullable=False),
+    pa.field("evidence", pa.list_(pa.string()), nullable=False),
+    pa.field("support", pa.string()),
+    pa.field("abstained", pa.bool_(), nullable=False),
+    pa.field("answer_line", pa.int64(), nullable=False),
+    pa.field("source_file", pa.string(), nullable=False),
+    pa.field("source_line", pa.int64(), nullable=False),
+])
+
+CLAIM_ROW_SCHEMA = pa.schema([
+    pa.field("system_name", pa.string(), nullable=False),
+    pa.field("question", pa.string(), nullable=False),
+    pa.field("claim_index", pa.int64(), nullable=False),
+    pa.field("claim", pa.string(), nullable=False),
+    pa.field("evidence", pa.string()),
+    pa.field("n_evidence", pa.int64(), nullable=False),
+    pa.field("support", pa.string()),
+    pa.field("human_label", pa.string()),
+    pa.field("abstained", pa.bool_(), nullable=False),
+    pa.field("auto_ais", pa.string(), nullable=False),
+    pa.field("nli_score", pa.float64()),
+    pa.field("n_windows", pa.int64(), nullable=False),
+    pa.field("truncated", pa.bool_(), nullable=False),
+    pa.field("reranked", pa.bool_(), nullable=False),
+    pa.field("scorer", pa.string(), nullable=False),
+    pa.field("answer_line", pa.int64(), nullable=False),
+    pa.field("source_file", pa.string(), nullable=False),
+    pa.field("source_line", pa.int64(), nullable=False),
+])
+
+CLAIMS_SYSTEM_SCHEMA = pa.schema([
+    pa.field("system_name", pa.string(), nullable=False),
+    pa.field("n_answers", pa.int64(), nullable=False),
+    pa.field("n_claims", pa.int64(), nullable=False),
+    pa.field("n_claims_without_evidence", pa.int64(), nullable=False),
+    pa.field("n_abstaining_answers", pa.int64(), nullable=False),
+    pa.field("macro_autoais", pa.float64(), nullable=False),
+    pa.field("macro_ci_low", pa.float64(), nullable=False),
+    pa.field("macro_ci_high", pa.float64(), nullable=False),
+    pa.field("micro_autoais", pa.float64(), nullable=False),
+    pa.field("micro_ci_low", pa.float64(), nullable=False),
+    pa.field("micro_ci_high", pa.float64(), nullable=False),
+    pa.field("macro_autoais_non_abstaining", pa.float64()),
+    pa.field("micro_autoais_non_abstaining", pa.float64()),
+    pa.field("n_human_labelled", pa.int64(), nullable=False),
+    pa.field("human_ais", pa.float64()),
+    pa.field("human_accuracy", pa.float64()),
+    pa.field("human_balanced_accuracy", pa.float64()),
+    pa.field("human_kappa", pa.float64()),
+    pa.field("human_roc_auc", pa.float64()),
+])
+
+AUDIT_ANSWER_SCHEMA = pa.schema([
+    pa.field("system_name", pa.string()),
+    pa.field("question", pa.string(), nullable=False),
+    pa.field("query_id", pa.string()),
+    pa.field("answer", pa.string(), nullable=False),
+    pa.field("em", pa.float64()),
+    pa.field("f1", pa.float64()),
+    pa.field("source_file", pa.string(), nullable=False),
+    pa.field("source_line", pa.int64(), nullable=False),
+])
+
+CANDIDATE_SCHEMA = pa.schema([
+    pa.field("system_name", pa.string(), nullable=False),
+    pa.field("query_id", pa.string()),
+    pa.field("question", pa.string()),
+    pa.field("passage_id", pa.string(), nullable=False),
+    pa.field("passage", pa.string()),
+    pa.field("rank", pa.int64(), nullable=False),
+    pa.field("retrieval_score", pa.float64()),
+    pa.field("source_file", pa.string(), nullable=False),
+    pa.field("source_line", pa.int64(), nullable=False),
+])
+
+TOPIC_SCHEMA = pa.schema([
+    pa.field("query_id", pa.string(), nullable=False),
+    pa.field("question", pa.string(), nullable=False),
+    pa.field("source_file", pa.string(), nullable=False),
+    pa.field("source_line", pa.int64(), nullable=False),
+])
+
+AUDIT_PAIR_SCHEMA = pa.schema([
+    pa.field("system_name", pa.string(), nullable=False),
+    pa.field("question", pa.string(), nullable=False),
+    pa.field("query_id", pa.string()),
+    pa.field("answer", pa.string(), nullable=False),
+    pa.field("em", pa.float64()),
+    pa.field("f1", pa.float64()),
+    pa.field("passage_id", pa.string(), nullable=False),
+    pa.field("passage", pa.string()),
+    pa.field("rank", pa.int64(), nullable=False),
+    pa.field("retrieval_score", pa.float64()),
+    pa.field("from_article", pa.bool_(), nullable=False),
+    pa.field("answer_file", pa.string(), nullable=False),
+    pa.field("answer_line", pa.int64(), nullable=False),
+    pa.field("source_file", pa.string(), nullable=False),
+    pa.field("source_line", pa.int64(), nullable=False),
+])
+
+AUDIT_CANDIDATE_SCHEMA = pa.schema([
+    pa.field("system_name", pa.string(), nullable=False),
+    pa.field("question", pa.string(), nullable=False),
+    pa.field("query_id", pa.string()),
+    pa.field("answer", pa.string(), nullable=False),
+    pa.field("candidate_id", pa.string(), nullable=False),
+    pa.field("rank", pa.int64(), nullable=False),
+    pa.field("retrieval_score", pa.float64()),
+    pa.field("found", pa.bool_(), nullable=False),
+    pa.field("auto_ais", pa.string(), nullable=False),
+    pa.field("nli_score", pa.float64()),
+    pa.field("n_windows", pa.int64(), nullable=False),
+    pa.field("truncated", pa.bool_(), nullable=False),
+    pa.field("from_article", pa.bool_(), nullable=False),
+    pa.field("em", pa.float64()),
+    pa.field("f1", pa.float64()),
+    pa.field("scorer", pa.string(), nullable=False),
+    pa.field("answer_file", pa.string(), nullable=False),
+    pa.field("answer_line", pa.int64(), nullable=False),
+    pa.field("source_file", pa.string(), nullable=False),
+    pa.field("source_line", pa.int64(), nullable=False),
+])
+
+AUDIT_ANSWER_ROW_SCHEMA = pa.schema([
+    pa.field("system_name", pa.string(), nullable=False),
+    pa.field("question", pa.string(), nullable=False),
+    pa.field("query_id", pa.string()),
+    pa.field("answer", pa.string(), nullable=False),
+    pa.field("n_candidates", pa.int64(), nullable=False),
+    pa.field("n_unknown_candidates", pa.int64(), nullable=False),
+    pa.field("n_attributable", pa.int64(), nullable=False),
+    pa.field("top1_id", pa.string(), nullable=False),
+    pa.field("top1_rank", pa.int64(), nullable=False),
+    pa.field("top1_attributable", pa.string(), nullable=False),
+    pa.field("any_attributable", pa.string(), nullable=False),
+    pa.field("reranked_id", pa.string()),
+    pa.field("reranked_rank", pa.int64()),
+    pa.field("reranked_nli_score", pa.float64()),
+    pa.field("reranked_attributable", pa.string(), nullable=False),
+    pa.field("em", pa.float64()),
+    pa.field("f1", pa.float64()),
+    pa.field("answer_file", pa.string(), nullable=False),
+    pa.field("answer_line", pa.int64(), nullable=False),
+])
+
+AUDIT_SYSTEM_SCHEMA = pa.schema([
+    pa.field("system_name", pa.string(), nullable=False),
+    pa.field("n_answers", pa.int64(), nullable=False),
+    pa.field("n_candidates", pa.int64(), nullable=False),
+    pa.field("top1", pa.float64(), nullable=False),
+    pa.field("top1_ci_low", pa.float64(), nullable=False),
+    pa.field("top1_ci_high", pa.float64(), nullable=False),
+    pa.field("any", pa.float64(), nullable=False),
+    pa.field("any_ci_low", pa.float64(), nullable=False),
+    pa.field("any_ci_high", pa.float64(), nullable=False),
+    pa.field("reranked", pa.float64(), nullable=False),
+    pa.field("reranked_ci_low", pa.float64(), nullable=False),
+    pa.field("reranked_ci_high", pa.float64(), nullable=False),
+    pa.field("reranking_gain", pa.float64()),
+    pa.field("reranking_gain_ci_low", pa.float64()),
+    pa.field("reranking_gain_ci_high", pa.float64()),
+    pa.field("n_graded", pa.int64(), nullable=False),
+    pa.field("n_em", pa.int64(), nullable=False),
+    pa.field("top1_em", pa.float64()),
+    pa.field("top1_em_ci_low", pa.float64()),
+    pa.field("top1_em_ci_high", pa.float64()),
+    pa.field("top1_non_em", pa.float64()),
+    pa.field("top1_non_em_ci_low", pa.float64()),
+    pa.field("top1_non_em_ci_high", pa.float64()),
+    pa.field("reranked_em", pa.float64()),
+    pa.field("reranked_em_ci_low", pa.float64()),
+    pa.field("reranked_em_ci_high", pa.float64()),
+    pa.field("reranked_non_em", pa.float64()),
+    pa.field("reranked_non_em_ci_low", pa.float64()),
+    pa.field("reranked_non_em_ci_high", pa.float64()),
+])
+
 SCHEMAS = {
     Prediction: PREDICTION_SCHEMA,
     GoldAnswer: GOLD_ANSWER_SCHEMA,
@@ -482,8 +849,18 @@ SCHEMAS = {
     AisAgreementRow: AIS_AGREEMENT_SCHEMA,
     HumanRating: HUMAN_RATING_SCHEMA,
     LabelledItem: LABELLED_ITEM_SCHEMA,
-    ExpertQAClaim: EXPERTQA_CLAIM_SCHEMA,
     AgreementRow: AGREEMENT_ROW_SCHEMA,
+    ArticleEntry: ARTICLE_ENTRY_SCHEMA,
+    ClaimInput: CLAIM_INPUT_SCHEMA,
+    ClaimRow: CLAIM_ROW_SCHEMA,
+    ClaimsSystemRow: CLAIMS_SYSTEM_SCHEMA,
+    AuditAnswer: AUDIT_ANSWER_SCHEMA,
+    Candidate: CANDIDATE_SCHEMA,
+    Topic: TOPIC_SCHEMA,
+    AuditPair: AUDIT_PAIR_SCHEMA,
+    AuditCandidateRow: AUDIT_CANDIDATE_SCHEMA,
+    AuditAnswerRow: AUDIT_ANSWER_ROW_SCHEMA,
+    AuditSystemRow: AUDIT_SYSTEM_SCHEMA,
 }
 
 for _element_type in SCHEMAS:

@@ -137,6 +137,21 @@ def nq_leaderboard_inputs(tmp_path_factory):
 
 
 
+@pytest.fixture(scope="session")
+def tiny_t5(tmp_path_factory):
+  """A tiny random-weight T5 NLI model (models/testing.py) whose vocabulary is
+  trained on the example corpus; skipped where torch is not installed."""
+  pytest.importorskip("torch")
+  pytest.importorskip("transformers")
+  from models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+  texts = [json.loads(line)["contents"] for line in
+           (PROJECT_ROOT / "examples" / "corpus" / "wiki_sample.jsonl")
+           .read_text(encoding="utf-8").splitlines()]
+  directory = str(tmp_path_factory.mktemp("tiny_t5") / "model")
+  return build_random_t5(directory, texts + ["premise: hypothesis: is"] * 50,
+                         vocab_size=2000, seed=3)
+
+
 # Hypothesis profiles for the reader property tests: `ci` (the default, a few
 # hundred examples per reader inside `make test`) and `nightly` (20x more), chosen
 # with pytest's --hypothesis-profile.

@@ -48,3 +48,16 @@ def test_missing_options_exit_2():
   result = _run("-m", "beam_jobs.cli", "evaluate", "--gold", "x")
   assert result.returncode == 2
   assert "missing required option(s): --predictions, --output_dir" in result.stderr
+
+
+def test_every_jobs_options_register_together():
+  """Beam puts every PipelineOptions subclass in one parser: jobs that share a
+  flag (--output_dir, --corpus, ...) must not clash."""
+  import importlib  # pylint: disable=import-outside-toplevel
+  from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=import-outside-toplevel
+  from beam_jobs import cli  # pylint: disable=import-outside-toplevel
+  for module in cli.JOBS.values():
+    importlib.import_module(module)
+  options = PipelineOptions(["--output_dir", "x", "--corpus", "c", "--seed", "3"])
+  values = options.get_all_options()
+  assert (values["output_dir"], values["corpus"], values["seed"]) == ("x", "c", 3)

@@ -135,3 +135,113 @@ def test_evaluate_gives_the_same_outputs_with_either_join(tmp_path):
   assert manifests["shuffle"]["join"]["strategy"] == "shuffle"
   assert manifests["shuffle"]["join"]["bytes_read"] == manifests["shuffle"]["join"][
       "corpus_bytes"]
+
+
+def _article_passages():
+  """One article of 600 passages (it spans several index row groups), 200 of
+  three, one of a single passage without '#'."""
+  passages = [{"id": f"http://en.wikipedia.org/wiki/Big#Big#Part_{i:03d}#{i}",
+               "contents": f"« Big » « Big, Part {i} » text {i}"} for i in range(600)]
+  for article in range(200):
+    passages += [{"id": f"http://en.wikipedia.org/wiki/A_{article}#A_{article}#{part}",
+                  "contents": f"« A {article} » « A {article} » part {part}"}
+                 for part in range(3)]
+  passages.append({"id": "plain-id-without-hash", "contents": "« P » « P » plain"})
+  random.Random(1).shuffle(passages)
+  return passages
+
+
+@pytest.fixture(scope="module")
+def articles_built(tmp_path_factory):
+  root = tmp_path_factory.mktemp("articles")
+  passages = _article_passages()
+  write_jsonl(root / "src" / "a.jsonl", passages + passages[:5])  # 5 repeated ids
+  assert run_job(build_corpus, "--input", root / "src" / "*.jsonl", "--output",
+                 root / "corpus", "--num_shards", 4) == 0
+  by_article = {}
+  for passage in passages:
+    by_article.setdefault(corpus.article_of(passage["id"]), []).append(passage["id"])
+  return root / "corpus", by_article
+
+
+def test_article_index_layout(articles_built):
+  directory, by_article = articles_built
+  manifest = json.loads((directory / "corpus.json").read_text())
+  index = manifest["articles"]
+  assert index["num_entries"] == manifest["num_passages"] == 1201
+  entries = []
+  for shard in index["shards"]:
+    table = pq.read_table(directory / shard["path"])
+    rows = list(zip(table.column("article").to_pylist(),
+                    table.column("passage_id").to_pylist()))
+    assert rows == sorted(rows) and len(rows) == shard["num_rows"]
+    assert all(corpus.shard_of(article, 4) == shard["shard"] for article, _ in rows)
+    entries += rows
+  assert sorted(entries) == sorted((a, i) for a, ids in by_article.items() for i in ids)
+
+
+def test_lookup_articles_reads_only_the_articles_row_groups(articles_built, tmp_path):
+  directory, by_article = articles_built
+  wanted = ["http://en.wikipedia.org/wiki/Big", "http://en.wikipedia.org/wiki/A_7",
+            "plain-id-without-hash", "http://en.wikipedia.org/wiki/Nowhere", None]
+  with BeamTestPipeline(runner=FnApiRunner()) as pipeline:
+    joined = (pipeline | beam.Create(wanted)
+              | corpus.LookupArticles(str(directory), key_of=lambda value: value))
+    assert_that(joined["joined"], equal_to(
+        [(key, sorted(by_article[key]) if key in by_article else None)
+         for key in wanted]))
+    stats = joined["stats"] | beam.CombineGlobally(
+        lambda dicts: {k: sum(d[k] for d in dicts) for k in corpus.ARTICLE_STATS_KEYS})
+    stats | beam.Map(lambda s: (tmp_path / "stats.json").write_text(json.dumps(s)))
+  stats = json.loads((tmp_path / "stats.json").read_text())
+  assert stats["article_passages"] == 600 + 3 + 1
+  # The big article spans 3 to 4 groups of 256 entries; the others one each.
+  assert 3 + 2 <= stats["article_row_groups_read"] <= 4 + 2
+
+
+def test_lookup_articles_refuses_a_corpus_without_an_index(articles_built, tmp_path):
+  directory, _ = articles_built
+  manifest = json.loads((directory / "corpus.json").read_text())
+  del manifest["articles"]
+  (tmp_path / "corpus.json").write_text(json.dumps(manifest))
+  with pytest.raises(corpus.CorpusError, match="no article index"):
+    corpus.LookupArticles(str(tmp_path), key_of=lambda value: value)
+
+
+def test_sorted_join_reads_each_row_group_once(built, tmp_path):
+  """Values spread over the whole corpus, each cited several times and in
+  random order: the sorted merge join finds them all, reading every row group
+  it needs once."""
+  from schemas import CorpusRecord  # pylint: disable=import-outside-toplevel
+  directory, passages = built
+  ids = sorted(passages)
+  rng = random.Random(5)
+  cited = [rng.choice(ids) for _ in range(3000)]
+  values = [CorpusRecord(passage_id, f"value-{i}", "f", i)
+            for i, passage_id in enumerate(cited)]
+  values += [CorpusRecord("http://en.wikipedia.org/wiki/Nowhere#0", "unknown", "f", -1),
+             CorpusRecord("", "not looked up", "f", -2)]
+  expected = [(value.contents, passages.get(value.id)) for value in values]
+  with BeamTestPipeline(runner=FnApiRunner()) as pipeline:
+    joined = (pipeline
+              | beam.Create(values)
+              | corpus.SortedJoinPassages(str(directory), str(tmp_path / "runs"),
+                                          CorpusRecord, ("id", "source_line"),
+                                          lambda value: value.id or None))
+    assert_that(joined["joined"] | beam.MapTuple(lambda value, found: (value.contents,
+                                                                       found)),
+                equal_to(expected))
+    stats = joined["stats"] | beam.CombineGlobally(
+        lambda dicts: {k: sum(d[k] for d in dicts) for k in corpus.JOIN_STATS_KEYS})
+    stats | beam.Map(lambda s: (tmp_path / "stats.json").write_text(json.dumps(s)))
+  stats = json.loads((tmp_path / "stats.json").read_text())
+  readers = {shard: ShardReader(str(directory / corpus.shard_file_name(shard, N_SHARDS)))
+             for shard in range(N_SHARDS)}
+  groups = set()
+  for passage_id in set(cited):
+    shard = corpus.shard_of(passage_id, N_SHARDS)
+    groups.add((shard, readers[shard].row_group_of(passage_id)))
+  for reader in readers.values():
+    reader.close()
+  assert stats["lookups"] == 3001 and stats["found"] == 3000
+  assert stats["row_groups_read"] == len(groups) < 3000

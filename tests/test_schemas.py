@@ -63,12 +63,36 @@ def _example(element_type):
       schemas.AisAgreementRow: schemas.AisAgreementRow("wow", "wow-t5", "AIS", None, 3,
                                                        0.5),
       schemas.HumanRating: schemas.HumanRating("sys", "q?", "Y", "r.csv", 2),
-      schemas.ExpertQAClaim: schemas.ExpertQAClaim(
-          "q?", "gpt4", 0, "claim", ["[1] http://x\n\ntext"], "Complete", "e.jsonl", 1),
       schemas.AgreementRow: schemas.AgreementRow(
           "ExpertQA", None, "id-1", "ab" * 16, "claim", "attributable", True, 0.75,
           "Y", None, 1, 1, False, "a.jsonl", 3),
+      schemas.ClaimInput: schemas.ClaimInput("sys", "q?", 0, "c [1].", ["[1] e"],
+                                             "Complete", False, 4, "f.jsonl", 4),
+      schemas.ClaimRow: schemas.ClaimRow("sys", "q?", 0, "c .", "e", 1, "Complete", "Y",
+                                         False, "Y", 0.75, 1, False, False, "t5", 4,
+                                         "f.jsonl", 4),
+      schemas.ClaimsSystemRow: schemas.ClaimsSystemRow(
+          "sys", 3, 9, 1, 0, 0.5, 0.3, 0.7, 0.4, 0.2, 0.6, 0.5, 0.4, 8, 0.5, 0.75,
+          0.7, 0.5, None),
+      schemas.ArticleEntry: schemas.ArticleEntry("http://w/A", "http://w/A#A#1"),
+      schemas.AuditAnswer: schemas.AuditAnswer(None, "q?", "q1", "a", 1.0, 1.0, "a.csv",
+                                               2),
+      schemas.Candidate: schemas.Candidate("bm25", "q1", None, "id#1", None, 3, 7.5,
+                                           "run.trec", 9),
+      schemas.Topic: schemas.Topic("q1", "q?", "topics.tsv", 1),
+      schemas.AuditCandidateRow: schemas.AuditCandidateRow(
+          "bm25", "q?", "q1", "a", "id#1", 3, None, True, "Y", 0.8, 1, False, False,
+          1.0, 1.0, "t5", "a.csv", 2, "run.trec", 9),
+      schemas.AuditAnswerRow: schemas.AuditAnswerRow(
+          "bm25", "q?", None, "a", 4, 1, 2, "id#0", 1, "N", "Y", "id#1", 3, 0.8, "Y",
+          None, None, "a.csv", 2),
+      schemas.AuditSystemRow: schemas.AuditSystemRow(
+          "bm25", 10, 40, 0.2, 0.1, 0.3, 0.6, 0.5, 0.7, 0.5, 0.4, 0.6, 1.5, 1.0, 2.0,
+          10, 4, 0.25, 0.0, 0.5, 0.2, 0.1, 0.3, None, None, None, 0.5, 0.4, 0.6),
   }
+  if element_type is schemas.AuditPair:
+    return schemas.AuditPair("bm25", "q?", "q1", "a", 1.0, 1.0, "id#1", None, 3, 7.5,
+                             False, "a.csv", 2, "run.trec", 9)
   if element_type is schemas.GoldMatch:
     return schemas.GoldMatch(values[schemas.Prediction], 4, 1.0, 1.0)
   if element_type is schemas.LabelledItem:

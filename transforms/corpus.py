@@ -4,6 +4,8 @@ Layout of a corpus directory (written by `autoais build-corpus`):
 
     corpus.json                       manifest, written last (completion marker)
     passages-SSSSS-of-NNNNN.parquet   shard S: passages whose id hashes to S
+    articles-SSSSS-of-NNNNN.parquet   article index shard S: (article, passage id)
+                                      of the articles whose key hashes to S
     dead_letter.jsonl                 source lines that were not passages
 
 A passage lives in shard `blake2b-64(id) mod N`. Each shard is sorted by id and
@@ -12,6 +14,20 @@ lookup of one id reads one footer and one row group. `LookupPassages` joins K
 predictions against N passages reading little more than the K needed row groups
 when K << N; `ShuffleJoinPassages` reads the whole corpus once and joins with a
 CoGroupByKey, the better plan on Dataflow when K is a large fraction of N.
+`SortedJoinPassages` spills the values to sorted runs by shard and id, then
+merges each shard's values against the shard in id order: every row group it
+needs is read once, however many values cite it and in whatever order, in
+bounded memory (for K values spread over the whole corpus, where a lookup's
+cache would thrash).
+
+The article index lists the passages of each article (the id up to its first
+`#`: `http://en.wikipedia.org/wiki/Jason_Flemyng#...` belongs to
+`http://en.wikipedia.org/wiki/Jason_Flemyng`), laid out like the passages: hash
+shards of (article, passage id) sorted by article, small row groups with
+`article` statistics. `LookupArticles` finds an article's passages reading one
+footer and the row groups that hold them, so its cost grows with the article,
+not with the corpus. corpus.json records it under "articles"; corpora built
+before it have no such entry, and `read_article_index` refuses them.
 """
 import bisect
 import collections
@@ -30,12 +46,17 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from schemas import CORPUS_PASSAGE_SCHEMA, CorpusRecord, DeadLetter, REJECTED
+from schemas import (ARTICLE_ENTRY_SCHEMA, CORPUS_PASSAGE_SCHEMA, ArticleEntry,
+                     CorpusRecord, DeadLetter, REJECTED)
+from transforms.sorted_runs import SpillSortedRuns, merge_sorted_runs
 
 MANIFEST = "corpus.json"
 FORMAT = "autoais-corpus/1"
 HASH = "blake2b-64"
 DEFAULT_ROW_GROUP_SIZE = 32
+# Index entries are small (about 100 bytes): larger groups than the passages'.
+ARTICLE_ROW_GROUP_SIZE = 256
+ARTICLE_SEPARATOR = "#"
 
 
 class CorpusError(ValueError):
@@ -51,6 +72,15 @@ def shard_file_name(shard: int, num_shards: int) -> str:
   return f"passages-{shard:05d}-of-{num_shards:05d}.parquet"
 
 
+def article_of(passage_id: str) -> str:
+  """The article a passage belongs to: its id up to the first '#'."""
+  return passage_id.split(ARTICLE_SEPARATOR, 1)[0]
+
+
+def article_shard_file_name(shard: int, num_shards: int) -> str:
+  return f"articles-{shard:05d}-of-{num_shards:05d}.parquet"
+
+
 def read_manifest(corpus_dir: str) -> dict:
   path = FileSystems.join(corpus_dir, MANIFEST)
   if not FileSystems.exists(path):
@@ -62,6 +92,19 @@ def read_manifest(corpus_dir: str) -> dict:
   if manifest.get("format") != FORMAT:
     raise CorpusError(f"{path}: unsupported corpus format {manifest.get('format')!r}")
   return manifest
+
+
+def read_article_index(corpus_dir: str) -> dict:
+  """The "articles" entry of a corpus manifest; CorpusError for a corpus built
+  without an article index."""
+  manifest = read_manifest(corpus_dir)
+  articles = manifest.get("articles")
+  if not isinstance(articles, dict) or "shards" not in articles:
+    raise CorpusError(
+        f"{corpus_dir}: this corpus has no article index (it was built before "
+        "build-corpus wrote one); rebuild it with `autoais build-corpus` to use "
+        "--candidates_from article")
+  return articles
 
 
 # ----------------------------------------------------------------------------
@@ -171,9 +214,11 @@ class ShardReader:
 
   The footer is read with two exact reads (length, then metadata) rather than
   Parquet's speculative 64 KiB tail read, which would read most of a small shard.
+  `columns`: the sort key column (with statistics), then the value column.
   """
 
-  def __init__(self, path: str):
+  def __init__(self, path: str, columns: Tuple[str, str] = ("id", "contents")):
+    self._columns = list(columns)
     self._file = _CountingFile(
         FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED))
     self._file.seek(-8, io.SEEK_END)
@@ -203,11 +248,17 @@ class ShardReader:
       return None
     return index
 
+  def row_groups_holding(self, key: str) -> List[int]:
+    """Every row group whose key range holds `key` (a key may span groups)."""
+    first = bisect.bisect_left(self._last_ids, key)
+    end = bisect.bisect_right(self._first_ids, key)
+    return list(range(first, end))
+
   def read_row_groups(self, indexes: List[int]) -> List[Tuple[List[str], List[str]]]:
-    """(ids, contents) of each row group, read in one call."""
-    table = self._parquet.read_row_groups(indexes, columns=["id", "contents"])
-    ids = table.column("id").to_pylist()
-    contents = table.column("contents").to_pylist()
+    """(keys, values) of each row group, read in one call."""
+    table = self._parquet.read_row_groups(indexes, columns=self._columns)
+    ids = table.column(self._columns[0]).to_pylist()
+    contents = table.column(self._columns[1]).to_pylist()
     groups, start = [], 0
     for index in indexes:
       end = start + self._parquet.metadata.row_group(index).num_rows
@@ -361,6 +412,271 @@ class LookupPassages(beam.PTransform):
 
   def expand(self, values):
     return values | "LookUpShardRowGroups" >> beam.ParDo(self._fn).with_outputs(
+        "stats", main="joined")
+
+
+# ----------------------------------------------------------------------------
+# Reading: sorted merge join.
+
+_NOT_LOOKED_UP = -1  # the "shard" of values whose key is None
+
+
+class _ShardOfKey:
+  """Shard function for SpillSortedRuns: the passage shard of key_of(value)."""
+
+  def __init__(self, key_of, num_shards: int):
+    self._key_of = key_of
+    self._num_shards = num_shards
+
+  def __call__(self, value) -> int:
+    passage_id = self._key_of(value)
+    if passage_id is None:
+      return _NOT_LOOKED_UP
+    return shard_of(passage_id, self._num_shards)
+
+
+class _MergeJoinShardFn(beam.DoFn):
+  """(shard, sorted runs of values) -> (value, contents or None), reading the
+  shard's row groups in id order, each at most once."""
+
+  def __init__(self, corpus_dir: str, element_type, sort_key, key_of):
+    self._corpus_dir = corpus_dir
+    self._element_type = element_type
+    self._sort_key = tuple(sort_key)
+    self._key_of = key_of
+
+  def setup(self):
+    manifest = read_manifest(self._corpus_dir)
+    self._shard_paths = {
+        shard["shard"]: FileSystems.join(self._corpus_dir, shard["path"])
+        for shard in manifest["shards"] if shard["num_rows"]}
+
+  def process(self, shard_runs):
+    shard, runs = shard_runs
+    values = merge_sorted_runs(list(runs), self._element_type, self._sort_key)
+    stats = collections.Counter()
+    if shard == _NOT_LOOKED_UP or shard not in self._shard_paths:
+      for value in values:
+        stats["lookups"] += shard != _NOT_LOOKED_UP
+        yield value, None
+    else:
+      reader = ShardReader(self._shard_paths[shard])
+      try:
+        stats["shards_opened"] += 1
+        current, ids, contents = None, [], []
+        for value in values:
+          passage_id = self._key_of(value)
+          stats["lookups"] += 1
+          row_group = reader.row_group_of(passage_id)
+          if row_group is not None and row_group != current:
+            ((ids, contents),) = reader.read_row_groups([row_group])
+            current = row_group
+            stats["row_groups_read"] += 1
+          found = None
+          if row_group is not None:
+            position = bisect.bisect_left(ids, passage_id)
+            if position < len(ids) and ids[position] == passage_id:
+              found = contents[position]
+              stats["found"] += 1
+          yield value, found
+        stats["bytes_read"] += reader.bytes_read
+      finally:
+        reader.close()
+    yield beam.pvalue.TaggedOutput("stats", {key: stats[key] for key in JOIN_STATS_KEYS})
+
+
+class SortedJoinPassages(beam.PTransform):
+  """PCollection[element_type] -> {"joined": PCollection[(value, contents or
+  None)], "stats": ...}: the contract of LookupPassages for values of a schema'd
+  element type (schemas/), joined by a sorted merge (module docstring).
+  `sort_key`: fields whose first is the passage id `key_of` returns for values
+  to look up (None: passed through with None). Runs go under `work_dir`."""
+
+  def __init__(self, corpus_dir: str, work_dir: str, element_type, sort_key, key_of):
+    super().__init__()
+    self._corpus_dir = corpus_dir
+    self._work_dir = work_dir
+    self._element_type = element_type
+    self._sort_key = tuple(sort_key)
+    self._key_of = key_of
+
+  def expand(self, values):
+    manifest = read_manifest(self._corpus_dir)
+    joined = (
+        values
+        | "SpillByPassageShard" >> SpillSortedRuns(
+            self._work_dir, self._element_type, self._sort_key,
+            shard_of=_ShardOfKey(self._key_of, manifest["num_shards"]))
+        | "GroupRunsByPassageShard" >> beam.GroupByKey()
+        | "MergeJoinShards" >> beam.ParDo(_MergeJoinShardFn(
+            self._corpus_dir, self._element_type, self._sort_key,
+            self._key_of)).with_outputs("stats", main="joined"))
+    return {"joined": joined.joined, "stats": joined.stats}
+
+
+# ----------------------------------------------------------------------------
+# The article index.
+
+
+def article_entry(record: CorpusRecord) -> ArticleEntry:
+  return ArticleEntry(article_of(record.id), record.id)
+
+
+class ArticleEntryShard:
+  """Shard function for ArticleEntry elements: by article (picklable)."""
+
+  def __init__(self, num_shards: int):
+    self.num_shards = num_shards
+
+  def __call__(self, entry: ArticleEntry) -> int:
+    return shard_of(entry.article, self.num_shards)
+
+
+class ArticleShardWriter:
+  """Writes one article index shard from entries sorted by (article, passage
+  id); a repeated entry (a repeated passage id) is written once."""
+
+  def __init__(self, sink, row_group_size: int = ARTICLE_ROW_GROUP_SIZE):
+    self.row_group_size = row_group_size
+    self.num_rows = 0
+    self.num_row_groups = 0
+    self._rows: List[ArticleEntry] = []
+    self._last: Optional[ArticleEntry] = None
+    self._writer = pq.ParquetWriter(
+        sink, ARTICLE_ENTRY_SCHEMA, compression="zstd", use_dictionary=False,
+        write_statistics=["article"], store_schema=False,
+        sorting_columns=[pq.SortingColumn(0), pq.SortingColumn(1)])
+
+  def add(self, entry: ArticleEntry) -> None:
+    if entry == self._last:
+      return
+    self._last = entry
+    self._rows.append(entry)
+    if len(self._rows) >= self.row_group_size:
+      self._write_row_group()
+
+  def _write_row_group(self):
+    if not self._rows:
+      return
+    articles, ids = zip(*self._rows)
+    table = pa.Table.from_arrays([pa.array(articles, pa.string()),
+                                  pa.array(ids, pa.string())],
+                                 schema=ARTICLE_ENTRY_SCHEMA)
+    self._writer.write_table(table, row_group_size=len(self._rows))
+    self.num_rows += len(self._rows)
+    self.num_row_groups += 1
+    self._rows = []
+
+  def close(self) -> None:
+    self._write_row_group()
+    self._writer.close()
+
+
+ARTICLE_STATS_KEYS = ("article_lookups", "articles_found", "article_passages",
+                      "article_row_groups_read", "article_bytes_read",
+                      "article_shards_opened")
+
+
+class _LookupArticlesFn(beam.DoFn):
+  """Resolves article keys to their passage ids, shard by shard, one footer per
+  shard and only the row groups that hold the articles."""
+
+  def __init__(self, corpus_dir: str, key_of, batch_size: int):
+    self._corpus_dir = corpus_dir
+    self._key_of = key_of
+    self._batch_size = batch_size
+
+  def setup(self):
+    index = read_article_index(self._corpus_dir)
+    self._num_shards = index["num_shards"]
+    self._shard_paths = {
+        shard["shard"]: FileSystems.join(self._corpus_dir, shard["path"])
+        for shard in index["shards"] if shard["num_rows"]}
+    self._readers: Dict[int, ShardReader] = {}
+    self._stats = collections.Counter()
+
+  def start_bundle(self):
+    self._pending: List[Tuple[str, object]] = []
+
+  def process(self, element):
+    self._pending.append((self._key_of(element), element))
+    if len(self._pending) >= self._batch_size:
+      yield from self._flush()
+
+  def finish_bundle(self):
+    for output in self._flush():
+      yield WindowedValue(output, MIN_TIMESTAMP, [GlobalWindow()])
+    if self._stats:
+      stats = {key: self._stats[key] for key in ARTICLE_STATS_KEYS}
+      self._stats = collections.Counter()
+      yield beam.pvalue.TaggedOutput(
+          "stats", WindowedValue(stats, MIN_TIMESTAMP, [GlobalWindow()]))
+
+  def teardown(self):
+    for reader in self._readers.values():
+      reader.close()
+
+  def _reader(self, shard: int) -> Optional[ShardReader]:
+    reader = self._readers.get(shard)
+    if reader is None and shard in self._shard_paths:
+      reader = ShardReader(self._shard_paths[shard], ("article", "passage_id"))
+      self._readers[shard] = reader
+      self._stats["article_shards_opened"] += 1
+      self._stats["article_bytes_read"] += reader.bytes_read
+    return reader
+
+  def _flush(self):
+    pending, self._pending = self._pending, []
+    by_shard = collections.defaultdict(list)
+    for article, value in pending:
+      if article is None:
+        yield value, None
+      else:
+        by_shard[shard_of(article, self._num_shards)].append((article, value))
+    for shard in sorted(by_shard):
+      reader = self._reader(shard)
+      items = by_shard[shard]
+      self._stats["article_lookups"] += len(items)
+      if reader is None:
+        for _, value in items:
+          yield value, None
+        continue
+      located = [(reader.row_groups_holding(article), article, value)
+                 for article, value in items]
+      wanted = sorted({group for groups, _, _ in located for group in groups})
+      groups = {}
+      if wanted:
+        before = reader.bytes_read
+        groups = dict(zip(wanted, reader.read_row_groups(wanted)))
+        self._stats["article_row_groups_read"] += len(wanted)
+        self._stats["article_bytes_read"] += reader.bytes_read - before
+      for row_groups, article, value in located:
+        passages = []
+        for group in row_groups:
+          articles, ids = groups[group]
+          start = bisect.bisect_left(articles, article)
+          end = bisect.bisect_right(articles, article)
+          passages.extend(ids[start:end])
+        if passages:
+          self._stats["articles_found"] += 1
+          self._stats["article_passages"] += len(passages)
+        yield value, passages or None
+
+
+class LookupArticles(beam.PTransform):
+  """PCollection[value] -> PCollection[(value, [passage id, ...] sorted, or
+  None)] where `key_of(value)` is an article key (article_of), with a 'stats'
+  output (ARTICLE_STATS_KEYS). A None key passes through with None. Values are
+  read in batches within a bundle; every article costs one or a few row groups
+  of its shard (groups are cached for the batch only: articles are spread)."""
+
+  def __init__(self, corpus_dir: str, key_of, batch_size: int = 4096):
+    super().__init__()
+    read_article_index(corpus_dir)
+    self._fn = _LookupArticlesFn(corpus_dir, key_of, batch_size)
+
+  def expand(self, values):
+    return values | "LookUpArticleRowGroups" >> beam.ParDo(self._fn).with_outputs(
         "stats", main="joined")
 
 

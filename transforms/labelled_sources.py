@@ -38,8 +38,9 @@ import io
 import os
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
-from schemas import (UNMATCHED, AttributionExample, DeadLetter, ExpertQAClaim,
-                     HumanRating, LabelledItem)
+from schemas import UNMATCHED, AttributionExample, DeadLetter, HumanRating, LabelledItem
+from transforms.claim_sources import read_expertqa
+from transforms.claims import concat_premise
 from transforms.passages import parse_passage
 from transforms.scoring import claim_example, qa_example, qa_hypothesis
 from transforms.sources import (HUMAN_RATINGS, InputError, check_input_file,
@@ -362,101 +363,42 @@ _EXPERTQA_NEGATIVE = ("Partial", "Incomplete", "Missing")
 _EXPERTQA_NO_LABEL = ("", "N/A")
 
 
-def evidence_passage(evidence: str) -> Tuple[Optional[str], str]:
-  """(URL, passage) of an ExpertQA evidence string: "[n] URL", then a blank line
-  and the passage (absent for some systems: the passage is then "")."""
-  first, _, rest = evidence.partition("\n")
-  first = first.strip()
-  if first.startswith("[") and "]" in first:
-    marker, _, url = first.partition("]")
-    if marker[1:].strip().isdigit():
-      return url.strip() or None, rest.strip()
-  return None, evidence.strip()
-
-
-def read_expertqa_claims(path: str) -> Iterator[Union[ExpertQAClaim, DeadLetter]]:
-  """Every claim of every system's answer in an ExpertQA JSONL file
-  (`{"question", "answers": {system: {"claims": [{"claim_string", "evidence",
-  "support", ...}]}}}`), in file order, systems in the record's order; a bad
-  record, answer or claim becomes a DeadLetter. Shared by the jobs that read
-  ExpertQA."""
-  for item in records(path, ("question", "answers")):
-    if isinstance(item, DeadLetter):
-      yield item
-      continue
-    line, fields = item
-    question = fields.get("question")
-    answers = fields.get("answers")
-    if not isinstance(question, str) or not isinstance(answers, dict):
-      field = "question" if not isinstance(question, str) else "answers"
-      yield rejected(path, line, "wrong_type" if field in fields else "missing_field",
-                     "expected a question string and an answers object",
-                     json_record(fields), field)
-      continue
-    for system, answer in answers.items():
-      claims = answer.get("claims") if isinstance(answer, dict) else None
-      if not isinstance(claims, list):
-        yield rejected(path, line, "wrong_type", f"answer of system {system!r} has no "
-                       "list of claims", json_record({"system": system,
-                                                       "answer": answer}), "claims")
-        continue
-      for index, claim in enumerate(claims):
-        parsed = _expertqa_claim(question, system, index, claim, path, line)
-        yield parsed
-
-
-def _expertqa_claim(question, system, index, claim, path, line):
-  record = json_record({"system": system, "claim_index": index, "claim": claim})
-  if not isinstance(claim, dict) or not isinstance(claim.get("claim_string"), str):
-    return rejected(path, line, "wrong_type", f"claim {index} of system {system!r} "
-                    "has no claim_string", record, "claim_string")
-  evidence = claim.get("evidence") or []
-  support = claim.get("support")
-  if (not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence)
-      or not (support is None or isinstance(support, str))):
-    return rejected(path, line, "wrong_type", f"claim {index} of system {system!r}: "
-                    "evidence must be a list of strings and support a string", record,
-                    "evidence")
-  return ExpertQAClaim(question, system, index, claim["claim_string"], evidence,
-                       support, path, line)
-
-
 def _read_expertqa(path: str, scenario=None):
+  """ExpertQA's claims (transforms/claim_sources.py, the claims job's reader), each
+  with its evidence cleaned as ExpertQA's own script cleans it (the claims job's
+  `concat` premise) and its human `support` label."""
   del scenario
-  for claim in read_expertqa_claims(path):
+  for claim in read_expertqa(path):
     if isinstance(claim, DeadLetter):
       yield claim
       continue
     line = claim.source_line
-    record = json_record({"system": claim.system, "claim_index": claim.claim_index,
-                           "claim": claim.claim, "support": claim.support})
+    record = json_record({"system": claim.system_name, "claim_index": claim.claim_index,
+                          "claim": claim.claim, "support": claim.support})
     support = (claim.support or "").strip()
     if support in _EXPERTQA_NO_LABEL:
       yield unmatched(path, line, "no_human_label", f"claim {claim.claim_index} of "
-                      f"system {claim.system!r} has no support label", record, "support")
+                      f"system {claim.system_name!r} has no support label", record,
+                      "support")
       continue
     if support != EXPERTQA_COMPLETE and support not in _EXPERTQA_NEGATIVE:
       yield rejected(path, line, "invalid_value", f"support must be Complete, Partial, "
                      f"Incomplete, Missing or N/A, found {support!r}", record, "support")
       continue
-    if not claim.evidence:
+    premise = concat_premise(claim)
+    if premise is None:
       yield unmatched(path, line, "no_evidence", f"claim {claim.claim_index} of system "
-                      f"{claim.system!r} cites no evidence", record, "evidence")
+                      f"{claim.system_name!r} cites no evidence", record, "evidence")
       continue
-    passages = [evidence_passage(e)[1] for e in claim.evidence]
-    premise = "\n".join(p for p in passages if p)
-    if not premise:
+    if not premise.strip():
       yield unmatched(path, line, "no_evidence_text", f"claim {claim.claim_index} of "
-                      f"system {claim.system!r}: its evidence is URLs only", record,
-                      "evidence")
+                      f"system {claim.system_name!r}: its evidence is URLs only",
+                      record, "evidence")
       continue
-    if not claim.claim.strip():
-      yield rejected(path, line, "empty_field", "the claim is empty", record,
-                     "claim_string")
-      continue
-    yield LabelledItem(_item_id(path, line, claim.system, f"{claim.claim_index:04d}"),
-                       claim.system, None, claim_example(premise, claim.claim),
-                       support, support == EXPERTQA_COMPLETE, path, line)
+    yield LabelledItem(
+        _item_id(path, line, claim.system_name, f"{claim.claim_index:04d}"),
+        claim.system_name, None, claim_example(premise, claim.claim), support,
+        support == EXPERTQA_COMPLETE, path, line)
 
 
 # xor-attriqa ------------------------------------------------------------------

@@ -146,11 +146,33 @@ class BootstrapWeights:
     """95% intervals of the mean of each per-question array."""
     return percentile_intervals(self.resample_means(metrics))
 
+  def ratio_intervals(self, ratios: List[Tuple[np.ndarray, np.ndarray]]
+                      ) -> List[Optional[Tuple[float, float]]]:
+    """95% intervals of sum(numerator) / sum(denominator) over resampled
+    questions, for each (numerator, denominator) pair of per-question arrays (a
+    rate over a subset of the questions, claims per answer, a relative gain).
+    Resamples whose denominator is 0 are left out; None if all are."""
+    flat = [array for pair in ratios for array in pair]
+    means = self.resample_means(flat)
+    intervals = []
+    for index in range(len(ratios)):
+      numerator, denominator = means[:, 2 * index], means[:, 2 * index + 1]
+      defined = denominator != 0
+      if not defined.any():
+        intervals.append(None)
+        continue
+      values = numerator[defined] / denominator[defined]
+      low, high = np.percentile(values, [2.5, 97.5])
+      intervals.append((float(low), float(high)))
+    return intervals
+
 
 def percentile_intervals(means: np.ndarray) -> List[Tuple[float, float]]:
   """95% percentile intervals of each column of resampled means."""
   return [(float(low), float(high))
           for low, high in np.percentile(means, [2.5, 97.5], axis=0).T]
+
+
 
 
 def leaderboard_row(outcomes: SystemOutcomes, gold: GoldIndex,

@@ -211,6 +211,12 @@ def check_input_file(path: str) -> None:
   if fmt == "parquet":
     _open_parquet(path).close()
     return
+  check_text_file(path)
+
+
+def check_text_file(path: str) -> None:
+  """check_input_file for a text file of any format (a TREC run, a TSV): refuses
+  a directory, a missing, unreadable or empty file, UTF-16/32 text."""
   with open_input(path) as binary:
     head = binary.read(65536)
   if not head.removeprefix(_UTF8_BOM).strip():
@@ -221,7 +227,7 @@ def check_input_file(path: str) -> None:
                      "(convert it, e.g. with iconv -t UTF-8)")
 
 
-def _raw_record(text: str) -> str:
+def raw_record(text: str) -> str:
   if len(text) > _MAX_RECORD_CHARS:
     text = text[:_MAX_RECORD_CHARS] + "...[truncated]"
   return _printable(text)
@@ -251,11 +257,11 @@ def _escape_surrogate(ch: str) -> str:
 def json_record(fields: Dict[str, object]) -> str:
   if isinstance(fields, dict):
     fields = {_printable(k): _printable(v) for k, v in fields.items()}
-  return _raw_record(json.dumps(fields, ensure_ascii=False, sort_keys=True,
+  return raw_record(json.dumps(fields, ensure_ascii=False, sort_keys=True,
                                 default=str))
 
 
-def _has_surrogates(text: str) -> bool:
+def has_surrogates(text: str) -> bool:
   try:
     text.encode("utf-8")
     return False
@@ -319,7 +325,7 @@ def _csv_header(values: List[str], path: str, line: int) -> List[str]:
     if name in seen:
       raise InputError(f"{path}:{line}: CSV header names column '{name}' twice")
     seen.add(name)
-    if _has_surrogates(name):
+    if has_surrogates(name):
       raise InputError(f"{path}:{line}: CSV header is not UTF-8 text")
   return header
 
@@ -348,7 +354,7 @@ def _csv_rows(path: str) -> Iterator[Union[tuple, DeadLetter]]:
         if width is None:
           raise InputError(f"{path}:{start}: unreadable CSV header: {error}") from error
         yield rejected(path, start, "malformed_csv", f"malformed CSV record: {error}",
-                       _raw_record(lines.record_lines[0].rstrip("\r\n")))
+                       raw_record(lines.record_lines[0].rstrip("\r\n")))
         lines.reject_record()
         continue
       if not values:  # a blank line
@@ -395,7 +401,7 @@ def _json_object(text: str):
     return None
 
 
-def _jsonl_records(path: str) -> Iterator[Union[tuple, DeadLetter]]:
+def jsonl_records(path: str) -> Iterator[Union[tuple, DeadLetter]]:
   """Yields (line, {field: value}) or DeadLetter for each line of JSON Lines
   (lines end with \\n; a \\r before it and a UTF-8 byte-order mark are ignored)."""
   with open_input(path) as binary:
@@ -414,18 +420,18 @@ def _jsonl_records(path: str) -> Iterator[Union[tuple, DeadLetter]]:
         if not isinstance(fields, dict):
           yield rejected(path, line, "non_utf8",
                          f"bytes that are not UTF-8 at offset {error.start}",
-                         _raw_record(decoded.rstrip("\r\n")))
+                         raw_record(decoded.rstrip("\r\n")))
           continue
       else:
         try:
           fields = json.loads(decoded)
         except (ValueError, RecursionError) as error:
           yield rejected(path, line, "malformed_json", f"not a JSON object: {error}",
-                         _raw_record(decoded.rstrip("\r\n")))
+                         raw_record(decoded.rstrip("\r\n")))
           continue
       if not isinstance(fields, dict):
         yield rejected(path, line, "malformed_json", "not a JSON object",
-                       _raw_record(decoded.rstrip("\r\n")))
+                       raw_record(decoded.rstrip("\r\n")))
         continue
       yield line, fields
 
@@ -496,7 +502,7 @@ def records(path: str, columns: Sequence[str]) -> Iterator[Union[tuple, DeadLett
   if fmt == "csv":
     return _csv_records(path)
   if fmt == "jsonl":
-    return _jsonl_records(path)
+    return jsonl_records(path)
   return _parquet_records(path, columns)
 
 
@@ -531,7 +537,7 @@ def _text_field(fields, name, path, line, required) -> Union[str, None, DeadLett
     return rejected(path, line, "wrong_type",
                     f"expected a string, found {type(value).__name__}",
                     json_record(fields), name)
-  if _has_surrogates(value):
+  if has_surrogates(value):
     return rejected(path, line, "non_utf8", "bytes that are not UTF-8",
                     json_record(fields), name)
   return value
@@ -650,7 +656,7 @@ def parse_gold(fields, path: str, line: int) -> Union[tuple, DeadLetter]:
                     "expected a non-empty list of strings", json_record(fields),
                     "answer")
   for name, value in (("question", question), ("answer", "".join(answers))):
-    if _has_surrogates(value):
+    if has_surrogates(value):
       return rejected(path, line, "non_utf8", "text that is not UTF-8",
                       json_record(fields), name)
   return question.strip(), answers
@@ -662,7 +668,7 @@ def read_gold(source: str) -> Iterator[Union[GoldAnswer, DeadLetter]]:
     yield from _read_tfds_gold(source)
     return
   first_line = {}
-  for item in _jsonl_records(source):
+  for item in jsonl_records(source):
     if isinstance(item, DeadLetter):
       yield item
       continue

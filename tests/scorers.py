@@ -1,0 +1,106 @@
+"""Test-only scorers (not product flags): injected into a job in place of the
+one its --scorer flag names, by monkeypatching the job module's
+`scorer_from_options`."""
+import hashlib
+from typing import Any, Callable, Dict, Optional
+
+import apache_beam as beam
+
+from models.base import Scorer
+from schemas import AttributionExample, AttributionScore
+
+
+def hash_score(premise: str, hypothesis: str) -> float:
+  """A deterministic pseudo-random score in [0, 1) of an example's texts."""
+  digest = hashlib.blake2b(f"{premise}\0{hypothesis}".encode("utf-8"),
+                           digest_size=8).digest()
+  return int.from_bytes(digest, "big") / 2.0 ** 64
+
+
+class _ScoreFn(beam.DoFn):
+
+  def __init__(self, score: Callable[[AttributionExample], float], threshold: float,
+               max_chars: Optional[int] = None):
+    self._score = score
+    self._threshold = threshold
+    self._max_chars = max_chars
+
+  def process(self, keyed_example):
+    key, example = keyed_example
+    if example is None:
+      yield key, None
+    else:
+      value = self._score(example)
+      too_long = self._max_chars is not None and (
+          len(example.premise) + len(example.hypothesis) > self._max_chars)
+      yield key, AttributionScore(value, value > self._threshold, 1, too_long)
+
+
+class _ScoreKeyed(beam.PTransform):
+
+  def __init__(self, fn):
+    super().__init__()
+    self._fn = fn
+
+  def expand(self, keyed_examples):
+    return {"scored": keyed_examples | "ApplyTestScore" >> beam.ParDo(self._fn),
+            "stats": keyed_examples.pipeline | "NoTestStats" >> beam.Create([{}])}
+
+
+def _hash_example(example: AttributionExample) -> float:
+  return hash_score(example.premise, example.hypothesis)
+
+
+class HashScorer(Scorer):
+  """nli_score = hash_score(premise, hypothesis): figures that are neither all
+  0 nor all 1, and depend on the exact premise the job builds. With
+  `max_chars`, an example longer than that (premise and hypothesis) is flagged
+  `truncated`, as a model flags an input longer than its own."""
+
+  name = "test-hash"
+
+  def __init__(self, max_chars: Optional[int] = None):
+    self._max_chars = max_chars
+
+  def score_keyed(self) -> beam.PTransform:
+    return _ScoreKeyed(_ScoreFn(_hash_example, 0.5, self._max_chars))
+
+  def describe(self) -> Dict[str, Any]:
+    return {"name": self.name, "model": None, "threshold": 0.5}
+
+
+_HYPOTHESIS_START = "The answer to the question '"
+
+
+def question_of(hypothesis: str) -> str:
+  """The question of an AutoAIS hypothesis (transforms/scoring.py)."""
+  return hypothesis[len(_HYPOTHESIS_START):hypothesis.rindex("' is '")]
+
+
+class _OracleScore:
+
+  def __init__(self, gold_premises: Dict[str, str]):
+    self._gold = gold_premises
+
+  def __call__(self, example: AttributionExample) -> float:
+    if self._gold.get(question_of(example.hypothesis)) == example.premise:
+      return 0.9
+    return 0.5 * hash_score(example.premise, example.hypothesis)
+
+
+class OracleScorer(Scorer):
+  """Knows each question's gold passage: 0.9 for it, below 0.5 (a hash) for any
+  other passage, so the gold passage is the only attributable one and reranking
+  must find it."""
+
+  name = "test-oracle"
+
+  def __init__(self, gold_premises: Dict[str, str]):
+    """gold_premises: question -> the NLI premise of its gold passage."""
+    self._score = _OracleScore(gold_premises)
+
+  def score_keyed(self) -> beam.PTransform:
+    return _ScoreKeyed(_ScoreFn(self._score, 0.5))
+
+  def describe(self) -> Dict[str, Any]:
+    return {"name": self.name, "model": None, "threshold": 0.5}

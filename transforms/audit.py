@@ -1,0 +1,397 @@
+"""Corpus-wide attribution audits (XOR-AttriQA 4, 5.3; SPEC 5.7): the steps of
+`autoais audit` between reading its inputs and writing its outputs.
+
+Answers are matched to candidate lists by query: by `query_id` where the answer
+has one, else by question text (a TREC run's query ids become questions through
+the topics file). A candidate list belongs to a system (the TREC tag, or the
+JSONL `system_name`): it is audited for that system's answer to its query, or,
+where the answers name no system, for the query's unnamed answer, which then
+takes the list's system. Answers are few next to candidates: they are held as a
+side input (AnswerIndex), and the candidates stream past them, then through a
+sorted merge join with the corpus (transforms/corpus.py: SortedJoinPassages;
+candidates spread over the whole corpus would make point lookups re-read row
+groups), the scorer, and into sorted runs, so that memory stays flat however
+many candidates each answer has.
+
+Per answer (AuditOutcome, from the candidate rows in rank order): the top-1
+candidate (best rank) and whether it is attributable (N when it is not in the
+corpus), whether any candidate is, and the reranked choice: the candidate with
+the highest nli_score, ties by rank.
+"""
+import array
+import functools
+from typing import Dict, Iterable, Optional, Tuple
+
+import apache_beam as beam
+import numpy as np
+
+from schemas import (REJECTED, UNMATCHED, AuditAnswer, AuditAnswerRow, AuditPair,
+                     AuditSystemRow, Candidate, DeadLetter, Topic)
+from transforms.corpus import article_of
+from transforms.metrics import BootstrapWeights
+from transforms.passages import parse_passage
+from transforms.scoring import qa_example
+from transforms.sources import json_record
+
+RUN, ARTICLE = "run", "article"
+CANDIDATE_SOURCES = (RUN, ARTICLE)
+# The sort key of candidate rows: a system's answers by question, each answer's
+# candidates by rank.
+AUDIT_KEY = ("system_name", "question", "answer_file", "answer_line", "rank",
+             "candidate_id", "source_file", "source_line")
+
+
+def _first(a, b):
+  """The element read first (file, line)."""
+  if a is None:
+    return b
+  return a if (a.source_file, a.source_line) <= (b.source_file, b.source_line) else b
+
+
+def answer_key(answer: AuditAnswer) -> Tuple[str, str]:
+  return ("id", answer.query_id) if answer.query_id is not None else (
+      "question", answer.question)
+
+
+class AnswerIndex:
+  """The answers to audit by query key and system (None: unnamed), the first
+  read of each (key, system) kept."""
+
+  def __init__(self, answers: Iterable[AuditAnswer]):
+    self._by_key: Dict[Tuple[str, str], Dict[Optional[str], AuditAnswer]] = {}
+    for answer in answers:
+      systems = self._by_key.setdefault(answer_key(answer), {})
+      systems[answer.system_name] = _first(systems.get(answer.system_name), answer)
+
+  def is_kept(self, answer: AuditAnswer) -> bool:
+    return self._by_key[answer_key(answer)][answer.system_name] == answer
+
+  def kept_answer(self, answer: AuditAnswer) -> AuditAnswer:
+    return self._by_key[answer_key(answer)][answer.system_name]
+
+  def match(self, candidate: Candidate, topics: Dict[str, str]) -> Optional[AuditAnswer]:
+    keys = []
+    if candidate.query_id is not None:
+      keys.append(("id", candidate.query_id))
+    question = candidate.question or topics.get(candidate.query_id)
+    if question is not None:
+      keys.append(("question", question))
+    for key in keys:
+      systems = self._by_key.get(key)
+      if systems:
+        answer = systems.get(candidate.system_name) or systems.get(None)
+        if answer is not None:
+          return answer
+    return None
+
+
+class BuildAnswerIndex(beam.CombineFn):
+  """AuditAnswer elements -> one AnswerIndex."""
+
+  def create_accumulator(self):
+    return []
+
+  def add_input(self, accumulator, answer):
+    accumulator.append(answer)
+    return accumulator
+
+  def merge_accumulators(self, accumulators):
+    return [answer for accumulator in accumulators for answer in accumulator]
+
+  def extract_output(self, accumulator):
+    return AnswerIndex(accumulator)
+
+
+class BuildTopicIndex(beam.CombineFn):
+  """Topic elements -> {query id: question}, the first read of each id kept."""
+
+  def create_accumulator(self):
+    return {}
+
+  def add_input(self, accumulator, topic):
+    accumulator[topic.query_id] = _first(accumulator.get(topic.query_id), topic)
+    return accumulator
+
+  def merge_accumulators(self, accumulators):
+    merged = {}
+    for accumulator in accumulators:
+      for topic in accumulator.values():
+        self.add_input(merged, topic)
+    return merged
+
+  def extract_output(self, accumulator):
+    return accumulator
+
+
+def later_topic(topic: Topic, kept: Dict[str, Topic]) -> Optional[DeadLetter]:
+  first = kept[topic.query_id]
+  if first == topic:
+    return None
+  return DeadLetter(
+      topic.source_file, topic.source_line, REJECTED, "duplicate_topic", "qid",
+      f"{topic.source_file}:{topic.source_line}: field 'qid': query id "
+      f"{topic.query_id!r} already appears at {first.source_file}:{first.source_line}",
+      json_record({"qid": topic.query_id, "question": topic.question}))
+
+
+def _answer_json(answer: AuditAnswer) -> str:
+  return json_record({"system_name": answer.system_name, "question": answer.question,
+                       "query_id": answer.query_id, "answer": answer.answer})
+
+
+def _candidate_json(candidate) -> str:
+  """A Candidate or an AuditPair as a dead letter's record."""
+  return json_record({"system_name": candidate.system_name,
+                       "query_id": candidate.query_id, "question": candidate.question,
+                       "id": candidate.passage_id, "rank": candidate.rank})
+
+
+class AccountAnswersFn(beam.DoFn):
+  """Each answer read is audited, a later duplicate, or has no candidates.
+  Main output: {"audited": 1} per audited answer row."""
+
+  def process(self, answer, index: AnswerIndex, candidate_counts):
+    if not index.is_kept(answer):
+      kept = index.kept_answer(answer)
+      yield beam.pvalue.TaggedOutput("dead_letter", DeadLetter(
+          answer.source_file, answer.source_line, REJECTED, "duplicate_answer",
+          "question",
+          f"{answer.source_file}:{answer.source_line}: field 'question': this "
+          f"query already has an answer{_of_system(answer)} at "
+          f"{kept.source_file}:{kept.source_line}; the first one is kept",
+          _answer_json(answer)))
+    elif (answer.source_file, answer.source_line) not in candidate_counts:
+      yield beam.pvalue.TaggedOutput("dead_letter", DeadLetter(
+          answer.source_file, answer.source_line, UNMATCHED, "no_candidates",
+          "question",
+          f"{answer.source_file}:{answer.source_line}: field 'question': no "
+          f"candidate passages{_of_system(answer)} for this query; not audited",
+          _answer_json(answer)))
+    else:
+      yield {"audited": 1}
+
+
+def _of_system(answer: AuditAnswer) -> str:
+  return f" of system {answer.system_name!r}" if answer.system_name else ""
+
+
+class MatchCandidatesFn(beam.DoFn):
+  """Candidate -> AuditPair, or an `unmatched` dead letter when no answer asks
+  for it; candidates ranked below --top_k are counted and dropped."""
+
+  def __init__(self, top_k: Optional[int]):
+    self._top_k = top_k
+
+  def process(self, candidate: Candidate, index: AnswerIndex, topics: Dict[str, str]):
+    if self._top_k is not None and candidate.rank > self._top_k:
+      yield beam.pvalue.TaggedOutput("stats", {"beyond_top_k": 1})
+      return
+    answer = index.match(candidate, topics)
+    if answer is None:
+      yield beam.pvalue.TaggedOutput("dead_letter", DeadLetter(
+          candidate.source_file, candidate.source_line, UNMATCHED, "no_answer",
+          "qid" if candidate.question is None else "question",
+          f"{candidate.source_file}:{candidate.source_line}: no answer of system "
+          f"{candidate.system_name!r} (or without a system) for query "
+          f"{candidate.query_id or candidate.question!r}",
+          _candidate_json(candidate)))
+      return
+    yield AuditPair(candidate.system_name, answer.question, answer.query_id,
+                    answer.answer, answer.em, answer.f1, candidate.passage_id,
+                    candidate.passage, candidate.rank, candidate.retrieval_score, False,
+                    answer.source_file, answer.source_line, candidate.source_file,
+                    candidate.source_line)
+
+
+def unit_key(pair: AuditPair) -> Tuple[str, str, int]:
+  """The audited answer a pair belongs to: (system, answer file, answer line)."""
+  return (pair.system_name, pair.answer_file, pair.answer_line)
+
+
+def _pair_order(pair: AuditPair):
+  return (pair.rank, pair.passage_id, pair.source_file, pair.source_line)
+
+
+class FirstCandidate(beam.CombineFn):
+  """AuditPairs of one answer -> (the best-ranked pair, how many there were)."""
+
+  def create_accumulator(self):
+    return None, 0
+
+  def add_input(self, accumulator, pair):
+    best, count = accumulator
+    if best is None or _pair_order(pair) < _pair_order(best):
+      best = pair
+    return best, count + 1
+
+  def merge_accumulators(self, accumulators):
+    best, total = None, 0
+    for pair, count in accumulators:
+      if pair is not None and (best is None or _pair_order(pair) < _pair_order(best)):
+        best = pair
+      total += count
+    return best, total
+
+  def extract_output(self, accumulator):
+    return accumulator
+
+
+def top1_article(first_and_count) -> Optional[str]:
+  """The article of a top-1 pair; None for a passage given inline."""
+  pair, _ = first_and_count
+  if pair.passage is not None:
+    return None
+  return article_of(pair.passage_id)
+
+
+class ExpandArticleFn(beam.DoFn):
+  """((top-1 pair, candidates read), article passage ids) -> the answer's
+  candidates: the top-1 passage (rank 1), then the article's other passages in
+  id order (ranks 2, 3, ...)."""
+
+  def process(self, first_and_passages):
+    (pair, count), passage_ids = first_and_passages
+    yield beam.pvalue.TaggedOutput("stats", {"replaced_by_article": count - 1,
+                                             "articles_missing": not passage_ids})
+    yield pair._replace(rank=1)
+    rank = 1
+    for passage_id in passage_ids or ():
+      if passage_id == pair.passage_id:
+        continue
+      rank += 1
+      yield pair._replace(passage_id=passage_id, rank=rank, retrieval_score=None,
+                          from_article=True)
+
+
+# The corpus join sorts pairs by passage (transforms/corpus.py:
+# SortedJoinPassages); a passage given inline is not looked up.
+JOIN_KEY = ("passage_id", "system_name", "answer_file", "answer_line", "source_file",
+            "source_line", "rank")
+
+
+def passage_to_look_up(pair: AuditPair) -> Optional[str]:
+  return None if pair.passage is not None else pair.passage_id
+
+
+@functools.lru_cache(maxsize=16384)
+def _parsed(passage: str):
+  return parse_passage(passage)
+
+
+class PrepareExamplesFn(beam.DoFn):
+  """(pair, corpus passage or None) -> ((pair, found), example or None); a
+  candidate of the input that is not in the corpus is also dead-lettered (its
+  row still reaches the per-answer figures: a top-1 not in the corpus is N)."""
+
+  def process(self, pair_and_contents):
+    pair, contents = pair_and_contents
+    passage = pair.passage or contents
+    if passage is None:
+      if pair.from_article:
+        yield beam.pvalue.TaggedOutput("stats", {"article_passages_missing": 1})
+      else:
+        yield beam.pvalue.TaggedOutput("dead_letter", DeadLetter(
+            pair.source_file, pair.source_line, UNMATCHED, "candidate_not_in_corpus",
+            "docid",
+            f"{pair.source_file}:{pair.source_line}: field 'docid': passage "
+            f"{pair.passage_id!r} is not in the corpus; counted as not attributable",
+            _candidate_json(pair)))
+      yield (pair, False), None
+      return
+    yield (pair, True), qa_example(pair.question, pair.answer, _parsed(passage))
+
+
+# ----------------------------------------------------------------------------
+# Per answer, per system.
+
+
+class AnswerAudit:
+  """Accumulates one audited answer's candidate rows, in rank order."""
+
+  def __init__(self):
+    self.seen = set()
+    self.n_found = 0
+    self.n_unknown = 0
+    self.n_attributable = 0
+    self.top1 = None  # (id, rank, attributable)
+    self.best = None  # (nli_score, id, rank, attributable)
+
+  def add(self, candidate_id: str, rank: int, found: bool, attributable: bool,
+          nli_score: Optional[float]) -> bool:
+    """False for a repeated candidate (dropped)."""
+    if candidate_id in self.seen:
+      return False
+    self.seen.add(candidate_id)
+    if self.top1 is None:
+      self.top1 = (candidate_id, rank, found and attributable)
+    if not found:
+      self.n_unknown += 1
+      return True
+    self.n_found += 1
+    self.n_attributable += attributable
+    # Rows arrive in rank order: a later candidate wins only with a higher score.
+    if self.best is None or nli_score > self.best[0]:
+      self.best = (nli_score, candidate_id, rank, attributable)
+    return True
+
+  def row(self, system: str, answer) -> AuditAnswerRow:
+    def yes_no(value) -> str:
+      return "Y" if value else "N"
+    best = self.best or (None, None, None, False)
+    return AuditAnswerRow(
+        system, answer.question, answer.query_id, answer.answer, self.n_found,
+        self.n_unknown, self.n_attributable, self.top1[0], self.top1[1],
+        yes_no(self.top1[2]), yes_no(self.n_attributable), best[1], best[2], best[0],
+        yes_no(best[3]), answer.em, answer.f1, answer.answer_file, answer.answer_line)
+
+
+EM_NONE, EM_NO, EM_YES = -1, 0, 1
+
+
+class AuditOutcomes:
+  """One system's audited answers as compact columns."""
+
+  def __init__(self, system_name: str):
+    self.system_name = system_name
+    self.top1 = array.array("b")
+    self.any = array.array("b")
+    self.reranked = array.array("b")
+    self.em = array.array("b")
+    self.n_candidates = 0
+
+  def add(self, row: AuditAnswerRow) -> None:
+    self.top1.append(row.top1_attributable == "Y")
+    self.any.append(row.any_attributable == "Y")
+    self.reranked.append(row.reranked_attributable == "Y")
+    self.em.append(EM_NONE if row.em is None else (EM_YES if row.em == 1 else EM_NO))
+    self.n_candidates += row.n_candidates
+
+
+def _column(values) -> np.ndarray:
+  return np.frombuffer(values, dtype=np.int8).astype(np.float64)
+
+
+def audit_system_row(outcomes: AuditOutcomes, bootstrap_samples: int,
+                     seed: int) -> AuditSystemRow:
+  top1, any_, reranked = (_column(outcomes.top1), _column(outcomes.any),
+                          _column(outcomes.reranked))
+  em = np.frombuffer(outcomes.em, dtype=np.int8)
+  exact = (em == EM_YES).astype(np.float64)
+  inexact = (em == EM_NO).astype(np.float64)
+  n = len(top1)
+  bootstrap = BootstrapWeights(n, bootstrap_samples, seed)
+  top1_ci, any_ci, reranked_ci = bootstrap.intervals([top1, any_, reranked])
+  ratios = [(reranked - top1, top1), (exact * top1, exact), (inexact * top1, inexact),
+            (exact * reranked, exact), (inexact * reranked, inexact)]
+  intervals = bootstrap.ratio_intervals(ratios)
+  values = [float(num.sum() / den.sum()) if den.sum() else None
+            for num, den in ratios]
+  figures = []
+  for value, interval in zip(values, intervals):
+    low, high = (None, None) if value is None or interval is None else interval
+    figures += [value, low, high]
+  return AuditSystemRow(
+      outcomes.system_name, n, outcomes.n_candidates,
+      float(top1.mean()), *top1_ci, float(any_.mean()), *any_ci,
+      float(reranked.mean()), *reranked_ci, *figures[:3],
+      int((em != EM_NONE).sum()), int(exact.sum()), *figures[3:])

@@ -1,0 +1,324 @@
+"""Claim-level attribution (ExpertQA; SPEC 5.8): evidence cleaning, abstention,
+the three ways of scoring a claim against its evidence, and per-system figures.
+
+Cleaning and abstention follow ExpertQA's auto-attribution scripts
+(chaitanyamalaviya/ExpertQA, modeling/auto_attribution/autoais.py:
+cleanup_claim_and_evidence, infer_autoais, stretch_nli_rerank; and
+compute_autoais_score.py: did_abstain), re-implemented here:
+
+* a claim or evidence text loses its one-digit citation markers `[n]` (with one
+  following space); it is then cut at blank lines, and if the first part is a
+  URL it is dropped; the parts are joined with spaces. The reference's pattern
+  matches one digit only, so `[12]` stays (and a URL after it is kept): kept
+  here for parity;
+* the evidence of a claim is its cleaned items joined with spaces; a claim that
+  cites no evidence is N;
+* an answer abstains if its text contains one of the reference's phrases.
+
+Evidence modes (`--evidence_mode`):
+
+* `concat` (default): one example, the joined evidence; a premise longer than
+  the model's input is windowed by the scorer (max over windows);
+* `max`: each evidence item scored on its own, the best item decides;
+* `rerank`: as `concat`, but where the input is longer than the model's (the
+  scorer flags the row `truncated`, as the reference tests the tokenised length
+  against 512), the evidence is split into sentences, each sentence is scored,
+  and the k = 2 most and k = 2 least entailed sentences, in that order, are
+  joined and scored again: the reference's choice of evidence sentences.
+  Two details of the reference are kept for parity: a sentence is scored with
+  the input `premise: premise: {sentence} hypothesis: {claim} hypothesis:
+  {claim}` (the reference wraps the input twice), and with fewer than four
+  sentences the chosen ones repeat. Sentences are split at `.`, `!` or `?`
+  followed by white space (the reference uses NLTK's Punkt model, which is not
+  available offline; abbreviations such as "Dr." may split differently), and
+  ties in the ordering go to the earlier sentence.
+"""
+import array
+import re
+from typing import List, Optional, Tuple
+
+import apache_beam as beam
+import numpy as np
+
+from schemas import AttributionScore, ClaimInput, ClaimRow, ClaimsSystemRow
+from transforms.agreement import AgreementCounts, agreement_statistics
+from transforms.metrics import BootstrapWeights
+from transforms.scoring import ScoreAttribution, claim_example
+
+CONCAT, MAX, RERANK = "concat", "max", "rerank"
+EVIDENCE_MODES = (CONCAT, MAX, RERANK)
+RERANK_K = 2
+# The sort key of claim rows: answers together, claims in answer order.
+CLAIM_KEY = ("system_name", "question", "source_file", "answer_line", "claim_index",
+             "source_line")
+
+_CITATION_MARKER = re.compile(r"\[\d\]\s?")
+# The phrases by which the reference recognises an answer that declines to answer.
+ABSTENTION_PHRASES = (
+    "The context does not", "I don't know", "The context provided does not",
+    "The context provided doesn't", "The context doesn't", "not sure if I understand",
+    "I'm sorry, but I can't", "The given context does not",
+    "I couldn't find any relevant information")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_HUMAN_LABELS = {"complete": "Y", "partial": "N", "incomplete": "N", "missing": "N"}
+
+
+def clean_text(raw: str) -> str:
+  """A claim or evidence text as the reference cleans it (module docstring)."""
+  parts = _CITATION_MARKER.sub("", raw).split("\n\n")
+  if parts[0].startswith("http"):
+    parts = parts[1:]
+  return " ".join(parts)
+
+
+def did_abstain(answer: str) -> bool:
+  return any(phrase in answer for phrase in ABSTENTION_PHRASES)
+
+
+def human_label(support: Optional[str]) -> Optional[str]:
+  """Y for support Complete, N for Partial / Incomplete / Missing, None for
+  anything else (N/A, absent): those claims leave the agreement figures."""
+  if support is None:
+    return None
+  return _HUMAN_LABELS.get(support.strip().lower())
+
+
+def split_sentences(text: str) -> List[str]:
+  return [sentence for sentence in _SENTENCE_END.split(text.strip()) if sentence]
+
+
+def rerank_choice(nli_scores: List[float], k: int = RERANK_K) -> List[int]:
+  """Sentence indexes the reference keeps: the k most entailed, then the k least
+  (ordered by P("0") ascending, i.e. nli_score descending; ties by index)."""
+  order = sorted(range(len(nli_scores)), key=lambda i: (-nli_scores[i], i))
+  return order[:k] + order[-k:]
+
+
+def concat_premise(claim: ClaimInput) -> Optional[str]:
+  if not claim.evidence:
+    return None
+  return " ".join(clean_text(item) for item in claim.evidence)
+
+
+def claim_row(claim: ClaimInput, premise: Optional[str],
+              score: Optional[AttributionScore], reranked: bool,
+              scorer: str) -> ClaimRow:
+  if score is None:
+    nli_score, auto_ais, n_windows, truncated = None, "N", 0, False
+  else:
+    nli_score, n_windows, truncated = score.nli_score, score.n_windows, score.truncated
+    auto_ais = "Y" if score.attributable else "N"
+  return ClaimRow(
+      claim.system_name, claim.question, claim.claim_index, clean_text(claim.claim),
+      premise, len(claim.evidence), claim.support, human_label(claim.support),
+      claim.abstained, auto_ais, nli_score, n_windows, truncated, reranked, scorer,
+      claim.answer_line, claim.source_file, claim.source_line)
+
+
+def _claim_id(claim: ClaimInput) -> Tuple[str, int, str, int]:
+  return (claim.source_file, claim.source_line, claim.system_name, claim.claim_index)
+
+
+def _concat_example(claim: ClaimInput):
+  premise = concat_premise(claim)
+  example = None if premise is None else claim_example(premise, clean_text(claim.claim))
+  return (claim, premise), example
+
+
+def _item_examples(claim: ClaimInput):
+  if not claim.evidence:
+    yield (claim, None, -1), None
+    return
+  hypothesis = clean_text(claim.claim)
+  for index, item in enumerate(claim.evidence):
+    premise = clean_text(item)
+    yield (claim, premise, index), claim_example(premise, hypothesis)
+
+
+class _BestItem(beam.CombineFn):
+  """(index, claim, premise, score) -> the best-scored item, the earlier on ties."""
+
+  def create_accumulator(self):
+    return None
+
+  @staticmethod
+  def _better(a, b):
+    if a is None:
+      return b
+    if b is None:
+      return a
+    rank_a = (-(a[3].nli_score if a[3] else -1.0), a[0])
+    rank_b = (-(b[3].nli_score if b[3] else -1.0), b[0])
+    return a if rank_a <= rank_b else b
+
+  def add_input(self, accumulator, item):
+    return self._better(accumulator, item)
+
+  def merge_accumulators(self, accumulators):
+    best = None
+    for accumulator in accumulators:
+      best = self._better(best, accumulator)
+    return best
+
+  def extract_output(self, accumulator):
+    return accumulator
+
+
+class _RouteLongEvidenceFn(beam.DoFn):
+  """Rerank mode: rows whose input fit the model are final; the others go on to
+  sentence reranking."""
+
+  def process(self, keyed_score):
+    (claim, premise), score = keyed_score
+    if score is not None and score.truncated:
+      yield beam.pvalue.TaggedOutput("long", (claim, premise))
+    else:
+      yield keyed_score
+
+
+def _sentence_examples(claim_and_premise):
+  claim, premise = claim_and_premise
+  hypothesis = clean_text(claim.claim)
+  for index, sentence in enumerate(split_sentences(premise)):
+    # The reference's input for one sentence, wrapped twice (module docstring).
+    yield (claim, index), claim_example(
+        f"premise: {sentence} hypothesis: {hypothesis}", hypothesis)
+
+
+def _reranked_example(grouped):
+  _, scored = grouped
+  scored = sorted(scored, key=lambda item: item[0])
+  claim = scored[0][1]
+  sentences = split_sentences(concat_premise(claim))
+  chosen = rerank_choice([score.nli_score for _, _, score in scored])
+  premise = " ".join(sentences[index] for index in chosen)
+  return (claim, premise), claim_example(premise, clean_text(claim.claim))
+
+
+class ScoreClaims(beam.PTransform):
+  """PCollection[ClaimInput] -> {"rows": PCollection[ClaimRow], "stats":
+  PCollection[dict] of the scorer's counts}, in one of EVIDENCE_MODES."""
+
+  def __init__(self, scorer, evidence_mode: str = CONCAT):
+    super().__init__()
+    if evidence_mode not in EVIDENCE_MODES:
+      raise ValueError(f"evidence mode {evidence_mode!r}: choose from "
+                       f"{', '.join(EVIDENCE_MODES)}")
+    self._scorer = scorer
+    self._mode = evidence_mode
+    self._name = scorer.describe()["name"]
+
+  def expand(self, claims):
+    name = self._name
+    if self._mode == MAX:
+      scored = (claims
+                | "ExpandEvidenceItems" >> beam.FlatMap(_item_examples)
+                | "ScoreEvidenceItems" >> ScoreAttribution(self._scorer))
+      rows = (scored["scored"]
+              | "KeyItemsByClaim" >> beam.MapTuple(
+                  lambda key, score: (_claim_id(key[0]), (key[2], key[0], key[1], score)))
+              | "KeepBestItem" >> beam.CombinePerKey(_BestItem())
+              | "RateClaims" >> beam.MapTuple(
+                  lambda _, best: claim_row(best[1], best[2], best[3], False, name)))
+      return {"rows": rows, "stats": scored["stats"]}
+    scored = (claims
+              | "JoinEvidence" >> beam.Map(_concat_example)
+              | "ScoreJoinedEvidence" >> ScoreAttribution(self._scorer))
+    if self._mode == CONCAT:
+      rows = scored["scored"] | "RateClaims" >> beam.MapTuple(
+          lambda key, score: claim_row(key[0], key[1], score, False, name))
+      return {"rows": rows, "stats": scored["stats"]}
+    routed = scored["scored"] | "RouteLongEvidence" >> beam.ParDo(
+        _RouteLongEvidenceFn()).with_outputs("long", main="fits")
+    sentences = (routed.long
+                 | "SplitEvidenceSentences" >> beam.FlatMap(_sentence_examples)
+                 | "ScoreEvidenceSentences" >> ScoreAttribution(self._scorer))
+    reranked = (sentences["scored"]
+                | "KeySentencesByClaim" >> beam.MapTuple(
+                    lambda key, score: (_claim_id(key[0]), (key[1], key[0], score)))
+                | "GroupSentencesByClaim" >> beam.GroupByKey()
+                | "ChooseSentences" >> beam.Map(_reranked_example)
+                | "ScoreChosenSentences" >> ScoreAttribution(self._scorer))
+    rows = (
+        (routed.fits | "RateFittingClaims" >> beam.MapTuple(
+            lambda key, score: claim_row(key[0], key[1], score, False, name)),
+         reranked["scored"] | "RateRerankedClaims" >> beam.MapTuple(
+             lambda key, score: claim_row(key[0], key[1], score, True, name)))
+        | "MergeClaimRows" >> beam.Flatten())
+    stats = ((scored["stats"], sentences["stats"], reranked["stats"])
+             | "CollectScorerStats" >> beam.Flatten())
+    return {"rows": rows, "stats": stats}
+
+
+# ----------------------------------------------------------------------------
+# Per-system figures.
+
+_HUMAN_CODES = {None: -1, "N": 0, "Y": 1}
+
+
+class ClaimOutcomes:
+  """One system's kept claims as compact columns, answers numbered in order."""
+
+  def __init__(self, system_name: str):
+    self.system_name = system_name
+    self.answer = array.array("i")  # the answer ordinal of each claim
+    self.attributable = array.array("b")
+    self.has_evidence = array.array("b")
+    self.human = array.array("b")  # -1 no label, 0 N, 1 Y
+    self.score = array.array("d")  # nli_score, 0 without evidence
+    self.abstained = array.array("b")  # per answer
+
+  def add(self, new_answer: bool, attributable: bool, has_evidence: bool,
+          human: Optional[str], nli_score: Optional[float], abstained: bool) -> None:
+    if new_answer or not self.abstained:
+      self.abstained.append(abstained)
+    elif abstained:
+      self.abstained[-1] = 1
+    self.answer.append(len(self.abstained) - 1)
+    self.attributable.append(attributable)
+    self.has_evidence.append(has_evidence)
+    self.human.append(_HUMAN_CODES[human])
+    self.score.append(0.0 if nli_score is None else nli_score)
+
+
+def _macro_micro(per_answer_yes: np.ndarray, per_answer_claims: np.ndarray,
+                 keep: np.ndarray) -> Tuple[Optional[float], Optional[float]]:
+  if not keep.any():
+    return None, None
+  macro = float(np.mean(per_answer_yes[keep] / per_answer_claims[keep]))
+  micro = float(per_answer_yes[keep].sum() / per_answer_claims[keep].sum())
+  return macro, micro
+
+
+def claims_system_row(outcomes: ClaimOutcomes, bootstrap_samples: int,
+                      seed: int) -> ClaimsSystemRow:
+  answer = np.frombuffer(outcomes.answer, dtype=np.int32)
+  attributable = np.frombuffer(outcomes.attributable, dtype=np.int8).astype(bool)
+  has_evidence = np.frombuffer(outcomes.has_evidence, dtype=np.int8).astype(bool)
+  human = np.frombuffer(outcomes.human, dtype=np.int8)
+  score = np.frombuffer(outcomes.score, dtype=np.float64)
+  abstained = np.frombuffer(outcomes.abstained, dtype=np.int8).astype(bool)
+  n_answers = len(abstained)
+  claims = np.bincount(answer, minlength=n_answers).astype(np.float64)
+  yes = np.bincount(answer, weights=attributable, minlength=n_answers)
+  macro, micro = _macro_micro(yes, claims, np.ones(n_answers, dtype=bool))
+  macro_kept, micro_kept = _macro_micro(yes, claims, ~abstained)
+  bootstrap = BootstrapWeights(n_answers, bootstrap_samples, seed)
+  (macro_ci,) = bootstrap.intervals([yes / claims])
+  (micro_ci,) = bootstrap.ratio_intervals([(yes, claims)])
+
+  labelled = human >= 0
+  if labelled.any():
+    counts = AgreementCounts()
+    counts.add_arrays(human[labelled] == 1, attributable[labelled], score[labelled],
+                      np.ones(int(labelled.sum()), dtype=bool))
+    stats = agreement_statistics(counts)
+    agreement = tuple(stats[name] for name in ("human_ais", "accuracy",
+                                               "balanced_accuracy", "cohen_kappa",
+                                               "roc_auc"))
+  else:
+    agreement = (None,) * 5
+  return ClaimsSystemRow(
+      outcomes.system_name, n_answers, len(answer), int((~has_evidence).sum()),
+      int(abstained.sum()), macro, macro_ci[0], macro_ci[1], micro, micro_ci[0],
+      micro_ci[1], macro_kept, micro_kept, int(labelled.sum()), *agreement)
