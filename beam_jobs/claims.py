@@ -56,6 +56,9 @@ OUTPUT_FILES = ("run.json", "claims_rows.parquet", "claims_rows.csv", "claims.cs
 FORMATS = {"expertqa": read_expertqa, "jsonl": read_claims_jsonl}
 
 
+DEFAULT_FORMAT = "expertqa"
+
+
 class ClaimsOptions(PipelineOptions):
   """claims' own flags; the scorer flags are beam_jobs.common.ScorerOptions."""
 
@@ -65,9 +68,9 @@ class ClaimsOptions(PipelineOptions):
     group.add_argument("--input", help="Claim files: path, glob or comma list "
                        "(JSON Lines, optionally compressed), local or gs://.")
     group.add_argument("--output_dir", help="Directory for the outputs.")
-    group.add_argument("--format", default="expertqa",
-                       help="expertqa: ExpertQA records; jsonl: one claim a line "
-                       "(default %(default)s).")
+    # No argparse default: the agreement job shares --format, without one.
+    group.add_argument("--format", help="expertqa: ExpertQA records; jsonl: one claim "
+                       f"a line (default {DEFAULT_FORMAT}).")
     group.add_argument("--evidence_mode", default="concat",
                        help="concat: the joined evidence, windowed by the scorer; "
                        "max: the best evidence item; rerank: ExpertQA's choice of "
@@ -82,8 +85,9 @@ class _Plan:
 
   def __init__(self, options: ClaimsOptions, runner):
     require(options, "input", "output_dir")
-    if options.format not in FORMATS:
-      raise ConfigError(f"--format {options.format!r}: choose from "
+    self.format = options.format or DEFAULT_FORMAT
+    if self.format not in FORMATS:
+      raise ConfigError(f"--format {self.format!r}: choose from "
                         f"{', '.join(sorted(FORMATS))}")
     if options.evidence_mode not in EVIDENCE_MODES:
       raise ConfigError(f"--evidence_mode {options.evidence_mode!r}: choose from "
@@ -228,7 +232,7 @@ class _RunManifest:
 
   def __init__(self, options: ClaimsOptions, plan: _Plan, started: float,
                started_at: str):
-    self._inputs = {"input": plan.files, "format": options.format,
+    self._inputs = {"input": plan.files, "format": plan.format,
                     "evidence_mode": options.evidence_mode}
     self._scorer = plan.scorer.describe()
     self._started = started
@@ -258,7 +262,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   started, started_at = time.time(), utc_now()
   work_dir = plan.output.claim()
 
-  read = pipeline | "ReadClaims" >> ReadRecords(plan.files, FORMATS[options.format])
+  read = pipeline | "ReadClaims" >> ReadRecords(plan.files, FORMATS[plan.format])
   scored = read.records | "ScoreClaims" >> ScoreClaims(plan.scorer,
                                                        options.evidence_mode)
   runs = scored["rows"] | "SpillClaimRuns" >> SpillSortedRuns(
