@@ -100,6 +100,21 @@ def concat_premise(claim: ClaimInput) -> Optional[str]:
   return " ".join(clean_text(item) for item in claim.evidence)
 
 
+# An evidence item that is only a URL, cited or not ("[10] https://...").
+_BARE_URL = re.compile(r"\s*(?:\[\d+\]\s*)?https?://\S*\s*")
+
+
+def evidence_text(claim: ClaimInput) -> Optional[str]:
+  """The passages a claim's evidence holds, cleaned as concat_premise cleans them,
+  leaving out items that are only a URL (the reference keeps those, and the
+  claims job does for parity; a set of human judgements of the evidence text
+  does not). None without evidence; "" when every item is a bare URL."""
+  if not claim.evidence:
+    return None
+  return " ".join(clean_text(item) for item in claim.evidence
+                  if not _BARE_URL.fullmatch(item))
+
+
 def claim_row(claim: ClaimInput, premise: Optional[str],
               score: Optional[AttributionScore], reranked: bool,
               scorer: str) -> ClaimRow:

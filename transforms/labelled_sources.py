@@ -40,7 +40,7 @@ from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, 
 
 from schemas import UNMATCHED, AttributionExample, DeadLetter, HumanRating, LabelledItem
 from transforms.claim_sources import read_expertqa
-from transforms.claims import concat_premise
+from transforms.claims import evidence_text
 from transforms.passages import parse_passage
 from transforms.scoring import claim_example, qa_example, qa_hypothesis
 from transforms.sources import (HUMAN_RATINGS, InputError, check_input_file,
@@ -365,8 +365,8 @@ _EXPERTQA_NO_LABEL = ("", "N/A")
 
 def _read_expertqa(path: str, scenario=None):
   """ExpertQA's claims (transforms/claim_sources.py, the claims job's reader), each
-  with its evidence cleaned as ExpertQA's own script cleans it (the claims job's
-  `concat` premise) and its human `support` label."""
+  with the text of its evidence (transforms/claims.py: evidence_text) and its
+  human `support` label."""
   del scenario
   for claim in read_expertqa(path):
     if isinstance(claim, DeadLetter):
@@ -385,7 +385,7 @@ def _read_expertqa(path: str, scenario=None):
       yield rejected(path, line, "invalid_value", f"support must be Complete, Partial, "
                      f"Incomplete, Missing or N/A, found {support!r}", record, "support")
       continue
-    premise = concat_premise(claim)
+    premise = evidence_text(claim)
     if premise is None:
       yield unmatched(path, line, "no_evidence", f"claim {claim.claim_index} of system "
                       f"{claim.system_name!r} cites no evidence", record, "evidence")
