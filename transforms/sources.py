@@ -144,7 +144,7 @@ def _open_raw(path: str):
     return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
   except IsADirectoryError as error:
     raise InputError(f"{path}: is a directory; give a file, a glob such as "
-                     f"{path.rstrip('/')}/*.csv, or a comma-separated list") from error
+                     f"'{path.rstrip('/')}/*', or a comma-separated list") from error
   except PermissionError as error:
     raise InputError(f"{path}: cannot be read (permission denied)") from error
   except FileNotFoundError as error:
