@@ -3,6 +3,7 @@
     autoais build-corpus --input GLOB --output DIR [--num_shards N] [Beam options]
     autoais evaluate --predictions PATH --corpus DIR --gold SRC --output_dir DIR ...
     autoais ais-annotations --input 'ann_*.csv' --output_dir DIR [--alpha 0.01]
+    autoais serve --model DIR [--host 127.0.0.1] [--port 8080]   (the NLI model over HTTP)
 
 `autoais JOB --help` lists a job's options (and Beam's).
 """
@@ -13,6 +14,7 @@ JOBS = {
     "build-corpus": "beam_jobs.build_corpus",
     "evaluate": "beam_jobs.evaluate",
     "ais-annotations": "beam_jobs.ais_annotations",
+    "serve": "beam_jobs.serve",
 }
 
 

@@ -37,7 +37,7 @@ from beam_jobs.common import (ConfigError, ScorerOptions, add_shared_argument, r
                               run_job, scorer_from_options)
 from beam_jobs.output_dir import OutputDir
 from schemas import (LEADERBOARD_SCHEMA, RATING_SCHEMA, REJECTED, UNMATCHED,
-                     AttributionScore, DeadLetter, GoldMatch, RatingRow)
+                     AttributionScore, DeadLetter, GoldMatch, RatingRow, ScoringFailure)
 from transforms import corpus
 from transforms.metrics import (BuildGoldIndex, SummarizeSystems, SystemOutcomes,
                                 sorted_rows)
@@ -45,7 +45,7 @@ from transforms.outputs import (CSV_OPTIONS, SumCounts, WriteDeadLetters, WriteM
                                 atomic_create, csv_bytes, reconcile, software_versions,
                                 utc_now, write_text_atomically)
 from transforms.passages import ParsedPassage, display_passage, parse_passage
-from transforms.scoring import ScoreAttribution, qa_example
+from transforms.scoring import ScoreAttribution, qa_example, scoring_failed_message
 from transforms.sorted_runs import RowRef, RowRefBuffer, SpillSortedRuns, merge_run_refs
 from transforms.sources import (TFDS_PREFIX, ReadGold, ReadRecords, check_gold_source,
                                 check_prediction_file, data_format, match_files,
@@ -103,7 +103,8 @@ class _Plan:
         reads={"--predictions": self.prediction_files,
                "--gold": [] if options.gold.startswith(TFDS_PREFIX) else [options.gold]},
         read_dirs={"--corpus": options.corpus,
-                   "--model": options.view_as(ScorerOptions).model})
+                   "--model": options.view_as(ScorerOptions).model,
+                   "--score_cache": options.view_as(ScorerOptions).score_cache})
     self.output.check()
     carry_passages = True
     for path in self.prediction_files:
@@ -155,10 +156,22 @@ class _MatchGoldFn(beam.DoFn):
     yield GoldMatch(prediction, *graded)
 
 
-def _prediction_json(prediction) -> str:
+def _prediction_json(prediction, **extra) -> str:
   return json.dumps({"system_name": prediction.system_name,
                      "question": prediction.question, "answer": prediction.answer,
-                     "attribution": prediction.attribution}, ensure_ascii=False)
+                     "attribution": prediction.attribution, **extra},
+                    ensure_ascii=False)
+
+
+def scoring_failed(key, failure: ScoringFailure) -> DeadLetter:
+  """A row the scorer could not score (a remote endpoint refused it, or failed
+  after every retry): rejected, with the HTTP status in the record."""
+  prediction = key[0].prediction
+  return DeadLetter(
+      prediction.source_file, prediction.source_line, REJECTED, "scoring_failed", None,
+      f"{prediction.source_file}:{prediction.source_line}: "
+      f"{scoring_failed_message(failure)}",
+      _prediction_json(prediction, http_status=failure.status))
 
 
 def attribution_to_look_up(match: GoldMatch) -> Optional[str]:
@@ -487,7 +500,10 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
           _WriteLeaderboardFn(options.output_dir, options.bootstrap_samples,
                               options.seed),
           beam.pvalue.AsSingleton(gold_index)))
-  dead = ({"predictions": (read.dead_letter, matched.unmatched, ratings.dead_letter),
+  failed = scores["failed"] | "DeadLetterScoringFailures" >> beam.MapTuple(
+      scoring_failed)
+  dead = ({"predictions": (read.dead_letter, matched.unmatched, ratings.dead_letter,
+                           failed),
            "gold": gold.dead_letter}
           | "WriteDeadLetters" >> WriteDeadLetters(
               FileSystems.join(options.output_dir, "dead_letter.jsonl"), work_dir))

@@ -8,6 +8,7 @@ the call that scored it held, so a test can see every call's size and compare
 the chunking between runs.
 """
 import hashlib
+import time
 from typing import Sequence
 
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
@@ -21,15 +22,18 @@ def digest_score(premise: str, hypothesis: str) -> float:
 
 
 class DigestHandler(ModelHandler):
+  """`seconds_per_call`: a pause per call, to stand for a slow model."""
 
-  def __init__(self, threshold: float = 0.5):
+  def __init__(self, threshold: float = 0.5, seconds_per_call: float = 0.0):
     super().__init__()
     self._threshold = threshold
+    self._seconds_per_call = seconds_per_call
 
   def load_model(self):
     return None
 
   def run_inference(self, batch: Sequence, model, inference_args=None):
+    time.sleep(self._seconds_per_call)
     results = []
     for example in batch:
       score = digest_score(example.premise, example.hypothesis)

@@ -72,16 +72,19 @@ def example_chars(example) -> int:
 
 class _KeyByExampleFn(beam.DoFn):
 
+  def setup(self):
+    self._rows = progress.Tally("rows_to_score")
+
   def process(self, keyed_example):
     key, example = keyed_example
-    progress.count("rows_to_score")
+    self._rows.add()
     if example is None:
       yield beam.pvalue.TaggedOutput("unscored", (key, None))
     else:
       yield example_digest(example.premise, example.hypothesis), (key, example)
 
   def finish_bundle(self):
-    progress.flush()
+    self._rows.flush()
 
 
 def _collect_row_keys(grouped):
@@ -114,14 +117,17 @@ class _KeyByGroupFn(beam.DoFn):
   def __init__(self, examples_per_group: int):
     self._examples_per_group = examples_per_group
 
+  def setup(self):
+    self._queued = progress.Tally("model_queued")
+
   def process(self, unique, band_counts):
     digest, (keys, example) = unique
-    progress.count("model_queued")
+    self._queued.add()
     yield group_key(digest, example, band_counts, self._examples_per_group), (
         digest, keys, example)
 
   def finish_bundle(self):
-    progress.flush()
+    self._queued.flush()
 
 
 def cut_chunks(items, chunk_chars: int, max_examples: int):
@@ -202,6 +208,9 @@ class _RouteResultsFn(beam.DoFn):
   """(digest, keys, score or failure) -> rows: scored, failed, and the new
   scores for the cache."""
 
+  def setup(self):
+    self._rows = progress.Tally("rows_scored")
+
   def process(self, result):
     digest, keys, inference = result
     if isinstance(inference, ScoringFailure):
@@ -213,19 +222,27 @@ class _RouteResultsFn(beam.DoFn):
     yield beam.pvalue.TaggedOutput("stats", {"model_calls": 1,
                                              "rows_scored_by_model": len(keys)})
     yield beam.pvalue.TaggedOutput("new_scores", (digest, inference))
-    progress.count("rows_scored", len(keys))
+    self._rows.add(len(keys))
     for key in keys:
       yield key, inference
 
   def finish_bundle(self):
-    progress.flush()
+    self._rows.flush()
 
 
-def fan_out_cached(keys_and_score):
-  keys, score = keys_and_score
-  progress.count("rows_scored", len(keys))
-  for key in keys:
-    yield key, score
+class _FanOutCachedFn(beam.DoFn):
+
+  def setup(self):
+    self._rows = progress.Tally("rows_scored")
+
+  def process(self, keys_and_score):
+    keys, score = keys_and_score
+    self._rows.add(len(keys))
+    for key in keys:
+      yield key, score
+
+  def finish_bundle(self):
+    self._rows.flush()
 
 
 class ScoringStats(beam.CombineFn):
@@ -294,8 +311,8 @@ class ScoreUniqueExamples(beam.PTransform):
       cached = unique | "LookUpScoreCache" >> self._score_cache.look_up()
       to_model = cached["misses"]
       stats.append(cached["stats"])
-      scored_parts.append(cached["hits"] | "FanOutCachedScores" >> beam.FlatMap(
-          fan_out_cached))
+      scored_parts.append(cached["hits"] | "FanOutCachedScores" >> beam.ParDo(
+          _FanOutCachedFn()))
 
     band_counts = (to_model
                    | "BandOfExample" >> beam.Map(lambda item: (length_band(item[1][1]), 1))

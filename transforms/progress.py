@@ -41,47 +41,37 @@ _counters = {name: Metrics.counter(NAMESPACE, name) for name in COUNTERS}
 
 
 class _LocalTotals:
-  """This process's counts: pushed to the Beam counters and written to the
-  progress directory at most once a second and at the end of each bundle, so
-  that counting a row costs a dictionary update."""
+  """This process's totals, written to the progress directory at most once a
+  second and at the end of each bundle."""
 
   def __init__(self):
     self._lock = threading.Lock()
     self._totals: Dict[str, int] = {}  # of the current progress directory
     self._unwritten: Dict[str, int] = {}
-    self._unreported: Dict[str, int] = {}  # not yet in the Beam counters
-    self._flushed = time.monotonic()
+    self._written = time.monotonic()
     self._directory: Optional[str] = None
 
   def add(self, name: str, n: int) -> None:
     with self._lock:
       self._unwritten[name] = self._unwritten.get(name, 0) + n
-      self._unreported[name] = self._unreported.get(name, 0) + n
-      if time.monotonic() - self._flushed >= _FLUSH_SECONDS:
-        self._flush()
+      if time.monotonic() - self._written >= _FLUSH_SECONDS:
+        self._write()
 
   def flush(self) -> None:
     with self._lock:
-      self._flush()
+      self._write()
 
-  def _flush(self) -> None:
-    # Called inside a DoFn (its bundle or its finish_bundle): the Beam counters
-    # take the increments here.
-    self._flushed = time.monotonic()
-    for name, n in self._unreported.items():
-      _counters[name].inc(n)
-    self._unreported = {}
+  def _write(self) -> None:
+    self._written = time.monotonic()
     directory = os.environ.get(PROGRESS_DIR_ENV)
     if directory != self._directory:  # a new run in this process
       self._directory, self._totals = directory, {}
     for name, n in self._unwritten.items():
       self._totals[name] = self._totals.get(name, 0) + n
     self._unwritten = {}
-    if directory:
-      self._write()
-
-  def _write(self) -> None:
-    path = os.path.join(self._directory, f"{os.getpid()}.json")
+    if not directory:
+      return
+    path = os.path.join(directory, f"{os.getpid()}.json")
     temporary = f"{path}.tmp"
     try:
       with open(temporary, "w", encoding="utf-8") as f:
@@ -95,15 +85,38 @@ _local = _LocalTotals()
 
 
 def count(name: str, n: int = 1) -> None:
-  """Adds n to a progress counter (see the module docstring). Call flush() in
-  the DoFn's finish_bundle."""
+  """Adds n to a progress counter (see the module docstring); call it from a
+  DoFn (or a ModelHandler) of the step that did the work. Per-row steps count
+  through a Tally."""
   if n:
+    _counters[name].inc(n)
     _local.add(name, n)
 
 
 def flush() -> None:
-  """Reports this process's counts now (call it at the end of a bundle)."""
+  """Writes this process's totals now (call it at the end of a bundle)."""
   _local.flush()
+
+
+class Tally:
+  """A per-row counter of one DoFn: counts in steps of `every` rows, so that a
+  row costs an addition; call flush() in finish_bundle."""
+
+  def __init__(self, name: str, every: int = 256):
+    self._name = name
+    self._every = every
+    self._pending = 0
+
+  def add(self, n: int = 1) -> None:
+    self._pending += n
+    if self._pending >= self._every:
+      count(self._name, self._pending)
+      self._pending = 0
+
+  def flush(self) -> None:
+    count(self._name, self._pending)
+    self._pending = 0
+    flush()
 
 
 def read_totals(directory: str) -> Dict[str, int]:

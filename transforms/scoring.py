@@ -3,9 +3,11 @@
 `qa_example` builds the AutoAIS input of SPEC 5.2; `ScoreAttribution` applies a
 scorer (models/) to `(key, example or None)` elements.
 """
+from typing import Any, Tuple
+
 import apache_beam as beam
 
-from schemas import AttributionExample
+from schemas import AttributionExample, ScoringFailure
 from transforms.passages import ParsedPassage, nli_premise
 
 def qa_hypothesis(question: str, answer: str) -> str:
@@ -29,8 +31,9 @@ def claim_example(evidence: str, claim: str) -> AttributionExample:
 
 class ScoreAttribution(beam.PTransform):
   """PCollection[(key, AttributionExample or None)] -> {"scored":
-  PCollection[(key, AttributionScore or None)], "stats": PCollection[dict]},
-  with any models.Scorer."""
+  PCollection[(key, AttributionScore or None)], "failed": PCollection[(key,
+  ScoringFailure)], "stats": PCollection[dict]}, with any models.Scorer
+  ("failed" is empty for scorers that cannot fail; see models/base.py)."""
 
   def __init__(self, scorer):
     super().__init__()
@@ -38,4 +41,14 @@ class ScoreAttribution(beam.PTransform):
 
   def expand(self, keyed_examples):
     label = "ScoreWith" + self._scorer.name.title().replace("-", "")
-    return keyed_examples | label >> self._scorer.score_keyed()
+    outputs = dict(keyed_examples | label >> self._scorer.score_keyed())
+    if "failed" not in outputs:
+      outputs["failed"] = keyed_examples.pipeline | "NoScoringFailures" >> beam.Create(
+          []).with_output_types(Tuple[Any, ScoringFailure])
+    return outputs
+
+
+def scoring_failed_message(failure: ScoringFailure) -> str:
+  """The dead-letter message of a row whose scoring failed permanently."""
+  status = f"HTTP {failure.status}" if failure.status else "no HTTP response"
+  return f"scoring failed permanently ({status}): {failure.message}"
