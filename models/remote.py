@@ -48,7 +48,6 @@ import random
 import socket
 import time
 import urllib.error
-import urllib.parse
 import urllib.request
 from typing import Any, Callable, Dict, List, Optional, Sequence
 

@@ -219,8 +219,6 @@ def test_retries_exhausted_fail_the_request_rows_with_the_last_status():
 
 
 def test_misconfigured_endpoint_fails_the_job():
-  handler = remote.RemoteNliModelHandler("http://127.0.0.1:1/wrong", max_retries=0,
-                                         timeout=2)
   server = FaultServer(faults=["404"])
   try:
     handler = remote.RemoteNliModelHandler(server.url, max_retries=3, backoff=0.01)
