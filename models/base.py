@@ -7,11 +7,20 @@ scored need no separate path. NLI models implement `score_keyed` with Beam's
 RunInference over their ModelHandler (the model loads once per worker, never on
 the launching machine); rule baselines such as string-match with a plain DoFn,
 so a baseline run never imports torch.
+
+A scorer that can fail on an example (a remote endpoint that refuses it) adds a
+third output, "failed": PCollection[(key, ScoringFailure)]; those rows are in
+neither "scored" output. Callers read it through
+transforms.scoring.ScoreAttribution, which supplies an empty "failed" for
+scorers that never fail, and send it to their dead letter (reason
+`scoring_failed`).
 """
 import abc
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import apache_beam as beam
+
+from transforms.score_cache import ScoreCache, identity_key
 
 
 class Scorer(abc.ABC):
@@ -21,7 +30,8 @@ class Scorer(abc.ABC):
   @abc.abstractmethod
   def score_keyed(self) -> beam.PTransform:
     """PCollection[(key, example or None)] -> {"scored": PCollection[(key, score
-    or None)], "stats": PCollection[dict] of counts to sum into run.json}."""
+    or None)], "stats": PCollection[dict] of counts to sum into run.json,
+    optionally "failed": PCollection[(key, ScoringFailure)]}."""
 
   @abc.abstractmethod
   def describe(self) -> Dict[str, Any]:
@@ -31,3 +41,50 @@ class Scorer(abc.ABC):
     """PBegin -> a singleton PCollection[dict] of what only a worker can tell
     (token ids, weights checksum); merged into the scorer block of run.json."""
     return beam.Create([{}])
+
+  def cache_identity(self, model_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """What names this scorer's scores in a score cache (`--score_cache`): the
+    weights' checksum or the endpoint, and the settings that change a score,
+    from model_info's dict (on a worker). None: the scorer is not cached."""
+    del model_info
+    return None
+
+
+class DescribeScorer(beam.PTransform):
+  """PBegin -> a singleton dict from `describe_fn` (a DoFn run once, on a
+  worker: what only a worker can tell of the model); with `scorer`, the key of
+  its score cache identity added as `score_cache_key`."""
+
+  def __init__(self, describe_fn: beam.DoFn, scorer: Optional[Scorer] = None):
+    super().__init__()
+    self._describe_fn = describe_fn
+    self._scorer = scorer
+
+  def expand(self, pbegin):
+    info = (pbegin
+            | "StartModelInfo" >> beam.Create([None])
+            | "ReadModelInfo" >> beam.ParDo(self._describe_fn))
+    if self._scorer is not None:
+      info = info | "AddCacheKey" >> beam.Map(_with_cache_key, self._scorer)
+    return info
+
+
+def _with_cache_key(described: Dict[str, Any], scorer: Scorer) -> Dict[str, Any]:
+  return dict(described, score_cache_key=identity_key(scorer.cache_identity(described)))
+
+
+def score_cache_for(scorer: Scorer, directory: Optional[str], describe_fn: beam.DoFn,
+                    threshold: Optional[float]):
+  """The ScoreCache of `scorer` in `directory` (None: no cache). Its identity is
+  `scorer.cache_identity` of what `describe_fn` tells on a worker; `threshold`
+  retakes decisions from cached scores (None: the cached decision stands)."""
+  if not directory:
+    return None
+  return ScoreCache(directory,
+                    lambda: DescribeScorer(describe_fn) | "IdentityOfScores" >> beam.Map(
+                        _cache_identity, scorer),
+                    threshold=threshold)
+
+
+def _cache_identity(described: Dict[str, Any], scorer: Scorer) -> Dict[str, Any]:
+  return scorer.cache_identity(described)

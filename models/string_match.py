@@ -12,6 +12,7 @@ import apache_beam as beam
 
 from models.base import Scorer
 from schemas import AttributionExample, AttributionScore
+from transforms import progress
 from transforms.squad import normalize_answer, normalize_short_answer
 
 NAME = "string-match"
@@ -41,12 +42,22 @@ class _StringMatchFn(beam.DoFn):
   def __init__(self, threshold: float):
     self._threshold = threshold
 
+  def setup(self):
+    self._rows_in = progress.Tally("rows_to_score")
+    self._rows_scored = progress.Tally("rows_scored")
+
   def process(self, keyed_example):
     key, example = keyed_example
+    self._rows_in.add()
     if example is None:
       yield key, None
     else:
+      self._rows_scored.add()
       yield key, string_match_score(example, self._threshold)
+
+  def finish_bundle(self):
+    self._rows_in.flush()
+    self._rows_scored.flush()
 
 
 class _ScoreByStringMatch(beam.PTransform):

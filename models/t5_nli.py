@@ -32,7 +32,6 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
 from models.errors import ModelError
@@ -48,9 +47,6 @@ _DEFAULT_MAX_INPUT_TOKENS = 512
 # tokens fall out of cache and run slower (measured: bench/scoring.py); GPUs
 # want large batches.
 DEFAULT_TOKEN_BUDGET = {"cpu": 2048, "cuda": 16384}
-# Examples handed to the model, counted where they are scored: the bench checks
-# model calls against distinct triples with it.
-_MODEL_EXAMPLES = Metrics.counter("autoais", "model_examples")
 _WINDOW_OVERLAP = 0.25
 _MIN_WINDOW_TOKENS = 16
 
@@ -418,7 +414,6 @@ class T5NliModelHandler(ModelHandler[AttributionExample, PredictionResult, T5Nli
 
   def run_inference(self, batch: Sequence[AttributionExample], model: T5NliModel,
                     inference_args: Optional[Dict[str, Any]] = None):
-    _MODEL_EXAMPLES.inc(len(batch))
     scores = model.score(batch, self._decision, self._threshold)
     return [PredictionResult(example, score, self._model_path)
             for example, score in zip(batch, scores)]

@@ -1,11 +1,12 @@
 """`--scorer t5`: the T5/mT5 NLI model (models/t5_nli.py) behind the Scorer
-interface, each distinct (model, premise, hypothesis) scored once per run."""
+interface, each distinct (model, premise, hypothesis) scored once per run, and
+with `--score_cache` once across runs."""
 from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
 from models import T5
-from models.base import Scorer
+from models.base import DescribeScorer, Scorer, score_cache_for
 from models.t5_nli import T5NliModelHandler, describe_model
 from transforms.inference import ScoreUniqueExamples
 
@@ -19,18 +20,6 @@ class _DescribeModelFn(beam.DoFn):
     yield describe_model(*self._args)
 
 
-class _DescribeModel(beam.PTransform):
-
-  def __init__(self, fn):
-    super().__init__()
-    self._fn = fn
-
-  def expand(self, pbegin):
-    return (pbegin
-            | "StartModelInfo" >> beam.Create([None])
-            | "ReadModelInfo" >> beam.ParDo(self._fn))
-
-
 class T5Scorer(Scorer):
 
   name = T5
@@ -39,20 +28,42 @@ class T5Scorer(Scorer):
                decision: str = "threshold", threshold: float = 0.5,
                max_input_tokens: Optional[int] = None,
                token_budget: Optional[int] = None,
-               large_model: bool = False):
+               large_model: bool = False, score_cache: Optional[str] = None):
     handler_options = {
         "dtype": dtype, "device": device, "decision": decision, "threshold": threshold,
         "max_input_tokens": max_input_tokens, "token_budget": token_budget,
         "large_model": large_model}
     self._options = {"model": model_path, **handler_options}
+    if score_cache:
+      self._options["score_cache"] = score_cache
     self._handler = T5NliModelHandler(model_path, **handler_options)
 
+  def _describe_fn(self) -> beam.DoFn:
+    return _DescribeModelFn(self._options["model"], self._options["max_input_tokens"])
+
   def score_keyed(self) -> beam.PTransform:
-    return ScoreUniqueExamples(self._handler, model_id=self._options["model"])
+    # Decode mode's decision is part of the cache identity; threshold mode's is
+    # retaken from the cached score with this run's threshold.
+    threshold = (self._options["threshold"]
+                 if self._options["decision"] == "threshold" else None)
+    return ScoreUniqueExamples(
+        self._handler, model_id=self._options["model"],
+        score_cache=score_cache_for(self, self._options.get("score_cache"),
+                                    self._describe_fn(), threshold))
 
   def describe(self) -> Dict[str, Any]:
     return {"name": T5, **self._options}
 
   def model_info(self) -> beam.PTransform:
-    return _DescribeModel(_DescribeModelFn(self._options["model"],
-                                           self._options["max_input_tokens"]))
+    return DescribeScorer(self._describe_fn(),
+                          self if self._options.get("score_cache") else None)
+
+  def cache_identity(self, model_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The weights, and what changes a score computed from them: the dtype,
+    the input length (premise windows) and the decision mode. Not the device:
+    CPU and GPU scores differ only in their last bits, as one device's do
+    between batches."""
+    return {"scorer": T5, "weights_sha256": model_info["weights_sha256"],
+            "dtype": self._options["dtype"],
+            "max_input_tokens": model_info["max_input_tokens"],
+            "decision": self._options["decision"]}

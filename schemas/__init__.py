@@ -59,6 +59,25 @@ class AttributionScore(NamedTuple):
   truncated: bool
 
 
+class ScoringFailure(NamedTuple):
+  """Why a scorer could not score an example (a remote endpoint refused it, or
+  kept failing after every retry). `status` is the HTTP status of the last
+  answer, 0 where none came (a timeout, a dropped connection)."""
+  status: int
+  message: str
+
+
+class ScoreCacheEntry(NamedTuple):
+  """One score of the score cache (transforms/score_cache.py): a model's score
+  of one (premise, hypothesis) pair, keyed by the pair's digest; the model is
+  the cache directory's identity."""
+  digest: bytes
+  nli_score: float
+  attributable: bool
+  n_windows: int
+  truncated: bool
+
+
 class CorpusRecord(NamedTuple):
   """A passage as read from a corpus source, before it is laid out."""
   id: str
@@ -492,6 +511,19 @@ ATTRIBUTION_SCORE_SCHEMA = pa.schema([
     pa.field("truncated", pa.bool_(), nullable=False),
 ])
 
+SCORING_FAILURE_SCHEMA = pa.schema([
+    pa.field("status", pa.int64(), nullable=False),
+    pa.field("message", pa.string(), nullable=False),
+])
+
+SCORE_CACHE_ENTRY_SCHEMA = pa.schema([
+    pa.field("digest", pa.binary(), nullable=False),
+    pa.field("nli_score", pa.float64(), nullable=False),
+    pa.field("attributable", pa.bool_(), nullable=False),
+    pa.field("n_windows", pa.int64(), nullable=False),
+    pa.field("truncated", pa.bool_(), nullable=False),
+])
+
 CORPUS_RECORD_SCHEMA = pa.schema([
     pa.field("id", pa.string(), nullable=False),
     pa.field("contents", pa.string(), nullable=False),
@@ -839,6 +871,8 @@ SCHEMAS = {
     GoldMatch: GOLD_MATCH_SCHEMA,
     AttributionExample: ATTRIBUTION_EXAMPLE_SCHEMA,
     AttributionScore: ATTRIBUTION_SCORE_SCHEMA,
+    ScoringFailure: SCORING_FAILURE_SCHEMA,
+    ScoreCacheEntry: SCORE_CACHE_ENTRY_SCHEMA,
     CorpusRecord: CORPUS_RECORD_SCHEMA,
     CorpusPassage: CORPUS_PASSAGE_SCHEMA,
     RatingRow: RATING_SCHEMA,

@@ -136,6 +136,36 @@ def nq_leaderboard_inputs(tmp_path_factory):
 
 
 
+EXAMPLES = PROJECT_ROOT / "examples"
+
+
+def example_texts():
+  """Texts of the example corpus and gold: a vocabulary for tiny T5 models."""
+  texts = [json.loads(line)["contents"] for line in
+           (EXAMPLES / "corpus" / "wiki_sample.jsonl").read_text().splitlines()]
+  texts += [g["question"] + " " + " ".join(g["answer"])
+            for g in read_jsonl(EXAMPLES / "gold.jsonl")]
+  return texts + ["premise: hypothesis: The answer to the question is"] * 50
+
+
+@pytest.fixture(scope="session")
+def tiny_t5_dirs(tmp_path_factory):
+  """Two tiny random T5 checkpoints (seeds 3 and 4) with the example vocabulary."""
+  from models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+  root = tmp_path_factory.mktemp("tiny_t5")
+  return {seed: build_random_t5(str(root / f"seed{seed}"), example_texts(),
+                                vocab_size=2000, seed=seed) for seed in (3, 4)}
+
+
+@pytest.fixture(scope="session")
+def examples_corpus_dir(tmp_path_factory):
+  """The example corpus, built by build-corpus."""
+  from beam_jobs import build_corpus  # pylint: disable=import-outside-toplevel
+  output = tmp_path_factory.mktemp("examples_corpus") / "corpus"
+  assert run_job(build_corpus, "--input", EXAMPLES / "corpus" / "*.jsonl",
+                 "--output", output, "--num_shards", 2) == 0
+  return output
+
 
 @pytest.fixture(scope="session")
 def tiny_t5(tmp_path_factory):

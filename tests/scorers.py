@@ -1,10 +1,20 @@
-"""Test-only scorers (not product flags): injected into a job in place of the
-one its --scorer flag names, by monkeypatching the job module's
-`scorer_from_options`."""
+"""Test-only scorers and model handlers (not product flags).
+
+Scorers are injected into a job in place of the one its --scorer flag names, by
+monkeypatching the job module's `scorer_from_options`. `DigestHandler` is a
+cheap, deterministic stand-in for a model, so that tests of how work is grouped,
+cached and spread can run 100k examples: it scores an example by
+`hash_score` of its premise and hypothesis (what any batch-invariant model
+would do: the score depends on the example alone) and reports, in `n_windows`,
+how many examples the call that scored it held, so a test can see every call's
+size and compare the chunking between runs.
+"""
 import hashlib
-from typing import Any, Callable, Dict, Optional
+import time
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import apache_beam as beam
+from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
 from models.base import Scorer
 from schemas import AttributionExample, AttributionScore
@@ -104,3 +114,24 @@ class OracleScorer(Scorer):
 
   def describe(self) -> Dict[str, Any]:
     return {"name": self.name, "model": None, "threshold": 0.5}
+
+
+class DigestHandler(ModelHandler):
+  """`seconds_per_call`: a pause per call, to stand for a slow model."""
+
+  def __init__(self, threshold: float = 0.5, seconds_per_call: float = 0.0):
+    super().__init__()
+    self._threshold = threshold
+    self._seconds_per_call = seconds_per_call
+
+  def load_model(self):
+    return None
+
+  def run_inference(self, batch: Sequence, model, inference_args=None):
+    time.sleep(self._seconds_per_call)
+    results = []
+    for example in batch:
+      score = hash_score(example.premise, example.hypothesis)
+      results.append(PredictionResult(example, AttributionScore(
+          score, score > self._threshold, len(batch), False)))
+    return results

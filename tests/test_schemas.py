@@ -8,7 +8,7 @@ import schemas
 from schemas import SCHEMAS, iter_rows, to_record_batch
 
 _ARROW_OF_PYTHON = {str: pa.string(), int: pa.int64(), float: pa.float64(),
-                    bool: pa.bool_()}
+                    bool: pa.bool_(), bytes: pa.binary()}
 
 
 def _arrow_type(hint):
@@ -44,6 +44,9 @@ def _example(element_type):
       schemas.GoldAnswer: schemas.GoldAnswer("q?", ["a", "b"], 0),
       schemas.AttributionExample: schemas.AttributionExample("p", "h", "a", "t"),
       schemas.AttributionScore: schemas.AttributionScore(0.25, False, 2, True),
+      schemas.ScoringFailure: schemas.ScoringFailure(503, "HTTP 503: unavailable"),
+      schemas.ScoreCacheEntry: schemas.ScoreCacheEntry(b"\x00\xff" * 8, 0.75, True,
+                                                       1, False),
       schemas.CorpusRecord: schemas.CorpusRecord("id", "« t » « t » x", "c.jsonl", 3),
       schemas.CorpusPassage: schemas.CorpusPassage("id", "« t » « t » x"),
       schemas.RatingRow: schemas.RatingRow("sys", "q?", "a", "id", "Title: t\n\nx",

@@ -43,7 +43,7 @@ import numpy as np
 from schemas import AttributionScore, ClaimInput, ClaimRow, ClaimsSystemRow
 from transforms.agreement import AgreementCounts, agreement_statistics
 from transforms.metrics import BootstrapWeights
-from transforms.scoring import ScoreAttribution, claim_example
+from transforms.scoring import ScoreAttribution, StopOnScoringFailures, claim_example
 
 CONCAT, MAX, RERANK = "concat", "max", "rerank"
 EVIDENCE_MODES = (CONCAT, MAX, RERANK)
@@ -229,6 +229,7 @@ class ScoreClaims(beam.PTransform):
       scored = (claims
                 | "ExpandEvidenceItems" >> beam.FlatMap(_item_examples)
                 | "ScoreEvidenceItems" >> ScoreAttribution(self._scorer))
+      _ = scored["failed"] | "StopOnItemFailures" >> StopOnScoringFailures("claims")
       rows = (scored["scored"]
               | "KeyItemsByClaim" >> beam.MapTuple(
                   lambda key, score: (_claim_id(key[0]), (key[2], key[0], key[1], score)))
@@ -239,6 +240,7 @@ class ScoreClaims(beam.PTransform):
     scored = (claims
               | "JoinEvidence" >> beam.Map(_concat_example)
               | "ScoreJoinedEvidence" >> ScoreAttribution(self._scorer))
+    _ = scored["failed"] | "StopOnJoinedFailures" >> StopOnScoringFailures("claims")
     if self._mode == CONCAT:
       rows = scored["scored"] | "RateClaims" >> beam.MapTuple(
           lambda key, score: claim_row(key[0], key[1], score, False, name))
@@ -248,12 +250,16 @@ class ScoreClaims(beam.PTransform):
     sentences = (routed.long
                  | "SplitEvidenceSentences" >> beam.FlatMap(_sentence_examples)
                  | "ScoreEvidenceSentences" >> ScoreAttribution(self._scorer))
+    _ = sentences["failed"] | "StopOnSentenceFailures" >> StopOnScoringFailures(
+        "claims")
     reranked = (sentences["scored"]
                 | "KeySentencesByClaim" >> beam.MapTuple(
                     lambda key, score: (_claim_id(key[0]), (key[1], key[0], score)))
                 | "GroupSentencesByClaim" >> beam.GroupByKey()
                 | "ChooseSentences" >> beam.Map(_reranked_example)
                 | "ScoreChosenSentences" >> ScoreAttribution(self._scorer))
+    _ = reranked["failed"] | "StopOnRerankedFailures" >> StopOnScoringFailures(
+        "claims")
     rows = (
         (routed.fits | "RateFittingClaims" >> beam.MapTuple(
             lambda key, score: claim_row(key[0], key[1], score, False, name)),

@@ -1,82 +1,170 @@
 """Model scoring of keyed examples, each distinct example scored once per run.
 
-`ScoreUniqueExamples(handler, model_id)`:
+`ScoreUniqueExamples(handler, model_id, score_cache=None)`:
     PCollection[(key, AttributionExample or None)]
       -> {"scored": PCollection[(key, AttributionScore or None)],
-          "stats": PCollection[dict]}  (rows, unique examples)
+          "failed": PCollection[(key, ScoringFailure)],
+          "stats": PCollection[dict]}  (one dict: the counts below)
 
-Examples are grouped by a digest of (model, premise, hypothesis), so a
-leaderboard whose systems share answers and passages makes one model call per
-distinct triple. A None example (no passage) passes through unscored.
+Examples are grouped by a digest of (premise, hypothesis) (the model is the
+same for the whole transform), so a leaderboard whose systems share answers and
+passages makes one model call per distinct triple. A None example (no passage)
+passes through unscored. With a score cache (transforms/score_cache.py),
+examples the cache holds for this model are not sent to the model at all, and
+the model's new scores are added to it.
 
-The distinct examples are then cut into chunks that depend on the data alone:
-grouped by text length, sorted by digest, cut at a character budget. Each chunk
-is one RunInference call (the model loads once per worker and splits a chunk
-into token-budget batches). A model's floating-point result depends, in its
-last bits, on which examples share a padded batch; with chunks fixed by the
-data, scores are byte-identical whatever the runner, the bundles or the number
-of workers.
+The distinct examples are then cut into chunks that depend on the data alone,
+and spread over the workers:
+
+  * each example gets a group key (length band, digest shard): a 512-character
+    length band, and within it a shard of the digest range, the number of
+    shards sized from the band's count so that a group holds about
+    `examples_per_group` examples (the digest is uniform, so groups are even);
+  * each group's examples are sorted by digest and cut at `chunk_chars`
+    characters or `max_examples_per_call` examples, whichever comes first;
+  * a reshuffle (a fusion break) hands the chunks to RunInference on any
+    worker; each chunk is one call (the model loads once per worker and splits
+    a chunk into token-budget batches).
+
+A model's floating-point result depends, in its last bits, on which examples
+share a padded batch; with chunks fixed by the data, scores are byte-identical
+whatever the runner, the bundles or the number of workers. No group and no
+call grows with the size of the run: a whole leaderboard's model work is no
+longer one band's key on one worker.
+
+A handler may answer an example with a ScoringFailure instead of an
+AttributionScore (a remote endpoint that refused it); its rows go to "failed".
+
+Counts in "stats": unique_triples (distinct examples), model_calls (distinct
+examples sent to the model), cache_hits, rows_scored_by_model (rows that got a
+model score, from the model or the cache), scoring_failed and
+rows_scoring_failed, inference_groups and largest_group_examples,
+inference_calls and largest_call_examples.
 """
 import hashlib
-from typing import Any, Tuple
+from typing import Any, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.ml.inference.base import ModelHandler, RunInference
 
+from schemas import ScoringFailure
+from transforms import progress
 
-def triple_digest(model_id: str, premise: str, hypothesis: str) -> bytes:
+LENGTH_BAND_CHARS = 512
+DEFAULT_CHUNK_CHARS = 256 * 1024
+DEFAULT_MAX_EXAMPLES_PER_CALL = 512
+DEFAULT_EXAMPLES_PER_GROUP = 1024
+
+
+def example_digest(premise: str, hypothesis: str) -> bytes:
+  """The key of one (premise, hypothesis) pair: for deduplication within a run
+  and for the score cache across runs."""
   digest = hashlib.blake2b(digest_size=16)
-  for part in (model_id, premise, hypothesis):
+  for part in (premise, hypothesis):
     digest.update(part.encode("utf-8"))
     digest.update(b"\0")
   return digest.digest()
 
 
-class _KeyByTripleFn(beam.DoFn):
+def example_chars(example) -> int:
+  return len(example.premise) + len(example.hypothesis)
 
-  def __init__(self, model_id: str):
-    self._model_id = model_id
+
+class _KeyByExampleFn(beam.DoFn):
+
+  def setup(self):
+    self._rows = progress.Tally("rows_to_score")
 
   def process(self, keyed_example):
     key, example = keyed_example
+    self._rows.add()
     if example is None:
       yield beam.pvalue.TaggedOutput("unscored", (key, None))
     else:
-      yield triple_digest(self._model_id, example.premise, example.hypothesis), (
-          key, example)
+      yield example_digest(example.premise, example.hypothesis), (key, example)
+
+  def finish_bundle(self):
+    self._rows.flush()
 
 
-_LENGTH_BUCKET_CHARS = 512
-
-
-def _by_length_bucket(grouped):
-  """(digest, [(key, example), ...]) -> (length bucket, (digest, keys, example))."""
+def _collect_row_keys(grouped):
+  """(digest, [(key, example), ...]) -> (digest, (keys, example))."""
   digest, keyed_examples = grouped
   keys, example = [], None
   for key, example in keyed_examples:
     keys.append(key)
-  length = len(example.premise) + len(example.hypothesis)
-  return length // _LENGTH_BUCKET_CHARS, (digest, keys, example)
+  return digest, (keys, example)
 
 
-def _chunks(bucket, chunk_chars: int):
-  """A length bucket's examples in digest order, cut at `chunk_chars`."""
-  _, items = bucket
+def length_band(example) -> int:
+  return example_chars(example) // LENGTH_BAND_CHARS
+
+
+def shards_for(count: int, examples_per_group: int) -> int:
+  return max(1, -(-count // examples_per_group))
+
+
+def group_key(digest: bytes, example, band_counts, examples_per_group: int):
+  """(length band, digest shard): the shard splits the digest range evenly
+  into as many parts as the band needs for groups of ~examples_per_group."""
+  band = length_band(example)
+  shards = shards_for(band_counts[band], examples_per_group)
+  return band, (int.from_bytes(digest[:8], "big") * shards) >> 64
+
+
+class _KeyByGroupFn(beam.DoFn):
+
+  def __init__(self, examples_per_group: int):
+    self._examples_per_group = examples_per_group
+
+  def setup(self):
+    self._queued = progress.Tally("model_queued")
+
+  def process(self, unique, band_counts):
+    digest, (keys, example) = unique
+    self._queued.add()
+    yield group_key(digest, example, band_counts, self._examples_per_group), (
+        digest, keys, example)
+
+  def finish_bundle(self):
+    self._queued.flush()
+
+
+def cut_chunks(items, chunk_chars: int, max_examples: int):
+  """A group's (digest, keys, example) items in digest order, cut at
+  `chunk_chars` characters or `max_examples` examples."""
   chunk, size = [], 0
-  for _, keys, example in sorted(items, key=lambda item: item[0]):
-    length = len(example.premise) + len(example.hypothesis)
-    if chunk and size + length > chunk_chars:
+  for item in sorted(items, key=lambda item: item[0]):
+    length = example_chars(item[2])
+    if chunk and (size + length > chunk_chars or len(chunk) == max_examples):
       yield chunk
       chunk, size = [], 0
-    chunk.append((keys, example))
+    chunk.append(item)
     size += length
   if chunk:
     yield chunk
 
 
+class _CutChunksFn(beam.DoFn):
+
+  def __init__(self, chunk_chars: int, max_examples: int):
+    self._chunk_chars = chunk_chars
+    self._max_examples = max_examples
+
+  def process(self, group):
+    _, items = group
+    items = list(items)
+    yield beam.pvalue.TaggedOutput("stats", {
+        "inference_groups": 1, "largest_group_examples": len(items)})
+    for chunk in cut_chunks(items, self._chunk_chars, self._max_examples):
+      yield beam.pvalue.TaggedOutput("stats", {
+          "inference_calls": 1, "largest_call_examples": len(chunk)})
+      yield chunk
+
+
 class _ChunkHandler(ModelHandler):
-  """Runs a handler on chunks of (keys, example), one chunk per call, and hands
-  each example's keys back with its score."""
+  """Runs a handler on chunks of (digest, keys, example), one chunk per call,
+  and hands each example's digest and keys back with its result."""
 
   def __init__(self, handler: ModelHandler):
     super().__init__()
@@ -88,14 +176,16 @@ class _ChunkHandler(ModelHandler):
   def run_inference(self, batch, model, inference_args=None):
     scored = []
     for chunk in batch:
-      results = self._handler.run_inference([example for _, example in chunk], model,
+      results = self._handler.run_inference([example for _, _, example in chunk], model,
                                             inference_args)
-      scored.extend((keys, result.inference)
-                    for (keys, _), result in zip(chunk, results))
+      scored.extend((digest, keys, result.inference)
+                    for (digest, keys, _), result in zip(chunk, results))
+      progress.count("model_examples", len(chunk))
+    progress.flush()
     return scored
 
   def get_num_bytes(self, batch) -> int:
-    return sum(self._handler.get_num_bytes([example for _, example in chunk])
+    return sum(self._handler.get_num_bytes([example for _, _, example in chunk])
                for chunk in batch)
 
   def batch_elements_kwargs(self):
@@ -114,60 +204,158 @@ class _ChunkHandler(ModelHandler):
     return self._handler.get_resource_hints()
 
 
-def _fan_out(keys_and_score):
-  keys, score = keys_and_score
-  for key in keys:
-    yield key, score
+class _RouteResultsFn(beam.DoFn):
+  """(digest, keys, score or failure) -> rows: scored, failed, and the new
+  scores for the cache."""
+
+  def setup(self):
+    self._rows = progress.Tally("rows_scored")
+
+  def process(self, result):
+    digest, keys, inference = result
+    if isinstance(inference, ScoringFailure):
+      yield beam.pvalue.TaggedOutput("stats", {"model_calls": 1, "scoring_failed": 1,
+                                               "rows_scoring_failed": len(keys)})
+      for key in keys:
+        yield beam.pvalue.TaggedOutput("failed", (key, inference))
+      return
+    yield beam.pvalue.TaggedOutput("stats", {"model_calls": 1,
+                                             "rows_scored_by_model": len(keys)})
+    yield beam.pvalue.TaggedOutput("new_scores", (digest, inference))
+    self._rows.add(len(keys))
+    for key in keys:
+      yield key, inference
+
+  def finish_bundle(self):
+    self._rows.flush()
+
+
+class _FanOutCachedFn(beam.DoFn):
+
+  def setup(self):
+    self._rows = progress.Tally("rows_scored")
+
+  def process(self, keys_and_score):
+    keys, score = keys_and_score
+    self._rows.add(len(keys))
+    for key in keys:
+      yield key, score
+
+  def finish_bundle(self):
+    self._rows.flush()
+
+
+class ScoringStats(beam.CombineFn):
+  """Sums dicts of counts; keys named largest_* keep their maximum."""
+
+  def create_accumulator(self):
+    return {}
+
+  def add_input(self, accumulator, counts):
+    for name, value in counts.items():
+      if name.startswith("largest_"):
+        accumulator[name] = max(accumulator.get(name, 0), value)
+      else:
+        accumulator[name] = accumulator.get(name, 0) + value
+    return accumulator
+
+  def merge_accumulators(self, accumulators):
+    merged = {}
+    for accumulator in accumulators:
+      self.add_input(merged, accumulator)
+    return merged
+
+  def extract_output(self, accumulator):
+    return accumulator
+
+
+_ZERO_STATS = {"unique_triples": 0, "model_calls": 0, "cache_hits": 0,
+               "rows_scored_by_model": 0, "scoring_failed": 0,
+               "rows_scoring_failed": 0, "inference_groups": 0,
+               "largest_group_examples": 0, "inference_calls": 0,
+               "largest_call_examples": 0}
+
+_ZERO_CACHE_STATS = {"cache_files_read": 0, "cache_entries_read": 0,
+                     "cache_entries_written": 0, "cache_files_written": 0}
 
 
 class ScoreUniqueExamples(beam.PTransform):
-  """See the module docstring."""
+  """See the module docstring. `model_id` names the model (it is constant for
+  the transform, so it is not part of the example digest); `score_cache` is a
+  transforms.score_cache.ScoreCache or None."""
 
   def __init__(self, handler: ModelHandler, model_id: str,
-               chunk_chars: int = 256 * 1024):
+               chunk_chars: int = DEFAULT_CHUNK_CHARS,
+               max_examples_per_call: int = DEFAULT_MAX_EXAMPLES_PER_CALL,
+               examples_per_group: int = DEFAULT_EXAMPLES_PER_GROUP,
+               score_cache: Optional[Any] = None):
     super().__init__()
     self._handler = handler
     self._model_id = model_id
     self._chunk_chars = chunk_chars
+    self._max_examples = max_examples_per_call
+    self._examples_per_group = examples_per_group
+    self._score_cache = score_cache
 
   def expand(self, keyed_examples):
-    routed = keyed_examples | "KeyByTriple" >> beam.ParDo(
-        _KeyByTripleFn(self._model_id)).with_output_types(
+    routed = keyed_examples | "KeyByExample" >> beam.ParDo(
+        _KeyByExampleFn()).with_output_types(
             Tuple[bytes, Any]).with_outputs("unscored", main="to_score")
     unique = (routed.to_score
               | "GroupIdenticalTriples" >> beam.GroupByKey()
-              | "BucketByLength" >> beam.Map(_by_length_bucket))
-    chunks = (unique
-              | "GroupLengthBuckets" >> beam.GroupByKey()
-              | "CutChunks" >> beam.FlatMap(_chunks, self._chunk_chars))
-    scored = (chunks
-              | "RunInference" >> RunInference(_ChunkHandler(self._handler))
-              | "FanOutScores" >> beam.FlatMap(_fan_out))
-    stats = (unique
-             | "CountRowsPerTriple" >> beam.MapTuple(lambda _, item: len(item[1]))
-             | "SumTripleCounts" >> beam.CombineGlobally(_TripleStats()))
+              | "CollectRowKeys" >> beam.Map(_collect_row_keys))
+    stats = []
+    scored_parts = [routed.unscored]
+    to_model = unique
+    if self._score_cache is not None:
+      cached = unique | "LookUpScoreCache" >> self._score_cache.look_up()
+      to_model = cached["misses"]
+      stats.append(cached["stats"])
+      scored_parts.append(cached["hits"] | "FanOutCachedScores" >> beam.ParDo(
+          _FanOutCachedFn()))
+
+    band_counts = (to_model
+                   | "BandOfExample" >> beam.Map(lambda item: (length_band(item[1][1]), 1))
+                   | "CountPerBand" >> beam.CombinePerKey(sum))
+    # Distinct triples = the model's (counted per band here) + the cache's hits.
+    stats.append(band_counts | "CountUniqueTriples" >> beam.MapTuple(
+        lambda _, count: {"unique_triples": count}))
+    chunks = (to_model
+              | "KeyByBandShard" >> beam.ParDo(
+                  _KeyByGroupFn(self._examples_per_group),
+                  beam.pvalue.AsDict(band_counts))
+              | "GroupBandShards" >> beam.GroupByKey()
+              | "CutChunks" >> beam.ParDo(_CutChunksFn(
+                  self._chunk_chars, self._max_examples)).with_outputs(
+                      "stats", main="chunks"))
+    results = (chunks.chunks
+               | "SpreadChunks" >> beam.Reshuffle()
+               | "RunInference" >> RunInference(_ChunkHandler(self._handler))
+               | "RouteResults" >> beam.ParDo(_RouteResultsFn()).with_outputs(
+                   "failed", "new_scores", "stats", main="scored"))
+    scored_parts.append(results.scored)
+    stats += [chunks.stats, results.stats]
+    if self._score_cache is not None:
+      stats.append(results.new_scores
+                   | "AddToScoreCache" >> self._score_cache.add())
     return {
-        "scored": (scored, routed.unscored) | "MergeUnscored" >> beam.Flatten(),
-        "stats": stats,
+        "scored": tuple(scored_parts) | "MergeScored" >> beam.Flatten(),
+        "failed": results.failed,
+        "stats": sum_stats(keyed_examples.pipeline, stats, dict(
+            _ZERO_STATS, **(_ZERO_CACHE_STATS if self._score_cache else {}))),
     }
 
 
-class _TripleStats(beam.CombineFn):
-  """Rows scored through the model and distinct triples (model calls)."""
-
-  def create_accumulator(self):
-    return 0, 0
-
-  def add_input(self, accumulator, rows):
-    return accumulator[0] + rows, accumulator[1] + 1
-
-  def merge_accumulators(self, accumulators):
-    rows = triples = 0
-    for accumulator_rows, accumulator_triples in accumulators:
-      rows += accumulator_rows
-      triples += accumulator_triples
-    return rows, triples
-
-  def extract_output(self, accumulator):
-    return {"rows_scored_by_model": accumulator[0],
-            "unique_triples": accumulator[1]}
+def sum_stats(pipeline, parts, zero) -> beam.PCollection:
+  """One dict summing (ScoringStats) PCollections of count dicts (each summed
+  where it is made, so no step holds one dict per element), with `zero`'s
+  keys always present."""
+  flat = []
+  for part in parts:
+    flat.extend(part if isinstance(part, (tuple, list)) else (part,))
+  partial = [pcoll | f"SumStats{index}" >> beam.CombineGlobally(ScoringStats())
+             for index, pcoll in enumerate(flat)]
+  partial.append(pipeline | "StartScoringStats" >> beam.Create([zero]))
+  return (tuple(partial)
+          | "CollectScoringStats" >> beam.Flatten()
+          | "SumScoringStats" >> beam.CombineGlobally(ScoringStats()))

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import DeadLetter, REJECTED, UNMATCHED, to_record_batch
+from transforms import progress
 from transforms.sorted_runs import (RowRef, RowRefBuffer, SpillSortedRuns,
                                     merge_sorted_runs)
 
@@ -169,9 +170,13 @@ class _WriteDeadLettersFn(beam.DoFn):
     # The runs are left for the job's scratch directory to take away: were this
     # bundle retried after deleting them, the retry would find nothing to merge.
     runs = [run for _, run in run_paths]
+    written = 0
     with atomic_create(self._path) as sink:
       for row in merge_sorted_runs(runs, DeadLetter, DEAD_LETTER_KEY):
         sink.write(dead_letter_json(row).encode("utf-8") + b"\n")
+        written += 1
+    progress.count("dead_lettered", written)
+    progress.flush()
     # The counts come out once the file is written: run.json waits for them.
     yield counts
 

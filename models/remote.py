@@ -1,0 +1,444 @@
+"""Scorers whose model is hosted elsewhere: `--scorer remote` and `--scorer vertex`.
+
+    autoais evaluate ... --scorer remote --endpoint http://HOST:PORT
+        [--request_timeout 60] [--max_retries 8] [--retry_backoff 1]
+        [--instances_per_request 32]
+    autoais evaluate ... --scorer vertex --endpoint_id ID --project P --location L
+
+Both speak the Vertex AI prediction format that `autoais serve` serves
+(beam_jobs/serve.py):
+
+    POST /predict  {"instances": [{"premise": ..., "hypothesis": ...}, ...]}
+      -> {"predictions": [{"nli_score": 0.93, "n_windows": 1,
+                           "truncated": false}, ...]}
+
+`remote` is a Beam ModelHandler written here on the standard library's HTTP
+client. A chunk of distinct examples (transforms/inference.py) goes out in
+requests of --instances_per_request instances, one at a time per worker thread:
+
+  * every request has a timeout (--request_timeout);
+  * 5xx, 429, a timeout or a dropped connection is retried up to
+    --max_retries times, after a delay that doubles from --retry_backoff
+    seconds (with jitter, and never shorter than a Retry-After header);
+  * client-side throttling (Beam's AdaptiveThrottler, the SRE book's rule):
+    when the endpoint has been refusing requests over the last minute, a
+    request is held back on the client (one second, or --retry_backoff if
+    shorter) with the probability (requests - 2 x accepted) / (requests + 1)
+    before it is sent, rather than sent into the overload; the delay is
+    counted in the Beam counters `throttling-msecs` and
+    `cumulativeThrottlingSeconds` (which Dataflow's autoscaler reads);
+  * a request that fails for good answers each of its instances with a
+    ScoringFailure carrying the HTTP status (0: no response); a 400, 413 or
+    422 (the endpoint refuses the content) is split in halves and retried
+    until the instance it refuses is alone, so one bad instance does not take
+    its neighbours to dead letter. 401, 403, 404 and 405 mean the endpoint
+    or the route is wrong for every row: the job fails with the message.
+
+`vertex` goes through Beam's own VertexAIModelHandlerJSON (google-cloud-
+aiplatform; retries on 5xx and 429 and client-side throttling are Beam's);
+this module maps examples to instances and predictions to scores, and turns a
+request that still fails into ScoringFailures with its status. Constructing it
+checks that the endpoint exists and has a model deployed (at launch).
+
+`auto_ais` is decided on the client: nli_score > --threshold.
+"""
+import http.client
+import json
+import random
+import socket
+import time
+import urllib.error
+import urllib.request
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import apache_beam as beam
+from apache_beam.io.components.adaptive_throttler import AdaptiveThrottler
+from apache_beam.metrics import Metrics
+from apache_beam.ml.inference.base import ModelHandler, PredictionResult
+
+from models import REMOTE, VERTEX
+from models.base import DescribeScorer, Scorer, score_cache_for
+from models.errors import ModelError
+from schemas import AttributionExample, AttributionScore, ScoringFailure
+from transforms.inference import ScoreUniqueExamples
+
+PREDICT_ROUTE = "/predict"
+HEALTH_ROUTE = "/health"
+RETRYABLE_STATUSES = frozenset({429}) | frozenset(range(500, 600))
+# The endpoint refuses these instances: split the request to find which.
+SPLITTABLE_STATUSES = frozenset({400, 413, 422})
+# The endpoint or the route is wrong for every row: stop the job.
+FATAL_STATUSES = frozenset({401, 403, 404, 405})
+_MAX_BACKOFF_SECONDS = 60.0
+_THROTTLE_DELAY_SECONDS = 1.0
+
+
+def instance(example: AttributionExample) -> Dict[str, str]:
+  return {"premise": example.premise, "hypothesis": example.hypothesis}
+
+
+def score_from_prediction(prediction: Any, threshold: float) -> AttributionScore:
+  """A prediction of the serve format -> AttributionScore; ValueError if the
+  prediction is not one."""
+  if not isinstance(prediction, dict) or "nli_score" not in prediction:
+    raise ValueError(f"a prediction must be an object with nli_score, got "
+                     f"{str(prediction)[:200]!r}")
+  score = prediction["nli_score"]
+  if isinstance(score, bool) or not isinstance(score, (int, float)) or not (
+      0.0 <= score <= 1.0):
+    raise ValueError(f"nli_score must be a number in [0, 1], got {score!r}")
+  windows = prediction.get("n_windows", 1)
+  if isinstance(windows, bool) or not isinstance(windows, int) or windows < 1:
+    raise ValueError(f"n_windows must be a positive integer, got {windows!r}")
+  truncated = prediction.get("truncated", False)
+  if not isinstance(truncated, bool):
+    raise ValueError(f"truncated must be true or false, got {truncated!r}")
+  score = float(score)
+  return AttributionScore(score, score > threshold, windows, truncated)
+
+
+class RequestFailed(Exception):
+  """A request that failed for good; status 0 where no HTTP answer came."""
+
+  def __init__(self, status: int, message: str):
+    super().__init__(f"HTTP {status}: {message}" if status else message)
+    self.status = status
+    self.message = message
+
+
+class EndpointMisconfigured(RuntimeError):
+  """The endpoint answers 401/403/404/405: wrong for every row."""
+
+
+def score_in_requests(examples: Sequence[AttributionExample], per_request: int,
+                      send: Callable[[List[Dict[str, str]]], List[Any]],
+                      threshold: float) -> List[Any]:
+  """Scores examples in requests of `per_request` instances through `send`
+  (instances -> predictions, raising RequestFailed); each example gets an
+  AttributionScore or a ScoringFailure. Refused requests are split."""
+  results: List[Any] = []
+
+  def attempt(part: Sequence[AttributionExample]) -> None:
+    try:
+      predictions = send([instance(example) for example in part])
+      if not isinstance(predictions, list) or len(predictions) != len(part):
+        raise RequestFailed(200, f"expected {len(part)} predictions, got "
+                            f"{len(predictions) if isinstance(predictions, list) else 'none'}")
+      scores = [score_from_prediction(p, threshold) for p in predictions]
+    except ValueError as error:
+      failure = ScoringFailure(200, f"malformed response: {error}")
+      results.extend([failure] * len(part))
+      return
+    except RequestFailed as error:
+      if error.status in SPLITTABLE_STATUSES and len(part) > 1:
+        middle = len(part) // 2
+        attempt(part[:middle])
+        attempt(part[middle:])
+        return
+      failure = ScoringFailure(error.status, error.message[:500])
+      results.extend([failure] * len(part))
+      return
+    results.extend(scores)
+
+  for start in range(0, len(examples), per_request):
+    attempt(examples[start:start + per_request])
+  return results
+
+
+class _HttpClient:
+  """One worker's connection settings, retry loop and throttler."""
+
+  def __init__(self, endpoint: str, timeout: float, max_retries: int, backoff: float,
+               namespace: str):
+    self.predict_url = endpoint.rstrip("/") + PREDICT_ROUTE
+    self.timeout = timeout
+    self.max_retries = max_retries
+    self.backoff = backoff
+    self.throttler = AdaptiveThrottler(window_ms=60000, bucket_ms=1000,
+                                       overload_ratio=2)
+    # Between two throttling decisions; short where retries are (tests).
+    self.throttle_delay = min(_THROTTLE_DELAY_SECONDS, max(0.01, backoff))
+    self.throttled_msecs = Metrics.counter(namespace, "throttling-msecs")
+    # The counter Dataflow's autoscaler reads (whole seconds).
+    self.throttled_seconds = Metrics.counter(namespace, "cumulativeThrottlingSeconds")
+    self._unreported_throttling = 0.0
+    self.retries = Metrics.counter(namespace, "request_retries")
+    self.failures = Metrics.counter(namespace, "requests_failed")
+    self._random = random.Random()
+
+  def _post_once(self, body: bytes):
+    """-> (status, body, retry-after seconds or None); raises OSError-like
+    errors for timeouts and dropped connections."""
+    request = urllib.request.Request(self.predict_url, data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+      with urllib.request.urlopen(request, timeout=self.timeout) as response:
+        return response.status, response.read(), None
+    except urllib.error.HTTPError as error:
+      retry_after = error.headers.get("Retry-After") if error.headers else None
+      try:
+        payload = error.read()
+      except (OSError, http.client.HTTPException):
+        payload = b""
+      return error.code, payload, _seconds(retry_after)
+
+  def predict(self, instances: List[Dict[str, str]]) -> List[Any]:
+    body = json.dumps({"instances": instances}, ensure_ascii=False).encode("utf-8")
+    attempt = 0
+    while True:
+      self._throttle()
+      started = time.time()
+      try:
+        status, payload, retry_after = self._post_once(body)
+        problem = None
+      except (socket.timeout, TimeoutError) as error:
+        status, payload, retry_after, problem = 0, b"", None, f"timed out: {error}"
+      except (urllib.error.URLError, http.client.HTTPException, ConnectionError,
+              OSError) as error:
+        reason = getattr(error, "reason", error)
+        status, payload, retry_after, problem = 0, b"", None, (
+            f"no response: {type(reason).__name__}: {reason}")
+      if status == 200:
+        self.throttler.successful_request(started * 1000)
+        try:
+          predictions = json.loads(payload.decode("utf-8"))["predictions"]
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
+          raise RequestFailed(200, f"malformed response: {error}") from error
+        return predictions
+      message = problem or _error_text(payload)
+      if status in FATAL_STATUSES:
+        raise EndpointMisconfigured(
+            f"{self.predict_url} answered HTTP {status}: {message} (the endpoint "
+            "or its route is wrong, or access is refused)")
+      retryable = status == 0 or status in RETRYABLE_STATUSES
+      if not retryable or attempt >= self.max_retries:
+        self.failures.inc()
+        raise RequestFailed(status, message + (
+            f" (after {attempt + 1} attempts)" if retryable else ""))
+      attempt += 1
+      self.retries.inc()
+      delay = min(_MAX_BACKOFF_SECONDS, self.backoff * 2 ** (attempt - 1))
+      delay *= 0.5 + self._random.random()
+      time.sleep(max(delay, retry_after or 0.0))
+
+  def _throttle(self) -> None:
+    # Asked once per request sent: the throttler counts each question as a
+    # request, so asking again in a loop of short waits would count phantom
+    # requests and throttle on and on. The wait happens with the probability
+    # the SRE book's rule gives: (requests - 2 x accepted) / (requests + 1).
+    if self.throttler.throttle_request(time.time() * 1000):
+      time.sleep(self.throttle_delay)
+      self.throttled_msecs.inc(int(self.throttle_delay * 1000))
+      self._unreported_throttling += self.throttle_delay
+      if self._unreported_throttling >= 1:
+        whole = int(self._unreported_throttling)
+        self.throttled_seconds.inc(whole)
+        self._unreported_throttling -= whole
+
+
+def _seconds(value: Optional[str]) -> Optional[float]:
+  try:
+    return min(_MAX_BACKOFF_SECONDS, max(0.0, float(value))) if value else None
+  except ValueError:
+    return None  # an HTTP date: fall back to the backoff
+
+
+def _error_text(payload: bytes) -> str:
+  text = payload.decode("utf-8", errors="replace").strip()
+  try:
+    parsed = json.loads(text)
+    if isinstance(parsed, dict) and "error" in parsed:
+      return str(parsed["error"])[:500]
+  except ValueError:
+    pass
+  return text[:500] or "no message"
+
+
+def fetch_health(endpoint: str, timeout: float) -> Dict[str, Any]:
+  """GET {endpoint}/health -> its JSON (what `autoais serve` says of its model)."""
+  url = endpoint.rstrip("/") + HEALTH_ROUTE
+  try:
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+      return json.loads(response.read().decode("utf-8"))
+  except (OSError, ValueError, http.client.HTTPException) as error:
+    raise ModelError(f"--endpoint {endpoint}: {url} does not answer: {error}") from error
+
+
+class RemoteNliModelHandler(ModelHandler[AttributionExample, PredictionResult,
+                                         _HttpClient]):
+  """RunInference handler that scores over HTTP (see the module docstring)."""
+
+  def __init__(self, endpoint: str, *, threshold: float = 0.5, timeout: float = 60.0,
+               max_retries: int = 8, backoff: float = 1.0,
+               instances_per_request: int = 32):
+    super().__init__()
+    self._endpoint = endpoint
+    self._threshold = threshold
+    self._timeout = timeout
+    self._max_retries = max_retries
+    self._backoff = backoff
+    self._per_request = instances_per_request
+
+  def load_model(self) -> _HttpClient:
+    return _HttpClient(self._endpoint, self._timeout, self._max_retries, self._backoff,
+                       self.get_metrics_namespace())
+
+  def run_inference(self, batch: Sequence[AttributionExample], model: _HttpClient,
+                    inference_args: Optional[Dict[str, Any]] = None):
+    results = score_in_requests(batch, self._per_request, model.predict, self._threshold)
+    return [PredictionResult(example, result, self._endpoint)
+            for example, result in zip(batch, results)]
+
+  def get_num_bytes(self, batch: Sequence[AttributionExample]) -> int:
+    return sum(len(example.premise) + len(example.hypothesis) for example in batch)
+
+  def get_metrics_namespace(self) -> str:
+    return "autoais_remote"
+
+
+class _HealthFn(beam.DoFn):
+
+  def __init__(self, endpoint: str, timeout: float):
+    self._endpoint = endpoint
+    self._timeout = timeout
+
+  def process(self, unused_impulse):
+    health = fetch_health(self._endpoint, self._timeout)
+    model = health.get("model") if isinstance(health, dict) else None
+    yield {"served_model": model if isinstance(model, dict) else {}}
+
+
+class _HostedScorer(Scorer):
+  """What the remote and vertex scorers share: scoring each distinct example
+  once through a handler, a cache keyed by the hosted model's identity."""
+
+  def __init__(self, handler: ModelHandler, model_id: str, options: Dict[str, Any],
+               threshold: float, score_cache: Optional[str]):
+    self._handler = handler
+    self._model_id = model_id
+    self._options = dict(options, threshold=threshold)
+    if score_cache:
+      self._options["score_cache"] = score_cache
+
+  def _describe_fn(self) -> beam.DoFn:
+    raise NotImplementedError
+
+  def score_keyed(self) -> beam.PTransform:
+    return ScoreUniqueExamples(
+        self._handler, model_id=self._model_id,
+        score_cache=score_cache_for(self, self._options.get("score_cache"),
+                                    self._describe_fn(), self._options["threshold"]))
+
+  def describe(self) -> Dict[str, Any]:
+    return {"name": self.name, "decision": "threshold", **self._options}
+
+  def model_info(self) -> beam.PTransform:
+    return DescribeScorer(self._describe_fn(),
+                     self if self._options.get("score_cache") else None)
+
+
+class RemoteScorer(_HostedScorer):
+
+  name = REMOTE
+
+  def __init__(self, endpoint: str, *, threshold: float = 0.5, timeout: float = 60.0,
+               max_retries: int = 8, backoff: float = 1.0,
+               instances_per_request: int = 32, score_cache: Optional[str] = None):
+    options = {"endpoint": endpoint, "request_timeout": timeout,
+               "max_retries": max_retries, "retry_backoff": backoff,
+               "instances_per_request": instances_per_request}
+    handler = RemoteNliModelHandler(
+        endpoint, threshold=threshold, timeout=timeout, max_retries=max_retries,
+        backoff=backoff, instances_per_request=instances_per_request)
+    super().__init__(handler, endpoint, options, threshold, score_cache)
+
+  def _describe_fn(self) -> beam.DoFn:
+    return _HealthFn(self._options["endpoint"], self._options["request_timeout"])
+
+  def cache_identity(self, model_info: Dict[str, Any]) -> Dict[str, Any]:
+    """The served model's weights and settings where the server tells them
+    (`autoais serve` does), else the endpoint's URL."""
+    served = model_info.get("served_model") or {}
+    if served.get("weights_sha256"):
+      return {"scorer": REMOTE, "weights_sha256": served["weights_sha256"],
+              "dtype": served.get("dtype"),
+              "max_input_tokens": served.get("max_input_tokens")}
+    return {"scorer": REMOTE, "endpoint": self._options["endpoint"]}
+
+
+# ----------------------------------------------------------------------------
+# Vertex AI, through Beam's handler.
+
+
+class VertexNliModelHandler(ModelHandler):
+  """Maps examples to Vertex instances and predictions to scores around
+  Beam's VertexAIModelHandlerJSON (constructed here: it checks the endpoint)."""
+
+  def __init__(self, endpoint_id: str, project: str, location: str, *,
+               threshold: float = 0.5, instances_per_request: int = 32):
+    super().__init__()
+    # pylint: disable=import-outside-toplevel
+    from apache_beam.ml.inference.vertex_ai_inference import VertexAIModelHandlerJSON
+    self._vertex = VertexAIModelHandlerJSON(endpoint_id=endpoint_id, project=project,
+                                            location=location)
+    self._threshold = threshold
+    self._per_request = instances_per_request
+
+  def load_model(self):
+    return self._vertex.load_model()
+
+  def run_inference(self, batch, model, inference_args=None):
+    from google.api_core.exceptions import GoogleAPICallError  # pylint: disable=import-outside-toplevel
+
+    def send(instances):
+      try:
+        results = self._vertex.run_inference(instances, model, inference_args)
+      except GoogleAPICallError as error:
+        status = int(error.code or 0)
+        if status in FATAL_STATUSES:
+          raise EndpointMisconfigured(f"Vertex AI answered HTTP {status}: "
+                                      f"{error.message}") from error
+        raise RequestFailed(status, str(error.message)) from error
+      return [result.inference for result in results]
+
+    results = score_in_requests(batch, self._per_request, send, self._threshold)
+    return [PredictionResult(example, result)
+            for example, result in zip(batch, results)]
+
+  def get_num_bytes(self, batch) -> int:
+    return sum(len(example.premise) + len(example.hypothesis) for example in batch)
+
+  def get_metrics_namespace(self) -> str:
+    return "autoais_vertex"
+
+
+class _VertexDescribeFn(beam.DoFn):
+
+  def __init__(self, endpoint: str):
+    self._endpoint = endpoint
+
+  def process(self, unused_impulse):
+    yield {"vertex_endpoint": self._endpoint}
+
+
+class VertexScorer(_HostedScorer):
+
+  name = VERTEX
+
+  def __init__(self, endpoint_id: str, project: str, location: str, *,
+               threshold: float = 0.5, instances_per_request: int = 32,
+               score_cache: Optional[str] = None):
+    endpoint = f"projects/{project}/locations/{location}/endpoints/{endpoint_id}"
+    handler = VertexNliModelHandler(endpoint_id, project, location,
+                                    threshold=threshold,
+                                    instances_per_request=instances_per_request)
+    super().__init__(handler, endpoint,
+                     {"endpoint": endpoint, "instances_per_request": instances_per_request},
+                     threshold, score_cache)
+
+  def _describe_fn(self) -> beam.DoFn:
+    return _VertexDescribeFn(self._options["endpoint"])
+
+  def cache_identity(self, model_info: Dict[str, Any]) -> Dict[str, Any]:
+    """The endpoint: deploy another model behind it, use another cache."""
+    return {"scorer": VERTEX, "endpoint": model_info["vertex_endpoint"]}
