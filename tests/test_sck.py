@@ -173,6 +173,14 @@ def test_text_entities_the_graph_cannot_verify(obama):
   assert linked == [("Q76",), ("Q11696",), ("Q49085",), ("Q1414593",), ("Q7942",)]
 
 
+def test_the_longest_name_wins():
+  gazetteer = Gazetteer({"new york": ("Q1384",), "new york city": ("Q60",),
+                         "city": ("Q515",)})
+  mentions = link_text("Born in New York City, raised in New York.", gazetteer)
+  assert [(m.surface, m.ids) for m in mentions] == [("New York City", ("Q60",)),
+                                                    ("New York", ("Q1384",))]
+
+
 def test_names_of_function_words_are_never_linked():
   gazetteer = Gazetteer({"it": ("Q1",), "the who": ("Q2",), "who": ("Q3",),
                          "band": ("Q4",)})

@@ -42,7 +42,10 @@ def test_seed_examples_through_the_job(tmp_path, monkeypatch):
   answers = _write_answers(tmp_path / "answers.csv", [
       (sck_kg.OBAMA_QUESTION, sck_kg.OBAMA_ANSWER, ""),
       (sck_kg.PHONES_QUESTION, sck_kg.PHONES_ANSWER, ""),
-      (sck_kg.CONFLICT_QUESTION, sck_kg.CONFLICT_ANSWER, "He was born in Honolulu."),
+      # The reference names Obama, not Honolulu: the rationale's "Honolulu"
+      # comes from the graph's label of the edge's object.
+      (sck_kg.CONFLICT_QUESTION, sck_kg.CONFLICT_ANSWER,
+       "Barack Obama was born in Hawaii."),
   ])
   # Table 1's predictions are Flan-T5 XXL's; the scorer here entails exactly the
   # premises the seed's model found supporting, so the decisions follow only
@@ -101,7 +104,7 @@ def test_seed_examples_through_the_job(tmp_path, monkeypatch):
       "The sentence asserts ('Barack Obama', 'place of birth', 'New York City'), but "
       "the knowledge graph gives ('Barack Obama', 'place of birth', 'Honolulu').")
   assert conflict["kg_attr_score"] == -1.0
-  assert (conflict["c_basis"], conflict["c_score"]) == ("reference", 0.0)
+  assert (conflict["c_basis"], conflict["c_score"]) == ("reference", 1.0)
 
   manifest = json.loads((out / "run.json").read_text())
   assert manifest["counts"]["read"] == manifest["counts"]["scored"] == 3
@@ -333,3 +336,28 @@ def test_embeddings_equal_sentence_transformers(tmp_path):
   # job embeds in chunks fixed by the data).
   directory = embeddings.SentenceEmbedder(str(tmp_path / "model")).embed(texts)
   assert abs(directory - ours).max() == 0
+
+
+@needs_embedding_model
+def test_t5_scorer_judges_the_sentences(tmp_path, tiny_t5):
+  kg = sck_kg.write_kg(tmp_path / "kg.parquet", sck_kg.ALL_KG)
+  answers = _write_answers(tmp_path / "answers.csv", [
+      (sck_kg.OBAMA_QUESTION, sck_kg.OBAMA_ANSWER, ""),
+      (sck_kg.CONFLICT_QUESTION, sck_kg.CONFLICT_ANSWER, "")])
+  out = tmp_path / "out"
+  assert run_job(sck_job, "--input", answers, "--kg", kg, "--output_dir", out,
+                 "--scorer", "t5", "--model", tiny_t5, "--threshold", "0.5") == 0
+  rows = {row["question"]: row for row in _rows(out)}
+  sentences = json.loads(rows[sck_kg.OBAMA_QUESTION]["sentences"])
+  # The random tiny model's scores decide as the threshold says.
+  for sentence in sentences[:3]:
+    assert 0 < sentence["nli_score"] < 1
+    assert (sentence["decision"] == "attributable") == (sentence["nli_score"] > 0.5)
+  assert sentences[3]["nli_score"] is None
+  (sentence,) = json.loads(rows[sck_kg.CONFLICT_QUESTION]["sentences"])
+  (conflict,) = sentence["conflicts"]
+  assert 0 < conflict["nli_score"] < 1
+  assert (sentence["decision"] == "contradictory") == (conflict["nli_score"] > 0.5)
+  manifest = json.loads((out / "run.json").read_text())
+  assert manifest["scorer"]["name"] == "t5"
+  assert manifest["scorer"]["unique_triples"] == 4  # 3 supports, 1 conflict claim
