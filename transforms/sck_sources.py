@@ -17,7 +17,8 @@ from schemas import DeadLetter, SckInput
 from transforms.intent import INTENTS, parse_intent
 from transforms.sources import (InputError, check_input_file, clean_text_fields,
                                 data_format, json_record, read_header, records,
-                                rejected, system_name_from_path)
+                                rejected, system_name_field,
+                                system_name_from_path)
 
 REQUIRED_FIELDS = ("question", "answer")
 FIELDS = REQUIRED_FIELDS + ("reference_answer", "system_name", "intent")
@@ -44,12 +45,9 @@ def parse_answer(fields, path: str, line: int,
     if not values[name].strip():
       return rejected(path, line, f"empty_{name}", f"the {name} is empty",
                       json_record(fields), name)
-  system = values["system_name"]
-  if system is None:
-    system = default_system
-  elif not system.strip():
-    return rejected(path, line, "empty_system_name", "the system name is empty",
-                    json_record(fields), "system_name")
+  system = system_name_field(values, default_system, fields, path, line)
+  if isinstance(system, DeadLetter):
+    return system
   intent = values["intent"]
   if intent is not None and intent.strip():
     intent = parse_intent(intent)
@@ -60,7 +58,7 @@ def parse_answer(fields, path: str, line: int,
   else:
     intent = None
   reference = values["reference_answer"]
-  return SckInput(system.strip(), values["question"].strip(), values["answer"],
+  return SckInput(system, values["question"].strip(), values["answer"],
                   reference if reference and reference.strip() else None, intent,
                   path, line)
 
