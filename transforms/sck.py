@@ -96,7 +96,7 @@ def entity_relevance(question: str, description: str,
   return similarity, cos, (similarity + max(0.0, cos)) / 2
 
 
-def ratio(found: int, total: int) -> Optional[float]:
+def ratio(found: float, total: int) -> Optional[float]:
   return found / total if total else None
 
 
@@ -435,7 +435,7 @@ class ScoreAnswers(beam.PTransform):
          "scores": scored["scored"] | "KeyScoresByAnswer" >> beam.Map(_rekey),
          "vectors": embedded["scored"] | "KeyVectorsByAnswer" >> beam.Map(_rekey)}
         | "GroupScoresByAnswer" >> beam.CoGroupByKey()
-        | "ScoreAnswers" >> beam.ParDo(
+        | "CombineAnswerScores" >> beam.ParDo(
             _AnswerRowFn(self._scorer.describe()["name"], self._k_weights),
             predicate_labels))
     return {"rows": rows, "scorer_stats": scored["stats"],
