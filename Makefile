@@ -16,7 +16,7 @@ $(VENV)/.installed-base: setup.py
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed-base
-	$(PY) -m pip install -q -e '.[test,tf]'
+	$(PY) -m pip install -q -e '.[test,tf,sck]'
 	touch $@
 
 install: $(VENV)/.installed-base

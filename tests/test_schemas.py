@@ -92,7 +92,21 @@ def _example(element_type):
       schemas.AuditSystemRow: schemas.AuditSystemRow(
           "bm25", 10, 40, 0.2, 0.1, 0.3, 0.6, 0.5, 0.7, 0.5, 0.4, 0.6, 1.5, 1.0, 2.0,
           10, 4, 0.25, 0.0, 0.5, 0.2, 0.1, 0.3, None, None, None, 0.5, 0.4, 0.6),
+      schemas.SckInput: schemas.SckInput("sys", "q?", "a.", None, "factoid", "a.csv",
+                                         2),
+      schemas.KgStatement: schemas.KgStatement("Q76", "P39", "Q11696", "kg.parquet",
+                                               1),
+      schemas.KgEdge: schemas.KgEdge("P39", "Q11696", None),
+      schemas.SckRow: schemas.SckRow(
+          "sys", "q?", "a.", None, "factoid", "rules", "{}", 0.5, 0.25, None, 0.6, 0.1,
+          0.1, 0.8, "{}", "none", "[]", None, 0.4, 0.0, "{}", "[]", 1, 0, 1, 0, "[]",
+          "string-match", "a.csv", 2),
+      schemas.SckSummaryRow: schemas.SckSummaryRow(
+          "sys", "all", 3, 0.5, 0.25, None, 0, 0.6, 0.5, None, 0.0, 1),
   }
+  if element_type is schemas.EntityRecord:
+    return schemas.EntityRecord("Q76", "Barack Obama", ["Obama"], None,
+                                [schemas.KgEdge("P39", "Q11696", "President")], ["P50"])
   if element_type is schemas.AuditPair:
     return schemas.AuditPair("bm25", "q?", "q1", "a", 1.0, 1.0, "id#1", None, 3, 7.5,
                              False, "a.csv", 2, "run.trec", 9)
@@ -114,6 +128,8 @@ def test_rows_round_trip_through_arrow(element_type):
     assert rows[0].prediction == row.prediction._asdict()
   elif element_type is schemas.LabelledItem:
     assert rows[0].example == row.example._asdict()
+  elif element_type is schemas.EntityRecord:
+    assert rows[0].out_edges == [edge._asdict() for edge in row.out_edges]
   else:
     assert rows == [row, row]
 

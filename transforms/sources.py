@@ -563,6 +563,19 @@ def clean_text_fields(fields, names, required, path, line):
   return values
 
 
+def system_name_field(values, default_system: str, fields, path: str,
+                      line: int) -> Union[str, DeadLetter]:
+  """A row's system name, stripped: `default_system` where the field is absent,
+  the DeadLetter of an empty one."""
+  system = values["system_name"]
+  if system is None:
+    return default_system.strip()
+  if not system.strip():
+    return rejected(path, line, "empty_system_name", "the system name is empty",
+                    json_record(fields), "system_name")
+  return system.strip()
+
+
 def parse_prediction(fields: Dict[str, object], path: str, line: int,
                      default_system: str) -> Union[Prediction, DeadLetter]:
   values = clean_text_fields(fields, _PREDICTION_FIELDS, REQUIRED_PREDICTION_FIELDS,
@@ -576,12 +589,9 @@ def parse_prediction(fields: Dict[str, object], path: str, line: int,
   if not values["answer"].strip():
     return rejected(path, line, "empty_answer", "the answer is empty",
                     json_record(fields), "answer")
-  system = values["system_name"]
-  if system is None:
-    system = default_system
-  elif not system.strip():
-    return rejected(path, line, "empty_system_name", "the system name is empty",
-                    json_record(fields), "system_name")
+  system = system_name_field(values, default_system, fields, path, line)
+  if isinstance(system, DeadLetter):
+    return system
   rating = values["human_rating"]
   if rating is not None and rating.strip():
     rating = HUMAN_RATINGS.get(rating.strip().lower())
@@ -592,7 +602,7 @@ def parse_prediction(fields: Dict[str, object], path: str, line: int,
   else:
     rating = None
   return Prediction(
-      system_name=system.strip(),
+      system_name=system,
       question=question,
       answer=values["answer"],
       attribution=values["attribution"].strip(),

@@ -1,0 +1,14 @@
+"""Flex Template entry point for `sck` (the image's
+FLEX_TEMPLATE_PYTHON_PY_FILE when built with JOB=sck; see launch/Dockerfile).
+
+The template launcher runs `python sck_main.py --input=... --runner=...`;
+the flags go unchanged to beam_jobs.sck.run, the code behind
+`autoais sck`, and its return value becomes the exit code (0 ok, 1 job
+failed, 2 bad configuration).
+"""
+import sys
+
+from beam_jobs.sck import run
+
+if __name__ == "__main__":
+  sys.exit(run(sys.argv[1:]))
