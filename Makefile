@@ -5,6 +5,8 @@ PY := $(VENV)/bin/python
 # The CPU build of torch that lies on this machine's disk; elsewhere pip fetches it.
 TORCH_SPEC ?= torch==2.13.0
 EXAMPLE_OUT ?= build/example
+# pytest-xdist processes for `make test` (TEST_WORKERS=0 runs the suite in one).
+TEST_WORKERS ?= 2
 
 .PHONY: run test bench install install-test clean
 
@@ -33,7 +35,7 @@ run: $(VENV)/.installed-base
 	@cat $(EXAMPLE_OUT)/eval/leaderboard.md
 
 test: $(VENV)/.installed-test
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) tests
 
 bench: $(VENV)/.installed-test
 	$(PY) bench/pipeline.py

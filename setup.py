@@ -26,6 +26,8 @@ REQUIRED = [
 EXTRAS = {
     "test": [
         "pytest>=8",
+        # `make test` runs the suite in two processes (`-n`), about half the time.
+        "pytest-xdist>=3.5",
         "psutil>=5.9",
         "gcp-storage-emulator>=2024.0",
         # Property-based tests of the readers (tests/test_reader_properties.py).

@@ -49,6 +49,7 @@ from apache_beam.ml.inference.base import ModelHandler, RunInference
 
 from schemas import ScoringFailure
 from transforms import progress
+from transforms.outputs import SumCounts
 
 LENGTH_BAND_CHARS = 512
 DEFAULT_CHUNK_CHARS = 256 * 1024
@@ -245,30 +246,6 @@ class _FanOutCachedFn(beam.DoFn):
     self._rows.flush()
 
 
-class ScoringStats(beam.CombineFn):
-  """Sums dicts of counts; keys named largest_* keep their maximum."""
-
-  def create_accumulator(self):
-    return {}
-
-  def add_input(self, accumulator, counts):
-    for name, value in counts.items():
-      if name.startswith("largest_"):
-        accumulator[name] = max(accumulator.get(name, 0), value)
-      else:
-        accumulator[name] = accumulator.get(name, 0) + value
-    return accumulator
-
-  def merge_accumulators(self, accumulators):
-    merged = {}
-    for accumulator in accumulators:
-      self.add_input(merged, accumulator)
-    return merged
-
-  def extract_output(self, accumulator):
-    return accumulator
-
-
 _ZERO_STATS = {"unique_triples": 0, "model_calls": 0, "cache_hits": 0,
                "rows_scored_by_model": 0, "scoring_failed": 0,
                "rows_scoring_failed": 0, "inference_groups": 0,
@@ -347,15 +324,15 @@ class ScoreUniqueExamples(beam.PTransform):
 
 
 def sum_stats(pipeline, parts, zero) -> beam.PCollection:
-  """One dict summing (ScoringStats) PCollections of count dicts (each summed
+  """One dict summing (SumCounts) PCollections of count dicts (each summed
   where it is made, so no step holds one dict per element), with `zero`'s
   keys always present."""
   flat = []
   for part in parts:
     flat.extend(part if isinstance(part, (tuple, list)) else (part,))
-  partial = [pcoll | f"SumStats{index}" >> beam.CombineGlobally(ScoringStats())
+  partial = [pcoll | f"SumStats{index}" >> beam.CombineGlobally(SumCounts())
              for index, pcoll in enumerate(flat)]
   partial.append(pipeline | "StartScoringStats" >> beam.Create([zero]))
   return (tuple(partial)
           | "CollectScoringStats" >> beam.Flatten()
-          | "SumScoringStats" >> beam.CombineGlobally(ScoringStats()))
+          | "SumScoringStats" >> beam.CombineGlobally(SumCounts()))

@@ -248,7 +248,8 @@ class WriteDeadLetters(beam.PTransform):
 
 
 class SumCounts(beam.CombineFn):
-  """Sums dicts of counts key by key (values may be nested dicts of counts)."""
+  """Sums dicts of counts key by key (values may be nested dicts of counts);
+  keys named largest_* keep their maximum instead."""
 
   def create_accumulator(self):
     return {}
@@ -257,6 +258,8 @@ class SumCounts(beam.CombineFn):
     for key, value in counts.items():
       if isinstance(value, dict):
         accumulator[key] = self.add_input(accumulator.get(key, {}), value)
+      elif key.startswith("largest_"):
+        accumulator[key] = max(accumulator.get(key, 0), value)
       else:
         accumulator[key] = accumulator.get(key, 0) + value
     return accumulator
