@@ -29,15 +29,15 @@ import io
 import json
 import os
 import re
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from schemas import (REJECTED, CorpusRecord, DeadLetter, GoldAnswer, HumanRating,
-                     Prediction)
+from schemas import (REJECTED, AuditAnswer, CorpusRecord, DeadLetter, GoldAnswer,
+                     HumanRating, KgStatement, Prediction, SckInput)
 from transforms.outputs import dead_letter_json
 from transforms.passages import pyserini_contents
 
@@ -497,51 +497,73 @@ def gold_files(draw):
 
 
 # ----------------------------------------------------------------------------
-# Human ratings (`evaluate --human_ratings`): system_name, question, human_rating
-# as CSV, JSON Lines or Parquet.
+# Tables: the readers of CSV (with a header), JSON Lines or Parquet rows built on
+# transforms/sources.py:records. A `Table` says what a good row holds and what
+# the reader makes of it, and the damage only that reader knows; `table_files`
+# adds the damage every such reader shares.
 
-_RATING_COLUMNS = ("system_name", "question", "human_rating")
-_GOOD_RATINGS = {"Y": "Y", "N": "N", "yes": "Y", "no": "N", " y ": "Y", "No": "N"}
+_EXTRA_COLUMNS = ("notes", "rater")
+_WRONG_TYPES = [0.5, True, ["Y"], {"a": 1}]
+_BLANKS = ["", " ", "\t \u3000", "\u00a0"]
+
+
+class Table(NamedTuple):
+  """stem: the file stem (a reader's default system name); fields(draw, columns,
+  fmt): a good row's {column: value} for the reader's columns among `columns`;
+  expected(fields, stem): its element (an optional column absent or None is
+  absent); damage(draw, fields, columns): (fields, reasons, field) of one
+  reader-specific damage; text_reasons: the reasons a column's bytes that are not
+  UTF-8 may get (default non_utf8)."""
+  stem: str
+  required: Tuple[str, ...]
+  optional: Tuple[str, ...]
+  fields: Callable
+  expected: Callable
+  damage: Callable
+  text_reasons: Dict[str, Tuple[str, ...]] = {}
 
 
 @st.composite
-def human_rating_files(draw):
+def table_files(draw, table: Table):
   fmt = draw(st.sampled_from(["csv", "jsonl", "parquet"]))
-  columns = draw(st.permutations(list(_RATING_COLUMNS) + draw(
-      st.lists(st.sampled_from(["notes", "rater"]), unique=True, max_size=1))))
+  columns = draw(st.permutations(
+      list(table.required) + draw(st.lists(st.sampled_from(table.optional), unique=True)
+                                  if table.optional else st.just([]))
+      + draw(st.lists(st.sampled_from(_EXTRA_COLUMNS), unique=True, max_size=1))))
+  known = [c for c in columns if c not in _EXTRA_COLUMNS]
   ending = draw(_ENDINGS if fmt == "csv" else st.sampled_from(["\n", "\r\n"]))
   records = []
   for _ in range(draw(st.integers(0, 10))):
-    fields = {"system_name": draw(_STRIPPED), "question": draw(_maybe_huge(_STRIPPED)),
-              "human_rating": draw(st.sampled_from(sorted(_GOOD_RATINGS)))}
+    fields = table.fields(draw, columns, fmt)
     for column in columns:
       fields.setdefault(column, draw(_TEXT))
-    kinds = ["good"] * 4 + ["empty", "rating", "utf8"]
+    if fmt != "csv":
+      for column in set(table.optional) & set(columns):
+        if draw(st.integers(0, 4)) == 0:
+          fields[column] = None
+    kinds = ["good"] * 4 + ["value", "utf8"]
     kinds += {"csv": ["width", "stray_quote"], "jsonl": ["type", "missing", "json"],
               "parquet": ["missing"]}[fmt]
     kind = draw(st.sampled_from(kinds))
     reasons, field, expected = (), None, None
     if kind == "good":
-      expected = HumanRating(fields["system_name"], fields["question"],
-                             _GOOD_RATINGS[fields["human_rating"]], "", 0)
-    elif kind == "empty":
-      field = draw(st.sampled_from(["system_name", "question"]))
-      fields[field] = draw(st.sampled_from(["", "  "]))
-      reasons = ("empty_field",)
-    elif kind == "rating":
-      fields["human_rating"] = draw(st.sampled_from(["", "maybe", "1", "Yes!"]))
-      reasons, field = ("invalid_value",), "human_rating"
+      expected = table.expected(fields, table.stem)
+    elif kind == "value":
+      fields, reasons, field = table.damage(draw, dict(fields), columns)
     elif kind == "utf8":
-      field = draw(st.sampled_from(_RATING_COLUMNS))
+      field = draw(st.sampled_from([c for c in known if isinstance(fields[c], str)]))
       fields[field] += _INVALID_BYTE_MARK
-      reasons = ("non_utf8",)
+      reasons = table.text_reasons.get(field, ("non_utf8",))
     elif kind == "type":
-      field = draw(st.sampled_from(_RATING_COLUMNS))
-      fields[field] = draw(st.sampled_from([7, 0.5, ["Y"], {"a": 1}]))
+      field = draw(st.sampled_from(known))
+      fields[field] = draw(st.sampled_from(_WRONG_TYPES))
       reasons = ("wrong_type",)
     elif kind == "missing":
-      field = draw(st.sampled_from(_RATING_COLUMNS))
-      fields[field] = None
+      field = draw(st.sampled_from(table.required))
+      if fmt == "jsonl" and draw(st.booleans()):
+        del fields[field]
+      else:
+        fields[field] = None
       reasons = ("missing_field",)
     if fmt == "parquet":
       records.append(Record(fields, expected, reasons, field))
@@ -556,24 +578,151 @@ def human_rating_files(draw):
       records.append(Record(_encode(_csv_line(values, ending)),
                             reasons=("malformed_csv",)))
     elif kind == "stray_quote":
-      records.append(Record(_encode('"' + re.sub(r'["\r\n]', "", fields["question"]) +
-                                    ending), reasons=("malformed_csv",), stray_quote=True))
+      opened = re.sub(r'["\r\n]', "", fields[table.required[0]])
+      records.append(Record(_encode('"' + opened + ending), reasons=("malformed_csv",),
+                            stray_quote=True))
     else:
       records.append(Record(_encode(_csv_line([fields[c] for c in columns], ending)),
                             expected, reasons, field))
+  name = f"{table.stem}.{fmt}"
   if fmt == "parquet":
-    table = pa.table({c: pa.array([r.data[c] if r.data[c] is None else _encode(r.data[c])
-                                   if isinstance(r.data[c], str) else r.data[c]
-                                   for r in records], pa.binary()) for c in columns})
+    table_data = pa.table({c: pa.array([None if r.data.get(c) is None else
+                                        _encode(r.data[c]) for r in records], pa.binary())
+                           for c in columns})
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
+    pq.write_table(table_data, sink, row_group_size=draw(st.integers(1, 4)))
     for row, record in enumerate(records, start=1):
       record.line = row
-    return GeneratedFile("ratings.parquet", records, sink.getvalue().to_pybytes())
+    data = sink.getvalue().to_pybytes()
+    if draw(st.booleans()):
+      name, data = name + ".gz", gzip.compress(data)
+    return GeneratedFile(name, records, data)
   if fmt == "jsonl":
-    return _assemble_text(draw, "ratings.jsonl", "", records, blank=lambda: ending)
-  return _assemble_text(draw, "ratings.csv", _csv_line(columns, ending), records,
+    return _assemble_text(draw, name, "", records, blank=lambda: ending)
+  return _assemble_text(draw, name, _csv_line(columns, ending), records,
                         blank=lambda: ending, width=len(columns))
+
+
+def _blank_one(draw, fields, names, reason):
+  """One of `names` made blank: (fields, (reason(name),), name)."""
+  name = draw(st.sampled_from(names))
+  fields[name] = draw(st.sampled_from(_BLANKS))
+  return fields, (reason(name),), name
+
+
+# Human ratings (`evaluate --human_ratings`): system_name, question, human_rating.
+
+_GOOD_RATINGS = {"Y": "Y", "N": "N", "yes": "Y", "no": "N", " y ": "Y", "No": "N"}
+
+
+def _rating_fields(draw, columns, fmt):
+  return {"system_name": draw(_STRIPPED), "question": draw(_maybe_huge(_STRIPPED)),
+          "human_rating": draw(st.sampled_from(sorted(_GOOD_RATINGS)))}
+
+
+def _rating_damage(draw, fields, columns):
+  if draw(st.booleans()):
+    return _blank_one(draw, fields, ["system_name", "question"], lambda _: "empty_field")
+  fields["human_rating"] = draw(st.sampled_from(["", "maybe", "1", "Yes!"]))
+  return fields, ("invalid_value",), "human_rating"
+
+
+HUMAN_RATINGS = Table(
+    "ratings", ("system_name", "question", "human_rating"), (), _rating_fields,
+    lambda f, stem: HumanRating(f["system_name"], f["question"],
+                                _GOOD_RATINGS[f["human_rating"]], "", 0),
+    _rating_damage)
+
+
+# SCK answers (`autoais sck`): question, answer; optional reference_answer,
+# system_name (default: the file stem), intent (any spelling of a known intent).
+
+_INTENT_SPELLINGS = {"": None, " ": None, "factoid": "factoid",
+                     "Evidence-based": "evidence-based", "evidence_based": "evidence-based",
+                     "EVIDENCE BASED": "evidence-based", " Reason ": "reason",
+                     "comparison\t": "comparison", "Instruction": "instruction",
+                     "experience": "experience", "DEBATE": "debate"}
+
+
+def _sck_fields(draw, columns, fmt):
+  fields = {"question": draw(_TEXT.filter(str.strip)),
+            "answer": draw(_maybe_huge(_TEXT.filter(str.strip)))}
+  if "reference_answer" in columns:
+    fields["reference_answer"] = draw(_maybe_huge(_TEXT))
+  if "system_name" in columns:
+    fields["system_name"] = draw(_TEXT.filter(str.strip))
+  if "intent" in columns:
+    fields["intent"] = draw(st.sampled_from(sorted(_INTENT_SPELLINGS)))
+  return fields
+
+
+def _sck_answer(fields, stem):
+  reference, intent = fields.get("reference_answer"), fields.get("intent")
+  return SckInput((fields.get("system_name") or stem).strip(), fields["question"].strip(),
+                  fields["answer"], reference if reference and reference.strip() else None,
+                  None if intent is None else _INTENT_SPELLINGS[intent], "", 0)
+
+
+def _sck_damage(draw, fields, columns):
+  names = ["question", "answer"] + [c for c in ("system_name", "intent") if c in columns]
+  name = draw(st.sampled_from(names))
+  if name == "intent":
+    fields["intent"] = draw(st.sampled_from(["maybe", "factoids", "1", "evidence"]))
+    return fields, ("invalid_value",), "intent"
+  return _blank_one(draw, fields, [name], lambda n: f"empty_{n}")
+
+
+SCK_ANSWERS = Table("answers", ("question", "answer"),
+                    ("reference_answer", "system_name", "intent"), _sck_fields,
+                    _sck_answer, _sck_damage)
+
+
+# Knowledge-graph statements (`--kg`): subject, predicate, object, each stripped.
+
+_KG_COLUMNS = ("subject", "predicate", "object")
+
+KG_STATEMENTS = Table(
+    "statements", _KG_COLUMNS, (),
+    lambda draw, columns, fmt: {c: draw(_maybe_huge(_TEXT.filter(str.strip)))
+                                for c in _KG_COLUMNS},
+    lambda f, stem: KgStatement(*(f[c].strip() for c in _KG_COLUMNS), "", 0),
+    lambda draw, fields, columns: _blank_one(draw, fields, _KG_COLUMNS,
+                                             lambda _: "empty_field"))
+
+
+# Audit answers (`autoais audit --answers`): question, answer; optional
+# system_name (blank: the candidates' system) and query_id (text, or a JSON
+# integer; blank: matched by question).
+
+
+def _audit_fields(draw, columns, fmt):
+  fields = {"question": draw(_TEXT.filter(str.strip)),
+            "answer": draw(_maybe_huge(_TEXT.filter(str.strip)))}
+  if "system_name" in columns:
+    fields["system_name"] = draw(_TEXT)
+  if "query_id" in columns:
+    fields["query_id"] = draw(st.integers(-2**63, 2**63) if fmt == "jsonl" and
+                              draw(st.booleans()) else _TEXT)
+  return fields
+
+
+def _audit_answer(fields, stem):
+  system, query_id = fields.get("system_name"), fields.get("query_id")
+  if isinstance(query_id, str):
+    query_id = query_id.strip() or None
+  return AuditAnswer((system.strip() or None) if system else None,
+                     fields["question"].strip(),
+                     None if query_id is None else str(query_id), fields["answer"],
+                     None, None, "", 0)
+
+
+AUDIT_ANSWERS = Table(
+    "answers", ("question", "answer"), ("system_name", "query_id"), _audit_fields,
+    _audit_answer,
+    lambda draw, fields, columns: _blank_one(draw, fields, ["question", "answer"],
+                                             lambda n: f"empty_{n}"),
+    # A query id that is not UTF-8 is refused as not a usable id.
+    text_reasons={"query_id": ("wrong_type",)})
 
 
 # ----------------------------------------------------------------------------
@@ -620,7 +769,8 @@ def _closes_as_a_record(text: bytes, width: int) -> bool:
 
 def with_location(element, path: str, line: int):
   """A good record's expected element, placed at its file and line."""
-  if isinstance(element, (Prediction, CorpusRecord, HumanRating)):
+  if isinstance(element, (Prediction, CorpusRecord, HumanRating, SckInput, KgStatement,
+                          AuditAnswer)):
     return element._replace(source_file=path, source_line=line)
   return element
 

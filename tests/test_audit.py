@@ -374,6 +374,18 @@ def test_candidates_jsonl_reader(tmp_path):
                   (3, "rejected", "missing_field", "system_name")]
 
 
+
+def test_an_empty_query_id_cell_is_matched_by_question(tmp_path):
+  """A CSV answer whose query_id cell is empty has no query id (README: matched by
+  question), like an empty system_name cell; it was rejected as wrong_type
+  (found by tests/test_reader_properties.py)."""
+  answers = tmp_path / "answers.csv"
+  answers.write_text("question,answer,system_name,query_id\nWho?,Ann,,\n"
+                     "Why?,So, , q2 \n", encoding="utf-8")
+  items = list(read_audit_answers(str(answers)))
+  assert [(i.system_name, i.question, i.query_id, i.source_line) for i in items] == [
+      (None, "Who?", None, 2), (None, "Why?", "q2", 3)]
+
 def test_unnamed_answers_take_the_run_tag_and_ids_match(audit_inputs, tmp_path):
   """Answers without system_name, keyed by query_id: each run tag audits them
   as its own system; inline passages need no corpus lookup."""

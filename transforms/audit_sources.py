@@ -53,7 +53,10 @@ def read_audit_answers(path: str) -> Iterator[Union[AuditAnswer, DeadLetter]]:
       yield item
       continue
     line, fields = item
-    query_id = _query_id(fields.get("query_id"))
+    query_id = fields.get("query_id")
+    if isinstance(query_id, str) and not query_id.strip():
+      query_id = None  # an empty cell: the answer is matched by its question
+    query_id = _query_id(query_id)
     if query_id is False:
       yield rejected(path, line, "wrong_type", "expected a non-empty string or an "
                      "integer", json_record(fields), "query_id")
