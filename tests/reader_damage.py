@@ -19,14 +19,17 @@ The invariant (`check_reader`), for any generated file:
   * one item per record: read = parsed + rejected;
   * the parsed elements are exactly the good records' elements, in order, with
     their source file and line: no good row lost, none invented;
-  * each damaged record is one DeadLetter of kind "rejected" at its line, naming
-    the file, the line and (where the damage has one) the field, with a reason
-    the damage allows; its dead_letter.jsonl line encodes as UTF-8.
+  * each damaged record is one DeadLetter of its kind (mostly "rejected") at its
+    line, naming the file, the line and (where the damage has one) the field,
+    with a reason the damage allows; its dead_letter.jsonl line encodes as UTF-8.
+    (A record is what yields one item: a row, or one entry of a candidate list,
+    which shares its line with the list's other entries, in order.)
 """
 import csv
 import gzip
 import io
 import json
+import math
 import os
 import re
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
@@ -36,8 +39,10 @@ import pyarrow.parquet as pq
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from schemas import (REJECTED, AuditAnswer, CorpusRecord, DeadLetter, GoldAnswer,
-                     HumanRating, KgStatement, Prediction, SckInput)
+from schemas import (REJECTED, UNMATCHED, AuditAnswer, Candidate, CorpusRecord,
+                     DeadLetter, GoldAnswer, HumanRating, KgStatement, Prediction,
+                     SckInput, Topic)
+from transforms.audit_sources import inline_passage_id
 from transforms.outputs import dead_letter_json
 from transforms.passages import pyserini_contents
 
@@ -58,16 +63,21 @@ class Record:
   data: bytes for text formats, a {column: value} dict for Parquet; expected:
   the element a good record yields (its source line unset); reasons: for damage,
   the reasons a reader may report; field: the field it must name (None: any);
+  kind: the dead letter's kind; same_line: the record is one more item of the
+  previous record's line (an entry of a candidate list; its data is empty);
   line: where the record starts, set when the file is assembled.
   """
 
   def __init__(self, data, expected=None, reasons: Sequence[str] = (),
-               field: Optional[str] = None, stray_quote: bool = False):
+               field: Optional[str] = None, stray_quote: bool = False,
+               kind: str = REJECTED, same_line: bool = False):
     self.data = data
     self.expected = expected
     self.reasons = tuple(reasons)
     self.field = field
     self.stray_quote = stray_quote
+    self.kind = kind
+    self.same_line = same_line
     self.line = 0
 
   @property
@@ -726,6 +736,209 @@ AUDIT_ANSWERS = Table(
 
 
 # ----------------------------------------------------------------------------
+# `autoais audit` candidates and topics: TREC run lines, candidate lists in JSON
+# Lines, topics TSV. Lines end with \n (a \r before it is ignored), like JSON Lines.
+
+_LINE_ENDINGS = st.sampled_from(["\n", "\r\n"])
+# Text with no white space (a TREC field), and text of one line. Neither opens
+# with U+FEFF: on the first line that is a byte-order mark, not text.
+_TOKEN = _TEXT.map(lambda t: "".join(t.split()).lstrip("\ufeff")).filter(bool)
+_ONE_LINE = _TEXT.map(lambda t: re.sub(r"[\r\n]", "", t))
+_SPACES = st.sampled_from([" ", "\t", "  ", " \t "])
+
+
+@st.composite
+def trec_run_files(draw):
+  ending = draw(_LINE_ENDINGS)
+  records = []
+  for _ in range(draw(st.integers(0, 10))):
+    score = draw(st.one_of(st.floats(), st.integers(-10**6, 10**6)))
+    values = [draw(_TOKEN), draw(_TOKEN), draw(_maybe_huge(_TOKEN)),
+              str(draw(st.integers(-10**6, 10**9))), repr(score), draw(_TOKEN)]
+    kind = draw(st.sampled_from(["good"] * 5 + ["width", "rank", "score", "utf8"]))
+    reasons, field, expected = (), None, None
+    if kind == "good":
+      score = float(score)
+      expected = Candidate(values[5], values[0], None, values[2], None, int(values[3]),
+                           score if math.isfinite(score) else None, "", 0)
+    elif kind == "width":
+      values = values[:draw(st.integers(1, 5))] if draw(st.booleans()) else (
+          values + draw(st.lists(_TOKEN, min_size=1, max_size=2)))
+      reasons = ("malformed_trec",)
+    elif kind == "rank":
+      values[3] = draw(st.sampled_from(["1.0", "x", "one", "1e3", "#1"]))
+      reasons, field = ("wrong_type",), "rank"
+    elif kind == "score":
+      values[4] = draw(st.sampled_from(["high", "1,5", "x1", "0x1p3"]))
+      reasons, field = ("wrong_type",), "score"
+    else:
+      at = draw(st.integers(0, len(values) - 1))
+      values[at] += _INVALID_BYTE_MARK
+      reasons = ("non_utf8",)
+    line = draw(_SPACES).join(values)
+    if draw(st.integers(0, 3)) == 0:
+      line = draw(_SPACES) + line + draw(_SPACES)
+    records.append(Record(_encode(line + ending), expected, reasons, field))
+  return _assemble_text(draw, "run.trec", "", records,
+                        blank=lambda: draw(st.sampled_from(["", " ", "\t"])) + ending)
+
+
+@st.composite
+def topic_files(draw):
+  ending = draw(_LINE_ENDINGS)
+  records, qids = [], []
+  for _ in range(draw(st.integers(0, 10))):
+    qid = draw(_ONE_LINE.map(lambda t: t.replace("\t", "").lstrip("\ufeff"))
+               .filter(str.strip))
+    question = draw(_maybe_huge(_ONE_LINE.filter(str.strip)))
+    kinds = ["good"] * 5 + ["tab", "qid", "question", "utf8"] + (
+        ["duplicate"] if qids else [])
+    kind = draw(st.sampled_from(kinds))
+    reasons, field, expected = (), None, None
+    if kind == "good":
+      if qid.strip() in qids:
+        kind, reasons, field = "duplicate", ("duplicate_topic",), "qid"
+      else:
+        qids.append(qid.strip())
+        expected = Topic(qid.strip(), question.strip(), "", 0)
+    elif kind == "duplicate":
+      qid = draw(_SPACES.map(lambda s: s.replace("\t", ""))) + draw(st.sampled_from(qids))
+      reasons, field = ("duplicate_topic",), "qid"
+    elif kind == "tab":
+      reasons, field = ("malformed_topic",), "qid"
+    elif kind == "qid":
+      qid = draw(st.sampled_from(["", " ", "\u3000"]))
+      reasons, field = ("malformed_topic",), "qid"
+    elif kind == "question":
+      question = draw(st.sampled_from(["", " ", "\t\t", "\u00a0"]))
+      reasons, field = ("empty_question",), "question"
+    else:
+      question += _INVALID_BYTE_MARK
+      reasons = ("non_utf8",)
+    line = qid if kind == "tab" else qid + "\t" + question
+    records.append(Record(_encode(line + ending), expected, reasons, field))
+  return _assemble_text(draw, "topics.tsv", "", records,
+                        blank=lambda: draw(st.sampled_from(["", " ", "\t"])) + ending)
+
+
+def _candidate_entry(draw, index):
+  """(entry, its (passage_id, passage, rank, score) or None, reasons, field)."""
+  rank = draw(st.integers(-2**40, 2**40))
+  score = draw(st.one_of(st.none(), st.integers(-2**60, 2**60),
+                         st.floats(allow_nan=False)))
+  entry = {"rank": rank}
+  if score is not None or draw(st.booleans()):
+    entry["score"] = score
+  by_id = draw(st.booleans())
+  if by_id:
+    entry["id"] = draw(_maybe_huge(_TEXT.filter(str.strip)))
+    if draw(st.integers(0, 4)) == 0:
+      entry["passage"] = draw(_TEXT)  # an id wins over a passage
+  else:
+    entry["passage"] = draw(_maybe_huge(_TEXT.filter(str.strip)))
+  field = f"candidates[{index}]"
+  kind = draw(st.sampled_from(["good"] * 4 + ["entry", "rank", "score", "text"]))
+  if kind == "entry":
+    return draw(st.sampled_from([None, "d1", 3, ["d1"]])), None, ("wrong_type",), field
+  if kind == "rank":
+    entry["rank"] = draw(st.sampled_from([None, "1", 1.0, True]))
+    if entry["rank"] is None and draw(st.booleans()):
+      del entry["rank"]
+    return entry, None, ("wrong_type",), field + ".rank"
+  if kind == "score":
+    entry["score"] = draw(st.sampled_from(["1.0", False, [1]]))
+    return entry, None, ("wrong_type",), field + ".score"
+  if kind == "text":
+    name = "id" if by_id else "passage"
+    if draw(st.booleans()):
+      entry[name] = draw(st.sampled_from(["", " ", 7, ["x"]]))
+      return entry, None, ("wrong_type",), f"{field}.{name}"
+    entry[name] += _INVALID_BYTE_MARK  # read as not a usable string
+    return entry, None, ("wrong_type", "non_utf8"), f"{field}.{name}"
+  score = None if score is None else float(score)
+  if by_id:
+    return entry, (entry["id"], None, rank, score), (), None
+  return entry, (inline_passage_id(entry["passage"]), entry["passage"], rank,
+                 score), (), None
+
+
+# A candidate list's damage: (field, reason, the values that cause it).
+_LIST_DAMAGE = [
+    ("system_name", "missing_field", [None]),
+    ("system_name", "wrong_type", ["", " ", 7, ["s"]]),
+    ("question", "wrong_type", ["", " ", 7, ["q"]]),
+    ("query_id", "wrong_type", ["", " ", True, 0.5, ["q"]]),
+    ("question", "missing_field", []),  # neither question nor query_id
+    ("candidates", "missing_field", [None]),
+    ("candidates", "wrong_type", [{"id": "d"}, "d1", 3]),
+]
+
+
+@st.composite
+def candidate_list_files(draw):
+  """JSON Lines of candidate lists: each entry is one record (one item)."""
+  ending = draw(_LINE_ENDINGS)
+  records = []
+  for _ in range(draw(st.integers(0, 8))):
+    system = draw(_TEXT.filter(str.strip))
+    fields = {"system_name": system}
+    question, query_id = None, None
+    keys = draw(st.sampled_from([("question",), ("query_id",), ("question", "query_id")]))
+    if "question" in keys:
+      question = draw(_TEXT.filter(str.strip))
+      fields["question"] = question
+    if "query_id" in keys:
+      query_id = draw(st.one_of(_TEXT.filter(str.strip), st.integers(-2**63, 2**63)))
+      fields["query_id"] = query_id
+    entries = [_candidate_entry(draw, i) for i in range(draw(st.integers(1, 4)))]
+    fields["candidates"] = [entry for entry, _, _, _ in entries]
+    for extra in draw(st.lists(st.sampled_from(_EXTRA_COLUMNS), unique=True)):
+      fields[extra] = draw(_TEXT)
+    kind = draw(st.sampled_from(["good"] * 5 + ["list", "empty", "utf8", "json"]))
+    if kind == "good":
+      expected_qid = None if query_id is None else (
+          str(query_id) if isinstance(query_id, int) else query_id.strip())
+      first = True
+      for entry, parsed, reasons, field in entries:
+        data = _json_line(draw, fields, ending) if first else b""
+        if parsed is None:
+          record = Record(data, reasons=reasons, field=field, same_line=not first)
+        else:
+          record = Record(data, Candidate(system.strip(), expected_qid,
+                                          question.strip() if question else None,
+                                          *parsed, "", 0), same_line=not first)
+        records.append(record)
+        first = False
+      continue
+    if kind == "list":
+      field, reason, values = draw(st.sampled_from(_LIST_DAMAGE))
+      if not values:
+        fields.pop("question", None)
+        fields.pop("query_id", None)
+      elif values == [None] and draw(st.booleans()):
+        del fields[field]
+      else:
+        fields[field] = draw(st.sampled_from(values))
+      records.append(Record(_json_line(draw, fields, ending), reasons=(reason,),
+                            field=field))
+    elif kind == "empty":
+      fields["candidates"] = []
+      records.append(Record(_json_line(draw, fields, ending), reasons=("no_candidates",),
+                            field="candidates", kind=UNMATCHED))
+    elif kind == "utf8":
+      field = draw(st.sampled_from([k for k in ("system_name", "question", "query_id")
+                                    if isinstance(fields.get(k), str)]))
+      fields[field] += _INVALID_BYTE_MARK
+      # Read as not a usable string.
+      records.append(Record(_json_line(draw, fields, ending),
+                            reasons=("wrong_type", "non_utf8"), field=field))
+    else:
+      records.append(Record(draw(_broken_json_lines()) + ending.encode(),
+                            reasons=("malformed_json", "non_utf8")))
+  return _assemble_text(draw, "candidates.jsonl", "", records, blank=lambda: ending)
+
+
+# ----------------------------------------------------------------------------
 # Assembling text files, and the invariant.
 
 
@@ -738,7 +951,11 @@ def _assemble_text(draw, name: str, header: str, records: List[Record],
   if header:
     parts.append(_encode(header))
   starts = []
-  for record in records:
+  for index, record in enumerate(records):
+    if record.same_line:
+      record.line = records[index - 1].line
+      starts.append(len(b"".join(parts)))
+      continue
     if draw(st.integers(0, 3)) == 0:
       parts.append(blank().encode())
     prefix = b"".join(parts)
@@ -770,7 +987,7 @@ def _closes_as_a_record(text: bytes, width: int) -> bool:
 def with_location(element, path: str, line: int):
   """A good record's expected element, placed at its file and line."""
   if isinstance(element, (Prediction, CorpusRecord, HumanRating, SckInput, KgStatement,
-                          AuditAnswer)):
+                          AuditAnswer, Candidate, Topic)):
     return element._replace(source_file=path, source_line=line)
   return element
 
@@ -795,18 +1012,21 @@ def check_reader(path: str, generated: GeneratedFile, items: list) -> None:
   dead = [item for item in items if isinstance(item, DeadLetter)]
   expected = [with_location(r.expected, path, r.line) for r in records if r.good]
   assert parsed == expected, _first_difference(parsed, expected)
-  by_line = {}
+  by_line, damaged = {}, {}
   for row in dead:
     by_line.setdefault(row.source_line, []).append(row)
   for record in records:
-    if record.good:
-      continue
-    rows = by_line.get(record.line, [])
-    assert len(rows) == 1, f"line {record.line}: {len(rows)} dead letters, {rows}"
-    row = rows[0]
-    assert row.source_file == path and row.kind == REJECTED
-    assert row.reason in record.reasons, (record.line, row.reason, record.reasons)
-    if record.field is not None:
-      assert row.field == record.field, (record.line, row.field, record.field)
-    assert row.message.startswith(f"{path}:{record.line}"), row.message
-    dead_letter_json(row).encode("utf-8")
+    if not record.good:
+      damaged.setdefault(record.line, []).append(record)
+  for line, planted in damaged.items():
+    rows = by_line.get(line, [])
+    assert len(rows) == len(planted), (
+        f"line {line}: {len(rows)} dead letters for {len(planted)} damaged records, "
+        f"{rows}")
+    for record, row in zip(planted, rows):
+      assert row.source_file == path and row.kind == record.kind, (line, row)
+      assert row.reason in record.reasons, (line, row.reason, record.reasons)
+      if record.field is not None:
+        assert row.field == record.field, (line, row.field, record.field)
+      assert row.message.startswith(f"{path}:{line}"), row.message
+      dead_letter_json(row).encode("utf-8")

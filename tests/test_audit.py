@@ -353,6 +353,19 @@ def test_trec_and_topics_readers_name_line_and_field(tmp_path):
       (2, "malformed_topic"), (3, "duplicate_topic"), (4, "empty_question")]
 
 
+
+def test_trec_and_topics_readers_skip_a_byte_order_mark(tmp_path):
+  """A UTF-8 byte-order mark opening a run or topics file is not part of the first
+  query id (found by tests/test_reader_properties.py: it was, and a file of only
+  a BOM gave a dead letter)."""
+  run, topics, empty = tmp_path / "run.trec", tmp_path / "topics.tsv", tmp_path / "e.trec"
+  run.write_bytes(b"\xef\xbb\xbfq1 Q0 d1 1 2.5 sys\n")
+  topics.write_bytes(b"\xef\xbb\xbfq1\tWho?\r\n")
+  empty.write_bytes(b"\xef\xbb\xbf")
+  assert [c.query_id for c in read_trec_run(str(run))] == ["q1"]
+  assert [t.query_id for t in read_topics(str(topics))] == ["q1"]
+  assert list(read_trec_run(str(empty))) == []
+
 def test_candidates_jsonl_reader(tmp_path):
   path = tmp_path / "c.jsonl"
   path.write_text("\n".join(json.dumps(record) for record in [

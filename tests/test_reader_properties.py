@@ -7,7 +7,8 @@ says what is generated and the invariant checked).
 Readers: predictions CSV / JSON Lines / Parquet, corpus sources (Pyserini and
 id,title,text JSON Lines), gold JSON Lines, and, each as CSV / JSON Lines /
 Parquet: human ratings, `autoais sck` answers, knowledge-graph statements and
-`autoais audit` answers. A second group of tests plants a bug
+`autoais audit` answers; audit candidates (TREC run lines, candidate lists in
+JSON Lines) and topics TSV. A second group of tests plants a bug
 in a reader and checks that the property finds it: an invariant that cannot
 fail is not trusted. The end-to-end property runs the evaluate job on generated
 prediction files and checks run.json and dead_letter.jsonl.
@@ -44,6 +45,10 @@ READERS = {
                       knowledge_graph.read_kg_statements),
     "audit_answers": (reader_damage.table_files(reader_damage.AUDIT_ANSWERS),
                       audit_sources.read_audit_answers),
+    "trec_run": (reader_damage.trec_run_files(), audit_sources.read_candidates),
+    "candidates_jsonl": (reader_damage.candidate_list_files(),
+                         audit_sources.read_candidates),
+    "topics_tsv": (reader_damage.topic_files(), audit_sources.read_topics),
 }
 
 
@@ -135,6 +140,9 @@ PLANTED = [
     ("sck_answers", _drops_last_good_row),
     ("kg_statements", _names_no_field),
     ("audit_answers", _strips_answers),
+    ("trec_run", _reports_the_line_after),
+    ("candidates_jsonl", _drops_last_good_row),
+    ("topics_tsv", _names_no_field),
 ]
 
 

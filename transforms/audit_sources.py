@@ -82,11 +82,13 @@ def read_audit_answers(path: str) -> Iterator[Union[AuditAnswer, DeadLetter]]:
 
 
 def _text_lines(path: str):
-  """(line number, text or None if not UTF-8, raw bytes) of a text file."""
+  """(line number, text or None if not UTF-8, raw bytes) of a text file (a UTF-8
+  byte-order mark before the first line is not part of it)."""
   with open_input(path) as binary:
     for number, raw in enumerate(binary, start=1):
       try:
-        yield number, raw.decode("utf-8").rstrip("\r\n"), raw
+        text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        yield number, text.rstrip("\r\n"), raw
       except UnicodeDecodeError:
         yield number, None, raw
 
