@@ -39,8 +39,8 @@ import pyarrow.parquet as pq
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from schemas import (REJECTED, UNMATCHED, AuditAnswer, Candidate, CorpusRecord,
-                     DeadLetter, GoldAnswer, HumanRating, KgStatement, Prediction,
+from schemas import (REJECTED, UNMATCHED, AuditAnswer, Candidate, ClaimInput,
+                     CorpusRecord, DeadLetter, GoldAnswer, HumanRating, KgStatement, Prediction,
                      SckInput, Topic)
 from transforms.audit_sources import inline_passage_id
 from transforms.outputs import dead_letter_json
@@ -939,6 +939,102 @@ def candidate_list_files(draw):
 
 
 # ----------------------------------------------------------------------------
+# Flat claims (`autoais claims`): one JSON line per claim, {"system_name" (default:
+# the file stem), "question", "claim", "evidence"?, "support"?, "answer"?}. The
+# claims of one answer (system and question, stripped) are numbered in file
+# order and located at the line of the first; an answer abstains from the
+# first line whose `answer` abstains on.
+
+_CLAIM_ANSWERS = {"Paris is the capital.": False, "I don't know.": True,
+                  "Sorry. The context does not say.": True}
+# (field, reasons, the values that cause them; None: the key left out too).
+_CLAIM_DAMAGE = [
+    ("system_name", ("empty_system_name",), ["", " ", "\u3000"]),
+    ("system_name", ("wrong_type",), [None, 7, ["s"]]),
+    ("question", ("missing_field",), [None]),
+    ("question", ("wrong_type",), ["", " ", 7, ["q"]]),
+    ("claim", ("missing_field",), [None]),
+    ("claim", ("empty_claim",), ["", " \n "]),
+    ("claim", ("wrong_type",), [7, {"c": 1}]),
+    ("evidence", ("wrong_type",), ["text", [1], ["a", None], {"a": 1}]),
+    ("support", ("wrong_type",), [7, ["Complete"], True]),
+    ("answer", ("wrong_type",), [7, ["a"]]),
+]
+
+
+class _LineOf:
+  """The line of a record, known once the file is assembled."""
+
+  def __init__(self, record: Record):
+    self.record = record
+
+  def __repr__(self):
+    return f"<the line of a record, {self.record.line}>"
+
+
+@st.composite
+def claim_files(draw):
+  ending = draw(_LINE_ENDINGS)
+  stem = "claims"
+  answers = {}  # (system, question) -> [its first Record, claims so far, abstained]
+  records = []
+  for _ in range(draw(st.integers(0, 10))):
+    fields = {}
+    system = draw(st.one_of(st.none(), st.sampled_from(["a", " a ", "b"]),
+                            _TEXT.filter(str.strip)))
+    if system is not None:
+      fields["system_name"] = system
+    fields["question"] = draw(st.one_of(st.sampled_from(["Q1", " Q1 ", "Q2"]),
+                                        _maybe_huge(_TEXT.filter(str.strip))))
+    fields["claim"] = draw(_maybe_huge(_TEXT.filter(str.strip)))
+    for name, values in (("evidence", st.lists(_TEXT, max_size=3)),
+                         ("support", st.sampled_from(["Complete", " partial ", ""]) |
+                          _TEXT),
+                         ("answer", st.sampled_from(sorted(_CLAIM_ANSWERS)))):
+      value = draw(st.none() | values)
+      if value is not None or draw(st.booleans()):
+        fields[name] = value
+    for extra in draw(st.lists(st.sampled_from(_EXTRA_COLUMNS), unique=True)):
+      fields[extra] = draw(_TEXT)
+    kind = draw(st.sampled_from(["good"] * 5 + ["value", "utf8", "json"]))
+    if kind == "good":
+      record = Record(_json_line(draw, fields, ending))
+      key = ((system if system is not None else stem).strip(), fields["question"].strip())
+      first, index, abstained = answers.setdefault(key, [_LineOf(record), 0, False])
+      abstained = abstained or _CLAIM_ANSWERS.get(fields.get("answer"), False)
+      support = (fields.get("support") or "").strip() or None
+      record.expected = ClaimInput(key[0], key[1], index, fields["claim"],
+                                   fields.get("evidence") or [], support, abstained,
+                                   first, "", 0)
+      answers[key][1:] = [index + 1, abstained]
+      records.append(record)
+      continue
+    if kind == "value":
+      field, reasons, values = draw(st.sampled_from(_CLAIM_DAMAGE))
+      value = draw(st.sampled_from(values))
+      if value is None and field != "system_name" and draw(st.booleans()):
+        fields.pop(field, None)
+      else:
+        fields[field] = value
+    elif kind == "utf8":
+      field = draw(st.sampled_from(["system_name", "question", "claim", "evidence",
+                                    "support", "answer"]))
+      if field == "evidence":
+        fields["evidence"] = (fields.get("evidence") or []) + [_INVALID_BYTE_MARK]
+      else:
+        fields[field] = (fields.get(field) or "x") + _INVALID_BYTE_MARK
+      # Read as not a usable string (a system name: as an empty one).
+      reasons = ("non_utf8", "wrong_type") + (
+          ("empty_system_name",) if field == "system_name" else ())
+    else:
+      records.append(Record(draw(_broken_json_lines()) + ending.encode(),
+                            reasons=("malformed_json", "non_utf8")))
+      continue
+    records.append(Record(_json_line(draw, fields, ending), reasons=reasons, field=field))
+  return _assemble_text(draw, f"{stem}.jsonl", "", records, blank=lambda: ending)
+
+
+# ----------------------------------------------------------------------------
 # Assembling text files, and the invariant.
 
 
@@ -985,9 +1081,12 @@ def _closes_as_a_record(text: bytes, width: int) -> bool:
 
 
 def with_location(element, path: str, line: int):
-  """A good record's expected element, placed at its file and line."""
+  """A good record's expected element, placed at its file and line (a claim's
+  answer_line, the _LineOf its answer's first claim, at that record's line)."""
+  if isinstance(element, ClaimInput):
+    element = element._replace(answer_line=element.answer_line.record.line)
   if isinstance(element, (Prediction, CorpusRecord, HumanRating, SckInput, KgStatement,
-                          AuditAnswer, Candidate, Topic)):
+                          AuditAnswer, Candidate, Topic, ClaimInput)):
     return element._replace(source_file=path, source_line=line)
   return element
 

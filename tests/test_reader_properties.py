@@ -8,7 +8,7 @@ Readers: predictions CSV / JSON Lines / Parquet, corpus sources (Pyserini and
 id,title,text JSON Lines), gold JSON Lines, and, each as CSV / JSON Lines /
 Parquet: human ratings, `autoais sck` answers, knowledge-graph statements and
 `autoais audit` answers; audit candidates (TREC run lines, candidate lists in
-JSON Lines) and topics TSV. A second group of tests plants a bug
+JSON Lines) and topics TSV; flat claims JSON Lines. A second group of tests plants a bug
 in a reader and checks that the property finds it: an invariant that cannot
 fail is not trusted. The end-to-end property runs the evaluate job on generated
 prediction files and checks run.json and dead_letter.jsonl.
@@ -26,8 +26,8 @@ from schemas import DeadLetter
 from tests import reader_damage
 from tests.conftest import PROJECT_ROOT, run_job
 from tests.reader_damage import check_reader
-from transforms import (audit_sources, knowledge_graph, labelled_sources, sck_sources,
-                        sources)
+from transforms import (audit_sources, claim_sources, knowledge_graph, labelled_sources,
+                        sck_sources, sources)
 
 READERS = {
     "csv_predictions": (reader_damage.csv_prediction_files(), sources.read_predictions),
@@ -49,6 +49,7 @@ READERS = {
     "candidates_jsonl": (reader_damage.candidate_list_files(),
                          audit_sources.read_candidates),
     "topics_tsv": (reader_damage.topic_files(), audit_sources.read_topics),
+    "claims_jsonl": (reader_damage.claim_files(), claim_sources.read_claims_jsonl),
 }
 
 
@@ -143,6 +144,7 @@ PLANTED = [
     ("trec_run", _reports_the_line_after),
     ("candidates_jsonl", _drops_last_good_row),
     ("topics_tsv", _names_no_field),
+    ("claims_jsonl", _reports_the_line_after),
 ]
 
 
