@@ -19,25 +19,30 @@ The invariant (`check_reader`), for any generated file:
   * one item per record: read = parsed + rejected;
   * the parsed elements are exactly the good records' elements, in order, with
     their source file and line: no good row lost, none invented;
-  * each damaged record is one DeadLetter of kind "rejected" at its line, naming
-    the file, the line and (where the damage has one) the field, with a reason
-    the damage allows; its dead_letter.jsonl line encodes as UTF-8.
+  * each damaged record is one DeadLetter of its kind (mostly "rejected") at its
+    line, naming the file, the line and (where the damage has one) the field,
+    with a reason the damage allows; its dead_letter.jsonl line encodes as UTF-8.
+    (A record is what yields one item: a row, or one entry of a candidate list,
+    which shares its line with the list's other entries, in order.)
 """
 import csv
 import gzip
 import io
 import json
+import math
 import os
 import re
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from schemas import (REJECTED, CorpusRecord, DeadLetter, GoldAnswer, HumanRating,
-                     Prediction)
+from schemas import (REJECTED, UNMATCHED, AuditAnswer, Candidate, ClaimInput,
+                     CorpusRecord, DeadLetter, GoldAnswer, HumanRating, KgStatement, Prediction,
+                     SckInput, Topic)
+from transforms.audit_sources import inline_passage_id
 from transforms.outputs import dead_letter_json
 from transforms.passages import pyserini_contents
 
@@ -58,16 +63,21 @@ class Record:
   data: bytes for text formats, a {column: value} dict for Parquet; expected:
   the element a good record yields (its source line unset); reasons: for damage,
   the reasons a reader may report; field: the field it must name (None: any);
+  kind: the dead letter's kind; same_line: the record is one more item of the
+  previous record's line (an entry of a candidate list; its data is empty);
   line: where the record starts, set when the file is assembled.
   """
 
   def __init__(self, data, expected=None, reasons: Sequence[str] = (),
-               field: Optional[str] = None, stray_quote: bool = False):
+               field: Optional[str] = None, stray_quote: bool = False,
+               kind: str = REJECTED, same_line: bool = False):
     self.data = data
     self.expected = expected
     self.reasons = tuple(reasons)
     self.field = field
     self.stray_quote = stray_quote
+    self.kind = kind
+    self.same_line = same_line
     self.line = 0
 
   @property
@@ -497,51 +507,73 @@ def gold_files(draw):
 
 
 # ----------------------------------------------------------------------------
-# Human ratings (`evaluate --human_ratings`): system_name, question, human_rating
-# as CSV, JSON Lines or Parquet.
+# Tables: the readers of CSV (with a header), JSON Lines or Parquet rows built on
+# transforms/sources.py:records. A `Table` says what a good row holds and what
+# the reader makes of it, and the damage only that reader knows; `table_files`
+# adds the damage every such reader shares.
 
-_RATING_COLUMNS = ("system_name", "question", "human_rating")
-_GOOD_RATINGS = {"Y": "Y", "N": "N", "yes": "Y", "no": "N", " y ": "Y", "No": "N"}
+_EXTRA_COLUMNS = ("notes", "rater")
+_WRONG_TYPES = [0.5, True, ["Y"], {"a": 1}]
+_BLANKS = ["", " ", "\t \u3000", "\u00a0"]
+
+
+class Table(NamedTuple):
+  """stem: the file stem (a reader's default system name); fields(draw, columns,
+  fmt): a good row's {column: value} for the reader's columns among `columns`;
+  expected(fields, stem): its element (an optional column absent or None is
+  absent); damage(draw, fields, columns): (fields, reasons, field) of one
+  reader-specific damage; text_reasons: the reasons a column's bytes that are not
+  UTF-8 may get (default non_utf8)."""
+  stem: str
+  required: Tuple[str, ...]
+  optional: Tuple[str, ...]
+  fields: Callable
+  expected: Callable
+  damage: Callable
+  text_reasons: Dict[str, Tuple[str, ...]] = {}
 
 
 @st.composite
-def human_rating_files(draw):
+def table_files(draw, table: Table):
   fmt = draw(st.sampled_from(["csv", "jsonl", "parquet"]))
-  columns = draw(st.permutations(list(_RATING_COLUMNS) + draw(
-      st.lists(st.sampled_from(["notes", "rater"]), unique=True, max_size=1))))
+  columns = draw(st.permutations(
+      list(table.required) + draw(st.lists(st.sampled_from(table.optional), unique=True)
+                                  if table.optional else st.just([]))
+      + draw(st.lists(st.sampled_from(_EXTRA_COLUMNS), unique=True, max_size=1))))
+  known = [c for c in columns if c not in _EXTRA_COLUMNS]
   ending = draw(_ENDINGS if fmt == "csv" else st.sampled_from(["\n", "\r\n"]))
   records = []
   for _ in range(draw(st.integers(0, 10))):
-    fields = {"system_name": draw(_STRIPPED), "question": draw(_maybe_huge(_STRIPPED)),
-              "human_rating": draw(st.sampled_from(sorted(_GOOD_RATINGS)))}
+    fields = table.fields(draw, columns, fmt)
     for column in columns:
       fields.setdefault(column, draw(_TEXT))
-    kinds = ["good"] * 4 + ["empty", "rating", "utf8"]
+    if fmt != "csv":
+      for column in set(table.optional) & set(columns):
+        if draw(st.integers(0, 4)) == 0:
+          fields[column] = None
+    kinds = ["good"] * 4 + ["value", "utf8"]
     kinds += {"csv": ["width", "stray_quote"], "jsonl": ["type", "missing", "json"],
               "parquet": ["missing"]}[fmt]
     kind = draw(st.sampled_from(kinds))
     reasons, field, expected = (), None, None
     if kind == "good":
-      expected = HumanRating(fields["system_name"], fields["question"],
-                             _GOOD_RATINGS[fields["human_rating"]], "", 0)
-    elif kind == "empty":
-      field = draw(st.sampled_from(["system_name", "question"]))
-      fields[field] = draw(st.sampled_from(["", "  "]))
-      reasons = ("empty_field",)
-    elif kind == "rating":
-      fields["human_rating"] = draw(st.sampled_from(["", "maybe", "1", "Yes!"]))
-      reasons, field = ("invalid_value",), "human_rating"
+      expected = table.expected(fields, table.stem)
+    elif kind == "value":
+      fields, reasons, field = table.damage(draw, dict(fields), columns)
     elif kind == "utf8":
-      field = draw(st.sampled_from(_RATING_COLUMNS))
+      field = draw(st.sampled_from([c for c in known if isinstance(fields[c], str)]))
       fields[field] += _INVALID_BYTE_MARK
-      reasons = ("non_utf8",)
+      reasons = table.text_reasons.get(field, ("non_utf8",))
     elif kind == "type":
-      field = draw(st.sampled_from(_RATING_COLUMNS))
-      fields[field] = draw(st.sampled_from([7, 0.5, ["Y"], {"a": 1}]))
+      field = draw(st.sampled_from(known))
+      fields[field] = draw(st.sampled_from(_WRONG_TYPES))
       reasons = ("wrong_type",)
     elif kind == "missing":
-      field = draw(st.sampled_from(_RATING_COLUMNS))
-      fields[field] = None
+      field = draw(st.sampled_from(table.required))
+      if fmt == "jsonl" and draw(st.booleans()):
+        del fields[field]
+      else:
+        fields[field] = None
       reasons = ("missing_field",)
     if fmt == "parquet":
       records.append(Record(fields, expected, reasons, field))
@@ -556,24 +588,450 @@ def human_rating_files(draw):
       records.append(Record(_encode(_csv_line(values, ending)),
                             reasons=("malformed_csv",)))
     elif kind == "stray_quote":
-      records.append(Record(_encode('"' + re.sub(r'["\r\n]', "", fields["question"]) +
-                                    ending), reasons=("malformed_csv",), stray_quote=True))
+      opened = re.sub(r'["\r\n]', "", fields[table.required[0]])
+      records.append(Record(_encode('"' + opened + ending), reasons=("malformed_csv",),
+                            stray_quote=True))
     else:
       records.append(Record(_encode(_csv_line([fields[c] for c in columns], ending)),
                             expected, reasons, field))
+  name = f"{table.stem}.{fmt}"
   if fmt == "parquet":
-    table = pa.table({c: pa.array([r.data[c] if r.data[c] is None else _encode(r.data[c])
-                                   if isinstance(r.data[c], str) else r.data[c]
-                                   for r in records], pa.binary()) for c in columns})
+    table_data = pa.table({c: pa.array([None if r.data.get(c) is None else
+                                        _encode(r.data[c]) for r in records], pa.binary())
+                           for c in columns})
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink)
+    pq.write_table(table_data, sink, row_group_size=draw(st.integers(1, 4)))
     for row, record in enumerate(records, start=1):
       record.line = row
-    return GeneratedFile("ratings.parquet", records, sink.getvalue().to_pybytes())
+    data = sink.getvalue().to_pybytes()
+    if draw(st.booleans()):
+      name, data = name + ".gz", gzip.compress(data)
+    return GeneratedFile(name, records, data)
   if fmt == "jsonl":
-    return _assemble_text(draw, "ratings.jsonl", "", records, blank=lambda: ending)
-  return _assemble_text(draw, "ratings.csv", _csv_line(columns, ending), records,
+    return _assemble_text(draw, name, "", records, blank=lambda: ending)
+  return _assemble_text(draw, name, _csv_line(columns, ending), records,
                         blank=lambda: ending, width=len(columns))
+
+
+def _blank_one(draw, fields, names, reason):
+  """One of `names` made blank: (fields, (reason(name),), name)."""
+  name = draw(st.sampled_from(names))
+  fields[name] = draw(st.sampled_from(_BLANKS))
+  return fields, (reason(name),), name
+
+
+# Human ratings (`evaluate --human_ratings`): system_name, question, human_rating.
+
+_GOOD_RATINGS = {"Y": "Y", "N": "N", "yes": "Y", "no": "N", " y ": "Y", "No": "N"}
+
+
+def _rating_fields(draw, columns, fmt):
+  return {"system_name": draw(_STRIPPED), "question": draw(_maybe_huge(_STRIPPED)),
+          "human_rating": draw(st.sampled_from(sorted(_GOOD_RATINGS)))}
+
+
+def _rating_damage(draw, fields, columns):
+  if draw(st.booleans()):
+    return _blank_one(draw, fields, ["system_name", "question"], lambda _: "empty_field")
+  fields["human_rating"] = draw(st.sampled_from(["", "maybe", "1", "Yes!"]))
+  return fields, ("invalid_value",), "human_rating"
+
+
+HUMAN_RATINGS = Table(
+    "ratings", ("system_name", "question", "human_rating"), (), _rating_fields,
+    lambda f, stem: HumanRating(f["system_name"], f["question"],
+                                _GOOD_RATINGS[f["human_rating"]], "", 0),
+    _rating_damage)
+
+
+# SCK answers (`autoais sck`): question, answer; optional reference_answer,
+# system_name (default: the file stem), intent (any spelling of a known intent).
+
+_INTENT_SPELLINGS = {"": None, " ": None, "factoid": "factoid",
+                     "Evidence-based": "evidence-based", "evidence_based": "evidence-based",
+                     "EVIDENCE BASED": "evidence-based", " Reason ": "reason",
+                     "comparison\t": "comparison", "Instruction": "instruction",
+                     "experience": "experience", "DEBATE": "debate"}
+
+
+def _sck_fields(draw, columns, fmt):
+  fields = {"question": draw(_TEXT.filter(str.strip)),
+            "answer": draw(_maybe_huge(_TEXT.filter(str.strip)))}
+  if "reference_answer" in columns:
+    fields["reference_answer"] = draw(_maybe_huge(_TEXT))
+  if "system_name" in columns:
+    fields["system_name"] = draw(_TEXT.filter(str.strip))
+  if "intent" in columns:
+    fields["intent"] = draw(st.sampled_from(sorted(_INTENT_SPELLINGS)))
+  return fields
+
+
+def _sck_answer(fields, stem):
+  reference, intent = fields.get("reference_answer"), fields.get("intent")
+  return SckInput((fields.get("system_name") or stem).strip(), fields["question"].strip(),
+                  fields["answer"], reference if reference and reference.strip() else None,
+                  None if intent is None else _INTENT_SPELLINGS[intent], "", 0)
+
+
+def _sck_damage(draw, fields, columns):
+  names = ["question", "answer"] + [c for c in ("system_name", "intent") if c in columns]
+  name = draw(st.sampled_from(names))
+  if name == "intent":
+    fields["intent"] = draw(st.sampled_from(["maybe", "factoids", "1", "evidence"]))
+    return fields, ("invalid_value",), "intent"
+  return _blank_one(draw, fields, [name], lambda n: f"empty_{n}")
+
+
+SCK_ANSWERS = Table("answers", ("question", "answer"),
+                    ("reference_answer", "system_name", "intent"), _sck_fields,
+                    _sck_answer, _sck_damage)
+
+
+# Knowledge-graph statements (`--kg`): subject, predicate, object, each stripped.
+
+_KG_COLUMNS = ("subject", "predicate", "object")
+
+KG_STATEMENTS = Table(
+    "statements", _KG_COLUMNS, (),
+    lambda draw, columns, fmt: {c: draw(_maybe_huge(_TEXT.filter(str.strip)))
+                                for c in _KG_COLUMNS},
+    lambda f, stem: KgStatement(*(f[c].strip() for c in _KG_COLUMNS), "", 0),
+    lambda draw, fields, columns: _blank_one(draw, fields, _KG_COLUMNS,
+                                             lambda _: "empty_field"))
+
+
+# Audit answers (`autoais audit --answers`): question, answer; optional
+# system_name (blank: the candidates' system) and query_id (text, or a JSON
+# integer; blank: matched by question).
+
+
+def _audit_fields(draw, columns, fmt):
+  fields = {"question": draw(_TEXT.filter(str.strip)),
+            "answer": draw(_maybe_huge(_TEXT.filter(str.strip)))}
+  if "system_name" in columns:
+    fields["system_name"] = draw(_TEXT)
+  if "query_id" in columns:
+    fields["query_id"] = draw(st.integers(-2**63, 2**63) if fmt == "jsonl" and
+                              draw(st.booleans()) else _TEXT)
+  return fields
+
+
+def _audit_answer(fields, stem):
+  system, query_id = fields.get("system_name"), fields.get("query_id")
+  if isinstance(query_id, str):
+    query_id = query_id.strip() or None
+  return AuditAnswer((system.strip() or None) if system else None,
+                     fields["question"].strip(),
+                     None if query_id is None else str(query_id), fields["answer"],
+                     None, None, "", 0)
+
+
+AUDIT_ANSWERS = Table(
+    "answers", ("question", "answer"), ("system_name", "query_id"), _audit_fields,
+    _audit_answer,
+    lambda draw, fields, columns: _blank_one(draw, fields, ["question", "answer"],
+                                             lambda n: f"empty_{n}"),
+    # A query id that is not UTF-8 is refused as not a usable id.
+    text_reasons={"query_id": ("wrong_type",)})
+
+
+# ----------------------------------------------------------------------------
+# `autoais audit` candidates and topics: TREC run lines, candidate lists in JSON
+# Lines, topics TSV. Lines end with \n (a \r before it is ignored), like JSON Lines.
+
+_LINE_ENDINGS = st.sampled_from(["\n", "\r\n"])
+# Text with no white space (a TREC field), and text of one line. Neither opens
+# with U+FEFF: on the first line that is a byte-order mark, not text.
+_TOKEN = _TEXT.map(lambda t: "".join(t.split()).lstrip("\ufeff")).filter(bool)
+_ONE_LINE = _TEXT.map(lambda t: re.sub(r"[\r\n]", "", t))
+_SPACES = st.sampled_from([" ", "\t", "  ", " \t "])
+
+
+@st.composite
+def trec_run_files(draw):
+  ending = draw(_LINE_ENDINGS)
+  records = []
+  for _ in range(draw(st.integers(0, 10))):
+    score = draw(st.one_of(st.floats(), st.integers(-10**6, 10**6)))
+    values = [draw(_TOKEN), draw(_TOKEN), draw(_maybe_huge(_TOKEN)),
+              str(draw(st.integers(-10**6, 10**9))), repr(score), draw(_TOKEN)]
+    kind = draw(st.sampled_from(["good"] * 5 + ["width", "rank", "score", "utf8"]))
+    reasons, field, expected = (), None, None
+    if kind == "good":
+      score = float(score)
+      expected = Candidate(values[5], values[0], None, values[2], None, int(values[3]),
+                           score if math.isfinite(score) else None, "", 0)
+    elif kind == "width":
+      values = values[:draw(st.integers(1, 5))] if draw(st.booleans()) else (
+          values + draw(st.lists(_TOKEN, min_size=1, max_size=2)))
+      reasons = ("malformed_trec",)
+    elif kind == "rank":
+      values[3] = draw(st.sampled_from(["1.0", "x", "one", "1e3", "#1"]))
+      reasons, field = ("wrong_type",), "rank"
+    elif kind == "score":
+      values[4] = draw(st.sampled_from(["high", "1,5", "x1", "0x1p3"]))
+      reasons, field = ("wrong_type",), "score"
+    else:
+      at = draw(st.integers(0, len(values) - 1))
+      values[at] += _INVALID_BYTE_MARK
+      reasons = ("non_utf8",)
+    line = draw(_SPACES).join(values)
+    if draw(st.integers(0, 3)) == 0:
+      line = draw(_SPACES) + line + draw(_SPACES)
+    records.append(Record(_encode(line + ending), expected, reasons, field))
+  return _assemble_text(draw, "run.trec", "", records,
+                        blank=lambda: draw(st.sampled_from(["", " ", "\t"])) + ending)
+
+
+@st.composite
+def topic_files(draw):
+  ending = draw(_LINE_ENDINGS)
+  records, qids = [], []
+  for _ in range(draw(st.integers(0, 10))):
+    qid = draw(_ONE_LINE.map(lambda t: t.replace("\t", "").lstrip("\ufeff"))
+               .filter(str.strip))
+    question = draw(_maybe_huge(_ONE_LINE.filter(str.strip)))
+    kinds = ["good"] * 5 + ["tab", "qid", "question", "utf8"] + (
+        ["duplicate"] if qids else [])
+    kind = draw(st.sampled_from(kinds))
+    reasons, field, expected = (), None, None
+    if kind == "good":
+      if qid.strip() in qids:
+        kind, reasons, field = "duplicate", ("duplicate_topic",), "qid"
+      else:
+        qids.append(qid.strip())
+        expected = Topic(qid.strip(), question.strip(), "", 0)
+    elif kind == "duplicate":
+      qid = draw(_SPACES.map(lambda s: s.replace("\t", ""))) + draw(st.sampled_from(qids))
+      reasons, field = ("duplicate_topic",), "qid"
+    elif kind == "tab":
+      reasons, field = ("malformed_topic",), "qid"
+    elif kind == "qid":
+      qid = draw(st.sampled_from(["", " ", "\u3000"]))
+      reasons, field = ("malformed_topic",), "qid"
+    elif kind == "question":
+      question = draw(st.sampled_from(["", " ", "\t\t", "\u00a0"]))
+      reasons, field = ("empty_question",), "question"
+    else:
+      question += _INVALID_BYTE_MARK
+      reasons = ("non_utf8",)
+    line = qid if kind == "tab" else qid + "\t" + question
+    records.append(Record(_encode(line + ending), expected, reasons, field))
+  return _assemble_text(draw, "topics.tsv", "", records,
+                        blank=lambda: draw(st.sampled_from(["", " ", "\t"])) + ending)
+
+
+def _candidate_entry(draw, index):
+  """(entry, its (passage_id, passage, rank, score) or None, reasons, field)."""
+  rank = draw(st.integers(-2**40, 2**40))
+  score = draw(st.one_of(st.none(), st.integers(-2**60, 2**60),
+                         st.floats(allow_nan=False)))
+  entry = {"rank": rank}
+  if score is not None or draw(st.booleans()):
+    entry["score"] = score
+  by_id = draw(st.booleans())
+  if by_id:
+    entry["id"] = draw(_maybe_huge(_TEXT.filter(str.strip)))
+    if draw(st.integers(0, 4)) == 0:
+      entry["passage"] = draw(_TEXT)  # an id wins over a passage
+  else:
+    entry["passage"] = draw(_maybe_huge(_TEXT.filter(str.strip)))
+  field = f"candidates[{index}]"
+  kind = draw(st.sampled_from(["good"] * 4 + ["entry", "rank", "score", "text"]))
+  if kind == "entry":
+    return draw(st.sampled_from([None, "d1", 3, ["d1"]])), None, ("wrong_type",), field
+  if kind == "rank":
+    entry["rank"] = draw(st.sampled_from([None, "1", 1.0, True]))
+    if entry["rank"] is None and draw(st.booleans()):
+      del entry["rank"]
+    return entry, None, ("wrong_type",), field + ".rank"
+  if kind == "score":
+    entry["score"] = draw(st.sampled_from(["1.0", False, [1]]))
+    return entry, None, ("wrong_type",), field + ".score"
+  if kind == "text":
+    name = "id" if by_id else "passage"
+    if draw(st.booleans()):
+      entry[name] = draw(st.sampled_from(["", " ", 7, ["x"]]))
+      return entry, None, ("wrong_type",), f"{field}.{name}"
+    entry[name] += _INVALID_BYTE_MARK  # read as not a usable string
+    return entry, None, ("wrong_type", "non_utf8"), f"{field}.{name}"
+  score = None if score is None else float(score)
+  if by_id:
+    return entry, (entry["id"], None, rank, score), (), None
+  return entry, (inline_passage_id(entry["passage"]), entry["passage"], rank,
+                 score), (), None
+
+
+# A candidate list's damage: (field, reason, the values that cause it).
+_LIST_DAMAGE = [
+    ("system_name", "missing_field", [None]),
+    ("system_name", "wrong_type", ["", " ", 7, ["s"]]),
+    ("question", "wrong_type", ["", " ", 7, ["q"]]),
+    ("query_id", "wrong_type", ["", " ", True, 0.5, ["q"]]),
+    ("question", "missing_field", []),  # neither question nor query_id
+    ("candidates", "missing_field", [None]),
+    ("candidates", "wrong_type", [{"id": "d"}, "d1", 3]),
+]
+
+
+@st.composite
+def candidate_list_files(draw):
+  """JSON Lines of candidate lists: each entry is one record (one item)."""
+  ending = draw(_LINE_ENDINGS)
+  records = []
+  for _ in range(draw(st.integers(0, 8))):
+    system = draw(_TEXT.filter(str.strip))
+    fields = {"system_name": system}
+    question, query_id = None, None
+    keys = draw(st.sampled_from([("question",), ("query_id",), ("question", "query_id")]))
+    if "question" in keys:
+      question = draw(_TEXT.filter(str.strip))
+      fields["question"] = question
+    if "query_id" in keys:
+      query_id = draw(st.one_of(_TEXT.filter(str.strip), st.integers(-2**63, 2**63)))
+      fields["query_id"] = query_id
+    entries = [_candidate_entry(draw, i) for i in range(draw(st.integers(1, 4)))]
+    fields["candidates"] = [entry for entry, _, _, _ in entries]
+    for extra in draw(st.lists(st.sampled_from(_EXTRA_COLUMNS), unique=True)):
+      fields[extra] = draw(_TEXT)
+    kind = draw(st.sampled_from(["good"] * 5 + ["list", "empty", "utf8", "json"]))
+    if kind == "good":
+      expected_qid = None if query_id is None else (
+          str(query_id) if isinstance(query_id, int) else query_id.strip())
+      first = True
+      for entry, parsed, reasons, field in entries:
+        data = _json_line(draw, fields, ending) if first else b""
+        if parsed is None:
+          record = Record(data, reasons=reasons, field=field, same_line=not first)
+        else:
+          record = Record(data, Candidate(system.strip(), expected_qid,
+                                          question.strip() if question else None,
+                                          *parsed, "", 0), same_line=not first)
+        records.append(record)
+        first = False
+      continue
+    if kind == "list":
+      field, reason, values = draw(st.sampled_from(_LIST_DAMAGE))
+      if not values:
+        fields.pop("question", None)
+        fields.pop("query_id", None)
+      elif values == [None] and draw(st.booleans()):
+        del fields[field]
+      else:
+        fields[field] = draw(st.sampled_from(values))
+      records.append(Record(_json_line(draw, fields, ending), reasons=(reason,),
+                            field=field))
+    elif kind == "empty":
+      fields["candidates"] = []
+      records.append(Record(_json_line(draw, fields, ending), reasons=("no_candidates",),
+                            field="candidates", kind=UNMATCHED))
+    elif kind == "utf8":
+      field = draw(st.sampled_from([k for k in ("system_name", "question", "query_id")
+                                    if isinstance(fields.get(k), str)]))
+      fields[field] += _INVALID_BYTE_MARK
+      # Read as not a usable string.
+      records.append(Record(_json_line(draw, fields, ending),
+                            reasons=("wrong_type", "non_utf8"), field=field))
+    else:
+      records.append(Record(draw(_broken_json_lines()) + ending.encode(),
+                            reasons=("malformed_json", "non_utf8")))
+  return _assemble_text(draw, "candidates.jsonl", "", records, blank=lambda: ending)
+
+
+# ----------------------------------------------------------------------------
+# Flat claims (`autoais claims`): one JSON line per claim, {"system_name" (default:
+# the file stem), "question", "claim", "evidence"?, "support"?, "answer"?}. The
+# claims of one answer (system and question, stripped) are numbered in file
+# order and located at the line of the first; an answer abstains from the
+# first line whose `answer` abstains on.
+
+_CLAIM_ANSWERS = {"Paris is the capital.": False, "I don't know.": True,
+                  "Sorry. The context does not say.": True}
+# (field, reasons, the values that cause them; None: the key left out too).
+_CLAIM_DAMAGE = [
+    ("system_name", ("empty_system_name",), ["", " ", "\u3000"]),
+    ("system_name", ("wrong_type",), [None, 7, ["s"]]),
+    ("question", ("missing_field",), [None]),
+    ("question", ("wrong_type",), ["", " ", 7, ["q"]]),
+    ("claim", ("missing_field",), [None]),
+    ("claim", ("empty_claim",), ["", " \n "]),
+    ("claim", ("wrong_type",), [7, {"c": 1}]),
+    ("evidence", ("wrong_type",), ["text", [1], ["a", None], {"a": 1}]),
+    ("support", ("wrong_type",), [7, ["Complete"], True]),
+    ("answer", ("wrong_type",), [7, ["a"]]),
+]
+
+
+class _LineOf:
+  """The line of a record, known once the file is assembled."""
+
+  def __init__(self, record: Record):
+    self.record = record
+
+  def __repr__(self):
+    return f"<the line of a record, {self.record.line}>"
+
+
+@st.composite
+def claim_files(draw):
+  ending = draw(_LINE_ENDINGS)
+  stem = "claims"
+  answers = {}  # (system, question) -> [its first Record, claims so far, abstained]
+  records = []
+  for _ in range(draw(st.integers(0, 10))):
+    fields = {}
+    system = draw(st.one_of(st.none(), st.sampled_from(["a", " a ", "b"]),
+                            _TEXT.filter(str.strip)))
+    if system is not None:
+      fields["system_name"] = system
+    fields["question"] = draw(st.one_of(st.sampled_from(["Q1", " Q1 ", "Q2"]),
+                                        _maybe_huge(_TEXT.filter(str.strip))))
+    fields["claim"] = draw(_maybe_huge(_TEXT.filter(str.strip)))
+    for name, values in (("evidence", st.lists(_TEXT, max_size=3)),
+                         ("support", st.sampled_from(["Complete", " partial ", ""]) |
+                          _TEXT),
+                         ("answer", st.sampled_from(sorted(_CLAIM_ANSWERS)))):
+      value = draw(st.none() | values)
+      if value is not None or draw(st.booleans()):
+        fields[name] = value
+    for extra in draw(st.lists(st.sampled_from(_EXTRA_COLUMNS), unique=True)):
+      fields[extra] = draw(_TEXT)
+    kind = draw(st.sampled_from(["good"] * 5 + ["value", "utf8", "json"]))
+    if kind == "good":
+      record = Record(_json_line(draw, fields, ending))
+      key = ((system if system is not None else stem).strip(), fields["question"].strip())
+      first, index, abstained = answers.setdefault(key, [_LineOf(record), 0, False])
+      abstained = abstained or _CLAIM_ANSWERS.get(fields.get("answer"), False)
+      support = (fields.get("support") or "").strip() or None
+      record.expected = ClaimInput(key[0], key[1], index, fields["claim"],
+                                   fields.get("evidence") or [], support, abstained,
+                                   first, "", 0)
+      answers[key][1:] = [index + 1, abstained]
+      records.append(record)
+      continue
+    if kind == "value":
+      field, reasons, values = draw(st.sampled_from(_CLAIM_DAMAGE))
+      value = draw(st.sampled_from(values))
+      if value is None and field != "system_name" and draw(st.booleans()):
+        fields.pop(field, None)
+      else:
+        fields[field] = value
+    elif kind == "utf8":
+      field = draw(st.sampled_from(["system_name", "question", "claim", "evidence",
+                                    "support", "answer"]))
+      if field == "evidence":
+        fields["evidence"] = (fields.get("evidence") or []) + [_INVALID_BYTE_MARK]
+      else:
+        fields[field] = (fields.get(field) or "x") + _INVALID_BYTE_MARK
+      # Read as not a usable string (a system name: as an empty one).
+      reasons = ("non_utf8", "wrong_type") + (
+          ("empty_system_name",) if field == "system_name" else ())
+    else:
+      records.append(Record(draw(_broken_json_lines()) + ending.encode(),
+                            reasons=("malformed_json", "non_utf8")))
+      continue
+    records.append(Record(_json_line(draw, fields, ending), reasons=reasons, field=field))
+  return _assemble_text(draw, f"{stem}.jsonl", "", records, blank=lambda: ending)
 
 
 # ----------------------------------------------------------------------------
@@ -589,7 +1047,11 @@ def _assemble_text(draw, name: str, header: str, records: List[Record],
   if header:
     parts.append(_encode(header))
   starts = []
-  for record in records:
+  for index, record in enumerate(records):
+    if record.same_line:
+      record.line = records[index - 1].line
+      starts.append(len(b"".join(parts)))
+      continue
     if draw(st.integers(0, 3)) == 0:
       parts.append(blank().encode())
     prefix = b"".join(parts)
@@ -619,8 +1081,12 @@ def _closes_as_a_record(text: bytes, width: int) -> bool:
 
 
 def with_location(element, path: str, line: int):
-  """A good record's expected element, placed at its file and line."""
-  if isinstance(element, (Prediction, CorpusRecord, HumanRating)):
+  """A good record's expected element, placed at its file and line (a claim's
+  answer_line, the _LineOf its answer's first claim, at that record's line)."""
+  if isinstance(element, ClaimInput):
+    element = element._replace(answer_line=element.answer_line.record.line)
+  if isinstance(element, (Prediction, CorpusRecord, HumanRating, SckInput, KgStatement,
+                          AuditAnswer, Candidate, Topic, ClaimInput)):
     return element._replace(source_file=path, source_line=line)
   return element
 
@@ -645,18 +1111,21 @@ def check_reader(path: str, generated: GeneratedFile, items: list) -> None:
   dead = [item for item in items if isinstance(item, DeadLetter)]
   expected = [with_location(r.expected, path, r.line) for r in records if r.good]
   assert parsed == expected, _first_difference(parsed, expected)
-  by_line = {}
+  by_line, damaged = {}, {}
   for row in dead:
     by_line.setdefault(row.source_line, []).append(row)
   for record in records:
-    if record.good:
-      continue
-    rows = by_line.get(record.line, [])
-    assert len(rows) == 1, f"line {record.line}: {len(rows)} dead letters, {rows}"
-    row = rows[0]
-    assert row.source_file == path and row.kind == REJECTED
-    assert row.reason in record.reasons, (record.line, row.reason, record.reasons)
-    if record.field is not None:
-      assert row.field == record.field, (record.line, row.field, record.field)
-    assert row.message.startswith(f"{path}:{record.line}"), row.message
-    dead_letter_json(row).encode("utf-8")
+    if not record.good:
+      damaged.setdefault(record.line, []).append(record)
+  for line, planted in damaged.items():
+    rows = by_line.get(line, [])
+    assert len(rows) == len(planted), (
+        f"line {line}: {len(rows)} dead letters for {len(planted)} damaged records, "
+        f"{rows}")
+    for record, row in zip(planted, rows):
+      assert row.source_file == path and row.kind == record.kind, (line, row)
+      assert row.reason in record.reasons, (line, row.reason, record.reasons)
+      if record.field is not None:
+        assert row.field == record.field, (line, row.field, record.field)
+      assert row.message.startswith(f"{path}:{line}"), row.message
+      dead_letter_json(row).encode("utf-8")

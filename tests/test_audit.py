@@ -353,6 +353,19 @@ def test_trec_and_topics_readers_name_line_and_field(tmp_path):
       (2, "malformed_topic"), (3, "duplicate_topic"), (4, "empty_question")]
 
 
+
+def test_trec_and_topics_readers_skip_a_byte_order_mark(tmp_path):
+  """A UTF-8 byte-order mark opening a run or topics file is not part of the first
+  query id (found by tests/test_reader_properties.py: it was, and a file of only
+  a BOM gave a dead letter)."""
+  run, topics, empty = tmp_path / "run.trec", tmp_path / "topics.tsv", tmp_path / "e.trec"
+  run.write_bytes(b"\xef\xbb\xbfq1 Q0 d1 1 2.5 sys\n")
+  topics.write_bytes(b"\xef\xbb\xbfq1\tWho?\r\n")
+  empty.write_bytes(b"\xef\xbb\xbf")
+  assert [c.query_id for c in read_trec_run(str(run))] == ["q1"]
+  assert [t.query_id for t in read_topics(str(topics))] == ["q1"]
+  assert list(read_trec_run(str(empty))) == []
+
 def test_candidates_jsonl_reader(tmp_path):
   path = tmp_path / "c.jsonl"
   path.write_text("\n".join(json.dumps(record) for record in [
@@ -373,6 +386,18 @@ def test_candidates_jsonl_reader(tmp_path):
                   (2, "unmatched", "no_candidates", "candidates"),
                   (3, "rejected", "missing_field", "system_name")]
 
+
+
+def test_an_empty_query_id_cell_is_matched_by_question(tmp_path):
+  """A CSV answer whose query_id cell is empty has no query id (README: matched by
+  question), like an empty system_name cell; it was rejected as wrong_type
+  (found by tests/test_reader_properties.py)."""
+  answers = tmp_path / "answers.csv"
+  answers.write_text("question,answer,system_name,query_id\nWho?,Ann,,\n"
+                     "Why?,So, , q2 \n", encoding="utf-8")
+  items = list(read_audit_answers(str(answers)))
+  assert [(i.system_name, i.question, i.query_id, i.source_line) for i in items] == [
+      (None, "Who?", None, 2), (None, "Why?", "q2", 3)]
 
 def test_unnamed_answers_take_the_run_tag_and_ids_match(audit_inputs, tmp_path):
   """Answers without system_name, keyed by query_id: each run tag audits them

@@ -323,6 +323,21 @@ def test_flat_reader_groups_claims_into_answers(tmp_path):
   assert (bad.source_line, bad.reason, bad.field) == (5, "wrong_type", "claim")
 
 
+
+def test_a_support_label_that_is_not_utf8_is_rejected(tmp_path):
+  """The support label is written to the claims table, which cannot hold bytes
+  that are not UTF-8: the claim is dead-lettered naming the field (found by
+  tests/test_reader_properties.py: it was read, for the writer to fail)."""
+  for read, line in ((read_claims_jsonl, b'{"question": "q", "claim": "c", '
+                      b'"support": "Compl\xffete"}\n'),
+                     (read_expertqa, b'{"question": "q", "answers": {"s": {"claims": '
+                      b'[{"claim_string": "c", "support": "Compl\xffete"}]}}}\n')):
+    path = tmp_path / "claims.jsonl"
+    path.write_bytes(line)
+    (item,) = read(str(path))
+    assert isinstance(item, DeadLetter) and item.reason == "wrong_type"
+    assert item.field.endswith("support") and item.source_line == 1
+
 def test_flat_input_end_to_end_with_an_abstaining_answer(tmp_path):
   path = write_jsonl(tmp_path / "flat.jsonl", [
       {"system_name": "s", "question": "q1", "claim": "Paris is in France",

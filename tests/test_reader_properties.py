@@ -5,8 +5,10 @@ says what is generated and the invariant checked).
     pytest tests/test_reader_properties.py --hypothesis-profile=nightly  # 20x more
 
 Readers: predictions CSV / JSON Lines / Parquet, corpus sources (Pyserini and
-id,title,text JSON Lines), gold JSON Lines, human ratings (CSV / JSON Lines /
-Parquet). A second group of tests plants a bug
+id,title,text JSON Lines), gold JSON Lines, and, each as CSV / JSON Lines /
+Parquet: human ratings, `autoais sck` answers, knowledge-graph statements and
+`autoais audit` answers; audit candidates (TREC run lines, candidate lists in
+JSON Lines) and topics TSV; flat claims JSON Lines. A second group of tests plants a bug
 in a reader and checks that the property finds it: an invariant that cannot
 fail is not trusted. The end-to-end property runs the evaluate job on generated
 prediction files and checks run.json and dead_letter.jsonl.
@@ -24,7 +26,8 @@ from schemas import DeadLetter
 from tests import reader_damage
 from tests.conftest import PROJECT_ROOT, run_job
 from tests.reader_damage import check_reader
-from transforms import labelled_sources, sources
+from transforms import (audit_sources, claim_sources, knowledge_graph, labelled_sources,
+                        sck_sources, sources)
 
 READERS = {
     "csv_predictions": (reader_damage.csv_prediction_files(), sources.read_predictions),
@@ -34,8 +37,19 @@ READERS = {
                             sources.read_predictions),
     "corpus_jsonl": (reader_damage.corpus_files(), sources.read_corpus_source),
     "gold_jsonl": (reader_damage.gold_files(), sources.read_gold),
-    "human_ratings": (reader_damage.human_rating_files(),
+    "human_ratings": (reader_damage.table_files(reader_damage.HUMAN_RATINGS),
                       labelled_sources.read_human_ratings),
+    "sck_answers": (reader_damage.table_files(reader_damage.SCK_ANSWERS),
+                    sck_sources.read_answers),
+    "kg_statements": (reader_damage.table_files(reader_damage.KG_STATEMENTS),
+                      knowledge_graph.read_kg_statements),
+    "audit_answers": (reader_damage.table_files(reader_damage.AUDIT_ANSWERS),
+                      audit_sources.read_audit_answers),
+    "trec_run": (reader_damage.trec_run_files(), audit_sources.read_candidates),
+    "candidates_jsonl": (reader_damage.candidate_list_files(),
+                         audit_sources.read_candidates),
+    "topics_tsv": (reader_damage.topic_files(), audit_sources.read_topics),
+    "claims_jsonl": (reader_damage.claim_files(), claim_sources.read_claims_jsonl),
 }
 
 
@@ -124,6 +138,13 @@ PLANTED = [
     ("csv_predictions", _strips_answers),
     ("gold_jsonl", _drops_last_good_row),
     ("human_ratings", _reports_the_line_after),
+    ("sck_answers", _drops_last_good_row),
+    ("kg_statements", _names_no_field),
+    ("audit_answers", _strips_answers),
+    ("trec_run", _reports_the_line_after),
+    ("candidates_jsonl", _drops_last_good_row),
+    ("topics_tsv", _names_no_field),
+    ("claims_jsonl", _reports_the_line_after),
 ]
 
 

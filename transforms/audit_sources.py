@@ -53,7 +53,10 @@ def read_audit_answers(path: str) -> Iterator[Union[AuditAnswer, DeadLetter]]:
       yield item
       continue
     line, fields = item
-    query_id = _query_id(fields.get("query_id"))
+    query_id = fields.get("query_id")
+    if isinstance(query_id, str) and not query_id.strip():
+      query_id = None  # an empty cell: the answer is matched by its question
+    query_id = _query_id(query_id)
     if query_id is False:
       yield rejected(path, line, "wrong_type", "expected a non-empty string or an "
                      "integer", json_record(fields), "query_id")
@@ -79,11 +82,13 @@ def read_audit_answers(path: str) -> Iterator[Union[AuditAnswer, DeadLetter]]:
 
 
 def _text_lines(path: str):
-  """(line number, text or None if not UTF-8, raw bytes) of a text file."""
+  """(line number, text or None if not UTF-8, raw bytes) of a text file (a UTF-8
+  byte-order mark before the first line is not part of it)."""
   with open_input(path) as binary:
     for number, raw in enumerate(binary, start=1):
       try:
-        yield number, raw.decode("utf-8").rstrip("\r\n"), raw
+        text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        yield number, text.rstrip("\r\n"), raw
       except UnicodeDecodeError:
         yield number, None, raw
 

@@ -40,10 +40,11 @@ def _evidence(value) -> Optional[List[str]]:
 
 
 def _support(value) -> Union[Optional[str], bool]:
-  """The human support label (None where absent), or False if malformed."""
+  """The human support label (None where absent), or False if malformed (not a
+  string, or not UTF-8: it is written to the claims table)."""
   if value is None:
     return None
-  if not isinstance(value, str):
+  if _text(value) is None:
     return False
   return value.strip() or None
 
@@ -142,7 +143,7 @@ def _claim_fields(claim, evidence, support, claim_name: str = "claim_string"):
     return _BadField("evidence", "wrong_type", "expected a list of strings")
   label = _support(support)
   if label is False:
-    return _BadField("support", "wrong_type", "expected a string")
+    return _BadField("support", "wrong_type", "expected a string of UTF-8 text")
   return text, items, label
 
 
