@@ -1035,6 +1035,147 @@ def claim_files(draw):
 
 
 # ----------------------------------------------------------------------------
+# ExpertQA records (`autoais claims --format expertqa`): one JSON line per
+# question, {"question", "answers": {system: {"answer_string", "claims":
+# [{"claim_string", "evidence"?, "support"?}]}}}. Each claim is one item, the
+# answers in sorted system order, all located at the question's line; a line
+# whose question or answers are unusable is one dead letter, an answer that is
+# unusable or has no claims one dead letter.
+
+# (field, reasons, values; None: the key left out too).
+_EXPERTQA_LINE_DAMAGE = [
+    ("question", ("missing_field",), [None]),
+    ("question", ("wrong_type",), ["", " ", 7, ["q"]]),
+    ("answers", ("missing_field",), [None]),
+    ("answers", ("wrong_type",), [{}, [], "a", 7]),
+]
+_EXPERTQA_ANSWER_DAMAGE = [
+    ("", ("wrong_type",), [7, "answer", ["a"]]),
+    ("answer_string", ("wrong_type",), [7, ["a"]]),
+    ("claims", ("missing_field",), [None]),
+    ("claims", ("wrong_type",), ["claim", {"claim_string": "c"}, 7]),
+]
+_EXPERTQA_CLAIM_DAMAGE = [
+    ("", ("wrong_type",), [None, "claim", 7]),
+    ("claim_string", ("missing_field",), [None]),
+    ("claim_string", ("empty_claim",), ["", " \n "]),
+    ("claim_string", ("wrong_type",), [7, {"c": 1}]),
+    ("evidence", ("wrong_type",), ["text", [1], ["a", None], {"a": 1}]),
+    ("support", ("wrong_type",), [7, ["Complete"], True]),
+]
+
+
+def _damage(draw, container: dict, choices, default_field: str):
+  """Damages one field of `container` (field "": the container itself, which
+  the caller replaces with the returned value): (field name, reasons, value)."""
+  name, reasons, values = draw(st.sampled_from(choices))
+  value = draw(st.sampled_from(values))
+  if name and value is None and draw(st.booleans()):
+    container.pop(name, None)
+  elif name:
+    container[name] = value
+  return (f"{default_field}.{name}" if name else default_field), reasons, value
+
+
+def _expertqa_claim(draw, field: str):
+  """(claim object, its (claim, evidence, support) or None, reasons, field)."""
+  claim = {"claim_string": draw(_maybe_huge(_TEXT.filter(str.strip)))}
+  for name, values in (("evidence", st.lists(_TEXT, max_size=3)),
+                       ("support", st.sampled_from(["Complete", " partial ", ""]) | _TEXT)):
+    value = draw(st.none() | values)
+    if value is not None or draw(st.booleans()):
+      claim[name] = value
+  kind = draw(st.sampled_from(["good"] * 4 + ["value", "utf8"]))
+  if kind == "value":
+    name, reasons, value = _damage(draw, claim, _EXPERTQA_CLAIM_DAMAGE, field)
+    return (value if name == field else claim), None, reasons, name
+  if kind == "utf8":
+    name = draw(st.sampled_from(["claim_string", "evidence", "support"]))
+    if name == "evidence":
+      claim["evidence"] = (claim.get("evidence") or []) + [_INVALID_BYTE_MARK]
+    else:
+      claim[name] = (claim.get(name) or "x") + _INVALID_BYTE_MARK
+    return claim, None, ("wrong_type", "non_utf8"), f"{field}.{name}"
+  support = (claim.get("support") or "").strip() or None
+  return claim, (claim["claim_string"], claim.get("evidence") or [], support), (), None
+
+
+@st.composite
+def expertqa_files(draw):
+  ending = draw(_LINE_ENDINGS)
+  records = []
+  for _ in range(draw(st.integers(0, 6))):
+    question = draw(st.one_of(st.sampled_from(["Q1", " Q1 "]),
+                              _maybe_huge(_TEXT.filter(str.strip))))
+    fields = {"question": question, "answers": {}}
+    for extra in draw(st.lists(st.sampled_from(_EXTRA_COLUMNS), unique=True)):
+      fields[extra] = draw(_TEXT)
+    kind = draw(st.sampled_from(["good"] * 5 + ["line", "utf8", "json"]))
+    if kind == "json":
+      records.append(Record(draw(_broken_json_lines()) + ending.encode(),
+                            reasons=("malformed_json", "non_utf8")))
+      continue
+    if kind == "utf8":
+      fields["question"] += _INVALID_BYTE_MARK  # read as not a usable string
+      fields["answers"] = {"a": {"claims": [{"claim_string": "c"}]}}
+      records.append(Record(_json_line(draw, fields, ending),
+                            reasons=("wrong_type", "non_utf8"), field="question"))
+      continue
+    if kind == "line":
+      field, reasons, _ = _damage(draw, fields, _EXPERTQA_LINE_DAMAGE, "")
+      records.append(Record(_json_line(draw, fields, ending), reasons=reasons,
+                            field=field.lstrip(".")))
+      continue
+    # (expected ClaimInput pieces or None, reasons, field, kind) per item, in
+    # the reader's order: systems sorted, claims in list order.
+    items = []
+    systems = draw(st.lists(st.sampled_from(["a", " b ", "c", " "]) | _TEXT,
+                            min_size=1, max_size=3, unique=True))
+    for system in sorted(systems):
+      field = f"answers.{system}"
+      answer = {"claims": []}
+      answer_string = draw(st.none() | st.sampled_from(sorted(_CLAIM_ANSWERS)))
+      if answer_string is not None or draw(st.booleans()):
+        answer["answer_string"] = answer_string
+      if not system.strip():
+        fields["answers"][system] = answer
+        items.append((None, ("empty_system_name",), field, REJECTED))
+        continue
+      outcome = draw(st.sampled_from(["good"] * 4 + ["answer", "no_claims"]))
+      if outcome == "no_claims":
+        fields["answers"][system] = answer
+        items.append((None, ("answer_without_claims",), f"{field}.claims", UNMATCHED))
+        continue
+      if outcome == "answer":
+        name, reasons, value = _damage(draw, answer, _EXPERTQA_ANSWER_DAMAGE, field)
+        fields["answers"][system] = value if name == field else answer
+        items.append((None, reasons, name, REJECTED))
+        continue
+      abstained = _CLAIM_ANSWERS.get(answer_string, False)
+      for index in range(draw(st.integers(1, 3))):
+        claim, parsed, reasons, claim_field = _expertqa_claim(
+            draw, f"{field}.claims[{index}]")
+        answer["claims"].append(claim)
+        if parsed is None:
+          items.append((None, reasons, claim_field, REJECTED))
+        else:
+          text, evidence, support = parsed
+          items.append(((system.strip(), question.strip(), index, text, evidence,
+                         support, abstained), (), None, REJECTED))
+      fields["answers"][system] = answer
+    data = _json_line(draw, fields, ending)
+    first = None
+    for expected, reasons, field, dead_kind in items:
+      record = Record(b"" if first else data, reasons=reasons, field=field,
+                      kind=dead_kind, same_line=first is not None)
+      if expected is not None:
+        record.expected = ClaimInput(*expected, _LineOf(first or record), "", 0)
+      records.append(record)
+      first = first or record
+  return _assemble_text(draw, "expertqa.jsonl", "", records, blank=lambda: ending)
+
+
+# ----------------------------------------------------------------------------
 # Assembling text files, and the invariant.
 
 

@@ -8,7 +8,8 @@ Readers: predictions CSV / JSON Lines / Parquet, corpus sources (Pyserini and
 id,title,text JSON Lines), gold JSON Lines, and, each as CSV / JSON Lines /
 Parquet: human ratings, `autoais sck` answers, knowledge-graph statements and
 `autoais audit` answers; audit candidates (TREC run lines, candidate lists in
-JSON Lines) and topics TSV; flat claims JSON Lines. A second group of tests plants a bug
+JSON Lines) and topics TSV; flat claims JSON Lines and ExpertQA records. A
+second group of tests plants a bug
 in a reader and checks that the property finds it: an invariant that cannot
 fail is not trusted. The end-to-end property runs the evaluate job on generated
 prediction files and checks run.json and dead_letter.jsonl.
@@ -50,6 +51,7 @@ READERS = {
                          audit_sources.read_candidates),
     "topics_tsv": (reader_damage.topic_files(), audit_sources.read_topics),
     "claims_jsonl": (reader_damage.claim_files(), claim_sources.read_claims_jsonl),
+    "expertqa": (reader_damage.expertqa_files(), claim_sources.read_expertqa),
 }
 
 
@@ -145,6 +147,7 @@ PLANTED = [
     ("candidates_jsonl", _drops_last_good_row),
     ("topics_tsv", _names_no_field),
     ("claims_jsonl", _reports_the_line_after),
+    ("expertqa", _drops_last_good_row),
 ]
 
 
