@@ -27,7 +27,8 @@ and of other answers, each with a 95% bootstrap CI over questions.
 Outputs in --output_dir: audit_candidates.parquet (one row per answer x
 candidate found), audit_answers.parquet / .csv, audit.csv / .json / .md,
 dead_letter.jsonl (unknown ids, candidates no answer asks for, answers without
-candidates, duplicates, bad lines), and run.json, written last, whose counts
+candidates, duplicates, bad lines; an answer a candidate of which a hosted model
+could not score, with its candidates), and run.json, written last, whose counts
 reconcile for answers and for candidates: read = scored + rejected + unmatched
 (+ candidates below --top_k, + candidates replaced by their article).
 """
