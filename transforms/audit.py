@@ -161,8 +161,7 @@ def candidate_scoring_failed(pair: AuditPair, failure) -> DeadLetter:
       pair.source_file, pair.source_line, None,
       f"candidate {pair.passage_id!r} of the answer of system {pair.system_name!r} "
       f"at {pair.answer_file}:{pair.answer_line}, left out with that answer",
-      failure,
-      _candidate_fields(pair))
+      failure, _candidate_fields(pair))
 
 
 def answer_row_key(pair: AuditPair) -> Tuple[str, int]:
@@ -194,7 +193,7 @@ class AccountAnswersFn(beam.DoFn):
           f"candidate passages{_of_system(answer)} for this query; not audited",
           _answer_json(answer)))
     elif (answer.source_file, answer.source_line) in failed_answers:
-      failure = failed_answers[(answer.source_file, answer.source_line)]
+      failure = failed_answers[answer.source_file, answer.source_line]
       yield beam.pvalue.TaggedOutput("dead_letter", scoring_failed(
           answer.source_file, answer.source_line, None,
           f"a candidate passage of this answer{_of_system(answer)}", failure,

@@ -200,7 +200,7 @@ class _RouteLongEvidenceFn(beam.DoFn):
       yield keyed_score
 
 
-def claim_scoring_failed(claim: ClaimInput, failure: ScoringFailure) -> DeadLetter:
+def _claim_scoring_failed(claim: ClaimInput, failure: ScoringFailure) -> DeadLetter:
   return scoring_failed(
       claim.source_file, claim.source_line, "evidence",
       f"claim {claim.claim_index} of system {claim.system_name!r}", failure,
@@ -219,7 +219,7 @@ class _RateClaimsFn(beam.DoFn):
   def process(self, keyed_outcome):
     (claim, premise), outcome = keyed_outcome
     if isinstance(outcome, ScoringFailure):
-      yield beam.pvalue.TaggedOutput("dead_letter", claim_scoring_failed(claim, outcome))
+      yield beam.pvalue.TaggedOutput("dead_letter", _claim_scoring_failed(claim, outcome))
     else:
       yield claim_row(claim, premise, outcome, self._reranked, self._scorer)
 
