@@ -49,7 +49,8 @@ from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
 from transforms.labelled_sources import (FORMATS, SCENARIOS, check_labelled_file,
                                          labelled_reader)
 from transforms.report import agreement_report_html
-from transforms.scoring import ScoreAttribution, scoring_failed_message
+from transforms.scoring import (ScoreAttribution, first_failure, scored_or_failed,
+                                scoring_failed)
 from transforms.sorted_runs import SpillSortedRuns, merge_sorted_runs
 from transforms.sources import ReadRecords, match_files
 
@@ -150,12 +151,8 @@ def agreement_row(chunks: List[Tuple[LabelledItem, AttributionScore]]) -> Agreem
 
 
 def _scoring_failed(item: LabelledItem, failure: ScoringFailure, what: str) -> DeadLetter:
-  return DeadLetter(
-      item.source_file, item.source_line, REJECTED, "scoring_failed", None,
-      f"{item.source_file}:{item.source_line}: {what}: "
-      f"{scoring_failed_message(failure)}",
-      json.dumps({"item_id": item.item_id, "http_status": failure.status},
-                 ensure_ascii=False))
+  return scoring_failed(item.source_file, item.source_line, None, what, failure,
+                        {"item_id": item.item_id})
 
 
 class _DeadLetterFailedItemsFn(beam.DoFn):
@@ -176,11 +173,11 @@ class _CombineChunksFn(beam.DoFn):
   def process(self, grouped):
     (role, item_id), chunks = grouped
     chunks = list(chunks)
-    failures = [score for _, score in chunks if isinstance(score, ScoringFailure)]
-    if failures:
+    failure = first_failure(score for _, score in chunks)
+    if failure is not None:
       for item, _ in chunks:
         yield beam.pvalue.TaggedOutput(role, _scoring_failed(
-            item, failures[0], f"a premise chunk of item {item_id!r}"))
+            item, failure, f"a premise chunk of item {item_id!r}"))
       return
     first = chunks[0][0]
     if any((item.example.hypothesis, item.human_label) !=
@@ -220,8 +217,7 @@ class ScoreItems(beam.PTransform):
           _DeadLetterFailedItemsFn()).with_outputs(*self._roles)
       return {"rows": rows, "dead_letter": {role: failed[role] for role in self._roles},
               "stats": scores["stats"]}
-    combined = ((scores["scored"], scores["failed"])
-                | "CollectChunkScores" >> beam.Flatten()
+    combined = (scored_or_failed(scores, "CollectChunkScores")
                 | "KeyByItem" >> beam.MapTuple(
                     lambda key, score: ((key[0], key[1].item_id), (key[1], score)))
                 | "GroupChunks" >> beam.GroupByKey()

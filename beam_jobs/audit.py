@@ -27,7 +27,8 @@ and of other answers, each with a 95% bootstrap CI over questions.
 Outputs in --output_dir: audit_candidates.parquet (one row per answer x
 candidate found), audit_answers.parquet / .csv, audit.csv / .json / .md,
 dead_letter.jsonl (unknown ids, candidates no answer asks for, answers without
-candidates, duplicates, bad lines), and run.json, written last, whose counts
+candidates, duplicates, bad lines; an answer a candidate of which a hosted model
+could not score, with its candidates), and run.json, written last, whose counts
 reconcile for answers and for candidates: read = scored + rejected + unmatched
 (+ candidates below --top_k, + candidates replaced by their article).
 """
@@ -57,15 +58,16 @@ from transforms.audit import (ARTICLE, AUDIT_KEY, CANDIDATE_SOURCES, JOIN_KEY, R
                               AccountAnswersFn, AnswerAudit, AuditOutcomes,
                               BuildAnswerIndex, BuildTopicIndex, ExpandArticleFn,
                               FirstCandidate, MatchCandidatesFn, PrepareExamplesFn,
-                              audit_system_row, later_topic, passage_to_look_up,
-                              top1_article, unit_key)
+                              answer_row_key, audit_system_row,
+                              candidate_scoring_failed, later_topic,
+                              passage_to_look_up, top1_article, unit_key)
 from transforms.audit_sources import (ANSWER_FIELDS, candidates_format,
                                       read_audit_answers, read_candidates, read_topics)
 from transforms.metrics import BuildGoldIndex
 from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
                                 WriteManifest, atomic_create, csv_bytes, reconcile,
                                 software_versions, utc_now, write_text_atomically)
-from transforms.scoring import ScoreAttribution, StopOnScoringFailures
+from transforms.scoring import ScoreAttribution, first_failure, scored_or_failed
 from transforms.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
 from transforms.sources import (TFDS_PREFIX, InputError, ReadGold, ReadRecords,
                                 check_gold_source, check_input_file, check_text_file,
@@ -185,6 +187,26 @@ class _RejectLaterTopicsFn(beam.DoFn):
     dead = later_topic(topic, kept)
     if dead is not None:
       yield dead
+
+
+class _RateCandidatesFn(beam.DoFn):
+  """((pair, found), score or ScoringFailure) -> its AuditCandidateRow; every
+  candidate of an answer one of whose candidates could not be scored is left
+  out (the answer's figures would be over the others only): dead-lettered if it
+  is a line of the input that was found in the corpus (one not found is
+  dead-lettered already; an article passage is no input line)."""
+
+  def __init__(self, scorer: str):
+    self._scorer = scorer
+
+  def process(self, keyed_outcome, failed_answers):
+    (pair, found), outcome = keyed_outcome
+    failure = failed_answers.get(answer_row_key(pair))
+    if failure is None:
+      yield candidate_row(pair, found, outcome, self._scorer)
+    elif found and not pair.from_article:
+      yield beam.pvalue.TaggedOutput("dead_letter",
+                                     candidate_scoring_failed(pair, failure))
 
 
 def candidate_row(pair, found: bool, score, scorer: str) -> AuditCandidateRow:
@@ -447,12 +469,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
           "dead_letter", "stats", main="pairs")
   step_stats.append(matched.stats)
   per_answer = (matched.pairs
-                | "KeyByAnswerRow" >> beam.Map(
-                    lambda pair: ((pair.answer_file, pair.answer_line), 1))
+                | "KeyByAnswerRow" >> beam.Map(lambda pair: (answer_row_key(pair), 1))
                 | "CountCandidatesPerAnswer" >> beam.CombinePerKey(sum))
-  accounted = answers | "AccountAnswers" >> beam.ParDo(
-      AccountAnswersFn(), beam.pvalue.AsSingleton(index),
-      beam.pvalue.AsDict(per_answer)).with_outputs("dead_letter", main="audited")
 
   pairs = matched.pairs
   join_stats = []
@@ -480,12 +498,23 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
       PrepareExamplesFn()).with_outputs("dead_letter", "stats", main="examples")
   step_stats.append(prepared.stats)
   scored = prepared.examples | "ScoreAttribution" >> ScoreAttribution(plan.scorer)
-  _ = scored["failed"] | "StopOnScoringFailures" >> StopOnScoringFailures("audit")
-  runs = (scored["scored"]
-          | "RateCandidates" >> beam.MapTuple(
-              lambda key, score: candidate_row(key[0], key[1], score, scorer_name))
-          | "SpillCandidateRuns" >> SpillSortedRuns(
-              FileSystems.join(work_dir, "candidates"), AuditCandidateRow, AUDIT_KEY))
+  # Answers one of whose candidates could not be scored: left out whole, with
+  # their candidates (few: a side input).
+  failed_answers = beam.pvalue.AsDict(
+      scored["failed"]
+      | "KeyFailuresByAnswerRow" >> beam.MapTuple(
+          lambda key, failure: (answer_row_key(key[0]), failure))
+      | "FirstFailurePerAnswer" >> beam.CombinePerKey(first_failure))
+  accounted = answers | "AccountAnswers" >> beam.ParDo(
+      AccountAnswersFn(), beam.pvalue.AsSingleton(index),
+      beam.pvalue.AsDict(per_answer), failed_answers).with_outputs(
+          "dead_letter", main="audited")
+  rated = (scored_or_failed(scored, "CollectCandidateOutcomes")
+           | "RateCandidates" >> beam.ParDo(_RateCandidatesFn(scorer_name),
+                                            failed_answers).with_outputs(
+                                                "dead_letter", main="rows"))
+  runs = rated.rows | "SpillCandidateRuns" >> SpillSortedRuns(
+      FileSystems.join(work_dir, "candidates"), AuditCandidateRow, AUDIT_KEY)
   written = (
       pipeline
       | "StartAuditFiles" >> beam.Create([None])
@@ -506,7 +535,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   dead_letters = {
       "answers": (answers_read.dead_letter, accounted.dead_letter),
       "candidates": (candidates_read.dead_letter, matched.dead_letter,
-                     prepared.dead_letter, written.dead_letter),
+                     prepared.dead_letter, rated.dead_letter, written.dead_letter),
   }
   if topic_dead:
     dead_letters["topics"] = topic_dead

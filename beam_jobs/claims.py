@@ -283,7 +283,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
           "bootstrap": {"method": "percentile", "level": 0.95,
                         "samples": options.bootstrap_samples, "seed": options.seed,
                         "unit": "answer"}})))
-  dead = ({"claims": (read.dead_letter, written.dead_letter)}
+  dead = ({"claims": (read.dead_letter, scored["dead_letter"], written.dead_letter)}
           | "WriteDeadLetters" >> WriteDeadLetters(
               FileSystems.join(options.output_dir, "dead_letter.jsonl"), work_dir))
   _ = pipeline | "WriteRunManifest" >> WriteManifest(

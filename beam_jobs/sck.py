@@ -337,7 +337,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
       | "ListSummaries" >> beam.combiners.ToList()
       | "WriteSummary" >> beam.ParDo(_WriteSummaryFn(options.output_dir,
                                                      {"weights": weights})))
-  dead = ({"answers": (read.dead_letter, written.dead_letter), "kg": kg.dead_letter}
+  dead = ({"answers": (read.dead_letter, scored["dead_letter"], written.dead_letter),
+           "kg": kg.dead_letter}
           | "WriteDeadLetters" >> WriteDeadLetters(
               FileSystems.join(options.output_dir, "dead_letter.jsonl"), work_dir))
   _ = pipeline | "WriteRunManifest" >> WriteManifest(

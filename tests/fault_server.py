@@ -16,14 +16,17 @@ seconds, bounded in time):
   "timeout"  answers after `delay` seconds (past the client's timeout);
   "drop"     closes the connection without an answer.
 
-Requests holding an instance whose hypothesis contains `refuse_marker` are
-refused every time with 422 (a permanent failure). `log` records (fault or
-status, number of instances) per request.
+Requests holding an instance whose premise or hypothesis contains
+`refuse_marker` are refused every time with 422 (a permanent failure). With
+`truncate_over`, an instance whose premise is longer than that many characters
+is answered `truncated` (as a model whose input it overflows). `log` records
+(fault or status, number of instances) per request.
 """
 import http.server
 import json
 import threading
 import time
+from typing import Optional
 
 from tests.scorers import hash_score
 
@@ -33,12 +36,13 @@ class FaultServer(http.server.ThreadingHTTPServer):
   daemon_threads = True
 
   def __init__(self, faults=(), delay: float = 1.5, refuse_marker: str = "REFUSE-ME",
-               every: int = 1):
+               every: int = 1, truncate_over: Optional[int] = None):
     self.faults = list(faults)
     self.every = every
     self.requests = 0
     self.delay = delay
     self.refuse_marker = refuse_marker
+    self.truncate_over = truncate_over
     self.log = []
     self.lock = threading.Lock()
     super().__init__(("127.0.0.1", 0), _FaultHandler)
@@ -55,6 +59,9 @@ class FaultServer(http.server.ThreadingHTTPServer):
       if self.faults and (self.requests - 1) % self.every == 0:
         return self.faults.pop(0)
       return None
+
+  def truncates(self, premise: str) -> bool:
+    return self.truncate_over is not None and len(premise) > self.truncate_over
 
   def close(self) -> None:
     self.shutdown()
@@ -98,13 +105,16 @@ class _FaultHandler(http.server.BaseHTTPRequestHandler):
     elif fault is not None:
       self._reply(int(fault), {"error": f"injected {fault}"})
       return
-    if any(self.server.refuse_marker in item["hypothesis"] for item in instances):
+    marker = self.server.refuse_marker
+    if any(marker in item["premise"] or marker in item["hypothesis"]
+           for item in instances):
       self.server.log[-1] = ("422", len(instances))
       self._reply(422, {"error": "instance refused"})
       return
     self._reply(200, {"predictions": [
         {"nli_score": hash_score(item["premise"], item["hypothesis"]),
-         "n_windows": 1, "truncated": False} for item in instances]})
+         "n_windows": 1, "truncated": self.server.truncates(item["premise"])}
+        for item in instances]})
 
   def log_message(self, format, *args):  # pylint: disable=redefined-builtin
     pass

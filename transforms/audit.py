@@ -30,7 +30,7 @@ from schemas import (REJECTED, UNMATCHED, AuditAnswer, AuditAnswerRow, AuditPair
 from transforms.corpus import article_of
 from transforms.metrics import BootstrapWeights
 from transforms.passages import parse_passage
-from transforms.scoring import qa_example
+from transforms.scoring import qa_example, scoring_failed
 from transforms.sources import json_record
 
 RUN, ARTICLE = "run", "article"
@@ -134,23 +134,48 @@ def later_topic(topic: Topic, kept: Dict[str, Topic]) -> Optional[DeadLetter]:
       json_record({"qid": topic.query_id, "question": topic.question}))
 
 
+def _answer_fields(answer: AuditAnswer) -> dict:
+  return {"system_name": answer.system_name, "question": answer.question,
+          "query_id": answer.query_id, "answer": answer.answer}
+
+
 def _answer_json(answer: AuditAnswer) -> str:
-  return json_record({"system_name": answer.system_name, "question": answer.question,
-                       "query_id": answer.query_id, "answer": answer.answer})
+  return json_record(_answer_fields(answer))
+
+
+def _candidate_fields(candidate) -> dict:
+  """A Candidate or an AuditPair as a dead letter's record."""
+  return {"system_name": candidate.system_name, "query_id": candidate.query_id,
+          "question": candidate.question, "id": candidate.passage_id,
+          "rank": candidate.rank}
 
 
 def _candidate_json(candidate) -> str:
-  """A Candidate or an AuditPair as a dead letter's record."""
-  return json_record({"system_name": candidate.system_name,
-                       "query_id": candidate.query_id, "question": candidate.question,
-                       "id": candidate.passage_id, "rank": candidate.rank})
+  return json_record(_candidate_fields(candidate))
+
+
+def candidate_scoring_failed(pair: AuditPair, failure) -> DeadLetter:
+  """A candidate left out with its answer: scoring it or another candidate of
+  the answer failed."""
+  return scoring_failed(
+      pair.source_file, pair.source_line, None,
+      f"candidate {pair.passage_id!r} of the answer of system {pair.system_name!r} "
+      f"at {pair.answer_file}:{pair.answer_line}, left out with that answer",
+      failure, _candidate_fields(pair))
+
+
+def answer_row_key(pair: AuditPair) -> Tuple[str, int]:
+  """The answer row (file, line) a pair is audited for."""
+  return (pair.answer_file, pair.answer_line)
 
 
 class AccountAnswersFn(beam.DoFn):
-  """Each answer read is audited, a later duplicate, or has no candidates.
-  Main output: {"audited": 1} per audited answer row."""
+  """Each answer read is audited, a later duplicate, has no candidates, or is
+  left out because scoring one of its candidates failed (`failed_answers`:
+  answer_row_key -> ScoringFailure). Main output: {"audited": 1} per audited
+  answer row."""
 
-  def process(self, answer, index: AnswerIndex, candidate_counts):
+  def process(self, answer, index: AnswerIndex, candidate_counts, failed_answers):
     if not index.is_kept(answer):
       kept = index.kept_answer(answer)
       yield beam.pvalue.TaggedOutput("dead_letter", DeadLetter(
@@ -167,6 +192,12 @@ class AccountAnswersFn(beam.DoFn):
           f"{answer.source_file}:{answer.source_line}: field 'question': no "
           f"candidate passages{_of_system(answer)} for this query; not audited",
           _answer_json(answer)))
+    elif (answer.source_file, answer.source_line) in failed_answers:
+      failure = failed_answers[answer.source_file, answer.source_line]
+      yield beam.pvalue.TaggedOutput("dead_letter", scoring_failed(
+          answer.source_file, answer.source_line, None,
+          f"a candidate passage of this answer{_of_system(answer)}", failure,
+          _answer_fields(answer)))
     else:
       yield {"audited": 1}
 

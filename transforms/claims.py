@@ -40,10 +40,12 @@ from typing import List, Optional, Tuple
 import apache_beam as beam
 import numpy as np
 
-from schemas import AttributionScore, ClaimInput, ClaimRow, ClaimsSystemRow
+from schemas import (AttributionScore, ClaimInput, ClaimRow, ClaimsSystemRow,
+                     DeadLetter, ScoringFailure)
 from transforms.agreement import AgreementCounts, agreement_statistics
 from transforms.metrics import BootstrapWeights
-from transforms.scoring import ScoreAttribution, StopOnScoringFailures, claim_example
+from transforms.scoring import (ScoreAttribution, claim_example, first_failure,
+                                scored_or_failed, scoring_failed)
 
 CONCAT, MAX, RERANK = "concat", "max", "rerank"
 EVIDENCE_MODES = (CONCAT, MAX, RERANK)
@@ -150,8 +152,17 @@ def _item_examples(claim: ClaimInput):
     yield (claim, premise, index), claim_example(premise, hypothesis)
 
 
+def _item_rank(item):
+  """A failed item first (the least failure), then by score, the earlier on ties."""
+  index, _, _, outcome = item
+  if isinstance(outcome, ScoringFailure):
+    return (0, outcome, index)
+  return (1, -(outcome.nli_score if outcome else -1.0), index)
+
+
 class _BestItem(beam.CombineFn):
-  """(index, claim, premise, score) -> the best-scored item, the earlier on ties."""
+  """(index, claim, premise, score or ScoringFailure) -> the best-scored item,
+  the earlier on ties; a failed item, if any (its claim is dead-lettered)."""
 
   def create_accumulator(self):
     return None
@@ -162,9 +173,7 @@ class _BestItem(beam.CombineFn):
       return b
     if b is None:
       return a
-    rank_a = (-(a[3].nli_score if a[3] else -1.0), a[0])
-    rank_b = (-(b[3].nli_score if b[3] else -1.0), b[0])
-    return a if rank_a <= rank_b else b
+    return a if _item_rank(a) <= _item_rank(b) else b
 
   def add_input(self, accumulator, item):
     return self._better(accumulator, item)
@@ -180,15 +189,39 @@ class _BestItem(beam.CombineFn):
 
 
 class _RouteLongEvidenceFn(beam.DoFn):
-  """Rerank mode: rows whose input fit the model are final; the others go on to
-  sentence reranking."""
+  """Rerank mode: rows whose input fit the model (or whose scoring failed) are
+  final; the others go on to sentence reranking."""
 
   def process(self, keyed_score):
     (claim, premise), score = keyed_score
-    if score is not None and score.truncated:
+    if isinstance(score, AttributionScore) and score.truncated:
       yield beam.pvalue.TaggedOutput("long", (claim, premise))
     else:
       yield keyed_score
+
+
+def _claim_scoring_failed(claim: ClaimInput, failure: ScoringFailure) -> DeadLetter:
+  return scoring_failed(
+      claim.source_file, claim.source_line, "evidence",
+      f"claim {claim.claim_index} of system {claim.system_name!r}", failure,
+      {"system_name": claim.system_name, "question": claim.question,
+       "claim_index": claim.claim_index, "claim": claim.claim})
+
+
+class _RateClaimsFn(beam.DoFn):
+  """((claim, premise), score or ScoringFailure) -> its ClaimRow, or its dead
+  letter where scoring its evidence failed."""
+
+  def __init__(self, scorer: str, reranked: bool):
+    self._scorer = scorer
+    self._reranked = reranked
+
+  def process(self, keyed_outcome):
+    (claim, premise), outcome = keyed_outcome
+    if isinstance(outcome, ScoringFailure):
+      yield beam.pvalue.TaggedOutput("dead_letter", _claim_scoring_failed(claim, outcome))
+    else:
+      yield claim_row(claim, premise, outcome, self._reranked, self._scorer)
 
 
 def _sentence_examples(claim_and_premise):
@@ -200,8 +233,22 @@ def _sentence_examples(claim_and_premise):
         f"premise: {sentence} hypothesis: {hypothesis}", hypothesis)
 
 
-def _reranked_example(grouped):
-  _, scored = grouped
+class _ChooseSentencesFn(beam.DoFn):
+  """A claim's scored sentences -> the reranked example; a claim one of whose
+  sentences could not be scored -> ((claim, None), failure) on "failed" (a
+  choice among the other sentences would not be the reference's)."""
+
+  def process(self, grouped):
+    _, scored = grouped
+    scored = list(scored)
+    failure = first_failure(outcome for _, _, outcome in scored)
+    if failure is None:
+      yield _reranked_example(scored)
+    else:
+      yield beam.pvalue.TaggedOutput("failed", ((scored[0][1], None), failure))
+
+
+def _reranked_example(scored):
   scored = sorted(scored, key=lambda item: item[0])
   claim = scored[0][1]
   sentences = split_sentences(concat_premise(claim))
@@ -211,7 +258,9 @@ def _reranked_example(grouped):
 
 
 class ScoreClaims(beam.PTransform):
-  """PCollection[ClaimInput] -> {"rows": PCollection[ClaimRow], "stats":
+  """PCollection[ClaimInput] -> {"rows": PCollection[ClaimRow], "dead_letter":
+  PCollection[DeadLetter] of the claims left out because scoring any of their
+  evidence failed (a hosted model refused it, or kept failing), "stats":
   PCollection[dict] of the scorer's counts}, in one of EVIDENCE_MODES."""
 
   def __init__(self, scorer, evidence_mode: str = CONCAT):
@@ -229,46 +278,51 @@ class ScoreClaims(beam.PTransform):
       scored = (claims
                 | "ExpandEvidenceItems" >> beam.FlatMap(_item_examples)
                 | "ScoreEvidenceItems" >> ScoreAttribution(self._scorer))
-      _ = scored["failed"] | "StopOnItemFailures" >> StopOnScoringFailures("claims")
-      rows = (scored["scored"]
-              | "KeyItemsByClaim" >> beam.MapTuple(
-                  lambda key, score: (_claim_id(key[0]), (key[2], key[0], key[1], score)))
-              | "KeepBestItem" >> beam.CombinePerKey(_BestItem())
-              | "RateClaims" >> beam.MapTuple(
-                  lambda _, best: claim_row(best[1], best[2], best[3], False, name)))
-      return {"rows": rows, "stats": scored["stats"]}
+      rated = (scored_or_failed(scored, "CollectItemOutcomes")
+               | "KeyItemsByClaim" >> beam.MapTuple(
+                   lambda key, outcome: (_claim_id(key[0]),
+                                         (key[2], key[0], key[1], outcome)))
+               | "KeepBestItem" >> beam.CombinePerKey(_BestItem())
+               | "KeyBestItems" >> beam.MapTuple(
+                   lambda _, best: ((best[1], best[2]), best[3]))
+               | "RateClaims" >> beam.ParDo(_RateClaimsFn(name, False)).with_outputs(
+                   "dead_letter", main="rows"))
+      return {"rows": rated.rows, "dead_letter": rated.dead_letter,
+              "stats": scored["stats"]}
     scored = (claims
               | "JoinEvidence" >> beam.Map(_concat_example)
               | "ScoreJoinedEvidence" >> ScoreAttribution(self._scorer))
-    _ = scored["failed"] | "StopOnJoinedFailures" >> StopOnScoringFailures("claims")
+    outcomes = scored_or_failed(scored, "CollectJoinedOutcomes")
     if self._mode == CONCAT:
-      rows = scored["scored"] | "RateClaims" >> beam.MapTuple(
-          lambda key, score: claim_row(key[0], key[1], score, False, name))
-      return {"rows": rows, "stats": scored["stats"]}
-    routed = scored["scored"] | "RouteLongEvidence" >> beam.ParDo(
+      rated = outcomes | "RateClaims" >> beam.ParDo(
+          _RateClaimsFn(name, False)).with_outputs("dead_letter", main="rows")
+      return {"rows": rated.rows, "dead_letter": rated.dead_letter,
+              "stats": scored["stats"]}
+    routed = outcomes | "RouteLongEvidence" >> beam.ParDo(
         _RouteLongEvidenceFn()).with_outputs("long", main="fits")
     sentences = (routed.long
                  | "SplitEvidenceSentences" >> beam.FlatMap(_sentence_examples)
                  | "ScoreEvidenceSentences" >> ScoreAttribution(self._scorer))
-    _ = sentences["failed"] | "StopOnSentenceFailures" >> StopOnScoringFailures(
-        "claims")
-    reranked = (sentences["scored"]
-                | "KeySentencesByClaim" >> beam.MapTuple(
-                    lambda key, score: (_claim_id(key[0]), (key[1], key[0], score)))
-                | "GroupSentencesByClaim" >> beam.GroupByKey()
-                | "ChooseSentences" >> beam.Map(_reranked_example)
-                | "ScoreChosenSentences" >> ScoreAttribution(self._scorer))
-    _ = reranked["failed"] | "StopOnRerankedFailures" >> StopOnScoringFailures(
-        "claims")
-    rows = (
-        (routed.fits | "RateFittingClaims" >> beam.MapTuple(
-            lambda key, score: claim_row(key[0], key[1], score, False, name)),
-         reranked["scored"] | "RateRerankedClaims" >> beam.MapTuple(
-             lambda key, score: claim_row(key[0], key[1], score, True, name)))
-        | "MergeClaimRows" >> beam.Flatten())
+    chosen = (scored_or_failed(sentences, "CollectSentenceOutcomes")
+              | "KeySentencesByClaim" >> beam.MapTuple(
+                  lambda key, outcome: (_claim_id(key[0]), (key[1], key[0], outcome)))
+              | "GroupSentencesByClaim" >> beam.GroupByKey()
+              | "ChooseSentences" >> beam.ParDo(_ChooseSentencesFn()).with_outputs(
+                  "failed", main="examples"))
+    reranked = chosen.examples | "ScoreChosenSentences" >> ScoreAttribution(
+        self._scorer)
+    fitting = routed.fits | "RateFittingClaims" >> beam.ParDo(
+        _RateClaimsFn(name, False)).with_outputs("dead_letter", main="rows")
+    rated = ((scored_or_failed(reranked, "CollectRerankedOutcomes"), chosen.failed)
+             | "CollectRerankOutcomes" >> beam.Flatten()
+             | "RateRerankedClaims" >> beam.ParDo(
+                 _RateClaimsFn(name, True)).with_outputs("dead_letter", main="rows"))
+    rows = (fitting.rows, rated.rows) | "MergeClaimRows" >> beam.Flatten()
+    dead = ((fitting.dead_letter, rated.dead_letter)
+            | "MergeClaimDeadLetters" >> beam.Flatten())
     stats = ((scored["stats"], sentences["stats"], reranked["stats"])
              | "CollectScorerStats" >> beam.Flatten())
-    return {"rows": rows, "stats": stats}
+    return {"rows": rows, "dead_letter": dead, "stats": stats}
 
 
 # ----------------------------------------------------------------------------

@@ -50,7 +50,8 @@ from transforms.entity_linking import (Gazetteer, LinkedSentence, Mention,
 from transforms.intent import INTENT_WEIGHTS, classify_intent, structure_score
 from transforms.knowledge_graph import (Conflict, Triple, conflicting_claims,
                                         relevant_triples, triple_labels, verbalise)
-from transforms.scoring import ScoreAttribution, StopOnScoringFailures, claim_example
+from transforms.scoring import (ScoreAttribution, claim_example, first_failure,
+                                scoring_failed)
 
 K_WEIGHTS = (1 / 3, 1 / 3, 1 / 3)  # VE, ER, KG-AttrScore: "alpha = beta = gamma ≈ 0.3"
 ATTRIBUTABLE, EXTRAPOLATORY, CONTRADICTORY = 1, 0, -1
@@ -376,6 +377,9 @@ class _EmbeddingTextsFn(beam.DoFn):
 
 
 class _AnswerRowFn(beam.DoFn):
+  """An answer's context, scores and vectors -> its SckRow; an answer one of
+  whose sentence judgements could not be scored -> its dead letter (its
+  KG-AttrScore, and so K and SCK, would be over the other sentences only)."""
 
   def __init__(self, scorer: str, k_weights: Sequence[float]):
     self._scorer = scorer
@@ -385,6 +389,15 @@ class _AnswerRowFn(beam.DoFn):
     _, groups = grouped
     (context,) = groups["context"]
     linked, records = context
+    failure = first_failure(failure for _, failure in groups["failed"])
+    if failure is not None:
+      row = linked.row
+      yield beam.pvalue.TaggedOutput("dead_letter", scoring_failed(
+          row.source_file, row.source_line, "answer",
+          f"a sentence judgement of the answer of system {row.system_name!r}",
+          failure, {"system_name": row.system_name, "question": row.question,
+                    "answer": row.answer}))
+      return
     scores = dict(groups["scores"])
     vectors = dict(groups["vectors"])
     yield answer_row(linked, records, predicate_labels, scores, vectors, self._scorer,
@@ -397,7 +410,9 @@ def _rekey(keyed):
 
 
 class ScoreAnswers(beam.PTransform):
-  """PCollection[SckInput] -> {"rows": PCollection[SckRow], "scorer_stats",
+  """PCollection[SckInput] -> {"rows": PCollection[SckRow], "dead_letter":
+  PCollection[DeadLetter] of answers a sentence judgement of which could not be
+  scored (a hosted model refused it, or kept failing), "scorer_stats",
   "embedding_stats": PCollection[dict]}, given the knowledge graph of
   knowledge_graph.BuildKnowledgeGraph, a models.Scorer and a ModelHandler of
   sentence embeddings (models/embeddings.py)."""
@@ -427,17 +442,18 @@ class ScoreAnswers(beam.PTransform):
     scored = (contexts
               | "BuildSentenceExamples" >> beam.ParDo(_ExamplesFn(), predicate_labels)
               | "ScoreSentences" >> ScoreAttribution(self._scorer))
-    _ = scored["failed"] | "StopOnScoringFailures" >> StopOnScoringFailures("sck")
     embedded = (contexts
                 | "ListTextsToEmbed" >> beam.ParDo(_EmbeddingTextsFn())
                 | "EmbedTexts" >> self._embed)
     rows = (
         {"context": contexts,
          "scores": scored["scored"] | "KeyScoresByAnswer" >> beam.Map(_rekey),
+         "failed": scored["failed"] | "KeyFailuresByAnswer" >> beam.Map(_rekey),
          "vectors": embedded["scored"] | "KeyVectorsByAnswer" >> beam.Map(_rekey)}
         | "GroupScoresByAnswer" >> beam.CoGroupByKey()
         | "CombineAnswerScores" >> beam.ParDo(
             _AnswerRowFn(self._scorer.describe()["name"], self._k_weights),
-            predicate_labels))
-    return {"rows": rows, "scorer_stats": scored["stats"],
+            predicate_labels).with_outputs("dead_letter", main="rows"))
+    return {"rows": rows.rows, "dead_letter": rows.dead_letter,
+            "scorer_stats": scored["stats"],
             "embedding_stats": embedded["stats"]}

@@ -3,12 +3,13 @@
 `qa_example` builds the AutoAIS input of SPEC 5.2; `ScoreAttribution` applies a
 scorer (models/) to `(key, example or None)` elements.
 """
-from typing import Any, Tuple
+from typing import Any, Iterable, Optional, Tuple
 
 import apache_beam as beam
 
-from schemas import AttributionExample, ScoringFailure
+from schemas import REJECTED, AttributionExample, DeadLetter, ScoringFailure
 from transforms.passages import ParsedPassage, nli_premise
+from transforms.sources import json_record
 
 def qa_hypothesis(question: str, answer: str) -> str:
   return f"The answer to the question '{question}' is '{answer}'"
@@ -48,38 +49,33 @@ class ScoreAttribution(beam.PTransform):
     return outputs
 
 
+def scored_or_failed(outputs, label: str):
+  """ScoreAttribution's "scored" and "failed" outputs as one PCollection[(key,
+  AttributionScore or None or ScoringFailure)], for a step that decides per
+  unit (an item, a claim, an answer) whether all its examples were scored."""
+  return (outputs["scored"], outputs["failed"]) | label >> beam.Flatten()
+
+
+def first_failure(outcomes: Iterable) -> Optional[ScoringFailure]:
+  """The failure that a unit scored in several examples is dead-lettered with:
+  the least of its ScoringFailures, so the same however its examples were
+  grouped; None when every example was scored."""
+  return min((outcome for outcome in outcomes if isinstance(outcome, ScoringFailure)),
+             default=None)
+
+
 def scoring_failed_message(failure: ScoringFailure) -> str:
   """The dead-letter message of a row whose scoring failed permanently."""
   status = f"HTTP {failure.status}" if failure.status else "no HTTP response"
   return f"scoring failed permanently ({status}): {failure.message}"
 
 
-class ScoringFailedError(RuntimeError):
-  """A job that cannot dead-letter an example its scorer failed on stops."""
-
-
-class _StopOnFailureFn(beam.DoFn):
-
-  def __init__(self, job: str):
-    self._job = job
-
-  def process(self, keyed_failure):
-    _, failure = keyed_failure
-    raise ScoringFailedError(
-        f"autoais {self._job}: an example could not be scored and this job does not "
-        f"dead-letter scoring failures ({scoring_failed_message(failure)}); rerun "
-        "when the endpoint answers, or score with --scorer t5")
-
-
-class StopOnScoringFailures(beam.PTransform):
-  """The "failed" output of ScoreAttribution, for jobs whose rows are built from
-  several scores (a claim from its evidence items, an answer from its
-  candidates) and so cannot drop one: the job stops, loudly, rather than report
-  figures over rows that silently lost a score."""
-
-  def __init__(self, job: str):
-    super().__init__()
-    self._job = job
-
-  def expand(self, failed):
-    return failed | "StopOnFailure" >> beam.ParDo(_StopOnFailureFn(self._job))
+def scoring_failed(source_file: str, source_line: int, field: Optional[str], what: str,
+                   failure: ScoringFailure, record: dict) -> DeadLetter:
+  """The dead letter of an input row left out whole because scoring one of the
+  examples its figures depend on failed permanently (`what` names the unit)."""
+  named = "" if field is None else f"field {field!r}: "
+  return DeadLetter(
+      source_file, source_line, REJECTED, "scoring_failed", field,
+      f"{source_file}:{source_line}: {named}{what}: {scoring_failed_message(failure)}",
+      json_record(dict(record, http_status=failure.status)))
