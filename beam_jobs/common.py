@@ -4,6 +4,7 @@ unusable input into a clear message and exit code 2 (before anything is
 written, where it is found at launch). The output-directory rule is
 beam_jobs/output_dir.py.
 """
+import contextlib
 import logging
 import os
 import shutil
@@ -302,7 +303,8 @@ def run_job(job_name: str, argv: Optional[List[str]],
     print(f"autoais {job_name}: error: {error}", file=sys.stderr)
     return EXIT_CONFIG_ERROR
   try:
-    _run_with_progress(job_name, pipeline, options)
+    with output_dir.held() if output_dir is not None else contextlib.nullcontext():
+      _run_with_progress(job_name, pipeline, options)
   except Exception as error:  # pylint: disable=broad-except
     if output_dir is not None:
       output_dir.discard_scratch()

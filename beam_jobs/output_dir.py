@@ -28,10 +28,26 @@ its scratch directories), so that a failed or killed run never leaves a stale se
 of files beside a new one, and a rerun with the same arguments can always clean up
 after a killed one. Files the ledger does not name are never touched: a user's
 notes in the output directory stay as they are.
+
+Two runs into one directory at once would remove each other's scratch files and
+mix their outputs, so the ledger also says which run is writing (`running`:
+host, process id and start, last seen). `claim()` refuses while that run is
+alive: on this host, while its process (same pid, same start) exists; from
+another host, until it has not been seen for LEASE_EXPIRY_SECONDS (`run_job`
+refreshes `last_seen` every HEARTBEAT_SECONDS while the pipeline runs, and clears
+the entry when the run ends). A killed run's entry is stale: the next run takes
+over. This is a guard, not a lock: two runs started within the same instant
+can both pass it.
 """
+import contextlib
+import datetime
 import json
+import logging
 import os
 import re
+import socket
+import threading
+import time
 import uuid
 from typing import Dict, List, Mapping, Optional, Sequence
 
@@ -47,6 +63,40 @@ SCRATCH_PREFIX = "_work-"
 # atomic_create's temporary files: "{output}.tmp-{32 hex digits}".
 _TEMPORARY = re.compile(r"\.tmp-[0-9a-f]{32}$")
 _SCRATCH = re.compile(re.escape(SCRATCH_PREFIX) + r"[0-9a-f]{12}$")
+HEARTBEAT_SECONDS = 60
+LEASE_EXPIRY_SECONDS = 600
+
+
+def _utc(seconds: float) -> str:
+  return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).isoformat(
+      timespec="seconds")
+
+
+def _process_start(pid: int) -> Optional[str]:
+  """What tells this process from a later one with the same pid: the boot and
+  the start time in clock ticks (Linux /proc); None where /proc is absent."""
+  try:
+    with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
+      boot = f.read().strip()
+    with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+      # Fields after the command name (which may hold spaces) in parentheses;
+      # starttime is field 22, the 20th after the name.
+      fields = f.read().rsplit(")", 1)[1].split()
+    return f"{boot}:{fields[19]}"
+  except (OSError, IndexError):
+    return None
+
+
+def _process_alive(pid: int, start: Optional[str]) -> bool:
+  try:
+    os.kill(pid, 0)
+  except ProcessLookupError:
+    return False
+  except PermissionError:
+    pass  # exists, owned by another user
+  except (OSError, OverflowError):
+    return False
+  return start is None or _process_start(pid) in (None, start)
 
 
 def _is_local(path: str) -> bool:
@@ -97,6 +147,7 @@ class OutputDir:
     self._read_dirs = {flag_: d for flag_, d in (read_dirs or {}).items() if d}
     self._flag = flag
     self.scratch = None
+    self._lease: Optional[dict] = None
 
   def join(self, name: str) -> str:
     return FileSystems.join(self.path, name)
@@ -111,15 +162,57 @@ class OutputDir:
     run of this job left; returns this run's scratch directory (not yet created)."""
     earlier = self._checked_ledger()
     scratch = f"{SCRATCH_PREFIX}{uuid.uuid4().hex[:12]}"
+    now = time.time()
+    self._lease = {"run_id": uuid.uuid4().hex, "host": socket.gethostname(),
+                   "pid": os.getpid(), "process_start": _process_start(os.getpid()),
+                   "started": _utc(now), "last_seen": _utc(now)}
     # The ledger names everything this directory may hold of ours before anything
     # is deleted or written: a run killed at any point leaves a ledger from
     # which the next run can clean up.
     self._write_ledger(sorted(set(earlier["outputs"]) | set(self.outputs)),
-                       sorted(set(earlier["scratch"]) | {scratch}))
+                       sorted(set(earlier["scratch"]) | {scratch}), self._lease)
     self._delete_earlier(earlier)
-    self._write_ledger(self.outputs, [scratch])
+    self._write_ledger(self.outputs, [scratch], self._lease)
     self.scratch = self.join(scratch)
     return self.scratch
+
+  @contextlib.contextmanager
+  def held(self):
+    """While the run lasts: refreshes this run's `last_seen` in the ledger every
+    HEARTBEAT_SECONDS; at the end (however it ends) clears the entry."""
+    stop = threading.Event()
+
+    def beat():
+      while not stop.wait(HEARTBEAT_SECONDS):
+        self._update_lease(keep=True)
+
+    thread = threading.Thread(target=beat, name="autoais-lease", daemon=True)
+    thread.start()
+    try:
+      yield self
+    finally:
+      stop.set()
+      thread.join()
+      self._update_lease(keep=False)
+
+  def _update_lease(self, keep: bool) -> None:
+    """Rewrites this run's entry (keep: with a fresh last_seen; else without
+    it), unless another run has taken the directory over since."""
+    if self._lease is None:
+      return
+    try:
+      ledger = self._read_ledger()
+      if (ledger["running"] or {}).get("run_id") != self._lease["run_id"]:
+        return
+      if keep:
+        self._lease["last_seen"] = _utc(time.time())
+      self._write_ledger(ledger["outputs"], ledger["scratch"],
+                         self._lease if keep else None)
+    except Exception as error:  # pylint: disable=broad-except
+      # The run's outputs matter more than its entry: a stale entry only makes
+      # the next run wait for it to expire.
+      logging.warning("%s: could not update the ledger's running entry: %s",
+                      self.join(LEDGER), error)
 
   def discard_scratch(self) -> None:
     """Removes this run's scratch directory (after a failed run; a complete run
@@ -133,6 +226,7 @@ class OutputDir:
     """Checks the rule; returns what the earlier run's ledger records."""
     self._check_directory()
     earlier = self._read_ledger()
+    self._check_not_running(earlier["running"])
     # An earlier run's outputs are removed before this run writes: none may be
     # an input of this run either.
     self._check_inputs(self.outputs + earlier["outputs"] + [LEDGER])
@@ -150,6 +244,30 @@ class OutputDir:
             f"{self._flag} {self.path} is inside {flag} {directory}: a job never "
             f"writes into a directory it reads. Choose another {self._flag} "
             "(nothing was written).")
+
+  def _check_not_running(self, running: Optional[dict]) -> None:
+    if not running:
+      return
+    pid, host = running.get("pid"), running.get("host")
+    try:
+      seen = datetime.datetime.fromisoformat(str(running.get("last_seen"))).timestamp()
+    except ValueError:
+      seen = 0.0
+    if host == socket.gethostname() and isinstance(pid, int):
+      alive = pid != os.getpid() and _process_alive(pid, running.get("process_start"))
+      how = "its process is alive"
+    else:
+      alive = time.time() - seen < LEASE_EXPIRY_SECONDS
+      how = (f"it was last seen {running.get('last_seen')}; an entry not refreshed "
+             f"for {LEASE_EXPIRY_SECONDS // 60} minutes is taken as a killed run's")
+    if alive:
+      raise ConfigError(
+          f"{self._flag} {self.path}: another `autoais {self.job}` run is writing "
+          f"here (host {host}, pid {pid}, started {running.get('started')}; {how}). "
+          "Two runs into one directory would mix their outputs: wait for it to "
+          f"end, or choose another {self._flag} (nothing was written).")
+    logging.info("%s: the run recorded as writing here (host %s, pid %s) is gone; "
+                 "this run cleans up after it", self.path, host, pid)
 
   def _forbidden(self, path: str, names: Sequence[str]) -> Optional[str]:
     """The name (of `names`, or a scratch directory) that an input path collides
@@ -185,7 +303,7 @@ class OutputDir:
   def _read_ledger(self) -> Dict[str, List[str]]:
     path = self.join(LEDGER)
     if not FileSystems.exists(path):
-      return {"outputs": [], "scratch": []}
+      return {"outputs": [], "scratch": [], "running": None}
     try:
       with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
         ledger = json.loads(f.read().decode("utf-8"))
@@ -204,7 +322,9 @@ class OutputDir:
                if isinstance(name, str) and name and "/" not in name and name != LEDGER]
     scratch = [name for name in ledger.get("scratch", [])
                if isinstance(name, str) and _SCRATCH.match(name)]
-    return {"outputs": outputs, "scratch": scratch}
+    running = ledger.get("running")
+    return {"outputs": outputs, "scratch": scratch,
+            "running": running if isinstance(running, dict) else None}
 
   def _check_existing_outputs(self, earlier: Dict[str, List[str]]) -> None:
     recorded = set(earlier["outputs"])
@@ -216,15 +336,19 @@ class OutputDir:
             f"file it did not write. Move it or choose another {self._flag} "
             "(nothing was written).")
 
-  def _write_ledger(self, outputs: Sequence[str], scratch: Sequence[str]) -> None:
-    write_text_atomically(self.join(LEDGER), json.dumps({
+  def _write_ledger(self, outputs: Sequence[str], scratch: Sequence[str],
+                    running: Optional[dict] = None) -> None:
+    ledger = {
         "format": LEDGER_FORMAT,
         "job": self.job,
         "note": "Files autoais wrote here; a later run of the same job replaces "
                 "them. autoais touches no other file in this directory.",
         "outputs": list(outputs),
         "scratch": list(scratch),
-    }, indent=2) + "\n")
+    }
+    if running:
+      ledger["running"] = running
+    write_text_atomically(self.join(LEDGER), json.dumps(ledger, indent=2) + "\n")
 
   def _delete_earlier(self, earlier: Dict[str, List[str]]) -> None:
     stale = []

@@ -247,9 +247,10 @@ def run_job(job: str, argv, faults: Dict[str, Fault], state_dir: str,
   module = importlib.import_module(JOBS[job])
   options = parse_options([str(arg) for arg in argv], _options_class(module))
   pipeline = beam.Pipeline(runner=runner or RetryingFnApiRunner(), options=options)
-  module.build_pipeline(pipeline, options)
+  output_dir = module.build_pipeline(pipeline, options)
   wrapped = inject(pipeline, faults, state_dir)
-  pipeline.run().wait_until_finish()
+  with output_dir.held():  # as beam_jobs.common.run_job holds it
+    pipeline.run().wait_until_finish()
   return wrapped
 
 

@@ -171,7 +171,8 @@ KILL_POINTS = [
 ]
 
 
-def _pause_and_kill(job, args, pause, tmp_path):
+def _start_paused(job, args, pause, tmp_path) -> subprocess.Popen:
+  """`autoais JOB args` in a child process, returned once it sleeps at `pause`."""
   marker = tmp_path / "paused"
   command = [sys.executable, "-m", "tests.faults", "--pause", pause, "--pause_file",
              str(marker), "--state_dir", str(tmp_path), job, *map(str, args)]
@@ -187,10 +188,18 @@ def _pause_and_kill(job, args, pause, tmp_path):
       process.kill()
       raise AssertionError("the job did not reach its pause")
     time.sleep(0.05)
+  return process
+
+
+def _kill(process: subprocess.Popen) -> None:
   os.kill(process.pid, signal.SIGKILL)
   process.wait(timeout=30)
   process.stderr.close()
   assert process.returncode == -signal.SIGKILL
+
+
+def _pause_and_kill(job, args, pause, tmp_path):
+  _kill(_start_paused(job, args, pause, tmp_path))
 
 
 @pytest.mark.parametrize("job, pause", KILL_POINTS, ids=[p for _, p in KILL_POINTS])
@@ -217,3 +226,25 @@ def test_a_killed_run_leaves_nothing_that_looks_complete_and_a_rerun_finishes(
                          env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)))
   assert rerun.returncode == 0, rerun.stderr[-3000:]
   assert outputs_of(output) == expected
+
+
+def test_a_second_run_into_the_directory_of_a_running_one_is_refused(
+    inputs, clean, tmp_path, capsys):
+  """The first run is writing its ratings; the second, same arguments, exits 2
+  without touching a file; once the first is killed, a run cleans up after it."""
+  output = tmp_path / "out"
+  args = evaluate_args(inputs, output)
+  first = _start_paused("evaluate", args, "WriteRatings:element:2", tmp_path)
+  try:
+    before = {path: path.read_bytes() for path in output.rglob("*") if path.is_file()}
+    capsys.readouterr()
+    assert run_job(evaluate, *args) == 2
+    error = capsys.readouterr().err
+    assert "another `autoais evaluate` run is writing here" in error, error
+    assert f"pid {first.pid}" in error
+    assert {path: path.read_bytes() for path in output.rglob("*")
+            if path.is_file()} == before
+  finally:
+    _kill(first)
+  assert run_job(evaluate, *args) == 0
+  assert outputs_of(output) == clean["evaluate"]

@@ -5,18 +5,21 @@ runs a job, and compares: a user's file (an input, a note, another job's
 outputs) is never changed. The job either writes its outputs beside it or
 refuses with exit 2 and a message saying why, having written nothing.
 """
+import datetime
 import json
 import os
 import pathlib
 import shutil
+import socket
 import subprocess
 import sys
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from beam_jobs import build_corpus, evaluate
+from beam_jobs import build_corpus, evaluate, output_dir
 from beam_jobs.output_dir import LEDGER
 from tests.conftest import PROJECT_ROOT, run_job
 
@@ -257,3 +260,87 @@ def test_an_earlier_runs_outputs_read_as_inputs_are_not_removed(tmp_path, capsys
   assert ("is passages-00000-of-00004.parquet, an earlier `autoais build-corpus` run's "
           "output that this run removes") in capsys.readouterr().err
   assert snapshot(tmp_path) == before
+
+
+# ----------------------------------------------------------------------------
+# A run that is writing holds the directory (the ledger's `running` entry).
+
+
+def _set_running(output, **entry):
+  ledger = json.loads((output / LEDGER).read_text())
+  ledger["running"] = dict({"run_id": "someone-else", "started": "2026-01-01T00:00:00+00:00",
+                            "process_start": None}, **entry)
+  (output / LEDGER).write_text(json.dumps(ledger))
+
+
+def _now(offset: float = 0.0) -> str:
+  return datetime.datetime.fromtimestamp(
+      time.time() + offset, datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def test_a_finished_run_leaves_no_running_entry(tmp_path, corpus):
+  output = tmp_path / "out"
+  assert evaluate_into(output, PREDICTIONS, corpus) == 0
+  assert "running" not in json.loads((output / LEDGER).read_text())
+
+
+def test_a_run_from_another_host_holds_the_directory_until_it_expires(
+    tmp_path, corpus, capsys):
+  output = tmp_path / "out"
+  assert evaluate_into(output, PREDICTIONS, corpus) == 0
+  _set_running(output, host="elsewhere.example", pid=4242, last_seen=_now(-60))
+  before = snapshot(tmp_path)
+  capsys.readouterr()
+  assert evaluate_into(output, PREDICTIONS, corpus) == 2
+  error = capsys.readouterr().err
+  assert "another `autoais evaluate` run is writing here" in error
+  assert "host elsewhere.example, pid 4242" in error and "last seen" in error
+  assert snapshot(tmp_path) == before
+  # Not refreshed for longer than the expiry: a killed run's entry.
+  _set_running(output, host="elsewhere.example", pid=4242,
+               last_seen=_now(-output_dir.LEASE_EXPIRY_SECONDS - 60))
+  assert evaluate_into(output, PREDICTIONS, corpus) == 0
+  assert "running" not in json.loads((output / LEDGER).read_text())
+
+
+def test_on_this_host_a_live_process_holds_the_directory_and_a_dead_one_does_not(
+    tmp_path, corpus, capsys):
+  output = tmp_path / "out"
+  assert evaluate_into(output, PREDICTIONS, corpus) == 0
+  host = socket.gethostname()
+  sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+  try:
+    start = output_dir._process_start(sleeper.pid)
+    # Long silent (no heartbeat): on this host the process decides, not the clock.
+    _set_running(output, host=host, pid=sleeper.pid, process_start=start,
+                 last_seen=_now(-10 * output_dir.LEASE_EXPIRY_SECONDS))
+    before = snapshot(tmp_path)
+    capsys.readouterr()
+    assert evaluate_into(output, PREDICTIONS, corpus) == 2
+    assert f"pid {sleeper.pid}" in capsys.readouterr().err
+    assert snapshot(tmp_path) == before
+    if start is not None:
+      # The same pid, but a process started at another time: the pid was reused.
+      _set_running(output, host=host, pid=sleeper.pid, process_start=start + "0",
+                   last_seen=_now())
+      assert evaluate_into(output, PREDICTIONS, corpus) == 0
+  finally:
+    sleeper.kill()
+    sleeper.wait()
+  _set_running(output, host=host, pid=sleeper.pid, process_start=start, last_seen=_now())
+  assert evaluate_into(output, PREDICTIONS, corpus) == 0
+  assert "running" not in json.loads((output / LEDGER).read_text())
+
+
+def test_a_held_directory_is_seen_while_its_run_lasts(tmp_path, monkeypatch):
+  monkeypatch.setattr(output_dir, "HEARTBEAT_SECONDS", 0.2)
+  ledger = tmp_path / "out" / LEDGER
+  claimed = output_dir.OutputDir("evaluate", str(tmp_path / "out"), ["ratings.csv"])
+  claimed.claim()
+  first = json.loads(ledger.read_text())["running"]
+  assert first["pid"] == os.getpid() and first["host"] == socket.gethostname()
+  with claimed.held():
+    time.sleep(1.6)
+    during = json.loads(ledger.read_text())["running"]
+  assert during["run_id"] == first["run_id"] and during["last_seen"] > first["last_seen"]
+  assert "running" not in json.loads(ledger.read_text())
