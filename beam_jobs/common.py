@@ -98,6 +98,13 @@ class ScorerOptions(PipelineOptions):
     group.add_argument("--token_budget", type=int, default=None,
                        help="Padded tokens per model batch (default 2048 on cpu, "
                        "16384 on cuda).")
+    group.add_argument("--torch_threads", type=int, default=0,
+                       help="CPU threads of the model in each worker process "
+                       "(torch.set_num_threads). Default 0: torch's default, one "
+                       "per core. Where a machine runs several worker processes, "
+                       "each with its own model (Dataflow runs one SDK process per "
+                       "vCPU; --direct_num_workers locally), 1 keeps them from "
+                       "competing for the cores.")
     group.add_argument("--large_model", type=_flag, default=False,
                        help="true: load one model per machine, shared across worker "
                        "processes (for 11B checkpoints). Default false.")
@@ -168,6 +175,9 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
     raise ConfigError(f"--decision {options.decision!r}: choose from threshold, decode")
   if options.token_budget is not None and options.token_budget < 1:
     raise ConfigError("--token_budget must be positive")
+  if options.torch_threads < 0:
+    raise ConfigError(f"--torch_threads must be 0 (torch's default) or more, got "
+                      f"{options.torch_threads}")
   t5_nli.model_files(options.model)
   if local_run and FileSystems.get_scheme(options.model) in (None, "file"):
     t5_nli.label_token_ids(t5_nli.load_tokenizer(options.model), options.model)
@@ -181,6 +191,7 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
                      max_input_tokens=options.max_input_tokens,
                      token_budget=options.token_budget,
                      large_model=options.large_model,
+                     torch_threads=options.torch_threads,
                      score_cache=options.score_cache)
 
 

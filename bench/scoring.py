@@ -1,7 +1,8 @@
 """T5 NLI scoring benchmark (not a test): the reference loop against our scorer.
 
     .venv/bin/python bench/scoring.py [--n 256] [--job_rows 1024] [--job_rounds 2]
-        [--workdir bench/out] [--parts reference,reduced,job,leaderboard]
+        [--workdir bench/out] [--parts reference,reduced,job,threads,leaderboard]
+        [--threads_rows 256] [--threads_rounds 2]
 
 On one random-weight T5 with t5-small's shape (d_model 512, 6+6 layers, d_ff
 2048, vocabulary 32128; its SentencePiece vocabulary trained on the NQ oracle
@@ -24,8 +25,12 @@ premise), measured side by side in this run:
   over the fp32 matmul peak measured in this run ("nominal" counts the model's
   own decoder step; "executed" the reordered step our scorer actually runs);
 * the whole `autoais evaluate --scorer t5` job (a separate process, start to
-  exit) against the scorer alone on the same rows, alternated, medians; and model calls against distinct triples on a 23-system
-  leaderboard whose systems share answers and passages.
+  exit) against the scorer alone on the same rows, alternated, medians;
+* `--torch_threads`: the whole job with two worker processes
+  (`--direct_running_mode=multi_processing --direct_num_workers=2`, a model
+  each) with torch's default threads (one per core in each process) against
+  one thread per process, alternated, medians; and model calls against distinct
+  triples on a 23-system leaderboard whose systems share answers and passages.
 
 Prints one JSON line.
 """
@@ -53,7 +58,7 @@ from transforms.passages import parse_passage, pyserini_contents  # pylint: disa
 from transforms.scoring import qa_example  # pylint: disable=wrong-import-position
 
 SHARED = os.environ.get("AUTOAIS_SHARED_DATA", os.path.join(ROOT, "..", "shared", "data"))
-PARTS = ("reference", "reduced", "job", "leaderboard")
+PARTS = ("reference", "reduced", "job", "threads", "leaderboard")
 T5_SMALL = dict(d_model=512, d_kv=64, d_ff=2048, num_layers=6, num_heads=8,
                 model_vocab_size=32128)
 
@@ -253,6 +258,9 @@ def main():
   parser.add_argument("--job_rows", type=int, default=1024)
   parser.add_argument("--job_rounds", type=int, default=2,
                       help="whole-job runs, alternated with runs of the scorer alone")
+  parser.add_argument("--threads_rows", type=int, default=256)
+  parser.add_argument("--threads_rounds", type=int, default=2,
+                      help="runs of each --torch_threads setting, alternated")
   parser.add_argument("--workdir", default=os.path.join(ROOT, "bench", "out", "scoring"))
   parser.add_argument("--parts", default=",".join(PARTS),
                       help="comma-separated subset of " + ",".join(PARTS))
@@ -386,6 +394,28 @@ def main():
         "job_seconds": [round(s, 2) for s in job_seconds],
         "job_over_scorer": round(statistics.median(job_seconds) /
                                  statistics.median(alone_seconds), 3)}
+
+  if "threads" in parts:
+    rows = examples_from_nq(args.threads_rows, fp32.tokenizer)
+    predictions = os.path.join(args.workdir, "threads_predictions.csv")
+    write_predictions(predictions, [[record["question"], record["answers"][0], "p",
+                                     pyserini_contents(passage.title, passage.text)]
+                                    for record, passage, _ in rows])
+    seconds = {"0": [], "1": []}
+    for _ in range(args.threads_rounds):
+      for threads in seconds:  # alternated: this machine's speed drifts
+        seconds[threads].append(run_job([
+            "--predictions", predictions, "--gold", gold_path,
+            "--output_dir", os.path.join(args.workdir, f"eval_threads_{threads}"),
+            "--scorer", "t5", "--model", model_dir, "--bootstrap_samples", "200",
+            "--direct_running_mode=multi_processing", "--direct_num_workers=2",
+            "--torch_threads", threads]))
+    result["torch_threads"] = {
+        "rows": len(rows), "cpu_count": os.cpu_count(), "worker_processes": 2,
+        "default_seconds": [round(s, 2) for s in seconds["0"]],
+        "one_thread_seconds": [round(s, 2) for s in seconds["1"]],
+        "default_over_one_thread": round(statistics.median(seconds["0"]) /
+                                         statistics.median(seconds["1"]), 3)}
 
   if "leaderboard" in parts:
     with gzip.open(os.path.join(SHARED, "nq_oracle_passages", "nq-open-oracle.jsonl.gz"),

@@ -393,7 +393,7 @@ class T5NliModelHandler(ModelHandler[AttributionExample, PredictionResult, T5Nli
                decision: str = "threshold", threshold: float = 0.5,
                max_input_tokens: Optional[int] = None,
                token_budget: Optional[int] = None, max_batch_size: int = 512,
-               large_model: bool = False):
+               large_model: bool = False, torch_threads: int = 0):
     super().__init__()
     check_dtype(dtype)
     if decision not in DECISIONS:
@@ -407,8 +407,14 @@ class T5NliModelHandler(ModelHandler[AttributionExample, PredictionResult, T5Nli
     self._token_budget = token_budget
     self._max_batch_size = max_batch_size
     self._large_model = large_model
+    self._torch_threads = torch_threads
 
   def load_model(self) -> T5NliModel:
+    if self._torch_threads:
+      import torch  # pylint: disable=import-outside-toplevel
+      # Per process: several processes of one machine each running a model on
+      # every core slow each other down.
+      torch.set_num_threads(self._torch_threads)
     return load_t5_nli(self._model_path, self._dtype, self._device,
                        self._max_input_tokens, self._token_budget)
 

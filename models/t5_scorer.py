@@ -28,11 +28,12 @@ class T5Scorer(Scorer):
                decision: str = "threshold", threshold: float = 0.5,
                max_input_tokens: Optional[int] = None,
                token_budget: Optional[int] = None,
-               large_model: bool = False, score_cache: Optional[str] = None):
+               large_model: bool = False, torch_threads: int = 0,
+               score_cache: Optional[str] = None):
     handler_options = {
         "dtype": dtype, "device": device, "decision": decision, "threshold": threshold,
         "max_input_tokens": max_input_tokens, "token_budget": token_budget,
-        "large_model": large_model}
+        "large_model": large_model, "torch_threads": torch_threads}
     self._options = {"model": model_path, **handler_options}
     if score_cache:
       self._options["score_cache"] = score_cache

@@ -258,6 +258,27 @@ def test_evaluate_with_t5_on_the_examples(tiny_model, loaded, example_corpus, tm
   assert len(rows) == counts["scored"] and {row["scorer"] for row in rows} == {"t5"}
 
 
+def test_torch_threads_sets_the_threads_of_each_workers_model(tiny_model, example_corpus,
+                                                              tmp_path, capsys):
+  from models.t5_nli import T5NliModelHandler
+  before = torch.get_num_threads()
+  wanted = before + 1  # differs from the default on any machine
+  try:
+    T5NliModelHandler(tiny_model, torch_threads=wanted).load_model()
+    assert torch.get_num_threads() == wanted
+  finally:
+    torch.set_num_threads(before)
+  assert _evaluate(tiny_model, example_corpus, tmp_path / "out", "--torch_threads", 1,
+                   "--direct_running_mode=multi_processing",
+                   "--direct_num_workers=2") == 0
+  assert json.loads((tmp_path / "out" / "run.json").read_text())["scorer"][
+      "torch_threads"] == 1
+  capsys.readouterr()
+  assert _evaluate(tiny_model, example_corpus, tmp_path / "bad", "--torch_threads",
+                   -1) == 2
+  assert "--torch_threads must be 0" in capsys.readouterr().err
+
+
 def test_identical_triples_are_scored_once(tiny_model, example_corpus, tmp_path):
   predictions = tmp_path / "predictions"
   predictions.mkdir()
