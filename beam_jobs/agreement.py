@@ -44,7 +44,7 @@ from schemas import (AGREEMENT_ROW_SCHEMA, REJECTED, AgreementRow, AttributionSc
                      DeadLetter, LabelledItem, ScoringFailure)
 from transforms import agreement as stats
 from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
-                                WriteManifest, reconcile, software_versions, utc_now,
+                                WriteManifest, reconcile, versions_and_timings, utc_now,
                                 write_text_atomically)
 from transforms.labelled_sources import (FORMATS, SCENARIOS, check_labelled_file,
                                          labelled_reader)
@@ -401,9 +401,7 @@ class _RunManifest:
         "groups": summary_info["groups"],
         "inputs": dict(self._inputs),
         "scorer": dict(self._scorer, **model_info, **scorer_stats),
-        "versions": software_versions(),
-        "timings": {"started_at": self._started_at, "finished_at": utc_now(),
-                    "wall_seconds": round(time.time() - self._started, 3)},
+        **versions_and_timings(self._started, self._started_at),
     })
     return manifest
 

@@ -39,7 +39,7 @@ from schemas import AIS_AGREEMENT_SCHEMA, AIS_TABLE_SCHEMA
 from transforms import ais
 from transforms.ais_paper import PAPER, SAMPLED_ITEMS, SIGNIFICANCE_LEVEL
 from transforms.outputs import (WriteDeadLetters, WriteManifest, atomic_create,
-                                csv_bytes, reconcile, software_versions, utc_now,
+                                csv_bytes, reconcile, versions_and_timings, utc_now,
                                 write_text_atomically)
 from transforms.sources import (InputError, ReadRecords, check_input_file, data_format,
                                 match_files, read_header)
@@ -149,9 +149,7 @@ class _RunManifest:
         "reproduction": tables["reproduction"],
         "inputs": dict(self._inputs),
         "settings": dict(self._settings),
-        "versions": software_versions(),
-        "timings": {"started_at": self._started_at, "finished_at": utc_now(),
-                    "wall_seconds": round(time.time() - self._started, 3)},
+        **versions_and_timings(self._started, self._started_at),
     }
 
 

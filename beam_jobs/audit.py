@@ -65,8 +65,8 @@ from transforms.audit_sources import (ANSWER_FIELDS, candidates_format,
                                       read_audit_answers, read_candidates, read_topics)
 from transforms.metrics import BuildGoldIndex
 from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
-                                WriteManifest, atomic_create, csv_bytes, reconcile,
-                                software_versions, utc_now, write_text_atomically)
+                                WriteManifest, reconcile, versions_and_timings, utc_now,
+                                write_summary_files)
 from transforms.scoring import ScoreAttribution, first_failure, scored_or_failed
 from transforms.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
 from transforms.sources import (TFDS_PREFIX, InputError, ReadGold, ReadRecords,
@@ -352,13 +352,9 @@ class _WriteSummaryFn(beam.DoFn):
 
   def process(self, rows):
     rows = sorted(rows, key=lambda row: row.system_name)
-    join = FileSystems.join
-    with atomic_create(join(self._output_dir, "audit.csv")) as sink:
-      sink.write(csv_bytes(rows, AUDIT_SYSTEM_SCHEMA))
-    write_text_atomically(join(self._output_dir, "audit.json"), json.dumps(
-        dict(self._header, systems=[row._asdict() for row in rows]),
-        indent=2, ensure_ascii=False) + "\n")
-    write_text_atomically(join(self._output_dir, "audit.md"), audit_markdown(rows))
+    write_summary_files(self._output_dir, "audit", rows, AUDIT_SYSTEM_SCHEMA,
+                        dict(self._header, systems=[row._asdict() for row in rows]),
+                        audit_markdown(rows))
     yield {"systems": len(rows)}
 
 
@@ -413,9 +409,7 @@ class _RunManifest:
         "inputs": dict(self._inputs),
         "join": join,
         "scorer": dict(self._scorer, **model_info, **scorer_stats),
-        "versions": software_versions(),
-        "timings": {"started_at": self._started_at, "finished_at": utc_now(),
-                    "wall_seconds": round(time.time() - self._started, 3)},
+        **versions_and_timings(self._started, self._started_at),
     }
 
 

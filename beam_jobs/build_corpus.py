@@ -30,7 +30,7 @@ from beam_jobs.output_dir import OutputDir
 from schemas import ArticleEntry, CorpusRecord
 from transforms import corpus
 from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest,
-                                atomic_create, software_versions, utc_now)
+                                atomic_create, versions_and_timings, utc_now)
 from transforms.sorted_runs import SpillSortedRuns, merge_sorted_runs
 from transforms.sources import (ReadRecords, check_corpus_file, match_files,
                                 read_corpus_source)
@@ -159,9 +159,7 @@ class _CorpusManifest:
             "total_bytes": sum(s["bytes"] for s in article_shards),
             "shards": article_shards,
         },
-        "versions": software_versions(),
-        "timings": {"started_at": self._started_at, "finished_at": utc_now(),
-                    "wall_seconds": round(time.time() - self._started, 3)},
+        **versions_and_timings(self._started, self._started_at),
     }
 
 

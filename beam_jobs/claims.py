@@ -45,8 +45,8 @@ from transforms.claim_sources import read_claims_jsonl, read_expertqa
 from transforms.claims import (CLAIM_KEY, EVIDENCE_MODES, ClaimOutcomes, ScoreClaims,
                                claims_system_row)
 from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
-                                WriteManifest, atomic_create, csv_bytes, reconcile,
-                                software_versions, utc_now, write_text_atomically)
+                                WriteManifest, reconcile, versions_and_timings, utc_now,
+                                write_summary_files)
 from transforms.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
 from transforms.sources import (ReadRecords, check_input_file, data_format,
                                 match_files)
@@ -217,14 +217,11 @@ class _WriteSummaryFn(beam.DoFn):
 
   def process(self, rows):
     rows = sorted(rows, key=lambda row: row.system_name)
-    join = FileSystems.join
-    with atomic_create(join(self._output_dir, "claims.csv")) as sink:
-      sink.write(csv_bytes(rows, CLAIMS_SYSTEM_SCHEMA))
-    write_text_atomically(join(self._output_dir, "claims.json"), json.dumps(
+    write_summary_files(
+        self._output_dir, "claims", rows, CLAIMS_SYSTEM_SCHEMA,
         dict(self._options, units={"autoais": "fraction", "agreement": "fraction"},
              systems=[row._asdict() for row in rows]),
-        indent=2, ensure_ascii=False) + "\n")
-    write_text_atomically(join(self._output_dir, "claims.md"), claims_markdown(rows))
+        claims_markdown(rows))
     yield {"systems": len(rows), "answers": sum(row.n_answers for row in rows)}
 
 
@@ -248,9 +245,7 @@ class _RunManifest:
         "answers": summary["answers"],
         "inputs": dict(self._inputs),
         "scorer": dict(self._scorer, **model_info, **scorer_stats),
-        "versions": software_versions(),
-        "timings": {"started_at": self._started_at, "finished_at": utc_now(),
-                    "wall_seconds": round(time.time() - self._started, 3)},
+        **versions_and_timings(self._started, self._started_at),
     }
 
 

@@ -49,7 +49,7 @@ from transforms.metrics import (BuildGoldIndex, SummarizeSystems, SystemOutcomes
                                 sorted_rows)
 from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
                                 WriteManifest, atomic_create, csv_bytes, reconcile,
-                                software_versions, utc_now, write_text_atomically)
+                                versions_and_timings, utc_now, write_text_atomically)
 from transforms.report import leaderboard_report_html
 from transforms.passages import ParsedPassage, display_passage, parse_passage
 from transforms.scoring import ScoreAttribution, qa_example, scoring_failed_message
@@ -602,9 +602,7 @@ class _RunManifest:
         "inputs": dict(self._inputs),
         "join": join,
         "scorer": dict(self._scorer, **model_info, **scorer_stats),
-        "versions": software_versions(),
-        "timings": {"started_at": self._started_at, "finished_at": utc_now(),
-                    "wall_seconds": round(time.time() - self._started, 3)},
+        **versions_and_timings(self._started, self._started_at),
     })
     return manifest
 

@@ -51,8 +51,8 @@ from transforms.inference import ScoreUniqueExamples
 from transforms.knowledge_graph import (BuildKnowledgeGraph, check_kg_file,
                                         read_kg_statements)
 from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
-                                WriteManifest, atomic_create, csv_bytes, reconcile,
-                                software_versions, utc_now, write_text_atomically)
+                                WriteManifest, reconcile, versions_and_timings, utc_now,
+                                write_summary_files)
 from transforms.sck import K_WEIGHTS, ScoreAnswers
 from transforms.sck_sources import check_answers_file, read_answers
 from transforms.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
@@ -254,13 +254,9 @@ class _WriteSummaryFn(beam.DoFn):
   def process(self, rows):
     rows = sorted(rows, key=lambda row: (row.system_name, row.intent != ALL_INTENTS,
                                          row.intent))
-    join = FileSystems.join
-    with atomic_create(join(self._output_dir, "sck.csv")) as sink:
-      sink.write(csv_bytes(rows, SCK_SUMMARY_SCHEMA))
-    write_text_atomically(join(self._output_dir, "sck.json"), json.dumps(
-        dict(self._options, rows=[row._asdict() for row in rows]),
-        indent=2, ensure_ascii=False) + "\n")
-    write_text_atomically(join(self._output_dir, "sck.md"), sck_markdown(rows))
+    write_summary_files(self._output_dir, "sck", rows, SCK_SUMMARY_SCHEMA,
+                        dict(self._options, rows=[row._asdict() for row in rows]),
+                        sck_markdown(rows))
     yield {"systems": len({row.system_name for row in rows})}
 
 
@@ -296,9 +292,7 @@ class _RunManifest:
         "embedding": {"model": self._embedding,
                       "texts": embedding_stats.get("rows_scored_by_model", 0),
                       "distinct_texts": embedding_stats.get("unique_triples", 0)},
-        "versions": software_versions(),
-        "timings": {"started_at": self._started_at, "finished_at": utc_now(),
-                    "wall_seconds": round(time.time() - self._started, 3)},
+        **versions_and_timings(self._started, self._started_at),
     }
 
 

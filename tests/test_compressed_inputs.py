@@ -7,7 +7,6 @@ suffix removed; every other byte must be equal. (gs:// inputs: tests/test_gcs.py
 import bz2
 import csv
 import gzip
-import io
 import json
 import lzma
 

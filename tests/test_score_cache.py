@@ -117,7 +117,6 @@ def test_another_checkpoint_gets_no_hits(runs, setup):
 
 
 def test_score_cache_needs_a_model_scorer(setup, tmp_path, capsys):
-  root = setup[0]
   code = run_job(evaluate, "--predictions", EXAMPLES / "predictions" / "*.csv",
                  "--corpus", setup[2], "--gold", EXAMPLES / "gold.jsonl",
                  "--output_dir", tmp_path / "out", "--score_cache", tmp_path / "c")

@@ -296,23 +296,37 @@ class _RowGroupCache:
 JOIN_STATS_KEYS = ("lookups", "found", "row_groups_read", "bytes_read", "shards_opened")
 
 
-class _LookupPassagesFn(beam.DoFn):
-  """Buffers keyed elements, then resolves their ids shard by shard."""
+class _ShardedLookupFn(beam.DoFn):
+  """Buffers keyed elements within a bundle, then resolves their keys shard by
+  shard (one reader per shard, opened once per DoFn instance), with per-bundle
+  read statistics on the 'stats' output. A None key passes through with None.
 
-  def __init__(self, corpus_dir: str, key_of, batch_size: int, cache_bytes: int):
+  Subclasses set STATS_KEYS, STAT_PREFIX (of the lookups / shards_opened /
+  bytes_read counters) and COLUMNS (ShardReader's), read their shard index in
+  `_index()` and resolve one shard's (key, value) items in `_resolve()`."""
+
+  STATS_KEYS: Tuple[str, ...] = ()
+  STAT_PREFIX = ""
+  COLUMNS: Tuple[str, str] = ("id", "contents")
+
+  def __init__(self, corpus_dir: str, key_of, batch_size: int):
     self._corpus_dir = corpus_dir
     self._key_of = key_of
     self._batch_size = batch_size
-    self._cache_bytes = cache_bytes
+
+  def _index(self) -> dict:
+    raise NotImplementedError
+
+  def _resolve(self, shard: int, reader: ShardReader, items):
+    raise NotImplementedError
 
   def setup(self):
-    manifest = read_manifest(self._corpus_dir)
-    self._num_shards = manifest["num_shards"]
+    index = self._index()
+    self._num_shards = index["num_shards"]
     self._shard_paths = {
         shard["shard"]: FileSystems.join(self._corpus_dir, shard["path"])
-        for shard in manifest["shards"] if shard["num_rows"]}
+        for shard in index["shards"] if shard["num_rows"]}
     self._readers: Dict[int, ShardReader] = {}
-    self._cache = _RowGroupCache(self._cache_bytes)
     self._stats = collections.Counter()
 
   def start_bundle(self):
@@ -327,7 +341,7 @@ class _LookupPassagesFn(beam.DoFn):
     for output in self._flush():
       yield WindowedValue(output, MIN_TIMESTAMP, [GlobalWindow()])
     if self._stats:
-      stats = {key: self._stats[key] for key in JOIN_STATS_KEYS}
+      stats = {key: self._stats[key] for key in self.STATS_KEYS}
       self._stats = collections.Counter()
       yield beam.pvalue.TaggedOutput(
           "stats", WindowedValue(stats, MIN_TIMESTAMP, [GlobalWindow()]))
@@ -339,43 +353,63 @@ class _LookupPassagesFn(beam.DoFn):
   def _reader(self, shard: int) -> Optional[ShardReader]:
     reader = self._readers.get(shard)
     if reader is None and shard in self._shard_paths:
-      reader = ShardReader(self._shard_paths[shard])
+      reader = ShardReader(self._shard_paths[shard], self.COLUMNS)
       self._readers[shard] = reader
-      self._stats["shards_opened"] += 1
-      self._stats["bytes_read"] += reader.bytes_read
+      self._stats[self.STAT_PREFIX + "shards_opened"] += 1
+      self._stats[self.STAT_PREFIX + "bytes_read"] += reader.bytes_read
     return reader
 
   def _flush(self):
     pending, self._pending = self._pending, []
     by_shard = collections.defaultdict(list)
-    for passage_id, value in pending:
-      if passage_id is None:
+    for key, value in pending:
+      if key is None:
         yield value, None
       else:
-        by_shard[shard_of(passage_id, self._num_shards)].append((passage_id, value))
+        by_shard[shard_of(key, self._num_shards)].append((key, value))
     for shard in sorted(by_shard):
       reader = self._reader(shard)
       items = by_shard[shard]
-      self._stats["lookups"] += len(items)
+      self._stats[self.STAT_PREFIX + "lookups"] += len(items)
       if reader is None:
         for _, value in items:
           yield value, None
-        continue
-      located = [(reader.row_group_of(passage_id), passage_id, value)
-                 for passage_id, value in items]
-      groups = self._row_groups(shard, reader, {row_group for row_group, _, _ in located
-                                                if row_group is not None})
-      found = 0
-      for row_group, passage_id, value in located:
-        contents = None
-        if row_group is not None:
-          ids, texts = groups[row_group]
-          position = bisect.bisect_left(ids, passage_id)
-          if position < len(ids) and ids[position] == passage_id:
-            contents = texts[position]
-            found += 1
-        yield value, contents
-      self._stats["found"] += found
+      else:
+        yield from self._resolve(shard, reader, items)
+
+
+class _LookupPassagesFn(_ShardedLookupFn):
+  """Passage ids to their contents, through a row-group cache."""
+
+  STATS_KEYS = JOIN_STATS_KEYS
+
+  def __init__(self, corpus_dir: str, key_of, batch_size: int, cache_bytes: int):
+    super().__init__(corpus_dir, key_of, batch_size)
+    self._cache_bytes = cache_bytes
+
+  def _index(self) -> dict:
+    return read_manifest(self._corpus_dir)
+
+  def setup(self):
+    super().setup()
+    self._cache = _RowGroupCache(self._cache_bytes)
+
+  def _resolve(self, shard, reader, items):
+    located = [(reader.row_group_of(passage_id), passage_id, value)
+               for passage_id, value in items]
+    groups = self._row_groups(shard, reader, {row_group for row_group, _, _ in located
+                                              if row_group is not None})
+    found = 0
+    for row_group, passage_id, value in located:
+      contents = None
+      if row_group is not None:
+        ids, texts = groups[row_group]
+        position = bisect.bisect_left(ids, passage_id)
+        if position < len(ids) and ids[position] == passage_id:
+          contents = texts[position]
+          found += 1
+      yield value, contents
+    self._stats["found"] += found
 
   def _row_groups(self, shard: int, reader: ShardReader, wanted) -> dict:
     """{row group: (ids, contents)}, from the cache or read in one call."""
@@ -577,90 +611,38 @@ ARTICLE_STATS_KEYS = ("article_lookups", "articles_found", "article_passages",
                       "article_shards_opened")
 
 
-class _LookupArticlesFn(beam.DoFn):
+class _LookupArticlesFn(_ShardedLookupFn):
   """Resolves article keys to their passage ids, shard by shard, one footer per
   shard and only the row groups that hold the articles."""
 
-  def __init__(self, corpus_dir: str, key_of, batch_size: int):
-    self._corpus_dir = corpus_dir
-    self._key_of = key_of
-    self._batch_size = batch_size
+  STATS_KEYS = ARTICLE_STATS_KEYS
+  STAT_PREFIX = "article_"
+  COLUMNS = ("article", "passage_id")
 
-  def setup(self):
-    index = read_article_index(self._corpus_dir)
-    self._num_shards = index["num_shards"]
-    self._shard_paths = {
-        shard["shard"]: FileSystems.join(self._corpus_dir, shard["path"])
-        for shard in index["shards"] if shard["num_rows"]}
-    self._readers: Dict[int, ShardReader] = {}
-    self._stats = collections.Counter()
+  def _index(self) -> dict:
+    return read_article_index(self._corpus_dir)
 
-  def start_bundle(self):
-    self._pending: List[Tuple[str, object]] = []
-
-  def process(self, element):
-    self._pending.append((self._key_of(element), element))
-    if len(self._pending) >= self._batch_size:
-      yield from self._flush()
-
-  def finish_bundle(self):
-    for output in self._flush():
-      yield WindowedValue(output, MIN_TIMESTAMP, [GlobalWindow()])
-    if self._stats:
-      stats = {key: self._stats[key] for key in ARTICLE_STATS_KEYS}
-      self._stats = collections.Counter()
-      yield beam.pvalue.TaggedOutput(
-          "stats", WindowedValue(stats, MIN_TIMESTAMP, [GlobalWindow()]))
-
-  def teardown(self):
-    for reader in self._readers.values():
-      reader.close()
-
-  def _reader(self, shard: int) -> Optional[ShardReader]:
-    reader = self._readers.get(shard)
-    if reader is None and shard in self._shard_paths:
-      reader = ShardReader(self._shard_paths[shard], ("article", "passage_id"))
-      self._readers[shard] = reader
-      self._stats["article_shards_opened"] += 1
-      self._stats["article_bytes_read"] += reader.bytes_read
-    return reader
-
-  def _flush(self):
-    pending, self._pending = self._pending, []
-    by_shard = collections.defaultdict(list)
-    for article, value in pending:
-      if article is None:
-        yield value, None
-      else:
-        by_shard[shard_of(article, self._num_shards)].append((article, value))
-    for shard in sorted(by_shard):
-      reader = self._reader(shard)
-      items = by_shard[shard]
-      self._stats["article_lookups"] += len(items)
-      if reader is None:
-        for _, value in items:
-          yield value, None
-        continue
-      located = [(reader.row_groups_holding(article), article, value)
-                 for article, value in items]
-      wanted = sorted({group for groups, _, _ in located for group in groups})
-      groups = {}
-      if wanted:
-        before = reader.bytes_read
-        groups = dict(zip(wanted, reader.read_row_groups(wanted)))
-        self._stats["article_row_groups_read"] += len(wanted)
-        self._stats["article_bytes_read"] += reader.bytes_read - before
-      for row_groups, article, value in located:
-        passages = []
-        for group in row_groups:
-          articles, ids = groups[group]
-          start = bisect.bisect_left(articles, article)
-          end = bisect.bisect_right(articles, article)
-          passages.extend(ids[start:end])
-        if passages:
-          self._stats["articles_found"] += 1
-          self._stats["article_passages"] += len(passages)
-        yield value, passages or None
+  def _resolve(self, shard, reader, items):
+    located = [(reader.row_groups_holding(article), article, value)
+               for article, value in items]
+    wanted = sorted({group for groups, _, _ in located for group in groups})
+    groups = {}
+    if wanted:
+      before = reader.bytes_read
+      groups = dict(zip(wanted, reader.read_row_groups(wanted)))
+      self._stats["article_row_groups_read"] += len(wanted)
+      self._stats["article_bytes_read"] += reader.bytes_read - before
+    for row_groups, article, value in located:
+      passages = []
+      for group in row_groups:
+        articles, ids = groups[group]
+        start = bisect.bisect_left(articles, article)
+        end = bisect.bisect_right(articles, article)
+        passages.extend(ids[start:end])
+      if passages:
+        self._stats["articles_found"] += 1
+        self._stats["article_passages"] += len(passages)
+      yield value, passages or None
 
 
 class LookupArticles(beam.PTransform):

@@ -12,6 +12,7 @@ import io
 import json
 import platform
 import shutil
+import time
 import uuid
 from typing import Dict
 
@@ -53,6 +54,19 @@ def atomic_create(path: str):
 def write_text_atomically(path: str, text: str) -> None:
   with atomic_create(path) as sink:
     sink.write(text.encode("utf-8"))
+
+
+def write_summary_files(output_dir: str, stem: str, rows, schema, document: dict,
+                        markdown: str) -> None:
+  """A job's per-system summary: `{stem}.csv` (rows in schema order),
+  `{stem}.json` (`document`, which holds the rows) and `{stem}.md`, each written
+  atomically."""
+  join = FileSystems.join
+  with atomic_create(join(output_dir, f"{stem}.csv")) as sink:
+    sink.write(csv_bytes(rows, schema))
+  write_text_atomically(join(output_dir, f"{stem}.json"),
+                        json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+  write_text_atomically(join(output_dir, f"{stem}.md"), markdown)
 
 
 TABLE_ROW_GROUP = 4096
@@ -272,6 +286,14 @@ class SumCounts(beam.CombineFn):
 
   def extract_output(self, accumulator):
     return accumulator
+
+
+def versions_and_timings(started: float, started_at: str) -> dict:
+  """The last entries of every job's manifest: software versions, and when the
+  run started and ended (`started`: its time.time(), `started_at`: utc_now())."""
+  return {"versions": software_versions(),
+          "timings": {"started_at": started_at, "finished_at": utc_now(),
+                      "wall_seconds": round(time.time() - started, 3)}}
 
 
 def software_versions() -> Dict[str, str]:

@@ -38,7 +38,7 @@ Choices where the seed is open (README: SCK answer quality):
   scorer (t5) for real decisions.
 """
 import json
-from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import apache_beam as beam
 
