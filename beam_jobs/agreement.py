@@ -416,7 +416,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   plan = _Plan(options, pipeline.runner)
   started, started_at = time.time(), utc_now()
   work_dir = plan.output.claim()
-  reader = labelled_reader(options.format, plan.scenario)
+  reader = labelled_reader(options.format, plan.scenario,
+                           options.view_as(ScorerOptions).decision == "decode")
   calibrating = bool(plan.calibration_files)
   roles = (INPUT, CALIBRATION) if calibrating else (INPUT,)
 

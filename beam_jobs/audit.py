@@ -489,7 +489,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   else:
     joined = pairs | "NoCorpus" >> beam.Map(lambda pair: (pair, None))
   prepared = joined | "PrepareExamples" >> beam.ParDo(
-      PrepareExamplesFn()).with_outputs("dead_letter", "stats", main="examples")
+      PrepareExamplesFn(options.view_as(ScorerOptions).decision == "decode")
+  ).with_outputs("dead_letter", "stats", main="examples")
   step_stats.append(prepared.stats)
   scored = prepared.examples | "ScoreAttribution" >> ScoreAttribution(plan.scorer)
   # Answers one of whose candidates could not be scored: left out whole, with

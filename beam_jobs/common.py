@@ -85,13 +85,21 @@ class ScorerOptions(PipelineOptions):
                        help="auto_ais is Y iff nli_score > threshold (default 0.5).")
     group.add_argument("--model", default=None,
                        help="NLI model directory (local or gs://), for --scorer t5: "
-                       "a T5/mT5 checkpoint in safetensors with its tokenizer.")
+                       "a T5/mT5 checkpoint in safetensors (model.safetensors, or "
+                       "shards with model.safetensors.index.json) with its tokenizer.")
+    group.add_argument("--tokenizer", default=None,
+                       help="For --scorer t5: the tokenizer's directory (local or "
+                       "gs://; tokenizer.json, or spiece.model with "
+                       "tokenizer_config.json) where the model directory has none. "
+                       "Default: the model directory.")
     group.add_argument("--dtype", default="float32",
                        help="float32 or bfloat16 (float16 is refused: T5 overflows).")
     group.add_argument("--device", default="cpu", help="cpu or cuda.")
     group.add_argument("--decision", default="threshold",
-                       help="threshold (nli_score > --threshold) or decode (greedy "
-                       "generation reads '1', as the reference script does).")
+                       help="threshold (nli_score > --threshold; long premises "
+                       "windowed) or decode (the Attributed QA script's rule, for "
+                       "parity: its premise, no windows, generate() with the model's "
+                       "generation config reads '1').")
     group.add_argument("--max_input_tokens", type=int, default=None,
                        help="Model input length; longer premises are windowed "
                        "(default: the tokenizer's model_max_length, else 512).")
@@ -178,9 +186,13 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
   if options.torch_threads < 0:
     raise ConfigError(f"--torch_threads must be 0 (torch's default) or more, got "
                       f"{options.torch_threads}")
-  t5_nli.model_files(options.model)
-  if local_run and FileSystems.get_scheme(options.model) in (None, "file"):
-    t5_nli.label_token_ids(t5_nli.load_tokenizer(options.model), options.model)
+  t5_nli.check_model_and_tokenizer(options.model, options.tokenizer)
+  if options.decision == "decode":
+    t5_nli.check_decode_generation(options.model)
+  tokenizer_dir = options.tokenizer or options.model
+  if local_run and FileSystems.get_scheme(tokenizer_dir) in (None, "file"):
+    t5_nli.label_pieces(t5_nli.load_tokenizer(
+        tokenizer_dir, "--tokenizer" if options.tokenizer else "--model"), options.model)
     if options.device == "cuda":
       import torch  # pylint: disable=import-outside-toplevel
       if not torch.cuda.is_available():
@@ -192,6 +204,7 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
                      token_budget=options.token_budget,
                      large_model=options.large_model,
                      torch_threads=options.torch_threads,
+                     tokenizer_path=options.tokenizer,
                      score_cache=options.score_cache)
 
 
@@ -201,9 +214,9 @@ def _hosted_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
   if options.decision != "threshold":
     raise ConfigError(f"--decision decode needs the model in process (--scorer t5); "
                       f"--scorer {options.scorer} decides by --threshold")
-  if options.model:
-    raise ConfigError(f"--model is for --scorer t5; --scorer {options.scorer} scores "
-                      "with the model its endpoint serves")
+  if options.model or options.tokenizer:
+    raise ConfigError(f"--model and --tokenizer are for --scorer t5; --scorer "
+                      f"{options.scorer} scores with the model its endpoint serves")
   if options.instances_per_request < 1:
     raise ConfigError("--instances_per_request must be positive")
   if options.scorer == REMOTE:

@@ -285,17 +285,22 @@ class AttachPassages(beam.PTransform):
         self._corpus_dir, attribution_to_look_up)
 
 
-def prepare_example(match: GoldMatch, corpus_passage: Optional[str]):
+def prepare_example(match: GoldMatch, corpus_passage: Optional[str],
+                    reference_premise: bool = False):
   """-> ((GoldMatch, display passage or None), AttributionExample or None).
 
-  The row's own `passage` column wins over the corpus passage.
+  The row's own `passage` column wins over the corpus passage. With
+  `reference_premise` (--decision decode) the premise is the reference
+  script's (its text ends at the first line break); the display passage stays
+  whole.
   """
   passage = match.prediction.passage or corpus_passage
   if passage is None:
     return (match, None), None
   parsed, display = _passage_forms(passage)
   prediction = match.prediction
-  return ((match, display), qa_example(prediction.question, prediction.answer, parsed))
+  return ((match, display), qa_example(prediction.question, prediction.answer, parsed,
+                                       reference_premise))
 
 
 # The systems of a leaderboard cite the same passages: parse and render each once
@@ -639,7 +644,9 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   passages = matches | "AttachPassages" >> AttachPassages(options.corpus, plan.join)
   scorer = plan.scorer.describe()["name"]
   scores = (passages["joined"]
-            | "PrepareExamples" >> beam.MapTuple(prepare_example)
+            | "PrepareExamples" >> beam.MapTuple(
+                prepare_example,
+                reference_premise=options.view_as(ScorerOptions).decision == "decode")
             | "ScoreAttribution" >> ScoreAttribution(plan.scorer))
   rating_runs = (
       scores["scored"]

@@ -1,6 +1,6 @@
 """serve: the T5/mT5 NLI scorer over HTTP, in the Vertex AI prediction format.
 
-    autoais serve --model DIR [--host 127.0.0.1] [--port 8080]
+    autoais serve --model DIR [--tokenizer DIR] [--host 127.0.0.1] [--port 8080]
         [--dtype float32|bfloat16] [--device cpu|cuda] [--max_input_tokens N]
         [--token_budget N] [--max_instances 1024]
     python -m beam_jobs.serve ...
@@ -168,6 +168,9 @@ def parse_args(argv):
   parser.add_argument("--model", default=env.get("AIP_STORAGE_URI"),
                       help="NLI model directory (local or gs://); default "
                       "$AIP_STORAGE_URI (Vertex AI).")
+  parser.add_argument("--tokenizer", default=None,
+                      help="The tokenizer's directory (local or gs://) where the "
+                      "model directory has none (default: the model directory).")
   parser.add_argument("--host", default="127.0.0.1",
                       help="Address to listen on (default 127.0.0.1; 0.0.0.0 in a "
                       "container).")
@@ -199,8 +202,10 @@ def run(argv=None) -> int:
   from models import t5_nli  # pylint: disable=import-outside-toplevel
   try:
     model = t5_nli.load_t5_nli(args.model, args.dtype, args.device,
-                               args.max_input_tokens, args.token_budget)
-    description = dict(t5_nli.describe_model(args.model, args.max_input_tokens),
+                               args.max_input_tokens, args.token_budget,
+                               tokenizer_path=args.tokenizer)
+    description = dict(t5_nli.describe_model(args.model, args.max_input_tokens,
+                                             args.tokenizer),
                        model=args.model, dtype=args.dtype, device=args.device)
   except ModelError as error:
     print(f"autoais serve: error: {error}", file=sys.stderr)

@@ -1,26 +1,37 @@
 """T5 / mT5 NLI attribution scorer (AutoAIS; SPEC 5.2), as a Beam ModelHandler.
 
-    autoais evaluate ... --scorer t5 --model PATH [--dtype float32|bfloat16]
-        [--device cpu|cuda] [--decision threshold|decode] [--threshold 0.5]
+    autoais evaluate ... --scorer t5 --model PATH [--tokenizer PATH]
+        [--dtype float32|bfloat16] [--device cpu|cuda]
+        [--decision threshold|decode] [--threshold 0.5]
 
 The model reads `premise: {premise} hypothesis: {hypothesis}` and was trained to
-answer "1" (entailed) or "0". `nli_score` is P(first decoder token = "1")
-renormalised over {"1", "0"}, from one encoder pass and one decoder step, in
-batches formed by token budget over length-sorted examples (little padding).
-The token ids of "1" and "0" are what the model's own tokenizer produces
-(T5: the piece "▁1", id 209), resolved at load time, never assumed.
+answer "1" (entailed) or "0". `nli_score` is P(first label piece of "1")
+renormalised over the first pieces of "1" and "0", from one encoder pass and one
+decoder step, in batches formed by token budget over length-sorted examples
+(little padding). The label pieces are the *first* piece of the tokenizer's
+encoding of each label, resolved at load time, never assumed: T5's vocabulary
+has `▁1` (id 209) but no `▁0`, so "0" is `▁` (id 3) then `0` (id 632) and the
+pair is (209, 3), as MiniCheck's Flan-T5 code reads it.
 
-Decision modes: `threshold` (auto_ais = nli_score > threshold) and `decode`
-(greedy generate, then decoded text == "1": the Attributed QA script's rule).
+Decision modes: `threshold` (auto_ais = nli_score > threshold; premises past
+the model's length are windowed, see below) and `decode` (the Attributed QA
+script's rule, for parity: the whole input however long, `generate()` with the
+model's own generation config, decoded text == "1").
 
-Inputs longer than the model's length are never cut in the hypothesis: the
-premise is split into overlapping windows that each fit with the whole
-hypothesis, every window is scored, and the row takes the best window (in
-decode mode: "1" if any window decodes to "1") and is flagged.
+In threshold mode, inputs longer than the model's length are never cut in the
+hypothesis: the premise is split into overlapping windows that each fit with
+the whole hypothesis, every window is scored, and the row takes the best window
+and is flagged.
 
-Models load from a local directory or gs:// (copied once per worker to a local
-cache), from safetensors only, without trust_remote_code; float16 is refused
-(T5 activations overflow in float16).
+Checkpoints load as they are published: `model.safetensors`, or shards named by
+`model.safetensors.index.json` (every shard must be present); the tokenizer
+from `tokenizer.json`, or from `spiece.model` + `tokenizer_config.json` alone
+(transformers builds the fast tokenizer from it, once per worker), or from
+another directory (`--tokenizer`). Local directories or gs:// (copied once per
+machine to a local cache); safetensors only, without trust_remote_code;
+float16 is refused (T5 activations overflow in float16). Weights stored in
+float32 load into `--dtype bfloat16` tensor by tensor from the memory-mapped
+files: no float32 copy of the model is held (bench/model_load.py measures it).
 """
 import fcntl
 import hashlib
@@ -59,33 +70,118 @@ def check_dtype(dtype: str) -> None:
     raise ModelError(f"--dtype {dtype!r}: choose from {', '.join(DTYPES)}")
 
 
+SINGLE_WEIGHTS = "model.safetensors"
+WEIGHTS_INDEX = "model.safetensors.index.json"
+# A tokenizer directory holds one of these; transformers builds the fast
+# tokenizer from the SentencePiece model where tokenizer.json is absent.
+TOKENIZER_FILES = ("tokenizer.json", "spiece.model")
+
+
+def _match_dir(path: str, flag: str):
+  """The FileMetadata of a directory's files, local or gs://."""
+  pattern = FileSystems.join(path.rstrip("/"), "*")
+  try:
+    return FileSystems.match([pattern])[0].metadata_list
+  except Exception as error:  # pylint: disable=broad-except
+    raise ModelError(f"{flag} {path}: cannot list the directory: {error}") from error
+
+
+def _list_dir(path: str, flag: str) -> Dict[str, int]:
+  """{file name: size} of a directory, local or gs://."""
+  return {os.path.basename(m.path.rstrip("/")): m.size_in_bytes
+          for m in _match_dir(path, flag)}
+
+
+def _read_json(path: str, flag: str, directory: str) -> Any:
+  try:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+      return json.loads(f.read().decode("utf-8"))
+  except (OSError, ValueError, UnicodeDecodeError) as error:
+    raise ModelError(f"{flag} {directory}: {os.path.basename(path)} is not readable "
+                     f"JSON: {error}") from error
+
+
+def weight_files(model_path: str, files: Dict[str, int]) -> List[str]:
+  """The safetensors files the model loads from, as transformers chooses them:
+  model.safetensors, else the shards its index names (in name order). Raises
+  ModelError for an index that names a shard the directory lacks, or shards
+  without their index."""
+  if SINGLE_WEIGHTS in files:
+    return [SINGLE_WEIGHTS]
+  if WEIGHTS_INDEX in files:
+    index = _read_json(FileSystems.join(model_path.rstrip("/"), WEIGHTS_INDEX),
+                       "--model", model_path)
+    weight_map = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(weight_map, dict) or not weight_map or not all(
+        isinstance(shard, str) for shard in weight_map.values()):
+      raise ModelError(f"--model {model_path}: {WEIGHTS_INDEX} has no weight_map of "
+                       "tensor names to shard files")
+    shards = sorted(set(weight_map.values()))
+    missing = [shard for shard in shards if shard not in files]
+    if missing:
+      raise ModelError(
+          f"--model {model_path}: {len(missing)} of the {len(shards)} shards that "
+          f"{WEIGHTS_INDEX} names are missing: {', '.join(missing)} (an incomplete "
+          "download or copy?)")
+    return shards
+  shards = sorted(name for name in files if name.endswith(".safetensors"))
+  if shards:
+    raise ModelError(f"--model {model_path}: safetensors files ({', '.join(shards)}) "
+                     f"but neither {SINGLE_WEIGHTS} nor the {WEIGHTS_INDEX} that "
+                     "names sharded weights")
+  pickles = sorted(name for name in files if name.endswith(_PICKLE_SUFFIXES))
+  if pickles:
+    raise ModelError(
+        f"--model {model_path}: only pickle checkpoints ({', '.join(pickles)}); "
+        "loading them can run arbitrary code, so they are refused. Convert the "
+        "weights to safetensors (model.save_pretrained(dir, "
+        "safe_serialization=True)).")
+  raise ModelError(f"--model {model_path}: no *.safetensors weights")
+
+
 def model_files(model_path: str) -> Dict[str, int]:
   """{file name: size} of a model directory (local or gs://), checked for use.
 
-  Raises ModelError if the directory is missing, has no config.json, or holds
-  only pickle checkpoints (which can run code when loaded).
+  Raises ModelError if the directory is missing, has no config.json, holds
+  only pickle checkpoints (which can run code when loaded), or names shards
+  in its index that it does not hold.
   """
-  pattern = FileSystems.join(model_path.rstrip("/"), "*")
-  try:
-    found = FileSystems.match([pattern])[0].metadata_list
-  except Exception as error:  # pylint: disable=broad-except
-    raise ModelError(f"--model {model_path}: cannot list the directory: {error}") from error
-  files = {os.path.basename(m.path.rstrip("/")): m.size_in_bytes for m in found}
+  files = _list_dir(model_path, "--model")
   if not files:
     raise ModelError(f"--model {model_path}: no such model directory (or it is empty)")
   if "config.json" not in files:
     raise ModelError(f"--model {model_path}: no config.json: not a transformers model "
                      "directory")
-  if not any(name.endswith(".safetensors") for name in files):
-    pickles = sorted(name for name in files if name.endswith(_PICKLE_SUFFIXES))
-    if pickles:
-      raise ModelError(
-          f"--model {model_path}: only pickle checkpoints ({', '.join(pickles)}); "
-          "loading them can run arbitrary code, so they are refused. Convert the "
-          "weights to safetensors (model.save_pretrained(dir, "
-          "safe_serialization=True)).")
-    raise ModelError(f"--model {model_path}: no *.safetensors weights")
+  weight_files(model_path, files)
   return files
+
+
+def has_tokenizer(files: Dict[str, int]) -> bool:
+  return any(name in files for name in TOKENIZER_FILES)
+
+
+def tokenizer_files(tokenizer_path: str) -> Dict[str, int]:
+  """{file name: size} of a `--tokenizer` directory; ModelError without one."""
+  files = _list_dir(tokenizer_path, "--tokenizer")
+  if not files:
+    raise ModelError(f"--tokenizer {tokenizer_path}: no such directory (or it is empty)")
+  if not has_tokenizer(files):
+    raise ModelError(f"--tokenizer {tokenizer_path}: no tokenizer in it (neither "
+                     f"{' nor '.join(TOKENIZER_FILES)})")
+  return files
+
+
+def check_model_and_tokenizer(model_path: str, tokenizer_path: Optional[str]) -> None:
+  """What can be checked of a model without loading it (at launch: listing
+  only, also for gs://)."""
+  files = model_files(model_path)
+  if tokenizer_path:
+    tokenizer_files(tokenizer_path)
+  elif not has_tokenizer(files):
+    raise ModelError(
+        f"--model {model_path}: no tokenizer in the model directory (neither "
+        f"{' nor '.join(TOKENIZER_FILES)}); name the directory of the model's "
+        "tokenizer with --tokenizer DIR (TRUE's checkpoint uses T5's own)")
 
 
 def _local_cache_root() -> str:
@@ -93,14 +189,19 @@ def _local_cache_root() -> str:
                         os.path.join(tempfile.gettempdir(), "autoais-models"))
 
 
-def local_model_dir(model_path: str) -> str:
-  """A local directory holding the model: the path itself, or a copy of a remote
-  directory made once per machine (a file lock keeps worker processes from
-  copying it twice; the copy is renamed into place when complete)."""
-  if FileSystems.get_scheme(model_path) in (None, "file"):
-    return model_path
-  files = model_files(model_path)
-  key = hashlib.sha256(model_path.rstrip("/").encode("utf-8")).hexdigest()[:24]
+def _local_copy(path: str, files: Dict[str, int], flag: str) -> str:
+  """A local directory holding `path`'s files: the path itself, or a copy of a
+  remote directory made once per machine (a file lock keeps worker processes
+  from copying it twice; the copy is renamed into place when complete). The
+  copy is keyed by the path and each object's name, size and update time, so
+  weights uploaded again to the same path are copied again, not read stale."""
+  if FileSystems.get_scheme(path) in (None, "file"):
+    return path
+  listing = sorted((os.path.basename(m.path.rstrip("/")), m.size_in_bytes,
+                    m.last_updated_in_seconds) for m in _match_dir(path, flag)
+                   if os.path.basename(m.path.rstrip("/")) in files)
+  key = hashlib.sha256(json.dumps([path.rstrip("/"), listing]).encode("utf-8")
+                       ).hexdigest()[:24]
   target = os.path.join(_local_cache_root(), key)
   os.makedirs(_local_cache_root(), exist_ok=True)
   with open(target + ".lock", "w", encoding="utf-8") as lock:
@@ -108,7 +209,7 @@ def local_model_dir(model_path: str) -> str:
     if not os.path.isdir(target):
       partial = tempfile.mkdtemp(dir=_local_cache_root(), prefix=key + ".partial-")
       for name in files:
-        source = FileSystems.join(model_path.rstrip("/"), name)
+        source = FileSystems.join(path.rstrip("/"), name)
         with FileSystems.open(source, compression_type=CompressionTypes.UNCOMPRESSED) as src, \
             open(os.path.join(partial, name), "wb") as dst:
           while True:
@@ -120,18 +221,43 @@ def local_model_dir(model_path: str) -> str:
   return target
 
 
+def local_model_dir(model_path: str) -> str:
+  """A local directory holding the model (see _local_copy)."""
+  if FileSystems.get_scheme(model_path) in (None, "file"):
+    return model_path
+  return _local_copy(model_path, model_files(model_path), "--model")
+
+
+def local_tokenizer_dir(model_path: str, tokenizer_path: Optional[str]) -> str:
+  """A local directory holding the tokenizer: `--tokenizer`'s, else the model's."""
+  if not tokenizer_path:
+    return local_model_dir(model_path)
+  if FileSystems.get_scheme(tokenizer_path) in (None, "file"):
+    tokenizer_files(tokenizer_path)
+    return tokenizer_path
+  return _local_copy(tokenizer_path, tokenizer_files(tokenizer_path), "--tokenizer")
+
+
 def weights_checksum(local_dir: str) -> str:
-  """sha256 over the safetensors files (name order), cached beside them."""
-  names = sorted(n for n in os.listdir(local_dir) if n.endswith(".safetensors"))
-  stamp = ";".join(f"{n}:{os.path.getsize(os.path.join(local_dir, n))}:"
-                   f"{os.path.getmtime(os.path.join(local_dir, n))}" for n in names)
-  cache = os.path.join(local_dir, ".autoais-sha256.json")
+  """sha256 over the weight files (the index's shards in name order, each name
+  and its bytes). Reading 45 GB of shards takes minutes, so the result is
+  cached under the model cache root (never in the model directory, which is
+  the user's), keyed by the directory's real path, and recomputed when a
+  file's size, modification time or inode changes."""
+  names = weight_files(local_dir, {name: 0 for name in os.listdir(local_dir)})
+  stamp = []
+  for name in names:
+    status = os.stat(os.path.join(local_dir, name))
+    stamp.append([name, status.st_size, status.st_mtime_ns, status.st_ino])
+  real = os.path.realpath(local_dir)
+  cache = os.path.join(_local_cache_root(), "checksums",
+                       hashlib.sha256(real.encode("utf-8")).hexdigest()[:24] + ".json")
   try:
     with open(cache, encoding="utf-8") as f:
       cached = json.load(f)
-    if cached.get("stamp") == stamp:
+    if cached.get("directory") == real and cached.get("stamp") == stamp:
       return cached["sha256"]
-  except (OSError, ValueError):
+  except (OSError, ValueError, AttributeError):
     pass
   digest = hashlib.sha256()
   for name in names:
@@ -141,36 +267,99 @@ def weights_checksum(local_dir: str) -> str:
         digest.update(chunk)
   checksum = digest.hexdigest()
   try:
-    with open(cache, "w", encoding="utf-8") as f:
-      json.dump({"stamp": stamp, "sha256": checksum}, f)
+    os.makedirs(os.path.dirname(cache), exist_ok=True)
+    partial = f"{cache}.{os.getpid()}.tmp"
+    with open(partial, "w", encoding="utf-8") as f:
+      json.dump({"directory": real, "stamp": stamp, "sha256": checksum}, f)
+    os.replace(partial, cache)
   except OSError:
-    pass  # a read-only model directory: recompute next time
+    pass  # no writable cache: recompute next time
   return checksum
 
 
-def load_tokenizer(local_dir: str):
+_TOKENIZER_SETTINGS = ("tokenizer_config.json", "special_tokens_map.json",
+                       "added_tokens.json")
+
+
+def tokenizer_checksum(local_dir: str) -> str:
+  """sha256 over the tokenizer's files (vocabulary and settings) in name order:
+  the same weights read through another tokenizer score differently."""
+  digest = hashlib.sha256()
+  for name in sorted(TOKENIZER_FILES + _TOKENIZER_SETTINGS):
+    path = os.path.join(local_dir, name)
+    if os.path.exists(path):
+      digest.update(name.encode("utf-8") + b"\0")
+      with open(path, "rb") as f:
+        digest.update(f.read())
+  return digest.hexdigest()
+
+
+def load_tokenizer(local_dir: str, flag: str = "--model"):
+  """The fast tokenizer of a local directory. From spiece.model alone,
+  transformers converts the SentencePiece model (bench/model_load.py: about
+  0.3 s for T5's 32k pieces), once per loading process."""
   from transformers import AutoTokenizer  # pylint: disable=import-outside-toplevel
+  if not any(os.path.exists(os.path.join(local_dir, name)) for name in TOKENIZER_FILES):
+    raise ModelError(f"{flag} {local_dir}: no tokenizer (neither "
+                     f"{' nor '.join(TOKENIZER_FILES)})")
   tokenizer = AutoTokenizer.from_pretrained(local_dir, use_fast=True,
                                             trust_remote_code=False)
   if not tokenizer.is_fast:
-    raise ModelError(f"{local_dir}: needs a fast tokenizer (tokenizer.json) for "
-                     "premise windows")
+    raise ModelError(f"{flag} {local_dir}: needs a fast tokenizer (tokenizer.json or "
+                     "a SentencePiece spiece.model) for premise windows")
   return tokenizer
 
 
-def label_token_ids(tokenizer, model_path: str) -> Tuple[int, int]:
-  """The ids the tokenizer gives "1" and "0": each must be one known piece."""
-  ids = []
+class LabelPieces(NamedTuple):
+  """The first pieces of the tokenizer's encodings of "1" and "0"."""
+  one_id: int
+  zero_id: int
+  one_piece: str
+  zero_piece: str
+
+
+def label_pieces(tokenizer, model_path: str) -> LabelPieces:
+  """The first piece of "1" and of "0" (SPEC 5.2): they must be known pieces
+  and must differ, or the two answers cannot be told apart at the first step."""
+  first = {}
   for label in ("1", "0"):
     encoded = tokenizer(label, add_special_tokens=False)["input_ids"]
-    if len(encoded) != 1 or encoded[0] == tokenizer.unk_token_id:
-      pieces = tokenizer.convert_ids_to_tokens(encoded)
+    pieces = tokenizer.convert_ids_to_tokens(encoded)
+    if not encoded or encoded[0] == tokenizer.unk_token_id:
       raise ModelError(
-          f"--model {model_path}: its tokenizer has no single piece for {label!r} "
-          f"(it gives {pieces}); an NLI model must answer with the pieces of "
-          "'1' and '0'")
-    ids.append(encoded[0])
-  return ids[0], ids[1]
+          f"--model {model_path}: its tokenizer encodes {label!r} as {pieces}: the "
+          "first piece is not a known piece, so the model cannot answer "
+          f"{label!r}; an NLI model answers with '1' and '0'")
+    first[label] = (encoded[0], pieces[0], pieces)
+  if first["1"][0] == first["0"][0]:
+    raise ModelError(
+        f"--model {model_path}: its tokenizer starts '1' ({first['1'][2]}) and '0' "
+        f"({first['0'][2]}) with the same piece {first['1'][1]!r}, so the first "
+        "decoder step cannot tell the two answers apart; an NLI model needs labels "
+        "whose first pieces differ")
+  return LabelPieces(first["1"][0], first["0"][0], first["1"][1], first["0"][1])
+
+
+def refuse_sampling(do_sample: Any, model_path: str) -> None:
+  """Decode mode calls `generate()` with the model's generation config, as the
+  reference script does: a config that samples would make decisions random."""
+  if do_sample:
+    raise ModelError(f"--model {model_path}: --decision decode runs generate() with "
+                     "the model's generation config, and generation_config.json "
+                     "samples (do_sample true): decisions would be random. Use "
+                     "--decision threshold")
+
+
+def check_decode_generation(model_path: str) -> None:
+  """refuse_sampling on the model directory's generation_config.json, read
+  without loading the model (at launch, also on gs://)."""
+  files = _list_dir(model_path, "--model")
+  if "generation_config.json" in files:
+    generation = _read_json(FileSystems.join(model_path.rstrip("/"),
+                                             "generation_config.json"),
+                            "--model", model_path)
+    refuse_sampling(isinstance(generation, dict) and generation.get("do_sample"),
+                    model_path)
 
 
 def _weight(linear):
@@ -196,9 +385,40 @@ class T5NliModel:
     self.device = device
     self.max_input_tokens = max_input_tokens
     self.token_budget = token_budget
-    self.one_id, self.zero_id = label_token_ids(tokenizer, model_path)
+    self.labels = label_pieces(tokenizer, model_path)
+    self.one_id, self.zero_id = self.labels.one_id, self.labels.zero_id
     self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     self.decoder_start_id = model.config.decoder_start_token_id
+    config = model.config
+    # T5 v1.0 scales the last decoder state by d_model^-0.5 before its tied
+    # output layer; v1.1 and mT5 do not (transformers 5 says so in
+    # scale_decoder_outputs, earlier releases in tie_word_embeddings).
+    self._scales_decoder_output = config.model_type == "t5" and getattr(
+        config, "scale_decoder_outputs", config.tie_word_embeddings)
+    self._check_first_step()
+
+  def _check_first_step(self) -> None:
+    """label_logits re-implements the first decoder step: check it against the
+    model's own forward on a probe input, so that a transformers release that
+    changes the architecture's details stops the load instead of skewing every
+    score."""
+    torch = self._torch
+    ids, mask = self._pad([self._ids("premise: probe. hypothesis: probe")])
+    start = torch.full((1, 1), self.decoder_start_id, dtype=torch.long, device=ids.device)
+    with torch.inference_mode():
+      ours = self.label_logits(ids, mask).float()
+      theirs = self.model(input_ids=ids, attention_mask=mask, decoder_input_ids=start,
+                          use_cache=False).logits[:, 0, [self.one_id, self.zero_id]].float()
+    # Relative to the logits' size: bfloat16 keeps 8 bits of mantissa, and the
+    # reordered arithmetic rounds differently; a wrong architecture detail (a
+    # missing d_model^-0.5, the wrong output layer) is off by far more.
+    precise = next(self.model.parameters()).dtype == torch.float32
+    tolerance = (1e-3 if precise else 5e-2) * max(1.0, float(theirs.abs().max()))
+    if not torch.allclose(ours, theirs, rtol=0, atol=tolerance):
+      raise ModelError(
+          f"the one-step scorer disagrees with the model's forward pass on a probe "
+          f"({ours.tolist()} vs {theirs.tolist()}): this transformers release "
+          f"computes {type(self.model).__name__} differently; please report it")
 
   # -- tokenisation ---------------------------------------------------------
 
@@ -206,9 +426,11 @@ class T5NliModel:
     # verbose=False: over-long inputs are expected here; they get windowed.
     return self.tokenizer(text, verbose=False)["input_ids"]
 
-  def encode(self, example: AttributionExample) -> EncodedExample:
+  def encode(self, example: AttributionExample, windowed: bool = True) -> EncodedExample:
+    """The model input(s) of an example: one, or (`windowed`, past the model's
+    length) one per premise window."""
     ids = self._ids(f"premise: {example.premise} hypothesis: {example.hypothesis}")
-    if len(ids) <= self.max_input_tokens:
+    if len(ids) <= self.max_input_tokens or not windowed:
       return EncodedExample([ids], False)
     premise = example.premise
     offsets = self.tokenizer(premise, add_special_tokens=False, verbose=False,
@@ -299,7 +521,7 @@ class T5NliModel:
       hidden = hidden + attention.o(values.reshape(batch, 1, heads * width))
       hidden = feed_forward(hidden)
     hidden = decoder.final_layer_norm(hidden)[:, 0, :]
-    if getattr(model.config, "scale_decoder_outputs", model.config.tie_word_embeddings):
+    if self._scales_decoder_output:
       hidden = hidden * (model.model_dim ** -0.5)
     rows = _weight(model.lm_head)[[self.one_id, self.zero_id]]
     return hidden @ rows.T
@@ -316,21 +538,23 @@ class T5NliModel:
     return result
 
   def decode_is_one(self, sequences: Sequence[List[int]]) -> np.ndarray:
-    """Greedy generation with the model's generation defaults, decoded == "1"."""
+    """`generate()` with the model's own generation config (greedy for TRUE's
+    checkpoint), as the reference script calls it; decoded text == "1"."""
     torch = self._torch
     result = np.zeros(len(sequences), dtype=bool)
     with torch.inference_mode():
       for batch in self._batches(sequences):
         ids, mask = self._pad([sequences[i] for i in batch])
-        outputs = self.model.generate(input_ids=ids, attention_mask=mask,
-                                      do_sample=False, num_beams=1)
+        outputs = self.model.generate(input_ids=ids, attention_mask=mask)
         texts = self.tokenizer.batch_decode(outputs, skip_special_tokens=True)
         result[batch] = [text == "1" for text in texts]
     return result
 
   def score(self, examples: Sequence[AttributionExample], decision: str,
             threshold: float) -> List[AttributionScore]:
-    encoded = [self.encode(example) for example in examples]
+    # Decode mode is the reference's rule: the whole input, however long.
+    windowed = decision != "decode"
+    encoded = [self.encode(example, windowed) for example in examples]
     sequences = [window for item in encoded for window in item.windows]
     probabilities = self.probabilities(sequences)
     decoded = self.decode_is_one(sequences) if decision == "decode" else None
@@ -358,7 +582,9 @@ def resolve_max_input_tokens(tokenizer, requested: Optional[int]) -> int:
 
 def load_t5_nli(model_path: str, dtype: str = "float32", device: str = "cpu",
                 max_input_tokens: Optional[int] = None,
-                token_budget: Optional[int] = None) -> T5NliModel:
+                token_budget: Optional[int] = None, *,
+                tokenizer_path: Optional[str] = None,
+                decision: str = "threshold") -> T5NliModel:
   """Loads a T5/mT5 NLI model for scoring (see the module docstring)."""
   import torch  # pylint: disable=import-outside-toplevel
   from transformers import AutoConfig, AutoModelForSeq2SeqLM  # pylint: disable=import-outside-toplevel
@@ -367,16 +593,21 @@ def load_t5_nli(model_path: str, dtype: str = "float32", device: str = "cpu",
     raise ModelError(f"--device {device!r}: choose from {', '.join(DEVICES)}")
   if device == "cuda" and not torch.cuda.is_available():
     raise ModelError("--device cuda: no CUDA device is available on this worker")
-  model_files(model_path)
+  check_model_and_tokenizer(model_path, tokenizer_path)
   local_dir = local_model_dir(model_path)
   config = AutoConfig.from_pretrained(local_dir, trust_remote_code=False)
   if config.model_type not in SUPPORTED_MODEL_TYPES:
     raise ModelError(f"--model {model_path}: model type {config.model_type!r} is not "
                      f"one of {', '.join(SUPPORTED_MODEL_TYPES)}")
-  tokenizer = load_tokenizer(local_dir)
+  tokenizer = load_tokenizer(local_tokenizer_dir(model_path, tokenizer_path),
+                             "--tokenizer" if tokenizer_path else "--model")
+  # safetensors files are memory-mapped and each tensor is cast to `dtype` as
+  # it is read: float32 weights load into bfloat16 without a float32 copy.
   model = AutoModelForSeq2SeqLM.from_pretrained(
       local_dir, use_safetensors=True, trust_remote_code=False,
       dtype=getattr(torch, dtype))
+  if decision == "decode":
+    refuse_sampling(model.generation_config.do_sample, model_path)
   model.to(device)
   model.eval()
   return T5NliModel(model, tokenizer, model_path, device,
@@ -393,7 +624,8 @@ class T5NliModelHandler(ModelHandler[AttributionExample, PredictionResult, T5Nli
                decision: str = "threshold", threshold: float = 0.5,
                max_input_tokens: Optional[int] = None,
                token_budget: Optional[int] = None, max_batch_size: int = 512,
-               large_model: bool = False, torch_threads: int = 0):
+               large_model: bool = False, torch_threads: int = 0,
+               tokenizer_path: Optional[str] = None):
     super().__init__()
     check_dtype(dtype)
     if decision not in DECISIONS:
@@ -408,6 +640,7 @@ class T5NliModelHandler(ModelHandler[AttributionExample, PredictionResult, T5Nli
     self._max_batch_size = max_batch_size
     self._large_model = large_model
     self._torch_threads = torch_threads
+    self._tokenizer_path = tokenizer_path
 
   def load_model(self) -> T5NliModel:
     if self._torch_threads:
@@ -416,7 +649,8 @@ class T5NliModelHandler(ModelHandler[AttributionExample, PredictionResult, T5Nli
       # every core slow each other down.
       torch.set_num_threads(self._torch_threads)
     return load_t5_nli(self._model_path, self._dtype, self._device,
-                       self._max_input_tokens, self._token_budget)
+                       self._max_input_tokens, self._token_budget,
+                       tokenizer_path=self._tokenizer_path, decision=self._decision)
 
   def run_inference(self, batch: Sequence[AttributionExample], model: T5NliModel,
                     inference_args: Optional[Dict[str, Any]] = None):
@@ -437,20 +671,32 @@ class T5NliModelHandler(ModelHandler[AttributionExample, PredictionResult, T5Nli
     return "autoais_t5_nli"
 
 
-def describe_model(model_path: str, max_input_tokens: Optional[int]) -> Dict[str, Any]:
-  """What run.json records of a model, read on a worker: the label token ids of
-  its tokenizer and a checksum of its weights (without loading the weights)."""
+def describe_model(model_path: str, max_input_tokens: Optional[int],
+                   tokenizer_path: Optional[str] = None) -> Dict[str, Any]:
+  """What run.json records of a model, read on a worker: the label pieces of
+  its tokenizer, a checksum of its weights and its generation config (without
+  loading the weights)."""
   local_dir = local_model_dir(model_path)
-  tokenizer = load_tokenizer(local_dir)
-  one_id, zero_id = label_token_ids(tokenizer, model_path)
-  with open(os.path.join(local_dir, "config.json"), encoding="utf-8") as f:
-    config = json.load(f)
+  tokenizer_dir = local_tokenizer_dir(model_path, tokenizer_path)
+  tokenizer = load_tokenizer(tokenizer_dir, "--tokenizer" if tokenizer_path else "--model")
+  labels = label_pieces(tokenizer, model_path)
+  config = _read_json(os.path.join(local_dir, "config.json"), "--model", model_path)
+  generation_path = os.path.join(local_dir, "generation_config.json")
+  generation = (_read_json(generation_path, "--model", model_path)
+                if os.path.exists(generation_path) else None)
   return {
       "model_type": config.get("model_type"),
+      "tie_word_embeddings": config.get("tie_word_embeddings", True),
       "weights_sha256": weights_checksum(local_dir),
-      "one_token_id": one_id,
-      "zero_token_id": zero_id,
-      "one_token": tokenizer.convert_ids_to_tokens(one_id),
-      "zero_token": tokenizer.convert_ids_to_tokens(zero_id),
+      "weight_files": len(weight_files(local_dir, {n: 0 for n in os.listdir(local_dir)})),
+      "tokenizer_source": tokenizer_path or model_path,
+      "tokenizer_sha256": tokenizer_checksum(tokenizer_dir),
+      "label_pieces": "first piece of the tokenizer's encoding of '1' and of '0'",
+      "one_token_id": labels.one_id,
+      "zero_token_id": labels.zero_id,
+      "one_token": labels.one_piece,
+      "zero_token": labels.zero_piece,
       "max_input_tokens": resolve_max_input_tokens(tokenizer, max_input_tokens),
+      "generation_config": {key: value for key, value in (generation or {}).items()
+                            if key != "transformers_version"} or None,
   }

@@ -13,8 +13,8 @@ from transforms.inference import ScoreUniqueExamples
 
 class _DescribeModelFn(beam.DoFn):
 
-  def __init__(self, model_path, max_input_tokens):
-    self._args = (model_path, max_input_tokens)
+  def __init__(self, model_path, max_input_tokens, tokenizer_path):
+    self._args = (model_path, max_input_tokens, tokenizer_path)
 
   def process(self, unused_impulse):
     yield describe_model(*self._args)
@@ -29,18 +29,21 @@ class T5Scorer(Scorer):
                max_input_tokens: Optional[int] = None,
                token_budget: Optional[int] = None,
                large_model: bool = False, torch_threads: int = 0,
+               tokenizer_path: Optional[str] = None,
                score_cache: Optional[str] = None):
     handler_options = {
         "dtype": dtype, "device": device, "decision": decision, "threshold": threshold,
         "max_input_tokens": max_input_tokens, "token_budget": token_budget,
-        "large_model": large_model, "torch_threads": torch_threads}
+        "large_model": large_model, "torch_threads": torch_threads,
+        "tokenizer_path": tokenizer_path}
     self._options = {"model": model_path, **handler_options}
     if score_cache:
       self._options["score_cache"] = score_cache
     self._handler = T5NliModelHandler(model_path, **handler_options)
 
   def _describe_fn(self) -> beam.DoFn:
-    return _DescribeModelFn(self._options["model"], self._options["max_input_tokens"])
+    return _DescribeModelFn(self._options["model"], self._options["max_input_tokens"],
+                            self._options["tokenizer_path"])
 
   def score_keyed(self) -> beam.PTransform:
     # Decode mode's decision is part of the cache identity; threshold mode's is
@@ -60,11 +63,12 @@ class T5Scorer(Scorer):
                           self if self._options.get("score_cache") else None)
 
   def cache_identity(self, model_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    """The weights, and what changes a score computed from them: the dtype,
-    the input length (premise windows) and the decision mode. Not the device:
-    CPU and GPU scores differ only in their last bits, as one device's do
-    between batches."""
+    """The weights, and what changes a score computed from them: the
+    tokenizer, the dtype, the input length (premise windows) and the decision
+    mode. Not the device: CPU and GPU scores differ only in their last bits, as
+    one device's do between batches."""
     return {"scorer": T5, "weights_sha256": model_info["weights_sha256"],
+            "tokenizer_sha256": model_info["tokenizer_sha256"],
             "dtype": self._options["dtype"],
             "max_input_tokens": model_info["max_input_tokens"],
             "decision": self._options["decision"]}

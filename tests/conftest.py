@@ -25,6 +25,16 @@ def shared_file(relative: str) -> pathlib.Path:
   return path
 
 
+def shared_reference(relative: str) -> pathlib.Path:
+  """A file of the field's reference code (../shared/reference, beside the
+  shared data); skips the test (with the reason) where it is absent."""
+  path = shared_data_dir().parent / "reference" / relative
+  if not path.exists():
+    pytest.skip(f"reference code {relative} not found under "
+                f"{shared_data_dir().parent / 'reference'}")
+  return path
+
+
 def nq_oracle_records():
   with gzip.open(shared_file("nq_oracle_passages/nq-open-oracle.jsonl.gz"), "rt",
                  encoding="utf-8") as f:
@@ -44,6 +54,17 @@ def write_jsonl(path, records):
     for record in records:
       f.write(json.dumps(record, ensure_ascii=False) + "\n")
   return path
+
+
+def write_prediction_files(directory, systems):
+  """One predictions CSV per system: {name: [(question, answer, attribution)]}."""
+  directory = pathlib.Path(directory)
+  directory.mkdir(parents=True, exist_ok=True)
+  for name, rows in systems.items():
+    with open(directory / f"{name}.csv", "w", newline="", encoding="utf-8") as f:
+      writer = csv.writer(f)
+      writer.writerow(["question", "answer", "attribution"])
+      writer.writerows(rows)
 
 
 def read_jsonl(path):
@@ -122,14 +143,10 @@ def nq_leaderboard_inputs(tmp_path_factory):
                  "--output", root / "corpus", "--num_shards", 8) == 0
 
   systems = _system_predictions(gold, oracle_by_question, passage_ids)
-  (root / "predictions").mkdir()
-  for name, predictions in systems.items():
-    with open(root / "predictions" / f"{name}.csv", "w", newline="",
-              encoding="utf-8") as f:
-      writer = csv.writer(f)
-      writer.writerow(["question", "answer", "attribution"])
-      for question, (answer, attribution) in predictions.items():
-        writer.writerow([question, answer, attribution])
+  write_prediction_files(root / "predictions", {
+      name: [(question, answer, attribution)
+             for question, (answer, attribution) in predictions.items()]
+      for name, predictions in systems.items()})
   return {"root": root, "gold": gold, "systems": systems, "contents": contents_by_id,
           "gold_path": gold_path, "corpus": root / "corpus",
           "predictions": root / "predictions" / "*.csv"}

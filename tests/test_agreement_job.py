@@ -436,6 +436,25 @@ def test_ratings_format(tmp_path):
   assert manifest["counts"]["by_reason"] == {"unmatched:no_human_label": 1}
 
 
+@pytest.mark.parametrize("decision, premise", [
+    ("threshold", "Doc, History. It began in 1901.\nIt ended in 1950."),
+    # The Attributed QA script's regex stops the text at its first line break.
+    ("decode", "Doc, History. It began in 1901.")])
+def test_ratings_premise_follows_the_decision_mode(decision, premise, tiny_t5, tmp_path):
+  path = tmp_path / "ratings.csv"
+  with open(path, "w", newline="", encoding="utf-8") as f:
+    writer = csv.writer(f)
+    writer.writerow(["system_name", "question", "answer", "attribution", "passage",
+                     "human_rating"])
+    writer.writerow(["s", "when did it end?", "1950", "doc",
+                     "Title: Doc\nSection: History\n\nIt began in 1901.\nIt ended in 1950.",
+                     "Y"])
+  assert _run(tmp_path / "out", [path], "ratings", "--scorer", "t5", "--model", tiny_t5,
+              "--decision", decision) == 0
+  rows = pq.read_table(tmp_path / "out" / "agreement_rows.parquet").to_pylist()
+  assert [row["premise_digest"] for row in rows] == [agreement.premise_digest([premise])]
+
+
 @pytest.mark.parametrize("flags, message", [
     (["--format", "nope"], "--format 'nope': choose from"),
     (["--format", "begin", "--scenario", "in-english"], "--scenario applies to"),

@@ -231,3 +231,51 @@ def test_compressed_gcs_inputs_match_the_local_run(gcs, local_reference):
   for row in ratings:
     row["source_file"] = row["source_file"].removesuffix(".gz")
   assert ratings == _ratings_by_file_name((local / "ratings.parquet").read_bytes())
+
+
+_TOKENIZER_FILES = ("spiece.model", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def test_sharded_model_and_its_tokenizer_on_gcs(gcs, local_reference, tiny_t5, tmp_path,
+                                                monkeypatch, capsys):
+  """A checkpoint in the published layout (safetensors shards with their index)
+  on gs://, its tokenizer in another gs:// directory (--tokenizer), scores as
+  the same model read from a local directory; a gs:// checkpoint missing a
+  shard that its index names is refused at launch."""
+  from google.auth.credentials import AnonymousCredentials
+  from google.cloud import storage
+  monkeypatch.setenv("AUTOAIS_MODEL_CACHE", str(tmp_path / "model-cache"))
+  bucket = storage.Client(project="test", credentials=AnonymousCredentials()).bucket(BUCKET)
+  model_files = sorted(pathlib.Path(tiny_t5).iterdir())
+  shards = [path.name for path in model_files if path.name.startswith("model-")]
+  assert len(shards) > 1
+  for path in model_files:
+    prefix = "t5/tokenizer" if path.name in _TOKENIZER_FILES else "t5/weights"
+    bucket.blob(f"{prefix}/{path.name}").upload_from_filename(str(path))
+    if path.name != shards[-1] and path.name not in _TOKENIZER_FILES:
+      bucket.blob(f"t5/partial/{path.name}").upload_from_filename(str(path))
+
+  def score(output, model, *extra):
+    return run_job(evaluate, "--predictions", EXAMPLES / "predictions" / "*.csv",
+                   "--corpus", local_reference["corpus"], "--gold",
+                   EXAMPLES / "gold.jsonl", "--output_dir", output, "--scorer", "t5",
+                   "--model", model, "--bootstrap_samples", 50, *extra)
+
+  assert score(tmp_path / "gcs", f"{gcs}/t5/weights", "--tokenizer",
+               f"{gcs}/t5/tokenizer") == 0
+  assert score(tmp_path / "local", tiny_t5) == 0
+  for name in ("ratings.parquet", "leaderboard.csv", "scores.txt"):
+    assert (tmp_path / "gcs" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+  scorer = json.loads((tmp_path / "gcs" / "run.json").read_text())["scorer"]
+  local_scorer = json.loads((tmp_path / "local" / "run.json").read_text())["scorer"]
+  for key in ("weights_sha256", "tokenizer_sha256", "weight_files", "one_token_id",
+              "zero_token_id", "one_token", "zero_token"):
+    assert scorer[key] == local_scorer[key], key
+  assert scorer["weight_files"] == len(shards)
+
+  assert score(tmp_path / "partial", f"{gcs}/t5/partial", "--tokenizer",
+               f"{gcs}/t5/tokenizer") == 2
+  err = capsys.readouterr().err
+  assert f"1 of the {len(shards)} shards that model.safetensors.index.json names are " \
+         f"missing: {shards[-1]}" in err, err
+  assert not (tmp_path / "partial").exists()

@@ -6,7 +6,9 @@ import contextlib
 import csv
 import json
 import os
+import pathlib
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -49,13 +51,32 @@ def _ratings(directory):
 # autoais serve, and --scorer remote against it.
 
 
+_TOKENIZER_FILES = ("spiece.model", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def _split_checkpoint(model_dir, root):
+  """The checkpoint's weights and its tokenizer in two directories, as TRUE's
+  instructions have them (the T5 tokenizer loaded apart)."""
+  weights, tokenizer = root / "weights", root / "tokenizer"
+  weights.mkdir()
+  tokenizer.mkdir()
+  for path in pathlib.Path(model_dir).iterdir():
+    target = tokenizer if path.name in _TOKENIZER_FILES else weights
+    shutil.copyfile(path, target / path.name)
+  return weights, tokenizer
+
+
 @pytest.fixture(scope="module")
-def served(tiny_t5_dirs):
-  """`autoais serve` in its own process on a free port of 127.0.0.1."""
+def served(tiny_t5_dirs, tmp_path_factory):
+  """`autoais serve` in its own process on a free port of 127.0.0.1, serving
+  tiny_t5_dirs[3] from a weights-only directory with --tokenizer."""
+  weights, tokenizer = _split_checkpoint(tiny_t5_dirs[3],
+                                         tmp_path_factory.mktemp("served"))
   env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
   process = subprocess.Popen(
-      [sys.executable, "-m", "beam_jobs.cli", "serve", "--model", tiny_t5_dirs[3],
-       "--port", "0"], cwd=PROJECT_ROOT, env=env, stderr=subprocess.PIPE, text=True)
+      [sys.executable, "-m", "beam_jobs.cli", "serve", "--model", weights,
+       "--tokenizer", tokenizer, "--port", "0"], cwd=PROJECT_ROOT, env=env,
+      stderr=subprocess.PIPE, text=True)
   url = None
   deadline = time.time() + 120
   while url is None and time.time() < deadline:
@@ -85,8 +106,10 @@ def test_serve_speaks_the_vertex_prediction_format(served, tiny_t5_dirs):
   with urllib.request.urlopen(served + "/health", timeout=30) as response:
     health = json.loads(response.read())
   assert health["status"] == "ok"
-  assert health["model"]["weights_sha256"] == t5_nli.describe_model(
-      tiny_t5_dirs[3], None)["weights_sha256"]
+  whole = t5_nli.describe_model(tiny_t5_dirs[3], None)
+  for key in ("weights_sha256", "tokenizer_sha256", "one_token_id", "zero_token_id"):
+    assert health["model"][key] == whole[key], key
+  assert health["model"]["zero_token"] == "▁"
   examples = [("Paris is the capital of France.", "The capital of France is Paris"),
               ("K2 is in the Karakoram.", "The answer to the question 'x' is 'K2'")]
   status, body = _post(served, {"instances": [
@@ -541,3 +564,10 @@ def test_sck_dead_letters_an_answer_a_sentence_judgement_of_which_is_refused(tmp
   assert dead[0]["record"]["question"] == "Who is Barack Obama, in short?"
   assert counts["reconciled"] and counts["by_reason"] == {"rejected:scoring_failed": 1}
   assert (counts["read"], counts["scored"], counts["rejected"]) == (4, 3, 1)
+
+
+def test_serve_refuses_a_checkpoint_without_its_tokenizer(tiny_t5_dirs, tmp_path, capsys):
+  from beam_jobs import serve  # pylint: disable=import-outside-toplevel
+  weights, _ = _split_checkpoint(tiny_t5_dirs[3], tmp_path)
+  assert serve.run(["--model", str(weights), "--port", "0"]) == 2
+  assert "no tokenizer in the model directory" in capsys.readouterr().err

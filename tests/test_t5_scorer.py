@@ -2,13 +2,20 @@
 windowed without cutting the hypothesis, and refusing unusable models.
 
 Models here are tiny, random, and built in a temp dir with their own
-SentencePiece vocabulary (models/testing.py). So that greedy decoding gives a
-mix of "1" and "0" answers (and the parity test is not vacuous), the embedding
-rows of the "1" and "0" pieces are scaled up and generation stops after one
-token; the reference procedure reads the same generation settings.
+SentencePiece vocabulary (models/testing.py), laid out as TRUE's checkpoint is
+published (sharded safetensors with an index, `spiece.model` +
+`tokenizer_config.json`, no tokenizer.json) and split as T5 splits: "1" is
+`▁1`, "0" is `▁` + `0`. One test keeps a vocabulary that has `▁0` and a
+`tokenizer.json` (layout "saved"). So that greedy decoding gives a mix of "1"
+and "0" answers (and the parity test is not vacuous), the embedding rows of the
+two label pieces are scaled up and generation stops after one token; the
+reference procedure reads the same generation settings. Parity with the
+reference script itself: tests/test_reference_parity.py.
 """
 import csv
 import json
+import os
+import pathlib
 import random
 
 import numpy as np
@@ -19,7 +26,7 @@ transformers = pytest.importorskip("transformers")
 
 from beam_jobs import evaluate  # pylint: disable=wrong-import-position
 from models import t5_nli  # pylint: disable=wrong-import-position
-from models.testing import build_random_t5  # pylint: disable=wrong-import-position
+from models.testing import build_random_t5, save_model  # pylint: disable=wrong-import-position
 from schemas import AttributionExample  # pylint: disable=wrong-import-position
 from tests.conftest import PROJECT_ROOT, read_jsonl, run_job  # pylint: disable=wrong-import-position
 from transforms.passages import parse_passage  # pylint: disable=wrong-import-position
@@ -44,7 +51,8 @@ def _sharpen(directory):
   from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
   tokenizer = AutoTokenizer.from_pretrained(directory)
   model = AutoModelForSeq2SeqLM.from_pretrained(directory)
-  one, zero = t5_nli.label_token_ids(tokenizer, directory)
+  labels = t5_nli.label_pieces(tokenizer, directory)
+  one, zero = labels.one_id, labels.zero_id
   states = []
   with torch.no_grad():
     for example in _examples(20, seed=9):
@@ -64,7 +72,10 @@ def _sharpen(directory):
     model.shared.weight[one] = direction * scale
     model.shared.weight[zero] = -direction * scale
   model.generation_config.max_length = 2
-  model.save_pretrained(directory)
+  for name in os.listdir(directory):
+    if name.endswith(".safetensors") or name.endswith(".index.json"):
+      os.unlink(os.path.join(directory, name))
+  save_model(model, directory)
 
 
 @pytest.fixture(scope="module")
@@ -103,9 +114,71 @@ def _examples(n=40, seed=0):
   return examples
 
 
-def test_label_ids_are_the_tokenizers_pieces(loaded):
-  assert loaded.tokenizer.convert_ids_to_tokens(loaded.one_id) == "▁1"
-  assert loaded.tokenizer.convert_ids_to_tokens(loaded.zero_id) == "▁0"
+def test_label_ids_are_the_first_pieces_as_in_t5(loaded):
+  """T5's split: "1" is one piece, "0" is "▁" then "0"; the labels are the
+  first pieces, and the second piece of "0" is not read."""
+  tokenizer = loaded.tokenizer
+  assert tokenizer.convert_ids_to_tokens(
+      tokenizer("0", add_special_tokens=False)["input_ids"]) == ["▁", "0"]
+  assert tokenizer.convert_ids_to_tokens(loaded.one_id) == "▁1"
+  assert tokenizer.convert_ids_to_tokens(loaded.zero_id) == "▁"
+  assert loaded.labels == (loaded.one_id, loaded.zero_id, "▁1", "▁")
+
+
+def test_vocabulary_with_a_zero_piece_and_a_tokenizer_json(tmp_path):
+  directory = build_random_t5(str(tmp_path / "digits"), _texts(), vocab_size=2000,
+                              seed=3, vocabulary="digits", layout="saved")
+  model = t5_nli.load_t5_nli(directory)
+  assert (model.labels.one_piece, model.labels.zero_piece) == ("▁1", "▁0")
+  _assert_equals_direct_computation(model, directory, _examples(8))
+
+
+def _direct_scores(directory, examples):
+  """P(first piece of "1") over the two first pieces at the first decoder
+  step, computed with transformers alone, one example at a time."""
+  from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+  tokenizer = AutoTokenizer.from_pretrained(directory)
+  model = AutoModelForSeq2SeqLM.from_pretrained(directory).eval()
+  one = tokenizer("1", add_special_tokens=False).input_ids[0]
+  zero = tokenizer("0", add_special_tokens=False).input_ids[0]
+  scores = []
+  with torch.no_grad():
+    for example in examples:
+      ids = tokenizer(f"premise: {example.premise} hypothesis: {example.hypothesis}",
+                      return_tensors="pt").input_ids
+      logits = model(input_ids=ids, decoder_input_ids=torch.tensor(
+          [[model.config.decoder_start_token_id]])).logits[0, 0]
+      scores.append(float(torch.softmax(logits[[one, zero]], dim=-1)[0]))
+  return np.array(scores)
+
+
+def _assert_equals_direct_computation(model, directory, examples):
+  ours = np.array([s.nli_score for s in model.score(examples, "threshold", 0.5)])
+  np.testing.assert_allclose(ours, _direct_scores(directory, examples), atol=1e-5)
+  assert ours.std() > 0
+
+
+@pytest.mark.parametrize("model_type,version", [("t5", "1.0"), ("t5", "1.1"),
+                                                ("mt5", "1.1")])
+def test_published_layouts_equal_transformers(tmp_path, model_type, version):
+  """T5 v1.0 (tied embeddings), v1.1 and mT5 (untied), each as published."""
+  directory = build_random_t5(str(tmp_path / "model"), _texts(), vocab_size=2000,
+                              seed=4, model_type=model_type, version=version)
+  files = set(os.listdir(directory))
+  assert "tokenizer.json" not in files and {"spiece.model", "tokenizer_config.json",
+                                            "model.safetensors.index.json"} <= files
+  shards = sorted(name for name in files if name.endswith(".safetensors"))
+  assert len(shards) > 1 and shards[0] == f"model-00001-of-{len(shards):05d}.safetensors"
+  model = t5_nli.load_t5_nli(directory)
+  assert model.model.config.model_type == model_type
+  tied = version == "1.0"
+  published = json.loads((pathlib.Path(directory) / "config.json").read_text())
+  assert published["tie_word_embeddings"] == tied
+  assert (model.model.lm_head.weight is model.model.shared.weight) == tied
+  # Only T5 v1.0 scales the last decoder state (mT5 never does).
+  assert model._scales_decoder_output == (tied and model_type == "t5")  # pylint: disable=protected-access
+  assert model.labels.zero_piece == "▁"
+  _assert_equals_direct_computation(model, directory, _examples(12, seed=8))
 
 
 def test_batched_scores_equal_one_at_a_time(loaded):
@@ -211,19 +284,6 @@ def test_bfloat16_scores_follow_float32(tiny_model):
   assert np.median(np.abs(a - b)) < 0.02
 
 
-def test_mt5_models_load_and_score(tmp_path):
-  from transformers import MT5Config, MT5ForConditionalGeneration
-  directory = str(tmp_path / "mt5")
-  build_random_t5(directory, _texts(), vocab_size=600, seed=4)
-  config = MT5Config(vocab_size=transformers.AutoConfig.from_pretrained(
-      directory).vocab_size, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
-                     decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
-  MT5ForConditionalGeneration(config).save_pretrained(directory)
-  model = t5_nli.load_t5_nli(directory)
-  assert model.model.config.model_type == "mt5"
-  assert len(model.score(_examples(3), "threshold", 0.5)) == 3
-
-
 # ----------------------------------------------------------------------------
 # End to end, and errors.
 
@@ -247,8 +307,9 @@ def test_evaluate_with_t5_on_the_examples(tiny_model, loaded, example_corpus, tm
   scorer = manifest["scorer"]
   assert scorer["name"] == "t5" and scorer["dtype"] == "float32"
   assert scorer["one_token_id"] == loaded.one_id and scorer["one_token"] == "▁1"
-  assert scorer["zero_token_id"] == loaded.zero_id
-  assert len(scorer["weights_sha256"]) == 64
+  assert scorer["zero_token_id"] == loaded.zero_id and scorer["zero_token"] == "▁"
+  assert len(scorer["weights_sha256"]) == 64 and len(scorer["tokenizer_sha256"]) == 64
+  assert scorer["weight_files"] > 1  # the shards of the published layout
   assert scorer["threshold"] == 0.5
   counts = manifest["counts"]
   assert scorer["rows_scored_by_model"] == counts["scored"]
@@ -256,6 +317,15 @@ def test_evaluate_with_t5_on_the_examples(tiny_model, loaded, example_corpus, tm
   with open(tmp_path / "a" / "ratings.csv", newline="", encoding="utf-8") as f:
     rows = list(csv.DictReader(f))
   assert len(rows) == counts["scored"] and {row["scorer"] for row in rows} == {"t5"}
+  # Every row's nli_score is transformers' own softmax over the two first
+  # pieces, computed here from the corpus passage, one row at a time.
+  contents = {record["id"]: record["contents"] for record in
+              read_jsonl(EXAMPLES / "corpus" / "wiki_sample.jsonl")}
+  examples = [qa_example(row["question"], row["answer"],
+                         parse_passage(contents[row["attribution"]])) for row in rows]
+  assert {row["n_windows"] for row in rows} == {"1"}
+  np.testing.assert_allclose([float(row["nli_score"]) for row in rows],
+                             _direct_scores(tiny_model, examples), atol=1e-5)
 
 
 def test_torch_threads_sets_the_threads_of_each_workers_model(tiny_model, example_corpus,
@@ -316,12 +386,79 @@ def test_float16_is_refused(tiny_model, example_corpus, tmp_path, capsys):
   assert "float16 is refused: T5 activations overflow" in capsys.readouterr().err
 
 
-def test_tokenizer_without_label_pieces_is_refused(example_corpus, tmp_path, capsys):
-  directory = str(tmp_path / "no_digits")
-  texts = ["".join(c for c in text if not c.isdigit()) for text in _texts()]
-  build_random_t5(directory, texts, vocab_size=500, digits=False)
+def test_labels_starting_with_the_same_piece_are_refused(example_corpus, tmp_path,
+                                                       capsys):
+  directory = build_random_t5(str(tmp_path / "no_digits"), _texts(), vocab_size=500,
+                              vocabulary="no-digits")
   assert _evaluate(directory, example_corpus, tmp_path / "out") == 2
-  assert "has no single piece for '1'" in capsys.readouterr().err
+  err = capsys.readouterr().err
+  assert ("its tokenizer starts '1' (['▁', '1']) and '0' (['▁', '0']) with the same "
+          "piece '▁'") in err, err
+  assert not (tmp_path / "out").exists()
+
+
+def _copy_model(source, target, leave_out=()):
+  import shutil
+  shutil.copytree(source, target, ignore=shutil.ignore_patterns(*leave_out))
+  return target
+
+
+def test_shards_missing_from_the_index_are_refused(tiny_model, example_corpus,
+                                                   tmp_path, capsys):
+  directory = _copy_model(tiny_model, tmp_path / "partial",
+                          leave_out=("model-00002-of-*.safetensors",))
+  assert _evaluate(directory, example_corpus, tmp_path / "out") == 2
+  err = capsys.readouterr().err
+  assert "shards that model.safetensors.index.json names are missing: " \
+         "model-00002-of-0000" in err, err
+  assert not (tmp_path / "out").exists()
+  loose = _copy_model(tiny_model, tmp_path / "no_index",
+                      leave_out=("model.safetensors.index.json",))
+  assert _evaluate(loose, example_corpus, tmp_path / "out") == 2
+  assert "neither model.safetensors nor the model.safetensors.index.json" in \
+      capsys.readouterr().err
+
+
+def test_checkpoint_without_tokenizer_takes_tokenizer_flag(tiny_model, example_corpus,
+                                                           tmp_path, capsys):
+  """TRUE's instructions load T5's tokenizer apart from the checkpoint: a model
+  directory without tokenizer files runs with --tokenizer, and scores as the
+  same model with its tokenizer inside."""
+  tokenizer_files = ("spiece.model", "tokenizer_config.json", "special_tokens_map.json")
+  weights = _copy_model(tiny_model, tmp_path / "weights", leave_out=tokenizer_files)
+  tokenizer = _copy_model(tiny_model, tmp_path / "tokenizer",
+                          leave_out=("*.safetensors", "*.json"))
+  for name in tokenizer_files[1:]:
+    (tokenizer / name).write_bytes((pathlib.Path(tiny_model) / name).read_bytes())
+  assert _evaluate(weights, example_corpus, tmp_path / "none") == 2
+  assert "no tokenizer in the model directory" in capsys.readouterr().err
+  assert _evaluate(weights, example_corpus, tmp_path / "empty", "--tokenizer",
+                   tmp_path / "weights") == 2
+  assert "no tokenizer in it (neither tokenizer.json nor spiece.model)" in \
+      capsys.readouterr().err
+  assert not (tmp_path / "empty").exists()
+  assert _evaluate(weights, example_corpus, tmp_path / "apart", "--tokenizer",
+                   tokenizer) == 0
+  assert _evaluate(tiny_model, example_corpus, tmp_path / "inside") == 0
+  for name in ("ratings.parquet", "leaderboard.csv"):
+    assert ((tmp_path / "apart" / name).read_bytes() ==
+            (tmp_path / "inside" / name).read_bytes())
+  apart = json.loads((tmp_path / "apart" / "run.json").read_text())["scorer"]
+  assert apart["tokenizer_path"] == str(tokenizer)
+  assert apart["tokenizer_source"] == str(tokenizer)
+
+
+def test_decode_mode_refuses_a_sampling_generation_config(tiny_model, example_corpus,
+                                                          tmp_path, capsys):
+  directory = _copy_model(tiny_model, tmp_path / "sampling")
+  generation = json.loads((directory / "generation_config.json").read_text())
+  (directory / "generation_config.json").write_text(json.dumps(
+      dict(generation, do_sample=True)))
+  assert _evaluate(directory, example_corpus, tmp_path / "out", "--decision",
+                   "decode") == 2
+  assert "samples (do_sample true): decisions would be random" in \
+      capsys.readouterr().err
+  assert _evaluate(directory, example_corpus, tmp_path / "ok") == 0
 
 
 def test_real_leaderboard_with_t5_is_identical_across_runners(nq_leaderboard_inputs,
@@ -353,3 +490,26 @@ def test_real_leaderboard_with_t5_is_identical_across_runners(nq_leaderboard_inp
   # Systems share passages and answers: fewer model calls than scored rows.
   assert scorer["rows_scored_by_model"] == counts["scored"]
   assert scorer["unique_triples"] < counts["scored"]
+
+
+def test_weights_checksum_covers_every_shard_and_is_cached_outside_the_model(
+    tiny_model, tmp_path, monkeypatch):
+  monkeypatch.setenv("AUTOAIS_MODEL_CACHE", str(tmp_path / "cache"))
+  directory = _copy_model(tiny_model, tmp_path / "model")
+  before = {path.name: path.read_bytes() for path in directory.iterdir()}
+  first = t5_nli.weights_checksum(str(directory))
+  # Nothing is written into the user's model directory.
+  assert {path.name: path.read_bytes() for path in directory.iterdir()} == before
+  cached = list((tmp_path / "cache" / "checksums").glob("*.json"))
+  assert len(cached) == 1
+  # The second call reads the cache: a planted value comes back.
+  record = json.loads(cached[0].read_text())
+  cached[0].write_text(json.dumps(dict(record, sha256="planted")))
+  assert t5_nli.weights_checksum(str(directory)) == "planted"
+  cached[0].write_text(json.dumps(record))
+  # A change to any shard (here the last one; same size) gives a new checksum.
+  last = sorted(directory.glob("model-*.safetensors"))[-1]
+  data = bytearray(last.read_bytes())
+  data[-1] ^= 1
+  last.write_bytes(bytes(data))
+  assert t5_nli.weights_checksum(str(directory)) not in (first, "planted")

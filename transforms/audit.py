@@ -312,7 +312,12 @@ def _parsed(passage: str):
 class PrepareExamplesFn(beam.DoFn):
   """(pair, corpus passage or None) -> ((pair, found), example or None); a
   candidate of the input that is not in the corpus is also dead-lettered (its
-  row still reaches the per-answer figures: a top-1 not in the corpus is N)."""
+  row still reaches the per-answer figures: a top-1 not in the corpus is N).
+  With `reference_premise` (--decision decode), premises are built as the
+  Attributed QA script builds them (transforms/passages.reference_premise)."""
+
+  def __init__(self, reference_premise: bool = False):
+    self._reference_premise = reference_premise
 
   def process(self, pair_and_contents):
     pair, contents = pair_and_contents
@@ -329,7 +334,8 @@ class PrepareExamplesFn(beam.DoFn):
             _candidate_json(pair)))
       yield (pair, False), None
       return
-    yield (pair, True), qa_example(pair.question, pair.answer, _parsed(passage))
+    yield (pair, True), qa_example(pair.question, pair.answer, _parsed(passage),
+                                   self._reference_premise)
 
 
 # ----------------------------------------------------------------------------

@@ -184,15 +184,21 @@ def check_labelled_file(format_name: str, path: str,
   _require_columns(path, required)
 
 
-def labelled_reader(format_name: str, scenario: Optional[str] = None):
-  """The read_file function (path -> items) of a format, for ReadRecords."""
+def labelled_reader(format_name: str, scenario: Optional[str] = None,
+                    reference_premise: bool = False):
+  """The read_file function (path -> items) of a format, for ReadRecords.
+  `reference_premise` (--decision decode) builds Attributed QA premises as its
+  script does; only the ratings format has them."""
+  if format_name == "ratings":
+    return functools.partial(_read_ratings, reference_premise=reference_premise)
   return functools.partial(FORMATS[format_name].read, scenario=scenario)
 
 
 # ratings ---------------------------------------------------------------------
 
 
-def _read_ratings(path: str, scenario=None) -> Iterator[Union[LabelledItem, DeadLetter]]:
+def _read_ratings(path: str, scenario=None, reference_premise: bool = False
+                  ) -> Iterator[Union[LabelledItem, DeadLetter]]:
   del scenario
   for prediction in read_predictions(path):
     if isinstance(prediction, DeadLetter):
@@ -212,7 +218,7 @@ def _read_ratings(path: str, scenario=None) -> Iterator[Union[LabelledItem, Dead
                       "passage")
       continue
     example = qa_example(prediction.question, prediction.answer,
-                         parse_passage(prediction.passage))
+                         parse_passage(prediction.passage), reference_premise)
     yield LabelledItem(_item_id(path, line), prediction.system_name, None, example,
                        prediction.human_rating, prediction.human_rating == "Y", path,
                        line)

@@ -4,7 +4,9 @@ The attribution corpus stores Pyserini `contents`: `« title » « headings » t
 where headings usually start with the title (`« St. Elsewhere » « St. Elsewhere,
 Episodes, "Their Town" » In a ...`). Two renderings are derived from it:
 
-* the NLI premise, `"{headings}. {text}"`;
+* the NLI premise, `"{headings}. {text}"` (and, for `--decision decode`, the
+  Attributed QA script's own premise: its regex has no DOTALL, so the text stops
+  at the first line break: `reference_premise`);
 * the AIS display form used in ratings.csv: `Title: {title}`, a `Section:` line with
   the headings after the title, a blank line, then the text.
 
@@ -44,6 +46,16 @@ def nli_premise(parsed: ParsedPassage) -> str:
   if parsed.headings is None:
     return parsed.text
   return f"{parsed.headings}. {parsed.text}"
+
+
+def reference_premise(parsed: ParsedPassage) -> str:
+  """The premise the Attributed QA script (evaluation.py) builds: its `(.*)`
+  without DOTALL stops at the first "\n", so a passage text with a line break
+  keeps only its first line. A passage of no known form is used whole, as
+  there."""
+  if parsed.headings is None:
+    return parsed.text
+  return f"{parsed.headings}. {parsed.text.split(chr(10), 1)[0]}"
 
 
 def display_passage(parsed: ParsedPassage) -> str:

@@ -8,21 +8,23 @@ from typing import Any, Iterable, Optional, Tuple
 import apache_beam as beam
 
 from schemas import REJECTED, AttributionExample, DeadLetter, ScoringFailure
-from transforms.passages import ParsedPassage, nli_premise
+from transforms.passages import ParsedPassage, nli_premise, reference_premise
 from transforms.sources import json_record
 
 def qa_hypothesis(question: str, answer: str) -> str:
   return f"The answer to the question '{question}' is '{answer}'"
 
 
-def qa_example(question: str, answer: str, passage: ParsedPassage) -> AttributionExample:
-  """The AutoAIS example of an attributed answer (SPEC 5.2)."""
+def qa_example(question: str, answer: str, passage: ParsedPassage,
+               reference: bool = False) -> AttributionExample:
+  """The AutoAIS example of an attributed answer (SPEC 5.2); with `reference`
+  (`--decision decode`), its premise as the Attributed QA script builds it."""
   if passage.title is None:
     searchable = passage.text
   else:
     searchable = f"{passage.title} {passage.headings} {passage.text}"
-  return AttributionExample(nli_premise(passage), qa_hypothesis(question, answer),
-                            answer, searchable)
+  premise = reference_premise(passage) if reference else nli_premise(passage)
+  return AttributionExample(premise, qa_hypothesis(question, answer), answer, searchable)
 
 
 def claim_example(evidence: str, claim: str) -> AttributionExample:
