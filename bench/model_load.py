@@ -1,18 +1,18 @@
 """Loading a checkpoint as it is published (not a test): memory and tokenizer cost.
 
     .venv/bin/python bench/model_load.py [--parts memory,tokenizer]
-        [--shape base|small] [--workdir bench/out/model_load]
+        [--shape base|small|large] [--workdir bench/out/model_load]
 
-memory: a random-weight T5 of t5-base's shape (d_model 768, 12+12 layers, d_ff
-3072, vocabulary 32128; t5-small's with --shape small) written in float32 as
-the published checkpoints are (safetensors shards with their index), then
-loaded by models/t5_nli.load_t5_nli in a fresh process, once with --dtype
-bfloat16 and once with float32. Printed per dtype: the parameters' bytes, the
-peak growth of the process's anonymous memory while loading (what it holds
-itself: a float32 copy of the weights would show here), and the peak of
-file-backed pages (the memory-mapped shards, page cache the kernel can drop).
-The ratio that matters: peak anonymous growth in bfloat16 / float32 bytes on
-disk (0.5 plus small change means no float32 copy was held).
+memory: a random-weight T5 of t5-base's shape (d_model 768, 12+12 layers,
+d_ff 3072, vocabulary 32128; t5-small's or T5 v1.1 large's with --shape
+small|large) written in float32 as the published checkpoints are (safetensors
+shards with their index), then loaded by models/t5_nli.load_t5_nli in a fresh
+process, once with --dtype bfloat16 and once with float32. Printed per dtype:
+the parameters' bytes, the peak growth of the process's anonymous memory while
+loading (what it holds itself: a float32 copy of the weights would show here),
+and the peak of file-backed pages (the memory-mapped shards, page cache the
+kernel can drop). The ratio that matters: peak anonymous growth in bfloat16 /
+float32 bytes on disk (0.5 plus small change means no float32 copy was held).
 
 tokenizer: a SentencePiece vocabulary as large as the shared data can train
 (asked for T5's 32,000 pieces) written in the published layout (spiece.model +
@@ -44,6 +44,8 @@ SHARED = os.environ.get("AUTOAIS_SHARED_DATA", os.path.join(ROOT, "..", "shared"
 SHAPES = {
     "base": {"d_model": 768, "d_kv": 64, "d_ff": 3072, "num_layers": 12, "num_heads": 12},
     "small": {"d_model": 512, "d_kv": 64, "d_ff": 2048, "num_layers": 6, "num_heads": 8},
+    # T5 v1.1 large (about 780M parameters, 3.1 GB in float32).
+    "large": {"d_model": 1024, "d_kv": 64, "d_ff": 2816, "num_layers": 24, "num_heads": 16},
 }
 T5_VOCABULARY = 32128
 
