@@ -23,6 +23,9 @@ REQUIRED = [
     "matplotlib>=3.8",
 ]
 
+PACKAGES = [f"{name}{suffix}" for name in ("beam_jobs", "transforms", "models", "schemas",
+                                         "launch") for suffix in ("", ".*")]
+
 EXTRAS = {
     "test": [
         "pytest>=8",
@@ -59,7 +62,9 @@ setuptools.setup(
     version="0.1.0",
     description="Apache Beam jobs that score attributed question answering (AutoAIS, SQuAD EM/F1).",
     python_requires=">=3.10",
-    packages=["beam_jobs", "transforms", "models", "schemas", "launch"],
+    # Every package under these, found rather than listed: a subpackage left out
+    # would import in tests and be missing on Dataflow workers.
+    packages=setuptools.find_packages(include=PACKAGES),
     install_requires=REQUIRED,
     extras_require=EXTRAS,
     entry_points={"console_scripts": ["autoais = beam_jobs.cli:main"]},

@@ -37,8 +37,9 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (ConfigError, JobArguments, ScorerOptions,
-                              is_local_runner, require, run_job, scorer_from_options)
+from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
+                              run_job, scorer_from_options)
+from schemas.errors import ConfigError
 from beam_jobs.output_dir import OutputDir
 from schemas import (AGREEMENT_ROW_SCHEMA, REJECTED, AgreementRow, AttributionScore,
                      DeadLetter, LabelledItem, ScoringFailure)
@@ -49,8 +50,8 @@ from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
 from transforms.labelled_sources import (FORMATS, SCENARIOS, check_labelled_file,
                                          labelled_reader)
 from transforms.report import agreement_report_html
-from transforms.scoring import (ScoreAttribution, first_failure, scored_or_failed,
-                                scoring_failed)
+from transforms.scoring.attribution import (ScoreAttribution, first_failure,
+                                            scored_or_failed, scoring_failed)
 from transforms.sorted_runs import SpillSortedRuns, merge_sorted_runs
 from transforms.sources import ReadRecords, match_files
 

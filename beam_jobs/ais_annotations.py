@@ -33,7 +33,8 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import ConfigError, JobArguments, require, run_job
+from beam_jobs.common import JobArguments, require, run_job
+from schemas.errors import ConfigError
 from beam_jobs.output_dir import OutputDir
 from schemas import AIS_AGREEMENT_SCHEMA, AIS_TABLE_SCHEMA
 from transforms import ais
@@ -41,8 +42,9 @@ from transforms.ais_paper import PAPER, SAMPLED_ITEMS, SIGNIFICANCE_LEVEL
 from transforms.outputs import (WriteDeadLetters, WriteManifest, atomic_create,
                                 csv_bytes, reconcile, versions_and_timings, utc_now,
                                 write_text_atomically)
-from transforms.sources import (InputError, ReadRecords, check_input_file, data_format,
-                                match_files, read_header)
+from transforms.sources import (ReadRecords, check_input_file, data_format, match_files,
+                                read_header)
+from schemas.errors import InputError
 
 OUTPUT_FILES = ("run.json", "ais_tables.csv", "ais_tables.json", "ais_tables.md",
                 "ais_agreement.csv", "dead_letter.jsonl")

@@ -47,8 +47,9 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (ConfigError, JobArguments, ScorerOptions,
-                              is_local_runner, require, run_job, scorer_from_options)
+from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
+                              run_job, scorer_from_options)
+from schemas.errors import ConfigError
 from beam_jobs.output_dir import OutputDir
 from schemas import (AUDIT_ANSWER_ROW_SCHEMA, AUDIT_CANDIDATE_SCHEMA,
                      AUDIT_SYSTEM_SCHEMA, REJECTED, AuditCandidateRow, AuditPair,
@@ -67,11 +68,13 @@ from transforms.metrics import BuildGoldIndex
 from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
                                 WriteManifest, reconcile, versions_and_timings, utc_now,
                                 write_summary_files)
-from transforms.scoring import ScoreAttribution, first_failure, scored_or_failed
+from transforms.scoring.attribution import (ScoreAttribution, first_failure,
+                                            scored_or_failed)
 from transforms.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
-from transforms.sources import (TFDS_PREFIX, InputError, ReadGold, ReadRecords,
-                                check_gold_source, check_input_file, check_text_file,
-                                data_format, match_files, read_header)
+from transforms.sources import (TFDS_PREFIX, ReadGold, ReadRecords, check_gold_source,
+                                check_input_file, check_text_file, data_format,
+                                match_files, read_header)
+from schemas.errors import InputError
 
 OUTPUT_FILES = ("run.json", "audit_candidates.parquet", "audit_answers.parquet",
                 "audit_answers.csv", "audit.csv", "audit.json", "audit.md",

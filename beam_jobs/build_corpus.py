@@ -25,7 +25,8 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import ConfigError, JobArguments, require, run_job
+from beam_jobs.common import JobArguments, require, run_job
+from schemas.errors import ConfigError
 from beam_jobs.output_dir import OutputDir
 from schemas import ArticleEntry, CorpusRecord
 from transforms import corpus

@@ -36,8 +36,9 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (ConfigError, JobArguments, ScorerOptions,
-                              is_local_runner, require, run_job, scorer_from_options)
+from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
+                              run_job, scorer_from_options)
+from schemas.errors import ConfigError
 from beam_jobs.output_dir import OutputDir
 from schemas import (CLAIM_ROW_SCHEMA, CLAIMS_SYSTEM_SCHEMA, REJECTED, ClaimRow,
                      DeadLetter)

@@ -21,18 +21,14 @@ from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOp
                                                   StandardOptions, _BeamArgumentParser)
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from models import REMOTE, SCORERS, STRING_MATCH, VERTEX, Scorer, make_scorer
-from models.errors import ModelError
+from transforms.scoring.names import REMOTE, SCORERS, STRING_MATCH, VERTEX
+from transforms.scoring.scorer import Scorer
+from transforms.scoring.registry import make_scorer
+from schemas.errors import ConfigError, CorpusError, InputError, ModelError
 from transforms import progress
-from transforms.corpus import CorpusError
-from transforms.sources import InputError
 
 EXIT_CONFIG_ERROR = 2
 EXIT_JOB_FAILED = 1
-
-
-class ConfigError(ValueError):
-  """The job's options cannot work: it stops before building anything."""
 
 
 class JobArguments:
@@ -142,7 +138,8 @@ class ScorerOptions(PipelineOptions):
     group.add_argument("--score_cache", default=None,
                        help="Score cache directory (local or gs://): scores of "
                        "(model, premise, hypothesis) kept across runs, so a rerun "
-                       "sends only new triples to the model (transforms/score_cache.py).")
+                       "sends only new triples to the model "
+                       "(transforms/scoring/cache.py).")
 
 
 class RunOptions(PipelineOptions):

@@ -35,8 +35,9 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (ConfigError, JobArguments, ScorerOptions,
-                              is_local_runner, require, run_job, scorer_from_options)
+from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
+                              run_job, scorer_from_options)
+from schemas.errors import ConfigError
 from beam_jobs.output_dir import OutputDir
 from schemas import (LEADERBOARD_SCHEMA, RATING_SCHEMA, REJECTED, UNMATCHED,
                      AttributionScore, DeadLetter, GoldMatch, RatingRow, ScoringFailure)
@@ -52,7 +53,8 @@ from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
                                 versions_and_timings, utc_now, write_text_atomically)
 from transforms.report import leaderboard_report_html
 from transforms.passages import ParsedPassage, display_passage, parse_passage
-from transforms.scoring import ScoreAttribution, qa_example, scoring_failed_message
+from transforms.scoring.attribution import ScoreAttribution, scoring_failed_message
+from transforms.scoring.examples import qa_example
 from transforms.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
 from transforms.sources import (TFDS_PREFIX, ReadGold, ReadRecords, check_gold_source,
                                 check_prediction_file, data_format, match_files,
@@ -243,7 +245,7 @@ def _prediction_json(prediction, **extra) -> str:
                     ensure_ascii=False)
 
 
-def scoring_failed(key, failure: ScoringFailure) -> DeadLetter:
+def _failed_row_dead_letter(key, failure: ScoringFailure) -> DeadLetter:
   """A row the scorer could not score (a remote endpoint refused it, or failed
   after every retry): rejected, with the HTTP status in the record."""
   prediction = key[0].prediction
@@ -671,7 +673,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
                               options.seed),
           beam.pvalue.AsSingleton(gold_index), beam.pvalue.AsList(summary.agreement)))
   failed = scores["failed"] | "DeadLetterScoringFailures" >> beam.MapTuple(
-      scoring_failed)
+      _failed_row_dead_letter)
   dead_letters["predictions"] = prediction_dead_letters + (ratings.dead_letter, failed)
   dead = (dead_letters
           | "WriteDeadLetters" >> WriteDeadLetters(

@@ -54,7 +54,7 @@ from typing import Dict, List, Mapping, Optional, Sequence
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_jobs.common import ConfigError
+from schemas.errors import ConfigError
 from transforms.outputs import delete_tree, write_text_atomically
 
 LEDGER = "_autoais_outputs.json"

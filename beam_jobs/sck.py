@@ -40,14 +40,15 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (ConfigError, JobArguments, ScorerOptions,
-                              is_local_runner, require, run_job, scorer_from_options)
+from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
+                              run_job, scorer_from_options)
+from schemas.errors import ConfigError
 from beam_jobs.output_dir import OutputDir
 from models.embeddings import EmbeddingModelHandler, check_embedding_model
 from schemas import (REJECTED, SCK_ROW_SCHEMA, SCK_SUMMARY_SCHEMA, DeadLetter, SckRow,
                      SckSummaryRow)
 from transforms.intent import INTENT_WEIGHTS
-from transforms.inference import ScoreUniqueExamples
+from transforms.scoring.fanout import ScoreUniqueExamples
 from transforms.knowledge_graph import (BuildKnowledgeGraph, check_kg_file,
                                         read_kg_statements)
 from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,

@@ -45,18 +45,11 @@ import threading
 from typing import Any, Dict, List, Optional
 
 from beam_jobs.common import EXIT_CONFIG_ERROR
-from models.errors import ModelError
 from schemas import AttributionExample
+from schemas.errors import BadRequest, ModelError
 
 DEFAULT_PORT = 8080
 MAX_BODY_BYTES = 64 * 1024 * 1024
-
-
-class BadRequest(ValueError):
-
-  def __init__(self, status: int, message: str):
-    super().__init__(message)
-    self.status = status
 
 
 def parse_instances(body: bytes, max_instances: int) -> List[AttributionExample]:

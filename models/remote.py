@@ -1,4 +1,5 @@
-"""Scorers whose model is hosted elsewhere: `--scorer remote` and `--scorer vertex`.
+"""The ModelHandlers of models hosted elsewhere: `--scorer remote` and `--scorer vertex`
+(their Scorers: transforms/scoring/hosted.py).
 
     autoais evaluate ... --scorer remote --endpoint http://HOST:PORT
         [--request_timeout 60] [--max_retries 8] [--retry_backoff 1]
@@ -13,7 +14,7 @@ Both speak the Vertex AI prediction format that `autoais serve` serves
                            "truncated": false}, ...]}
 
 `remote` is a Beam ModelHandler written here on the standard library's HTTP
-client. A chunk of distinct examples (transforms/inference.py) goes out in
+client. A chunk of distinct examples (transforms/scoring/fanout.py) goes out in
 requests of --instances_per_request instances, one at a time per worker thread:
 
   * every request has a timeout (--request_timeout);
@@ -51,16 +52,12 @@ import urllib.error
 import urllib.request
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-import apache_beam as beam
 from apache_beam.io.components.adaptive_throttler import AdaptiveThrottler
 from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
-from models import REMOTE, VERTEX
-from models.base import DescribeScorer, Scorer, score_cache_for
-from models.errors import ModelError
 from schemas import AttributionExample, AttributionScore, ScoringFailure
-from transforms.inference import ScoreUniqueExamples
+from schemas.errors import EndpointMisconfigured, ModelError, RequestFailed
 
 PREDICT_ROUTE = "/predict"
 HEALTH_ROUTE = "/health"
@@ -95,19 +92,6 @@ def score_from_prediction(prediction: Any, threshold: float) -> AttributionScore
     raise ValueError(f"truncated must be true or false, got {truncated!r}")
   score = float(score)
   return AttributionScore(score, score > threshold, windows, truncated)
-
-
-class RequestFailed(Exception):
-  """A request that failed for good; status 0 where no HTTP answer came."""
-
-  def __init__(self, status: int, message: str):
-    super().__init__(f"HTTP {status}: {message}" if status else message)
-    self.status = status
-    self.message = message
-
-
-class EndpointMisconfigured(RuntimeError):
-  """The endpoint answers 401/403/404/405: wrong for every row."""
 
 
 def score_in_requests(examples: Sequence[AttributionExample], per_request: int,
@@ -296,76 +280,6 @@ class RemoteNliModelHandler(ModelHandler[AttributionExample, PredictionResult,
     return "autoais_remote"
 
 
-class _HealthFn(beam.DoFn):
-
-  def __init__(self, endpoint: str, timeout: float):
-    self._endpoint = endpoint
-    self._timeout = timeout
-
-  def process(self, unused_impulse):
-    health = fetch_health(self._endpoint, self._timeout)
-    model = health.get("model") if isinstance(health, dict) else None
-    yield {"served_model": model if isinstance(model, dict) else {}}
-
-
-class _HostedScorer(Scorer):
-  """What the remote and vertex scorers share: scoring each distinct example
-  once through a handler, a cache keyed by the hosted model's identity."""
-
-  def __init__(self, handler: ModelHandler, model_id: str, options: Dict[str, Any],
-               threshold: float, score_cache: Optional[str]):
-    self._handler = handler
-    self._model_id = model_id
-    self._options = dict(options, threshold=threshold)
-    if score_cache:
-      self._options["score_cache"] = score_cache
-
-  def _describe_fn(self) -> beam.DoFn:
-    raise NotImplementedError
-
-  def score_keyed(self) -> beam.PTransform:
-    return ScoreUniqueExamples(
-        self._handler, model_id=self._model_id,
-        score_cache=score_cache_for(self, self._options.get("score_cache"),
-                                    self._describe_fn(), self._options["threshold"]))
-
-  def describe(self) -> Dict[str, Any]:
-    return {"name": self.name, "decision": "threshold", **self._options}
-
-  def model_info(self) -> beam.PTransform:
-    return DescribeScorer(self._describe_fn(),
-                     self if self._options.get("score_cache") else None)
-
-
-class RemoteScorer(_HostedScorer):
-
-  name = REMOTE
-
-  def __init__(self, endpoint: str, *, threshold: float = 0.5, timeout: float = 60.0,
-               max_retries: int = 8, backoff: float = 1.0,
-               instances_per_request: int = 32, score_cache: Optional[str] = None):
-    options = {"endpoint": endpoint, "request_timeout": timeout,
-               "max_retries": max_retries, "retry_backoff": backoff,
-               "instances_per_request": instances_per_request}
-    handler = RemoteNliModelHandler(
-        endpoint, threshold=threshold, timeout=timeout, max_retries=max_retries,
-        backoff=backoff, instances_per_request=instances_per_request)
-    super().__init__(handler, endpoint, options, threshold, score_cache)
-
-  def _describe_fn(self) -> beam.DoFn:
-    return _HealthFn(self._options["endpoint"], self._options["request_timeout"])
-
-  def cache_identity(self, model_info: Dict[str, Any]) -> Dict[str, Any]:
-    """The served model's weights and settings where the server tells them
-    (`autoais serve` does), else the endpoint's URL."""
-    served = model_info.get("served_model") or {}
-    if served.get("weights_sha256"):
-      return {"scorer": REMOTE, "weights_sha256": served["weights_sha256"],
-              "dtype": served.get("dtype"),
-              "max_input_tokens": served.get("max_input_tokens")}
-    return {"scorer": REMOTE, "endpoint": self._options["endpoint"]}
-
-
 # ----------------------------------------------------------------------------
 # Vertex AI, through Beam's handler.
 
@@ -410,35 +324,3 @@ class VertexNliModelHandler(ModelHandler):
 
   def get_metrics_namespace(self) -> str:
     return "autoais_vertex"
-
-
-class _VertexDescribeFn(beam.DoFn):
-
-  def __init__(self, endpoint: str):
-    self._endpoint = endpoint
-
-  def process(self, unused_impulse):
-    yield {"vertex_endpoint": self._endpoint}
-
-
-class VertexScorer(_HostedScorer):
-
-  name = VERTEX
-
-  def __init__(self, endpoint_id: str, project: str, location: str, *,
-               threshold: float = 0.5, instances_per_request: int = 32,
-               score_cache: Optional[str] = None):
-    endpoint = f"projects/{project}/locations/{location}/endpoints/{endpoint_id}"
-    handler = VertexNliModelHandler(endpoint_id, project, location,
-                                    threshold=threshold,
-                                    instances_per_request=instances_per_request)
-    super().__init__(handler, endpoint,
-                     {"endpoint": endpoint, "instances_per_request": instances_per_request},
-                     threshold, score_cache)
-
-  def _describe_fn(self) -> beam.DoFn:
-    return _VertexDescribeFn(self._options["endpoint"])
-
-  def cache_identity(self, model_info: Dict[str, Any]) -> Dict[str, Any]:
-    """The endpoint: deploy another model behind it, use another cache."""
-    return {"scorer": VERTEX, "endpoint": model_info["vertex_endpoint"]}

@@ -38,15 +38,15 @@ import hashlib
 import json
 import os
 import tempfile
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
-from models.errors import ModelError
 from schemas import AttributionExample, AttributionScore
+from schemas.errors import ModelError
 
 DTYPES = ("float32", "bfloat16")
 DEVICES = ("cpu", "cuda")

@@ -68,7 +68,7 @@ class ScoringFailure(NamedTuple):
 
 
 class ScoreCacheEntry(NamedTuple):
-  """One score of the score cache (transforms/score_cache.py): a model's score
+  """One score of the score cache (transforms/scoring/cache.py): a model's score
   of one (premise, hypothesis) pair, keyed by the pair's digest; the model is
   the cache directory's identity."""
   digest: bytes

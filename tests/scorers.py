@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 import apache_beam as beam
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
-from models.base import Scorer
+from transforms.scoring.scorer import Scorer
 from schemas import AttributionExample, AttributionScore
 
 
@@ -83,7 +83,7 @@ _HYPOTHESIS_START = "The answer to the question '"
 
 
 def question_of(hypothesis: str) -> str:
-  """The question of an AutoAIS hypothesis (transforms/scoring.py)."""
+  """The question of an AutoAIS hypothesis (transforms/scoring/examples.py)."""
   return hypothesis[len(_HYPOTHESIS_START):hypothesis.rindex("' is '")]
 
 

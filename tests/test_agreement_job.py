@@ -238,7 +238,7 @@ def test_tiny_t5_on_real_slices_equals_sklearn(fmt, slices, tiny_t5, tmp_path):
   assert manifest["scorer"]["name"] == "t5" and manifest["scorer"]["one_token"] == "▁1"
   if fmt == "wice":  # a claim's score is the max over its chunks
     from models import t5_nli  # pylint: disable=import-outside-toplevel
-    from transforms.scoring import claim_example  # pylint: disable=import-outside-toplevel
+    from transforms.scoring.examples import (claim_example)  # pylint: disable=import-outside-toplevel
     loaded = t5_nli.load_t5_nli(tiny_t5)
     chunk_scores = collections.defaultdict(list)
     for record in read_jsonl(paths[0]):

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from beam_jobs import audit
-from models.string_match import string_match_attributable
+from transforms.scoring.string_match import string_match_attributable
 from schemas import Candidate, DeadLetter
 from tests.conftest import nq_oracle_records, oracle_passage_id, read_jsonl, run_job
 from tests.scorers import OracleScorer

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from beam_jobs import claims
-from models.string_match import string_match_attributable
+from transforms.scoring.string_match import string_match_attributable
 from tests.conftest import read_jsonl, run_job, shared_file, write_jsonl
 from tests.scorers import HashScorer, hash_score
 from transforms import claims as claim_steps

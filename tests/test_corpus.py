@@ -13,6 +13,7 @@ from beam_jobs import build_corpus
 from tests.conftest import run_job, write_jsonl
 from transforms import corpus
 from transforms.corpus import LookupPassages, ShardReader, ShuffleJoinPassages
+from schemas.errors import CorpusError
 
 N_PASSAGES = 3000
 N_SHARDS = 16
@@ -204,7 +205,7 @@ def test_lookup_articles_refuses_a_corpus_without_an_index(articles_built, tmp_p
   manifest = json.loads((directory / "corpus.json").read_text())
   del manifest["articles"]
   (tmp_path / "corpus.json").write_text(json.dumps(manifest))
-  with pytest.raises(corpus.CorpusError, match="no article index"):
+  with pytest.raises(CorpusError, match="no article index"):
     corpus.LookupArticles(str(tmp_path), key_of=lambda value: value)
 
 

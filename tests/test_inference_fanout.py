@@ -14,11 +14,11 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
 from schemas import AttributionExample
 from tests.scorers import DigestHandler, hash_score
-from transforms import inference
+from transforms.scoring import fanout
 
 N_DISTINCT = 100_000
 N_REPEATED_ROWS = 10_000
-BOUND = inference.DEFAULT_MAX_EXAMPLES_PER_CALL
+BOUND = fanout.DEFAULT_MAX_EXAMPLES_PER_CALL
 _WORDS = ["attribution", "passage", "answer", "question", "system", "wikipedia",
           "entailment", "premise", "hypothesis", "model", "score", "leaderboard"]
 
@@ -58,7 +58,7 @@ def _run(output_dir, flags):
   with beam.Pipeline(runner=FnApiRunner(), options=options) as pipeline:
     rows = (pipeline | beam.Create([None]) | beam.ParDo(_ExpandRowsFn())
             | "SpreadRows" >> beam.Reshuffle())
-    scores = rows | inference.ScoreUniqueExamples(DigestHandler(), model_id="digest")
+    scores = rows | fanout.ScoreUniqueExamples(DigestHandler(), model_id="digest")
     _ = (scores["scored"] | "Format" >> beam.Map(_line)
          | "WriteScores" >> beam.io.WriteToText(str(output_dir / "scores"),
                                                 num_shards=1))
@@ -84,8 +84,8 @@ def test_groups_and_calls_are_bounded(runs):
   assert stats["model_calls"] == N_DISTINCT
   assert stats["rows_scored_by_model"] == N_DISTINCT + N_REPEATED_ROWS
   # One length band, spread over ~N/1024 digest shards: no key holds the band.
-  assert stats["inference_groups"] >= N_DISTINCT // inference.DEFAULT_EXAMPLES_PER_GROUP
-  assert stats["largest_group_examples"] < 1.25 * inference.DEFAULT_EXAMPLES_PER_GROUP
+  assert stats["inference_groups"] >= N_DISTINCT // fanout.DEFAULT_EXAMPLES_PER_GROUP
+  assert stats["largest_group_examples"] < 1.25 * fanout.DEFAULT_EXAMPLES_PER_GROUP
   assert stats["largest_call_examples"] <= BOUND
   assert stats["inference_calls"] >= N_DISTINCT // BOUND
 

@@ -14,7 +14,8 @@ from beam_jobs import evaluate
 from schemas import AttributionExample
 from tests.conftest import EXAMPLES, run_job
 from tests.scorers import DigestHandler
-from transforms import inference, progress
+from transforms import progress
+from transforms.scoring import fanout
 
 _LINE = re.compile(r"model (\d+) of (\d+) examples(?: \(([\d.,]+)/s(?:, ETA (\w+))?\))?")
 
@@ -41,7 +42,7 @@ def test_console_progress_counts_across_worker_processes(tmp_path):
                                 directory=str(tmp_path / "progress")):
     pipeline = beam.Pipeline(runner=FnApiRunner(), options=options)
     scores = (pipeline | beam.Create(examples)
-              | inference.ScoreUniqueExamples(DigestHandler(seconds_per_call=0.3),
+              | fanout.ScoreUniqueExamples(DigestHandler(seconds_per_call=0.3),
                                               "digest", max_examples_per_call=10))
     _ = scores["scored"] | beam.Map(lambda _: None)
     result = pipeline.run()

@@ -23,7 +23,6 @@ left over from scoring); its rows follow the predictions file, so they are
 matched by position and answer instead.
 """
 import csv
-import json
 import subprocess
 import sys
 
@@ -41,7 +40,7 @@ from tests.conftest import (nq_oracle_records, oracle_passage_id,  # pylint: dis
                             read_jsonl, run_job, shared_file, shared_reference,
                             write_jsonl, write_prediction_files)
 from transforms.passages import parse_passage  # pylint: disable=wrong-import-position
-from transforms.scoring import qa_example  # pylint: disable=wrong-import-position
+from transforms.scoring.examples import (qa_example)  # pylint: disable=wrong-import-position
 
 # Questions per system: every oracle question from EVALUATED_FROM on, this many.
 EVALUATED = 450

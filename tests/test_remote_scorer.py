@@ -22,6 +22,7 @@ import pytest
 from beam_jobs import evaluate
 from models import remote
 from schemas import AttributionExample, AttributionScore, ScoringFailure
+from schemas.errors import EndpointMisconfigured
 from models import embeddings
 from tests import sck_kg
 from tests.conftest import EXAMPLES, PROJECT_ROOT, read_jsonl, run_job, write_jsonl
@@ -252,7 +253,7 @@ def test_misconfigured_endpoint_fails_the_job():
   server = FaultServer(faults=["404"])
   try:
     handler = remote.RemoteNliModelHandler(server.url, max_retries=3, backoff=0.01)
-    with pytest.raises(remote.EndpointMisconfigured, match="HTTP 404"):
+    with pytest.raises(EndpointMisconfigured, match="HTTP 404"):
       handler.run_inference([AttributionExample("p", "h", "", "")], handler.load_model())
   finally:
     server.close()

@@ -15,7 +15,7 @@ pytest.importorskip("torch")
 
 from beam_jobs import evaluate  # pylint: disable=wrong-import-position
 from tests.conftest import EXAMPLES, run_job  # pylint: disable=wrong-import-position
-from transforms import score_cache  # pylint: disable=wrong-import-position
+from transforms.scoring import cache as score_cache  # pylint: disable=wrong-import-position
 
 FIRST = ("retrieve-then-read", "keyword-baseline")
 ALL = FIRST + ("closed-book-lm",)

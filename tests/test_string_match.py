@@ -1,7 +1,7 @@
 """The string-match baseline (SPEC 5.4)."""
 import pytest
 
-from models.string_match import string_match_attributable, string_match_score
+from transforms.scoring.string_match import string_match_attributable, string_match_score
 from schemas import AttributionExample
 
 

@@ -30,7 +30,8 @@ from schemas import (REJECTED, UNMATCHED, AuditAnswer, AuditAnswerRow, AuditPair
 from transforms.corpus import article_of
 from transforms.metrics import BootstrapWeights
 from transforms.passages import parse_passage
-from transforms.scoring import qa_example, scoring_failed
+from transforms.scoring.examples import qa_example
+from transforms.scoring.attribution import scoring_failed
 from transforms.sources import json_record
 
 RUN, ARTICLE = "run", "article"

@@ -44,8 +44,9 @@ from schemas import (AttributionScore, ClaimInput, ClaimRow, ClaimsSystemRow,
                      DeadLetter, ScoringFailure)
 from transforms.agreement import AgreementCounts, agreement_statistics
 from transforms.metrics import BootstrapWeights
-from transforms.scoring import (ScoreAttribution, claim_example, first_failure,
-                                scored_or_failed, scoring_failed)
+from transforms.scoring.attribution import (ScoreAttribution, first_failure,
+                                            scored_or_failed, scoring_failed)
+from transforms.scoring.examples import claim_example
 
 CONCAT, MAX, RERANK = "concat", "max", "rerank"
 EVIDENCE_MODES = (CONCAT, MAX, RERANK)

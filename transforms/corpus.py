@@ -48,6 +48,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import (ARTICLE_ENTRY_SCHEMA, CORPUS_PASSAGE_SCHEMA, ArticleEntry,
                      CorpusRecord, DeadLetter, REJECTED)
+from schemas.errors import CorpusError
 from transforms.sorted_runs import SpillSortedRuns, merge_sorted_runs
 
 MANIFEST = "corpus.json"
@@ -57,10 +58,6 @@ DEFAULT_ROW_GROUP_SIZE = 32
 # Index entries are small (about 100 bytes): larger groups than the passages'.
 ARTICLE_ROW_GROUP_SIZE = 256
 ARTICLE_SEPARATOR = "#"
-
-
-class CorpusError(ValueError):
-  """The corpus directory is missing or incomplete."""
 
 
 def shard_of(passage_id: str, num_shards: int) -> int:

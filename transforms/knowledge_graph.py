@@ -33,9 +33,9 @@ import apache_beam as beam
 
 from schemas import DeadLetter, EntityRecord, KgEdge, KgStatement
 from transforms.entity_linking import Gazetteer, linkable_name, name_key
-from transforms.sources import (InputError, check_input_file, clean_text_fields,
-                                data_format, json_record, read_header, records,
-                                rejected)
+from transforms.sources import (check_input_file, clean_text_fields, data_format,
+                                json_record, read_header, records, rejected)
+from schemas.errors import InputError
 
 LABEL = "rdfs:label"
 ALIAS = "skos:altLabel"

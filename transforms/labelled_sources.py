@@ -42,11 +42,11 @@ from schemas import UNMATCHED, AttributionExample, DeadLetter, HumanRating, Labe
 from transforms.claim_sources import read_expertqa
 from transforms.claims import evidence_text
 from transforms.passages import parse_passage
-from transforms.scoring import claim_example, qa_example, qa_hypothesis
-from transforms.sources import (HUMAN_RATINGS, InputError, check_input_file,
-                                clean_text_fields, json_record, open_input,
-                                read_header, read_predictions, records, rejected,
-                                system_name_from_path)
+from transforms.scoring.examples import claim_example, qa_example, qa_hypothesis
+from transforms.sources import (HUMAN_RATINGS, check_input_file, clean_text_fields,
+                                json_record, open_input, read_header, read_predictions,
+                                records, rejected, system_name_from_path)
+from schemas.errors import InputError
 
 SCENARIOS = ("in-language", "in-english")
 _YES = {"y", "yes", "true", "1", "attributable"}

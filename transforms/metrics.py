@@ -19,7 +19,7 @@ import numpy as np
 
 from schemas import GoldAnswer, LeaderboardRow
 from transforms.agreement import AgreementCounts, SystemAgreement, agreement_statistics
-from transforms.sources import InputError
+from schemas.errors import InputError
 from transforms.squad import grade_normalized, normalize_answer, normalize_short_answer
 
 HUMAN_NONE, HUMAN_N, HUMAN_Y = -1, 0, 1

@@ -50,8 +50,8 @@ from transforms.entity_linking import (Gazetteer, LinkedSentence, Mention,
 from transforms.intent import INTENT_WEIGHTS, classify_intent, structure_score
 from transforms.knowledge_graph import (Conflict, Triple, conflicting_claims,
                                         relevant_triples, triple_labels, verbalise)
-from transforms.scoring import (ScoreAttribution, claim_example, first_failure,
-                                scoring_failed)
+from transforms.scoring.attribution import ScoreAttribution, first_failure, scoring_failed
+from transforms.scoring.examples import claim_example
 
 K_WEIGHTS = (1 / 3, 1 / 3, 1 / 3)  # VE, ER, KG-AttrScore: "alpha = beta = gamma ≈ 0.3"
 ATTRIBUTABLE, EXTRAPOLATORY, CONTRADICTORY = 1, 0, -1
@@ -414,7 +414,7 @@ class ScoreAnswers(beam.PTransform):
   PCollection[DeadLetter] of answers a sentence judgement of which could not be
   scored (a hosted model refused it, or kept failing), "scorer_stats",
   "embedding_stats": PCollection[dict]}, given the knowledge graph of
-  knowledge_graph.BuildKnowledgeGraph, a models.Scorer and a ModelHandler of
+  knowledge_graph.BuildKnowledgeGraph, a Scorer (transforms/scoring/) and a ModelHandler of
   sentence embeddings (models/embeddings.py)."""
 
   def __init__(self, graph: Dict[str, object], scorer, embedding_transform,

@@ -15,10 +15,10 @@ from typing import Iterator, List, Union
 
 from schemas import DeadLetter, SckInput
 from transforms.intent import INTENTS, parse_intent
-from transforms.sources import (InputError, check_input_file, clean_text_fields,
-                                data_format, json_record, read_header, records,
-                                rejected, system_name_field,
-                                system_name_from_path)
+from transforms.sources import (check_input_file, clean_text_fields, data_format,
+                                json_record, read_header, records, rejected,
+                                system_name_field, system_name_from_path)
+from schemas.errors import InputError
 
 REQUIRED_FIELDS = ("question", "answer")
 FIELDS = REQUIRED_FIELDS + ("reference_answer", "system_name", "intent")

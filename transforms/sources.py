@@ -30,6 +30,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import (REJECTED, CorpusRecord, DeadLetter, GoldAnswer, Prediction)
+from schemas.errors import InputError
 from transforms.passages import pyserini_contents
 
 REQUIRED_PREDICTION_FIELDS = ("question", "answer", "attribution")
@@ -57,10 +58,6 @@ _UTF16_32_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 
 # Large CSV fields (Wikipedia passages) exceed csv's default 128 KiB limit.
 csv.field_size_limit(64 * 1024 * 1024)
-
-
-class InputError(ValueError):
-  """A whole input is unusable: the job must stop, naming the file (exit 2)."""
 
 
 def data_format(path: str) -> str:

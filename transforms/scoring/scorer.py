@@ -11,7 +11,7 @@ so a baseline run never imports torch.
 A scorer that can fail on an example (a remote endpoint that refuses it) adds a
 third output, "failed": PCollection[(key, ScoringFailure)]; those rows are in
 neither "scored" output. Callers read it through
-transforms.scoring.ScoreAttribution, which supplies an empty "failed" for
+transforms.scoring.attribution.ScoreAttribution, which supplies an empty "failed" for
 scorers that never fail, and send it to their dead letter (reason
 `scoring_failed`).
 """
@@ -20,7 +20,7 @@ from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
-from transforms.score_cache import ScoreCache, identity_key
+from transforms.scoring.cache import ScoreCache, identity_key
 
 
 class Scorer(abc.ABC):

@@ -10,12 +10,12 @@ from typing import Any, Dict
 
 import apache_beam as beam
 
-from models.base import Scorer
+from transforms.scoring.scorer import Scorer
 from schemas import AttributionExample, AttributionScore
 from transforms import progress
+from transforms.scoring.names import STRING_MATCH
 from transforms.squad import normalize_answer, normalize_short_answer
 
-NAME = "string-match"
 _YES_NO = frozenset({"yes", "no"})
 
 # Systems of a leaderboard cite the same passages: normalise each once. A
@@ -75,7 +75,7 @@ class _ScoreByStringMatch(beam.PTransform):
 
 class StringMatchScorer(Scorer):
 
-  name = NAME
+  name = STRING_MATCH
 
   def __init__(self, threshold: float = 0.5):
     self._threshold = threshold
@@ -84,5 +84,5 @@ class StringMatchScorer(Scorer):
     return _ScoreByStringMatch(self._threshold)
 
   def describe(self) -> Dict[str, Any]:
-    return {"name": NAME, "model": None, "decision": "threshold",
+    return {"name": STRING_MATCH, "model": None, "decision": "threshold",
             "threshold": self._threshold}

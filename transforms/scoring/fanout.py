@@ -9,7 +9,7 @@
 Examples are grouped by a digest of (premise, hypothesis) (the model is the
 same for the whole transform), so a leaderboard whose systems share answers and
 passages makes one model call per distinct triple. A None example (no passage)
-passes through unscored. With a score cache (transforms/score_cache.py),
+passes through unscored. With a score cache (transforms/scoring/cache.py),
 examples the cache holds for this model are not sent to the model at all, and
 the model's new scores are added to it.
 
@@ -259,7 +259,7 @@ _ZERO_CACHE_STATS = {"cache_files_read": 0, "cache_entries_read": 0,
 class ScoreUniqueExamples(beam.PTransform):
   """See the module docstring. `model_id` names the model (it is constant for
   the transform, so it is not part of the example digest); `score_cache` is a
-  transforms.score_cache.ScoreCache or None."""
+  transforms.scoring.cache.ScoreCache or None."""
 
   def __init__(self, handler: ModelHandler, model_id: str,
                chunk_chars: int = DEFAULT_CHUNK_CHARS,

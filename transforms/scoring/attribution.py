@@ -1,42 +1,19 @@
-"""Attribution scoring: (question, answer, passage) -> AttributionScore.
-
-`qa_example` builds the AutoAIS input of SPEC 5.2; `ScoreAttribution` applies a
-scorer (models/) to `(key, example or None)` elements.
+"""`ScoreAttribution` applies a scorer (transforms/scoring/scorer.py) to
+`(key, example or None)` elements; helpers for the rows whose score failed.
 """
 from typing import Any, Iterable, Optional, Tuple
 
 import apache_beam as beam
 
-from schemas import REJECTED, AttributionExample, DeadLetter, ScoringFailure
-from transforms.passages import ParsedPassage, nli_premise, reference_premise
+from schemas import REJECTED, DeadLetter, ScoringFailure
 from transforms.sources import json_record
-
-def qa_hypothesis(question: str, answer: str) -> str:
-  return f"The answer to the question '{question}' is '{answer}'"
-
-
-def qa_example(question: str, answer: str, passage: ParsedPassage,
-               reference: bool = False) -> AttributionExample:
-  """The AutoAIS example of an attributed answer (SPEC 5.2); with `reference`
-  (`--decision decode`), its premise as the Attributed QA script builds it."""
-  if passage.title is None:
-    searchable = passage.text
-  else:
-    searchable = f"{passage.title} {passage.headings} {passage.text}"
-  premise = reference_premise(passage) if reference else nli_premise(passage)
-  return AttributionExample(premise, qa_hypothesis(question, answer), answer, searchable)
-
-
-def claim_example(evidence: str, claim: str) -> AttributionExample:
-  """The claim-level input (SPEC 5.2): premise = evidence, hypothesis = claim."""
-  return AttributionExample(evidence, claim, claim, evidence)
 
 
 class ScoreAttribution(beam.PTransform):
   """PCollection[(key, AttributionExample or None)] -> {"scored":
   PCollection[(key, AttributionScore or None)], "failed": PCollection[(key,
-  ScoringFailure)], "stats": PCollection[dict]}, with any models.Scorer
-  ("failed" is empty for scorers that cannot fail; see models/base.py)."""
+  ScoringFailure)], "stats": PCollection[dict]}, with any Scorer ("failed" is
+  empty for scorers that cannot fail; see transforms/scoring/scorer.py)."""
 
   def __init__(self, scorer):
     super().__init__()

@@ -1,0 +1,24 @@
+"""The model inputs of attributed answers and claims (SPEC 5.2)."""
+from schemas import AttributionExample
+from transforms.passages import ParsedPassage, nli_premise, reference_premise
+
+
+def qa_hypothesis(question: str, answer: str) -> str:
+  return f"The answer to the question '{question}' is '{answer}'"
+
+
+def qa_example(question: str, answer: str, passage: ParsedPassage,
+               reference: bool = False) -> AttributionExample:
+  """The AutoAIS example of an attributed answer (SPEC 5.2); with `reference`
+  (`--decision decode`), its premise as the Attributed QA script builds it."""
+  if passage.title is None:
+    searchable = passage.text
+  else:
+    searchable = f"{passage.title} {passage.headings} {passage.text}"
+  premise = reference_premise(passage) if reference else nli_premise(passage)
+  return AttributionExample(premise, qa_hypothesis(question, answer), answer, searchable)
+
+
+def claim_example(evidence: str, claim: str) -> AttributionExample:
+  """The claim-level input (SPEC 5.2): premise = evidence, hypothesis = claim."""
+  return AttributionExample(evidence, claim, claim, evidence)

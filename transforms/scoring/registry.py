@@ -1,0 +1,24 @@
+"""Attribution scorers, chosen by name (`--scorer`): see transforms/scoring/scorer.py.
+
+The NLI scorer's modules import torch and transformers, so they are imported
+only when that scorer is chosen; the hosted scorers (remote, vertex) never
+import them.
+"""
+from transforms.scoring.names import REMOTE, SCORERS, STRING_MATCH, T5, VERTEX
+from transforms.scoring.scorer import Scorer
+from transforms.scoring.string_match import StringMatchScorer
+
+
+def make_scorer(name: str, threshold: float, **model_options) -> Scorer:
+  if name == STRING_MATCH:
+    return StringMatchScorer(threshold=threshold)
+  if name == T5:
+    from transforms.scoring.t5 import T5Scorer  # pylint: disable=import-outside-toplevel
+    return T5Scorer(threshold=threshold, **model_options)
+  if name == REMOTE:
+    from transforms.scoring.hosted import RemoteScorer  # pylint: disable=import-outside-toplevel
+    return RemoteScorer(threshold=threshold, **model_options)
+  if name == VERTEX:
+    from transforms.scoring.hosted import VertexScorer  # pylint: disable=import-outside-toplevel
+    return VertexScorer(threshold=threshold, **model_options)
+  raise ValueError(f"unknown scorer {name!r} (choose from {', '.join(SCORERS)})")
