@@ -133,8 +133,12 @@ def _system_predictions(gold, oracle_by_question, passage_ids):
 def nq_leaderboard_inputs(tmp_path_factory):
   """A real leaderboard: NQ-Open dev gold, a corpus built from the 2,655 oracle
   Wikipedia passages, and five systems of predictions derived from them."""
+  return build_nq_leaderboard(tmp_path_factory.mktemp("nq_leaderboard"))
+
+
+def build_nq_leaderboard(root: pathlib.Path) -> dict:
+  """Writes the nq_leaderboard_inputs fixture's files under root; returns its dict."""
   from beam_jobs import build_corpus  # pylint: disable=import-outside-toplevel
-  root = tmp_path_factory.mktemp("nq_leaderboard")
   gold_path = shared_file("nq_open/NQ-open.dev.jsonl")
   gold = read_jsonl(gold_path)
   oracle = nq_oracle_records()
