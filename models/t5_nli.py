@@ -483,8 +483,13 @@ class T5NliModel:
       mask[row, :len(sequence)] = 1
     return ids.to(self.device), mask.to(self.device)
 
-  def label_logits(self, ids, mask):
-    """Logits of "1" and "0" at the first decoder step: [batch, 2].
+  def encoder_states(self, ids, mask):
+    """The encoder's last hidden states, as the model computes them."""
+    return self.model.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state
+
+  def label_logits(self, ids, mask, encoded=None):
+    """Logits of "1" and "0" at the first decoder step: [batch, 2], from the
+    encoder states `encoded` (computed here when not given).
 
     The encoder runs as the model defines it. The one decoder step is written
     out so that it does only what one step needs: self-attention over the lone
@@ -496,7 +501,8 @@ class T5NliModel:
     """
     torch = self._torch
     model = self.model
-    encoded = model.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state
+    if encoded is None:
+      encoded = self.encoder_states(ids, mask)
     decoder = model.get_decoder()
     batch = ids.shape[0]
     start = torch.full((batch, 1), self.decoder_start_id, dtype=torch.long,
@@ -528,27 +534,34 @@ class T5NliModel:
 
   def probabilities(self, sequences: Sequence[List[int]]) -> np.ndarray:
     """P("1") renormalised over {"1", "0"} at the first decoder step, per sequence."""
-    torch = self._torch
-    result = np.empty(len(sequences), dtype=np.float64)
-    with torch.inference_mode():
-      for batch in self._batches(sequences):
-        ids, mask = self._pad([sequences[i] for i in batch])
-        pair = self.label_logits(ids, mask).float()
-        result[batch] = torch.softmax(pair, dim=-1)[:, 0].cpu().numpy()
-    return result
+    return self._run(sequences, decode=False)[0]
 
   def decode_is_one(self, sequences: Sequence[List[int]]) -> np.ndarray:
     """`generate()` with the model's own generation config (greedy for TRUE's
     checkpoint), as the reference script calls it; decoded text == "1"."""
+    return self._run(sequences, decode=True)[1]
+
+  def _run(self, sequences: Sequence[List[int]], decode: bool):
+    """(probabilities, decoded == "1" or None), batch by batch. With `decode`,
+    generate() starts from the encoder states the probabilities were computed
+    from: the encoder, most of the work, runs once per batch, not twice."""
     torch = self._torch
-    result = np.zeros(len(sequences), dtype=bool)
+    from transformers.modeling_outputs import BaseModelOutput  # pylint: disable=import-outside-toplevel
+    probabilities = np.empty(len(sequences), dtype=np.float64)
+    decoded = np.zeros(len(sequences), dtype=bool) if decode else None
     with torch.inference_mode():
       for batch in self._batches(sequences):
         ids, mask = self._pad([sequences[i] for i in batch])
-        outputs = self.model.generate(input_ids=ids, attention_mask=mask)
-        texts = self.tokenizer.batch_decode(outputs, skip_special_tokens=True)
-        result[batch] = [text == "1" for text in texts]
-    return result
+        encoded = self.encoder_states(ids, mask)
+        pair = self.label_logits(ids, mask, encoded).float()
+        probabilities[batch] = torch.softmax(pair, dim=-1)[:, 0].cpu().numpy()
+        if decode:
+          outputs = self.model.generate(
+              encoder_outputs=BaseModelOutput(last_hidden_state=encoded),
+              attention_mask=mask)
+          texts = self.tokenizer.batch_decode(outputs, skip_special_tokens=True)
+          decoded[batch] = [text == "1" for text in texts]
+    return probabilities, decoded
 
   def score(self, examples: Sequence[AttributionExample], decision: str,
             threshold: float) -> List[AttributionScore]:
@@ -556,8 +569,7 @@ class T5NliModel:
     windowed = decision != "decode"
     encoded = [self.encode(example, windowed) for example in examples]
     sequences = [window for item in encoded for window in item.windows]
-    probabilities = self.probabilities(sequences)
-    decoded = self.decode_is_one(sequences) if decision == "decode" else None
+    probabilities, decoded = self._run(sequences, decode=decision == "decode")
     scores, position = [], 0
     for item in encoded:
       count = len(item.windows)

@@ -9,6 +9,16 @@ import pytest
 
 PROJECT_ROOT = pathlib.Path(__file__).resolve().parent.parent
 
+# `make test` runs pytest-xdist processes side by side. Each takes its share of
+# the cores for torch's (OpenMP) threads, set before torch is imported: with a
+# thread per core in every process, threads spin against each other's cores
+# (the reference-parity fixture took 540 s in the suite against 178 s alone).
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+  _THREADS = str(max(1, (os.cpu_count() or 1) //
+                     int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+  for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, _THREADS)
+
 
 def shared_data_dir() -> pathlib.Path:
   """The real data sets: $AUTOAIS_SHARED_DATA, else ../shared/data beside the project."""
@@ -123,8 +133,12 @@ def _system_predictions(gold, oracle_by_question, passage_ids):
 def nq_leaderboard_inputs(tmp_path_factory):
   """A real leaderboard: NQ-Open dev gold, a corpus built from the 2,655 oracle
   Wikipedia passages, and five systems of predictions derived from them."""
+  return build_nq_leaderboard(tmp_path_factory.mktemp("nq_leaderboard"))
+
+
+def build_nq_leaderboard(root: pathlib.Path) -> dict:
+  """Writes the nq_leaderboard_inputs fixture's files under root; returns its dict."""
   from beam_jobs import build_corpus  # pylint: disable=import-outside-toplevel
-  root = tmp_path_factory.mktemp("nq_leaderboard")
   gold_path = shared_file("nq_open/NQ-open.dev.jsonl")
   gold = read_jsonl(gold_path)
   oracle = nq_oracle_records()
@@ -197,6 +211,18 @@ def tiny_t5(tmp_path_factory):
   directory = str(tmp_path_factory.mktemp("tiny_t5") / "model")
   return build_random_t5(directory, texts + ["premise: hypothesis: is"] * 50,
                          vocab_size=2000, seed=3)
+
+
+# The reference-parity module (minutes, one module fixture) is collected first:
+# pytest-xdist hands each worker a run of consecutive tests to start with, so
+# its tests start together on one worker at once while the other takes the
+# many short ones, instead of running alone at the end of the suite.
+_FIRST = "tests/test_reference_parity.py::"
+
+
+def pytest_collection_modifyitems(config, items):
+  del config
+  items.sort(key=lambda item: not item.nodeid.startswith(_FIRST))
 
 
 # Hypothesis profiles for the reader property tests: `ci` (the default, a few

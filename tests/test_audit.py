@@ -29,7 +29,12 @@ UNKNOWN = "http://en.wikipedia.org/wiki/Nowhere#Nowhere#0"
 
 @pytest.fixture(scope="module")
 def audit_inputs(nq_leaderboard_inputs, tmp_path_factory):
-  root = tmp_path_factory.mktemp("audit")
+  return build_audit_inputs(tmp_path_factory.mktemp("audit"), nq_leaderboard_inputs)
+
+
+def build_audit_inputs(root, nq_leaderboard_inputs) -> dict:
+  """Answers, a TREC run with K candidates a question (the oracle passage at
+  rank i % K + 1, an unknown top-1, repeats) and topics, over the NQ leaderboard."""
   oracle = nq_oracle_records()
   n = len(oracle)
   ids = [oracle_passage_id(i, record["ctxs"][0]["title"])
