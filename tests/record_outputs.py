@@ -110,7 +110,8 @@ def runs(paths: dict, out: pathlib.Path) -> dict:
       "t5": (False, ["evaluate", "--predictions", paths["predictions"], "--corpus",
                      corpus, "--gold", paths["gold"], *t5]),
       "t5-decode": (False, ["evaluate", "--predictions", paths["predictions"],
-                            "--corpus", corpus, *t5, "--decision", "decode"]),
+                            "--corpus", corpus, "--gold", paths["gold"], *t5,
+                            "--decision", "decode"]),
       "sck": (False, ["sck", "--input", paths["sck_answers"], "--kg", paths["kg"]]),
   }
   if not _shared_available():
