@@ -30,7 +30,6 @@ if __name__ == "__main__":
 
 import hashlib
 import json
-import time
 from typing import Iterable, List, Tuple
 
 import apache_beam as beam
@@ -44,15 +43,16 @@ from beam_jobs.output_dir import OutputDir
 from schemas import (AGREEMENT_ROW_SCHEMA, REJECTED, AgreementRow, AttributionScore,
                      DeadLetter, LabelledItem, ScoringFailure)
 from transforms import agreement as stats
-from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
-                                WriteManifest, reconcile, versions_and_timings, utc_now,
+from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest, reconcile,
                                 write_text_atomically)
+from transforms.rows.merge import RowFold, RowTable, WriteMergedRows
+from transforms.rows.record import RunRecord
+from transforms.rows.summary import percent
 from transforms.labelled_sources import (FORMATS, SCENARIOS, check_labelled_file,
                                          labelled_reader)
 from transforms.report import agreement_report_html
 from transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             scored_or_failed, scoring_failed)
-from transforms.sorted_runs import SpillSortedRuns, merge_sorted_runs
 from transforms.sources import ReadRecords, match_files
 
 OUTPUT_FILES = ("run.json", "agreement_rows.parquet", "agreement_rows.csv",
@@ -254,10 +254,6 @@ def apply_threshold(row: AgreementRow, calibration) -> AgreementRow:
       calibrated_decision="Y" if row.nli_score > calibration["threshold"] else "N")
 
 
-def _percent(value) -> str:
-  return "" if value is None else f"{value * 100:.1f}"
-
-
 def _figure(value) -> str:
   return "" if value is None else f"{value:.3f}"
 
@@ -293,9 +289,9 @@ def agreement_markdown(content) -> str:
             "Cohen's kappa | ROC-AUC | PR-AUC |")
 
   def line(name, entry):
-    return (f"| {name} | {entry['n_rated']} | {_percent(entry['human_ais'])} | "
-            f"{_percent(entry['predicted_ais'])} | {_percent(entry['accuracy'])} | "
-            f"{_percent(entry['balanced_accuracy'])} | {_figure(entry['cohen_kappa'])} | "
+    return (f"| {name} | {entry['n_rated']} | {percent(entry['human_ais'])} | "
+            f"{percent(entry['predicted_ais'])} | {percent(entry['accuracy'])} | "
+            f"{percent(entry['balanced_accuracy'])} | {_figure(entry['cohen_kappa'])} | "
             f"{_figure(entry['roc_auc'])} | {_figure(entry['pr_auc'])} |")
 
   separator = "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
@@ -313,13 +309,13 @@ def agreement_markdown(content) -> str:
     calibrated = default.get("at_calibrated_threshold", {})
     lines += ["", f"Calibration: threshold {calibration['threshold']!r} maximises "
               f"{calibration['metric']} on {', '.join(calibration['calibrate_on'])} "
-              f"({_percent(calibration['value'])}%, {calibration['candidates']} "
+              f"({percent(calibration['value'])}%, {calibration['candidates']} "
               "candidate thresholds).", "",
               "| on the input | at the default threshold | at the calibrated threshold |",
               "|---|---:|---:|"]
     for name in ("predicted_ais", "accuracy", "balanced_accuracy"):
-      lines.append(f"| {name} | {_percent(default[name])} | "
-                   f"{_percent(calibrated.get(name))} |")
+      lines.append(f"| {name} | {percent(default[name])} | "
+                   f"{percent(calibrated.get(name))} |")
     lines.append(f"| cohen_kappa | {_figure(default['cohen_kappa'])} | "
                  f"{_figure(calibrated.get('cohen_kappa'))} |")
   overall = content["overall"]
@@ -330,23 +326,28 @@ def agreement_markdown(content) -> str:
   return "\n".join(lines) + "\n"
 
 
-class _WriteRowsFn(beam.DoFn):
-  """Merges the sorted row runs into agreement_rows.parquet and .csv; emits the
-  counts (items, records) for run.json."""
+class _RowsFold(RowFold):
+  """Writes the merged rows to agreement_rows.parquet and .csv; counts the
+  items and their records for run.json."""
+  row_type = AgreementRow
+  merged_type = AgreementRow
+  sort_key = ROW_KEY
+  run_name = "rows"
+  tables = (RowTable("agreement_rows", AGREEMENT_ROW_SCHEMA,
+                     row_group_size=_ROWS_PER_BATCH),)
+  by_system = False
 
-  def __init__(self, output_dir: str):
-    self._output_dir = output_dir
+  def __init__(self):
+    self._counts = {"items": 0, "records": 0}
 
-  def process(self, unused_impulse, runs):
-    runs = [run for _, run in runs]
-    counts = {"items": 0, "records": 0}
-    with SortedTableWriter(self._output_dir, "agreement_rows", AGREEMENT_ROW_SCHEMA,
-                           _ROWS_PER_BATCH) as table:
-      for row in merge_sorted_runs(runs, AgreementRow, ROW_KEY):
-        table.add_row(row)
-        counts["items"] += 1
-        counts["records"] += row.n_premises
-    yield counts
+  def add(self, row, ref, tables):
+    tables["agreement_rows"].add_row(row)
+    self._counts["items"] += 1
+    self._counts["records"] += row.n_premises
+    return ()
+
+  def stats(self):
+    return self._counts
 
 
 class _WriteSummaryFn(beam.DoFn):
@@ -378,21 +379,20 @@ def _calibration_summary(counts, metric, default, files):
   return dict(chosen, calibrate_on=files)
 
 
-class _RunManifest:
+class _AgreementRecord(RunRecord):
+  job = "agreement"
 
-  def __init__(self, options, plan: _Plan, started: float, started_at: str):
+  def __init__(self, options, plan: _Plan):
+    super().__init__(plan.scorer.describe())
     self._inputs = {"input": plan.input_files, "format": options.format,
                     "scenario": plan.scenario,
                     "calibrate_on": plan.calibration_files or None}
-    self._scorer = plan.scorer.describe()
-    self._started = started
-    self._started_at = started_at
 
-  def __call__(self, read_counts, rows, dead, scorer_stats, model_info, summary_info,
+  def fields(self, read_counts, rows, dead, scorer_stats, model_info, summary_info,
                calibration_read_counts=None, calibration_rows=None):
     counts = reconcile(read_counts.get("read", 0), rows.get("records", 0), dead[INPUT])
     counts["items"] = rows["items"]
-    manifest = {"job": "agreement", "status": "complete", "counts": counts}
+    manifest = {"counts": counts}
     if calibration_rows is not None:
       manifest["calibration_counts"] = dict(
           reconcile(calibration_read_counts.get("read", 0),
@@ -401,8 +401,7 @@ class _RunManifest:
     manifest.update({
         "groups": summary_info["groups"],
         "inputs": dict(self._inputs),
-        "scorer": dict(self._scorer, **model_info, **scorer_stats),
-        **versions_and_timings(self._started, self._started_at),
+        "scorer": self.scorer_fields(model_info, scorer_stats),
     })
     return manifest
 
@@ -415,7 +414,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   """Validates the options, claims the output directory, adds the steps."""
   options = options.view_as(AgreementOptions)
   plan = _Plan(options, pipeline.runner)
-  started, started_at = time.time(), utc_now()
+  record = _AgreementRecord(options, plan)
   work_dir = plan.output.claim()
   reader = labelled_reader(options.format, plan.scenario,
                            options.view_as(ScorerOptions).decision == "decode")
@@ -452,12 +451,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
     input_rows = scored["rows"] | "InputRows" >> beam.Values()
     calibration = pipeline | "NoCalibration" >> beam.Create([None])
 
-  runs = input_rows | "SpillRowRuns" >> SpillSortedRuns(
-      FileSystems.join(work_dir, "rows"), AgreementRow, ROW_KEY)
-  rows_written = (pipeline
-                  | "StartRowsFile" >> beam.Create([None])
-                  | "WriteRows" >> beam.ParDo(_WriteRowsFn(options.output_dir),
-                                              beam.pvalue.AsList(runs)))
+  rows_written = input_rows | "WriteRows" >> WriteMergedRows(
+      _RowsFold, options.output_dir, work_dir)
   header = {
       "job": "agreement", "format": options.format, "scenario": plan.scenario,
       "inputs": plan.input_files, "positive_label": plan.format.positive,
@@ -476,7 +471,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   dead_letters = {INPUT: (read.dead_letter, scored["dead_letter"][INPUT])}
   manifest_inputs = {
       "read_counts": read.counts | "SumReadCounts" >> beam.CombineGlobally(SumCounts()),
-      "rows": rows_written,
+      "rows": rows_written["stats"],
       "scorer_stats": scored["stats"] | "SumScorerStats" >> beam.CombineGlobally(
           SumCounts()),
       "model_info": pipeline | "DescribeScorer" >> plan.scorer.model_info(),
@@ -496,7 +491,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
       FileSystems.join(options.output_dir, "dead_letter.jsonl"), work_dir)
   _ = pipeline | "WriteRunManifest" >> WriteManifest(
       FileSystems.join(options.output_dir, "run.json"),
-      _RunManifest(options, plan, started, started_at), manifest_inputs,
+      record, manifest_inputs,
       work_dir=work_dir)
   return plan.output
 

@@ -27,7 +27,6 @@ if __name__ == "__main__":
   from beam_jobs.ais_annotations import run
   sys.exit(run())
 
-import time
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -40,8 +39,8 @@ from schemas import AIS_AGREEMENT_SCHEMA, AIS_TABLE_SCHEMA
 from transforms import ais
 from transforms.ais_paper import PAPER, SAMPLED_ITEMS, SIGNIFICANCE_LEVEL
 from transforms.outputs import (WriteDeadLetters, WriteManifest, atomic_create,
-                                csv_bytes, reconcile, versions_and_timings, utc_now,
-                                write_text_atomically)
+                                csv_bytes, reconcile, write_text_atomically)
+from transforms.rows.record import RunRecord
 from transforms.sources import (ReadRecords, check_input_file, data_format, match_files,
                                 read_header)
 from schemas.errors import InputError
@@ -129,29 +128,25 @@ class _WriteTablesFn(beam.DoFn):
     }
 
 
-class _RunManifest:
+class _AisAnnotationsRecord(RunRecord):
+  job = "ais-annotations"
 
-  def __init__(self, options: AisAnnotationsOptions, plan: _Plan, started: float,
-               started_at: str):
+  def __init__(self, options: AisAnnotationsOptions, plan: _Plan):
+    super().__init__()
     self._inputs = {"input": plan.files, "datasets": plan.datasets}
     self._settings = {"alpha": options.alpha, "sampled_outputs": options.sampled_outputs,
                       "significance_test": ais.TEST_NAME, "paper": PAPER}
-    self._started = started
-    self._started_at = started_at
 
-  def __call__(self, read_count, tables, dead):
+  def fields(self, read_count, tables, dead):
     counts = reconcile(read_count, tables["used"], dead["annotations"])
     counts["used"] = counts.pop("scored")
     return {
-        "job": "ais-annotations",
-        "status": "complete",
         "counts": counts,
         "datasets": tables["datasets"],
         "models": tables["models"],
         "reproduction": tables["reproduction"],
         "inputs": dict(self._inputs),
         "settings": dict(self._settings),
-        **versions_and_timings(self._started, self._started_at),
     }
 
 
@@ -160,7 +155,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   `pipeline`; returns the claimed OutputDir."""
   options = options.view_as(AisAnnotationsOptions)
   plan = _Plan(options)
-  started, started_at = time.time(), utc_now()
+  record = _AisAnnotationsRecord(options, plan)
   work_dir = plan.output.claim()
 
   read = pipeline | "ReadAnnotations" >> ReadRecords(plan.files, ais.read_annotations)
@@ -179,8 +174,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
                 | "SumReadCounts" >> beam.CombineGlobally(sum))
   _ = pipeline | "WriteRunManifest" >> WriteManifest(
       FileSystems.join(options.output_dir, "run.json"),
-      _RunManifest(options, plan, started, started_at),
-      {"read_count": read_count, "tables": tables, "dead": dead},
+      record, {"read_count": read_count, "tables": tables, "dead": dead},
       work_dir=work_dir)
   return plan.output
 

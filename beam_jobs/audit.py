@@ -40,7 +40,6 @@ if __name__ == "__main__":
   sys.exit(run())
 
 import json
-import time
 from typing import NamedTuple, Optional
 
 import apache_beam as beam
@@ -65,12 +64,12 @@ from transforms.audit import (ARTICLE, AUDIT_KEY, CANDIDATE_SOURCES, JOIN_KEY, R
 from transforms.audit_sources import (ANSWER_FIELDS, candidates_format,
                                       read_audit_answers, read_candidates, read_topics)
 from transforms.metrics import BuildGoldIndex
-from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
-                                WriteManifest, reconcile, versions_and_timings, utc_now,
-                                write_summary_files)
+from transforms.outputs import SumCounts, WriteDeadLetters, WriteManifest, reconcile
+from transforms.rows.merge import RowFold, RowTable, WriteMergedRows
+from transforms.rows.record import RunRecord
+from transforms.rows.summary import WriteSummary, percent
 from transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             scored_or_failed)
-from transforms.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
 from transforms.sources import (TFDS_PREFIX, ReadGold, ReadRecords, check_gold_source,
                                 check_input_file, check_text_file, data_format,
                                 match_files, read_header)
@@ -243,86 +242,70 @@ class _MergedCandidate(NamedTuple):
   answer_line: int
 
 
-class _WriteAuditFn(beam.DoFn):
-  """Merges the sorted candidate runs (an answer's candidates together, in rank
-  order): writes audit_candidates.parquet and audit_answers.parquet / .csv,
-  dead-letters repeated candidates of an answer, and emits one AuditOutcomes
-  per system (rows arrive sorted by system)."""
+class _AuditFold(RowFold):
+  """An answer's candidates arrive together, in rank order: writes
+  audit_candidates.parquet and audit_answers.parquet / .csv, dead-letters
+  repeated candidates of an answer, and gives one AuditOutcomes per system."""
+  row_type = AuditCandidateRow
+  merged_type = _MergedCandidate
+  sort_key = AUDIT_KEY
+  run_name = "candidates"
+  tables = (RowTable("audit_candidates", AUDIT_CANDIDATE_SCHEMA, write_csv=False),
+            RowTable("audit_answers", AUDIT_ANSWER_ROW_SCHEMA))
 
-  def __init__(self, output_dir: str):
-    self._output_dir = output_dir
+  def __init__(self):
+    self._stats = {"audited_answers": 0, "candidates_scored": 0,
+                   "article_candidates": 0}
+    self._unit, self._audit, self._first, self._outcomes = None, None, None, None
 
-  def process(self, unused_impulse, shard_runs):
-    runs = [run for _, run in shard_runs]
-    stats = {"audited_answers": 0, "candidates_scored": 0, "article_candidates": 0}
-    unit, audit, first, outcomes = None, None, None, None
-    with SortedTableWriter(self._output_dir, "audit_candidates",
-                           AUDIT_CANDIDATE_SCHEMA, write_csv=False) as candidates, \
-        SortedTableWriter(self._output_dir, "audit_answers",
-                          AUDIT_ANSWER_ROW_SCHEMA) as answers:
-      for ref in merge_run_refs(runs, _MergedCandidate._fields, AUDIT_KEY):
-        row = _MergedCandidate._make(ref.values)
-        key = (row.system_name, row.answer_file, row.answer_line)
-        if key != unit:
-          if audit is not None:
-            answers.add_row(audit.row(first.system_name, first))
-            outcomes.add(audit.row(first.system_name, first))
-            stats["audited_answers"] += 1
-          if outcomes is None or outcomes.system_name != row.system_name:
-            if outcomes is not None:
-              yield outcomes
-            outcomes = AuditOutcomes(row.system_name)
-          unit, audit, first = key, AnswerAudit(), row
-        if not audit.add(row.candidate_id, row.rank, row.found, row.auto_ais == "Y",
-                         row.nli_score):
-          if row.found:  # one not found is dead-lettered already, as unknown
-            yield beam.pvalue.TaggedOutput("dead_letter", _duplicate(ref))
-          continue
-        if row.found:
-          candidates.add(ref)
-          stats["article_candidates" if row.from_article else "candidates_scored"] += 1
-      if audit is not None:
-        answers.add_row(audit.row(first.system_name, first))
-        outcomes.add(audit.row(first.system_name, first))
-        stats["audited_answers"] += 1
-      if outcomes is not None:
-        yield outcomes
-    yield beam.pvalue.TaggedOutput("stats", stats)
+  def _finish_answer(self, tables):
+    if self._audit is not None:
+      row = self._audit.row(self._first.system_name, self._first)
+      tables["audit_answers"].add_row(row)
+      self._outcomes.add(row)
+      self._stats["audited_answers"] += 1
+      self._audit = None
 
+  def start_system(self, system_name):
+    self._outcomes = AuditOutcomes(system_name)
 
-def _duplicate(ref: RowRef) -> DeadLetter:
-  row = AuditCandidateRow(**ref.batch.slice(ref.index, 1).to_pylist()[0])
-  return DeadLetter(
-      row.source_file, row.source_line, REJECTED, "duplicate_candidate", "docid",
-      f"{row.source_file}:{row.source_line}: field 'docid': passage "
-      f"{row.candidate_id!r} is already a candidate of this answer of system "
-      f"{row.system_name!r} at a better rank; the first is kept",
-      json.dumps({"system_name": row.system_name, "question": row.question,
-                  "id": row.candidate_id, "rank": row.rank}, ensure_ascii=False))
+  def add(self, row, ref, tables):
+    unit = (row.system_name, row.answer_file, row.answer_line)
+    if unit != self._unit:
+      self._finish_answer(tables)
+      self._unit, self._audit, self._first = unit, AnswerAudit(), row
+    if not self._audit.add(row.candidate_id, row.rank, row.found, row.auto_ais == "Y",
+                           row.nli_score):
+      if row.found:  # one not found is dead-lettered already, as unknown
+        yield self._duplicate(ref)
+      return
+    if row.found:
+      tables["audit_candidates"].add(ref)
+      self._stats["article_candidates" if row.from_article
+                  else "candidates_scored"] += 1
 
+  def end_system(self, tables):
+    self._finish_answer(tables)
+    yield self._outcomes
 
-class _SystemRowFn(beam.DoFn):
+  @staticmethod
+  def _duplicate(ref) -> DeadLetter:
+    row = ref.row(AuditCandidateRow)
+    return DeadLetter(
+        row.source_file, row.source_line, REJECTED, "duplicate_candidate", "docid",
+        f"{row.source_file}:{row.source_line}: field 'docid': passage "
+        f"{row.candidate_id!r} is already a candidate of this answer of system "
+        f"{row.system_name!r} at a better rank; the first is kept",
+        json.dumps({"system_name": row.system_name, "question": row.question,
+                    "id": row.candidate_id, "rank": row.rank}, ensure_ascii=False))
 
-  def __init__(self, bootstrap_samples: int, seed: int):
-    self._samples = bootstrap_samples
-    self._seed = seed
-
-  def process(self, outcomes):
-    yield audit_system_row(outcomes, self._samples, self._seed)
-
-
-def _percent(value, low=None, high=None) -> str:
-  if value is None:
-    return ""
-  text = f"{value * 100:.1f}"
-  if low is not None:
-    text += f" [{low * 100:.1f}, {high * 100:.1f}]"
-  return text
+  def stats(self):
+    return self._stats
 
 
 def _with_ci(row, name: str) -> str:
-  return _percent(*(getattr(row, name + suffix) for suffix in ("", "_ci_low",
-                                                               "_ci_high")))
+  return percent(*(getattr(row, name + suffix) for suffix in ("", "_ci_low",
+                                                              "_ci_high")))
 
 
 def audit_markdown(rows) -> str:
@@ -347,37 +330,21 @@ def audit_markdown(rows) -> str:
   return "\n".join(lines) + "\n"
 
 
-class _WriteSummaryFn(beam.DoFn):
+class _AuditRecord(RunRecord):
+  job = "audit"
 
-  def __init__(self, output_dir: str, header: dict):
-    self._output_dir = output_dir
-    self._header = header
-
-  def process(self, rows):
-    rows = sorted(rows, key=lambda row: row.system_name)
-    write_summary_files(self._output_dir, "audit", rows, AUDIT_SYSTEM_SCHEMA,
-                        dict(self._header, systems=[row._asdict() for row in rows]),
-                        audit_markdown(rows))
-    yield {"systems": len(rows)}
-
-
-class _RunManifest:
-
-  def __init__(self, options: AuditOptions, plan: _Plan, started: float,
-               started_at: str):
+  def __init__(self, options: AuditOptions, plan: _Plan):
+    super().__init__(plan.scorer.describe())
     self._inputs = {
         "answers": plan.answer_files, "candidates": plan.candidate_files,
         "topics": plan.topic_files, "gold": options.gold, "corpus": options.corpus,
         "corpus_passages": plan.manifest["num_passages"] if plan.manifest else None,
         "candidates_from": options.candidates_from, "top_k": options.top_k}
     self._corpus_bytes = plan.manifest["total_bytes"] if plan.manifest else 0
-    self._scorer = plan.scorer.describe()
-    self._started = started
-    self._started_at = started_at
 
-  def __call__(self, answer_reads, candidate_reads, topic_reads, topics_kept,
-               gold_reads, gold_questions, audited, steps, written, dead, summary,
-               join_stats, scorer_stats, model_info):
+  def fields(self, answer_reads, candidate_reads, topic_reads, topics_kept,
+             gold_reads, gold_questions, audited, steps, written, dead, summary,
+             join_stats, scorer_stats, model_info):
     answers = reconcile(answer_reads.get("read", 0), audited.get("audited", 0),
                         dead["answers"])
     answers["audited_as_system_answers"] = written["audited_answers"]
@@ -405,14 +372,11 @@ class _RunManifest:
       # are article_bytes_read).
       join["bytes_read_fraction"] = join.get("bytes_read", 0) / self._corpus_bytes
     return {
-        "job": "audit",
-        "status": "complete",
         "counts": counts,
         "systems": summary["systems"],
         "inputs": dict(self._inputs),
         "join": join,
-        "scorer": dict(self._scorer, **model_info, **scorer_stats),
-        **versions_and_timings(self._started, self._started_at),
+        "scorer": self.scorer_fields(model_info, scorer_stats),
     }
 
 
@@ -425,7 +389,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   steps to `pipeline`; returns the claimed OutputDir."""
   options = options.view_as(AuditOptions)
   plan = _Plan(options, pipeline.runner)
-  started, started_at = time.time(), utc_now()
+  record = _AuditRecord(options, plan)
   work_dir = plan.output.claim()
   scorer_name = plan.scorer.describe()["name"]
   step_stats = []
@@ -511,29 +475,22 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
            | "RateCandidates" >> beam.ParDo(_RateCandidatesFn(scorer_name),
                                             failed_answers).with_outputs(
                                                 "dead_letter", main="rows"))
-  runs = rated.rows | "SpillCandidateRuns" >> SpillSortedRuns(
-      FileSystems.join(work_dir, "candidates"), AuditCandidateRow, AUDIT_KEY)
-  written = (
-      pipeline
-      | "StartAuditFiles" >> beam.Create([None])
-      | "WriteAudit" >> beam.ParDo(
-          _WriteAuditFn(options.output_dir), beam.pvalue.AsList(runs)).with_outputs(
-              "dead_letter", "stats", main="outcomes"))
+  written = rated.rows | "WriteAudit" >> WriteMergedRows(_AuditFold, options.output_dir,
+                                                        work_dir)
   summary = (
-      written.outcomes
-      | "SummarizeSystems" >> beam.ParDo(_SystemRowFn(options.bootstrap_samples,
-                                                      options.seed))
-      | "ListSystems" >> beam.combiners.ToList()
-      | "WriteSummary" >> beam.ParDo(_WriteSummaryFn(options.output_dir, {
+      written["outcomes"]
+      | "SummarizeSystems" >> beam.Map(audit_system_row, options.bootstrap_samples,
+                                       options.seed)
+      | "WriteSummary" >> WriteSummary(options.output_dir, "audit", AUDIT_SYSTEM_SCHEMA, {
           "candidates_from": options.candidates_from,
           "units": {"rates": "fraction", "reranking_gain": "relative"},
           "bootstrap": {"method": "percentile", "level": 0.95,
                         "samples": options.bootstrap_samples, "seed": options.seed,
-                        "unit": "question (a system's answers)"}})))
+                        "unit": "question (a system's answers)"}}, audit_markdown))
   dead_letters = {
       "answers": (answers_read.dead_letter, accounted.dead_letter),
       "candidates": (candidates_read.dead_letter, matched.dead_letter,
-                     prepared.dead_letter, rated.dead_letter, written.dead_letter),
+                     prepared.dead_letter, rated.dead_letter, written["dead_letter"]),
   }
   if topic_dead:
     dead_letters["topics"] = topic_dead
@@ -543,8 +500,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
       FileSystems.join(options.output_dir, "dead_letter.jsonl"), work_dir)
   empty = pipeline | "NoCounts" >> beam.Create([None])
   _ = pipeline | "WriteRunManifest" >> WriteManifest(
-      FileSystems.join(options.output_dir, "run.json"),
-      _RunManifest(options, plan, started, started_at),
+      FileSystems.join(options.output_dir, "run.json"), record,
       {
           "answer_reads": _sum("SumAnswerReads", answers_read.counts),
           "candidate_reads": _sum("SumCandidateReads", candidates_read.counts),
@@ -558,7 +514,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
           "audited": _sum("SumAuditedAnswers", accounted.audited),
           "steps": _sum("SumStepStats", tuple(step_stats)
                         | "CollectStepStats" >> beam.Flatten()),
-          "written": written.stats,
+          "written": written["stats"],
           "dead": dead,
           "summary": summary,
           "join_stats": _sum("SumJoinStats", (tuple(join_stats) or (

@@ -29,7 +29,6 @@ if __name__ == "__main__":
   sys.exit(run())
 
 import json
-import time
 from typing import NamedTuple, Optional
 
 import apache_beam as beam
@@ -45,10 +44,10 @@ from schemas import (CLAIM_ROW_SCHEMA, CLAIMS_SYSTEM_SCHEMA, REJECTED, ClaimRow,
 from transforms.claim_sources import read_claims_jsonl, read_expertqa
 from transforms.claims import (CLAIM_KEY, EVIDENCE_MODES, ClaimOutcomes, ScoreClaims,
                                claims_system_row)
-from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
-                                WriteManifest, reconcile, versions_and_timings, utc_now,
-                                write_summary_files)
-from transforms.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
+from transforms.outputs import SumCounts, WriteDeadLetters, WriteManifest, reconcile
+from transforms.rows.merge import RowFold, RowTable, WriteMergedRows
+from transforms.rows.record import RunRecord
+from transforms.rows.summary import WriteSummary, percent
 from transforms.sources import (ReadRecords, check_input_file, data_format,
                                 match_files)
 
@@ -109,7 +108,7 @@ class _Plan:
 
 
 class _MergedClaim(NamedTuple):
-  """The fields of a claim row that the writer reads as Python values."""
+  """The fields of a claim row that the fold reads as Python values."""
   system_name: str
   question: str
   source_file: str
@@ -121,65 +120,53 @@ class _MergedClaim(NamedTuple):
   abstained: bool
 
 
-class _WriteClaimRowsFn(beam.DoFn):
-  """Merges the sorted claim runs: keeps the first answer per (system,
-  question), writes claims_rows.parquet / .csv, and emits one ClaimOutcomes per
-  system (rows arrive sorted by system)."""
+class _ClaimsFold(RowFold):
+  """Keeps the first answer per (system, question) (an answer: the claims of
+  one source record), writes claims_rows.parquet / .csv, and gives one
+  ClaimOutcomes per system."""
+  row_type = ClaimRow
+  merged_type = _MergedClaim
+  sort_key = CLAIM_KEY
+  run_name = "claims"
+  tables = (RowTable("claims_rows", CLAIM_ROW_SCHEMA),)
+  unique = ("system_name", "question")
+  unit = ("system_name", "question", "source_file", "answer_line")
 
-  def __init__(self, output_dir: str):
-    self._output_dir = output_dir
+  def __init__(self):
+    self._kept_claims = 0
+    self._answer = None  # the unit of the kept answer
+    self._outcomes = None
 
-  def process(self, unused_impulse, shard_runs):
-    runs = [run for _, run in shard_runs]
-    kept_claims = 0
-    answer = None  # (system, question, source_file, answer_line) of the kept answer
-    outcomes = None
-    with SortedTableWriter(self._output_dir, "claims_rows", CLAIM_ROW_SCHEMA) as table:
-      for ref in merge_run_refs(runs, _MergedClaim._fields, CLAIM_KEY):
-        row = _MergedClaim._make(ref.values)
-        origin = (row.system_name, row.question, row.source_file, row.answer_line)
-        new_answer = answer is None or origin != answer
-        if new_answer and answer is not None and origin[:2] == answer[:2]:
-          yield beam.pvalue.TaggedOutput("dead_letter", _duplicate(ref, answer))
-          continue
-        answer = origin
-        if outcomes is None or outcomes.system_name != row.system_name:
-          if outcomes is not None:
-            yield outcomes
-          outcomes = ClaimOutcomes(row.system_name)
-        outcomes.add(new_answer, row.auto_ais == "Y", row.n_evidence > 0,
-                     row.human_label, row.nli_score, row.abstained)
-        kept_claims += 1
-        table.add(ref)
-      if outcomes is not None:
-        yield outcomes
-    yield beam.pvalue.TaggedOutput("stats", {"scored": kept_claims})
+  def start_system(self, system_name):
+    self._outcomes = ClaimOutcomes(system_name)
 
+  def add(self, row, ref, tables):
+    unit = (row.system_name, row.question, row.source_file, row.answer_line)
+    new_answer = unit != self._answer
+    self._answer = unit
+    self._outcomes.add(new_answer, row.auto_ais == "Y", row.n_evidence > 0,
+                       row.human_label, row.nli_score, row.abstained)
+    self._kept_claims += 1
+    tables["claims_rows"].add(ref)
+    return ()
 
-def _duplicate(ref: RowRef, kept) -> DeadLetter:
-  row = ClaimRow(**ref.batch.slice(ref.index, 1).to_pylist()[0])
-  return DeadLetter(
-      row.source_file, row.source_line, REJECTED, "duplicate_answer", "question",
-      f"{row.source_file}:{row.source_line}: field 'question': claim "
-      f"{row.claim_index} of system {row.system_name!r}: the system already "
-      f"answered this question at {kept[2]}:{kept[3]}; the first answer is kept",
-      json.dumps({"system_name": row.system_name, "question": row.question,
-                  "claim_index": row.claim_index, "claim": row.claim},
-                 ensure_ascii=False))
+  def end_system(self, tables):
+    yield self._outcomes
 
+  def duplicate(self, ref, kept):
+    row = ref.row(ClaimRow)
+    return DeadLetter(
+        row.source_file, row.source_line, REJECTED, "duplicate_answer", "question",
+        f"{row.source_file}:{row.source_line}: field 'question': claim "
+        f"{row.claim_index} of system {row.system_name!r}: the system already "
+        f"answered this question at {kept.source_file}:{kept.answer_line}; the first "
+        "answer is kept",
+        json.dumps({"system_name": row.system_name, "question": row.question,
+                    "claim_index": row.claim_index, "claim": row.claim},
+                   ensure_ascii=False))
 
-class _SystemRowFn(beam.DoFn):
-
-  def __init__(self, bootstrap_samples: int, seed: int):
-    self._samples = bootstrap_samples
-    self._seed = seed
-
-  def process(self, outcomes: ClaimOutcomes):
-    yield claims_system_row(outcomes, self._samples, self._seed)
-
-
-def _percent(value) -> str:
-  return "" if value is None else f"{value * 100:.1f}"
+  def stats(self):
+    return {"scored": self._kept_claims}
 
 
 def claims_markdown(rows) -> str:
@@ -200,53 +187,36 @@ def claims_markdown(rows) -> str:
     lines.append(
         f"| {row.system_name} | {row.n_answers} | {row.n_claims} | "
         f"{row.n_claims_without_evidence} | {row.n_abstaining_answers} | "
-        f"{_percent(row.macro_autoais)} [{_percent(row.macro_ci_low)}, "
-        f"{_percent(row.macro_ci_high)}] | {_percent(row.micro_autoais)} "
-        f"[{_percent(row.micro_ci_low)}, {_percent(row.micro_ci_high)}] | "
-        f"{_percent(row.macro_autoais_non_abstaining)} | "
-        f"{_percent(row.micro_autoais_non_abstaining)} | {row.n_human_labelled} | "
-        f"{_percent(row.human_ais)} | {_percent(row.human_accuracy)} | "
-        f"{_percent(row.human_balanced_accuracy)} | {kappa} | {auc} |")
+        f"{percent(row.macro_autoais)} [{percent(row.macro_ci_low)}, "
+        f"{percent(row.macro_ci_high)}] | {percent(row.micro_autoais)} "
+        f"[{percent(row.micro_ci_low)}, {percent(row.micro_ci_high)}] | "
+        f"{percent(row.macro_autoais_non_abstaining)} | "
+        f"{percent(row.micro_autoais_non_abstaining)} | {row.n_human_labelled} | "
+        f"{percent(row.human_ais)} | {percent(row.human_accuracy)} | "
+        f"{percent(row.human_balanced_accuracy)} | {kappa} | {auc} |")
   return "\n".join(lines) + "\n"
 
 
-class _WriteSummaryFn(beam.DoFn):
-
-  def __init__(self, output_dir: str, options: dict):
-    self._output_dir = output_dir
-    self._options = options
-
-  def process(self, rows):
-    rows = sorted(rows, key=lambda row: row.system_name)
-    write_summary_files(
-        self._output_dir, "claims", rows, CLAIMS_SYSTEM_SCHEMA,
-        dict(self._options, units={"autoais": "fraction", "agreement": "fraction"},
-             systems=[row._asdict() for row in rows]),
-        claims_markdown(rows))
-    yield {"systems": len(rows), "answers": sum(row.n_answers for row in rows)}
+def _describe_summary(rows):
+  return {"systems": len(rows), "answers": sum(row.n_answers for row in rows)}
 
 
-class _RunManifest:
+class _ClaimsRecord(RunRecord):
+  job = "claims"
 
-  def __init__(self, options: ClaimsOptions, plan: _Plan, started: float,
-               started_at: str):
+  def __init__(self, options: ClaimsOptions, plan: _Plan):
+    super().__init__(plan.scorer.describe())
     self._inputs = {"input": plan.files, "format": plan.format,
                     "evidence_mode": options.evidence_mode}
-    self._scorer = plan.scorer.describe()
-    self._started = started
-    self._started_at = started_at
 
-  def __call__(self, read_counts, written, dead, summary, scorer_stats, model_info):
-    counts = reconcile(read_counts.get("read", 0), written["scored"], dead["claims"])
+  def fields(self, read_counts, written, dead, summary, scorer_stats, model_info):
     return {
-        "job": "claims",
-        "status": "complete",
-        "counts": counts,
+        "counts": reconcile(read_counts.get("read", 0), written["scored"],
+                            dead["claims"]),
         "systems": summary["systems"],
         "answers": summary["answers"],
         "inputs": dict(self._inputs),
-        "scorer": dict(self._scorer, **model_info, **scorer_stats),
-        **versions_and_timings(self._started, self._started_at),
+        "scorer": self.scorer_fields(model_info, scorer_stats),
     }
 
 
@@ -255,40 +225,35 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   steps to `pipeline`; returns the claimed OutputDir."""
   options = options.view_as(ClaimsOptions)
   plan = _Plan(options, pipeline.runner)
-  started, started_at = time.time(), utc_now()
+  record = _ClaimsRecord(options, plan)
   work_dir = plan.output.claim()
 
   read = pipeline | "ReadClaims" >> ReadRecords(plan.files, FORMATS[plan.format])
   scored = read.records | "ScoreClaims" >> ScoreClaims(plan.scorer,
                                                        options.evidence_mode)
-  runs = scored["rows"] | "SpillClaimRuns" >> SpillSortedRuns(
-      FileSystems.join(work_dir, "claims"), ClaimRow, CLAIM_KEY)
-  written = (
-      pipeline
-      | "StartClaimRowsFile" >> beam.Create([None])
-      | "WriteClaimRows" >> beam.ParDo(
-          _WriteClaimRowsFn(options.output_dir), beam.pvalue.AsList(runs)).with_outputs(
-              "dead_letter", "stats", main="outcomes"))
+  written = scored["rows"] | "WriteClaimRows" >> WriteMergedRows(
+      _ClaimsFold, options.output_dir, work_dir)
   summary = (
-      written.outcomes
-      | "SummarizeSystems" >> beam.ParDo(_SystemRowFn(options.bootstrap_samples,
-                                                      options.seed))
-      | "ListSystems" >> beam.combiners.ToList()
-      | "WriteSummary" >> beam.ParDo(_WriteSummaryFn(options.output_dir, {
-          "evidence_mode": options.evidence_mode,
-          "bootstrap": {"method": "percentile", "level": 0.95,
-                        "samples": options.bootstrap_samples, "seed": options.seed,
-                        "unit": "answer"}})))
-  dead = ({"claims": (read.dead_letter, scored["dead_letter"], written.dead_letter)}
+      written["outcomes"]
+      | "SummarizeSystems" >> beam.Map(claims_system_row, options.bootstrap_samples,
+                                       options.seed)
+      | "WriteSummary" >> WriteSummary(
+          options.output_dir, "claims", CLAIMS_SYSTEM_SCHEMA, {
+              "evidence_mode": options.evidence_mode,
+              "bootstrap": {"method": "percentile", "level": 0.95,
+                            "samples": options.bootstrap_samples, "seed": options.seed,
+                            "unit": "answer"},
+              "units": {"autoais": "fraction", "agreement": "fraction"}},
+          claims_markdown, describe=_describe_summary))
+  dead = ({"claims": (read.dead_letter, scored["dead_letter"], written["dead_letter"])}
           | "WriteDeadLetters" >> WriteDeadLetters(
               FileSystems.join(options.output_dir, "dead_letter.jsonl"), work_dir))
   _ = pipeline | "WriteRunManifest" >> WriteManifest(
-      FileSystems.join(options.output_dir, "run.json"),
-      _RunManifest(options, plan, started, started_at),
+      FileSystems.join(options.output_dir, "run.json"), record,
       {
           "read_counts": read.counts | "SumReadCounts" >> beam.CombineGlobally(
               SumCounts()),
-          "written": written.stats,
+          "written": written["stats"],
           "dead": dead,
           "summary": summary,
           "scorer_stats": scored["stats"] | "SumScorerStats" >> beam.CombineGlobally(

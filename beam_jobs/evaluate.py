@@ -28,7 +28,6 @@ if __name__ == "__main__":
 
 import functools
 import json
-import time
 from typing import NamedTuple, Optional, Tuple
 
 import apache_beam as beam
@@ -48,14 +47,16 @@ from transforms.labelled_sources import (check_human_ratings_file, read_human_ra
                                          unmatched)
 from transforms.metrics import (BuildGoldIndex, SummarizeSystems, SystemOutcomes,
                                 sorted_rows)
-from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
-                                WriteManifest, atomic_create, csv_bytes, reconcile,
-                                versions_and_timings, utc_now, write_text_atomically)
+from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest,
+                                atomic_create, csv_bytes, reconcile,
+                                write_text_atomically)
 from transforms.report import leaderboard_report_html
 from transforms.passages import ParsedPassage, display_passage, parse_passage
 from transforms.scoring.attribution import ScoreAttribution, scoring_failed_message
 from transforms.scoring.examples import qa_example
-from transforms.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
+from transforms.rows.merge import RowFold, RowTable, WriteMergedRows
+from transforms.rows.record import RunRecord
+from transforms.sorted_runs import RowRef
 from transforms.sources import (TFDS_PREFIX, ReadGold, ReadRecords, check_gold_source,
                                 check_prediction_file, data_format, match_files,
                                 read_predictions, rejected)
@@ -347,53 +348,42 @@ class _MergedRow(NamedTuple):
   human_rating: Optional[str]
 
 
-_MERGED_FIELDS = _MergedRow._fields
+class _RatingsFold(RowFold):
+  """Keeps the first prediction per (system, question), writes
+  ratings.csv/.parquet, and gives one SystemOutcomes per system."""
+  row_type = RatingRow
+  merged_type = _MergedRow
+  sort_key = RATING_KEY
+  run_name = "ratings"
+  tables = (RowTable("ratings", RATING_SCHEMA),)
+  unique = ("system_name", "question")
 
-
-class _WriteRatingsFn(beam.DoFn):
-  """Merges the sorted rating runs: keeps the first prediction per (system,
-  question), writes ratings.csv/.parquet, and emits one SystemOutcomes per
-  system (rows arrive sorted by system)."""
-
-  def __init__(self, output_dir: str, has_corpus: bool):
-    self._output_dir = output_dir
+  def __init__(self, has_corpus: bool):
     self._has_corpus = has_corpus
+    self._counts = {"kept": 0, "scored": 0}
+    self._outcomes = None
 
-  def process(self, unused_impulse, shard_runs):
-    runs = [run for _, run in shard_runs]
-    counts = {"kept": 0, "scored": 0}
-    with SortedTableWriter(self._output_dir, "ratings", RATING_SCHEMA) as ratings:
-      # Rows are copied to the outputs as Arrow slices of the runs; only the
-      # fields the merge, the dedup and the system outcomes need become Python.
-      kept = None
-      outcomes = None
-      for ref in merge_run_refs(runs, _MERGED_FIELDS, RATING_KEY):
-        row = _MergedRow._make(ref.values)
-        if kept is not None and (row.system_name, row.question) == (
-            kept.system_name, kept.question):
-          yield beam.pvalue.TaggedOutput("dead_letter", _duplicate(ref, kept))
-          continue
-        kept = row
-        counts["kept"] += 1
-        if outcomes is None or outcomes.system_name != row.system_name:
-          if outcomes is not None:
-            yield outcomes
-          outcomes = SystemOutcomes(row.system_name)
-        outcomes.add(row.gold_index, row.em, row.f1, row.auto_ais == "Y",
-                     row.nli_score is not None, row.human_rating, row.nli_score)
-        if row.nli_score is None:
-          yield beam.pvalue.TaggedOutput("dead_letter", self._unmatched(ref))
-          continue
-        counts["scored"] += 1
-        ratings.add(ref)
-      if outcomes is not None:
-        yield outcomes
-    # The runs stay for the scratch directory's removal: a retry of this bundle
-    # must find them.
-    yield beam.pvalue.TaggedOutput("stats", counts)
+  def start_system(self, system_name):
+    self._outcomes = SystemOutcomes(system_name)
+
+  def add(self, row, ref, tables):
+    self._counts["kept"] += 1
+    self._outcomes.add(row.gold_index, row.em, row.f1, row.auto_ais == "Y",
+                       row.nli_score is not None, row.human_rating, row.nli_score)
+    if row.nli_score is None:
+      yield self._unmatched(ref)
+      return
+    self._counts["scored"] += 1
+    tables["ratings"].add(ref)
+
+  def end_system(self, tables):
+    yield self._outcomes
+
+  def stats(self):
+    return self._counts
 
   def _unmatched(self, ref: RowRef) -> DeadLetter:
-    row = _full_row(ref)
+    row = ref.row(RatingRow)
     if not row.attribution:
       reason, message = "missing_attribution", "no attribution given"
     elif self._has_corpus:
@@ -407,19 +397,14 @@ class _WriteRatingsFn(beam.DoFn):
         "counted as not attributable",
         _prediction_json(row))
 
-
-def _full_row(ref: RowRef) -> RatingRow:
-  return RatingRow(**ref.batch.slice(ref.index, 1).to_pylist()[0])
-
-
-def _duplicate(ref: RowRef, kept) -> DeadLetter:
-  row = _full_row(ref)
-  return DeadLetter(
-      row.source_file, row.source_line, REJECTED, "duplicate_prediction", "question",
-      f"{row.source_file}:{row.source_line}: field 'question': system "
-      f"{row.system_name!r} already answered this question at "
-      f"{kept.source_file}:{kept.source_line}",
-      _prediction_json(row))
+  def duplicate(self, ref: RowRef, kept) -> DeadLetter:
+    row = ref.row(RatingRow)
+    return DeadLetter(
+        row.source_file, row.source_line, REJECTED, "duplicate_prediction", "question",
+        f"{row.source_file}:{row.source_line}: field 'question': system "
+        f"{row.system_name!r} already answered this question at "
+        f"{kept.source_file}:{kept.source_line}",
+        _prediction_json(row))
 
 
 def _format_ci(value, low, high, scale) -> str:
@@ -557,11 +542,12 @@ class _WriteLeaderboardFn(beam.DoFn):
     yield {"systems": len(rows), "human_rated_rows": overall.n}
 
 
-class _RunManifest:
-  """Builds run.json from the pipeline's counts."""
+class _EvaluateRecord(RunRecord):
+  """run.json from the pipeline's counts."""
+  job = "evaluate"
 
-  def __init__(self, options: EvaluateOptions, plan: _Plan, started: float,
-               started_at: str):
+  def __init__(self, options: EvaluateOptions, plan: _Plan):
+    super().__init__(plan.scorer.describe())
     self._inputs = {
         "predictions": plan.prediction_files,
         "gold": options.gold,
@@ -571,11 +557,8 @@ class _RunManifest:
     }
     self._join = {"strategy": plan.join, "reason": plan.join_reason,
                   "corpus_bytes": plan.manifest["total_bytes"] if plan.manifest else 0}
-    self._scorer = plan.scorer.describe()
-    self._started = started
-    self._started_at = started_at
 
-  def __call__(self, read_counts, gold_read_counts, ratings, dead, join_stats,
+  def fields(self, read_counts, gold_read_counts, ratings, dead, join_stats,
                leaderboard, gold, scorer_stats, model_info, human_rating_counts=None):
     counts = reconcile(read_counts.get("read", 0), ratings["scored"],
                        dead["predictions"])
@@ -587,8 +570,6 @@ class _RunManifest:
     if join.get("corpus_bytes"):
       join["bytes_read_fraction"] = join.get("bytes_read", 0) / join["corpus_bytes"]
     manifest = {
-        "job": "evaluate",
-        "status": "complete",
         "counts": counts,
         "gold_counts": gold_counts,
     }
@@ -608,8 +589,7 @@ class _RunManifest:
         "human_rated_rows": leaderboard["human_rated_rows"],
         "inputs": dict(self._inputs),
         "join": join,
-        "scorer": dict(self._scorer, **model_info, **scorer_stats),
-        **versions_and_timings(self._started, self._started_at),
+        "scorer": self.scorer_fields(model_info, scorer_stats),
     })
     return manifest
 
@@ -619,7 +599,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   steps to `pipeline`; returns the claimed OutputDir."""
   options = options.view_as(EvaluateOptions)
   plan = _Plan(options, pipeline.runner)
-  started, started_at = time.time(), utc_now()
+  record = _EvaluateRecord(options, plan)
   work_dir = plan.output.claim()
   has_corpus = options.corpus is not None
 
@@ -650,20 +630,13 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
                 prepare_example,
                 reference_premise=options.view_as(ScorerOptions).decision == "decode")
             | "ScoreAttribution" >> ScoreAttribution(plan.scorer))
-  rating_runs = (
+  ratings = (
       scores["scored"]
       | "RateAnswers" >> beam.MapTuple(
           lambda key, score: rating_row(key[0], key[1], score, scorer))
-      | "SpillRatingRuns" >> SpillSortedRuns(
-          FileSystems.join(work_dir, "ratings"), RatingRow, RATING_KEY))
-  ratings = (
-      pipeline
-      | "StartRatingsFile" >> beam.Create([None])
-      | "WriteRatings" >> beam.ParDo(
-          _WriteRatingsFn(options.output_dir, has_corpus),
-          beam.pvalue.AsList(rating_runs)).with_outputs(
-              "dead_letter", "stats", main="outcomes"))
-  summary = ratings.outcomes | "SummarizeSystems" >> SummarizeSystems(
+      | "WriteRatings" >> WriteMergedRows(functools.partial(_RatingsFold, has_corpus),
+                                          options.output_dir, work_dir))
+  summary = ratings["outcomes"] | "SummarizeSystems" >> SummarizeSystems(
       gold_index, options.bootstrap_samples, options.seed)
   leaderboard = (
       summary.rows
@@ -674,19 +647,18 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
           beam.pvalue.AsSingleton(gold_index), beam.pvalue.AsList(summary.agreement)))
   failed = scores["failed"] | "DeadLetterScoringFailures" >> beam.MapTuple(
       _failed_row_dead_letter)
-  dead_letters["predictions"] = prediction_dead_letters + (ratings.dead_letter, failed)
+  dead_letters["predictions"] = prediction_dead_letters + (ratings["dead_letter"], failed)
   dead = (dead_letters
           | "WriteDeadLetters" >> WriteDeadLetters(
               FileSystems.join(options.output_dir, "dead_letter.jsonl"), work_dir))
   _ = pipeline | "WriteRunManifest" >> WriteManifest(
-      FileSystems.join(options.output_dir, "run.json"),
-      _RunManifest(options, plan, started, started_at),
+      FileSystems.join(options.output_dir, "run.json"), record,
       {
           "read_counts": read.counts | "SumReadCounts" >> beam.CombineGlobally(
               SumCounts()),
           "gold_read_counts": gold.counts | "SumGoldReadCounts" >> beam.CombineGlobally(
               SumCounts()),
-          "ratings": ratings.stats,
+          "ratings": ratings["stats"],
           "dead": dead,
           "join_stats": passages["stats"] | "SumJoinStats" >> beam.CombineGlobally(
               SumCounts()),

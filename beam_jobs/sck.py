@@ -33,7 +33,6 @@ if __name__ == "__main__":
   sys.exit(run())
 
 import json
-import time
 from typing import List, NamedTuple, Optional
 
 import apache_beam as beam
@@ -51,12 +50,13 @@ from transforms.intent import INTENT_WEIGHTS
 from transforms.scoring.fanout import ScoreUniqueExamples
 from transforms.knowledge_graph import (BuildKnowledgeGraph, check_kg_file,
                                         read_kg_statements)
-from transforms.outputs import (SortedTableWriter, SumCounts, WriteDeadLetters,
-                                WriteManifest, reconcile, versions_and_timings, utc_now,
-                                write_summary_files)
+from transforms.outputs import SumCounts, WriteDeadLetters, WriteManifest, reconcile
+from transforms.rows.merge import RowFold, RowTable, WriteMergedRows
+from transforms.rows.record import RunRecord
+from transforms.rows.summary import WriteSummary
 from transforms.sck import K_WEIGHTS, ScoreAnswers
 from transforms.sck_sources import check_answers_file, read_answers
-from transforms.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
+from transforms.sorted_runs import RowRef
 from transforms.sources import ReadRecords, match_files
 
 OUTPUT_FILES = ("run.json", "sck_rows.parquet", "sck_rows.csv", "sck.csv", "sck.json",
@@ -179,48 +179,45 @@ def _system_summaries(system: str, means) -> List[SckSummaryRow]:
   return [means[ALL_INTENTS].summary(system, ALL_INTENTS)] + rows
 
 
-class _WriteAnswerRowsFn(beam.DoFn):
-  """Merges the sorted answer runs: keeps the first answer per (system,
-  question), writes sck_rows.parquet / .csv, and emits the per-system summary
-  rows (answers arrive sorted by system)."""
+class _AnswersFold(RowFold):
+  """Keeps the first answer per (system, question), writes sck_rows.parquet /
+  .csv, and gives each system's summary rows (overall and per intent)."""
+  row_type = SckRow
+  merged_type = _Merged
+  sort_key = SCK_KEY
+  run_name = "answers"
+  tables = (RowTable("sck_rows", SCK_ROW_SCHEMA),)
+  unique = ("system_name", "question")
 
-  def __init__(self, output_dir: str):
-    self._output_dir = output_dir
+  def __init__(self):
+    self._kept = 0
+    self._system, self._means = None, {}
 
-  def process(self, unused_impulse, shard_runs):
-    runs = [run for _, run in shard_runs]
-    kept = 0
-    previous = None
-    system, means = None, {}
-    with SortedTableWriter(self._output_dir, "sck_rows", SCK_ROW_SCHEMA) as table:
-      for ref in merge_run_refs(runs, _Merged._fields, SCK_KEY):
-        row = _Merged._make(ref.values)
-        if previous is not None and (row.system_name, row.question) == previous[:2]:
-          yield beam.pvalue.TaggedOutput("dead_letter", _duplicate(ref, previous))
-          continue
-        previous = (row.system_name, row.question, row.source_file, row.source_line)
-        if row.system_name != system:
-          if system is not None:
-            yield from _system_summaries(system, means)
-          system, means = row.system_name, {ALL_INTENTS: _Means()}
-        means[ALL_INTENTS].add(row)
-        means.setdefault(row.intent, _Means()).add(row)
-        kept += 1
-        table.add(ref)
-      if system is not None:
-        yield from _system_summaries(system, means)
-    yield beam.pvalue.TaggedOutput("stats", {"scored": kept})
+  def start_system(self, system_name):
+    self._system, self._means = system_name, {ALL_INTENTS: _Means()}
 
+  def add(self, row, ref, tables):
+    self._means[ALL_INTENTS].add(row)
+    self._means.setdefault(row.intent, _Means()).add(row)
+    self._kept += 1
+    tables["sck_rows"].add(ref)
+    return ()
 
-def _duplicate(ref: RowRef, kept) -> DeadLetter:
-  row = SckRow(**ref.batch.slice(ref.index, 1).to_pylist()[0])
-  return DeadLetter(
-      row.source_file, row.source_line, REJECTED, "duplicate_answer", "question",
-      f"{row.source_file}:{row.source_line}: field 'question': system "
-      f"{row.system_name!r} already answered this question at {kept[2]}:{kept[3]}; "
-      "the first answer is kept",
-      json.dumps({"system_name": row.system_name, "question": row.question,
-                  "answer": row.answer}, ensure_ascii=False))
+  def end_system(self, tables):
+    return _system_summaries(self._system, self._means)
+
+  def duplicate(self, ref: RowRef, kept) -> DeadLetter:
+    row = ref.row(SckRow)
+    return DeadLetter(
+        row.source_file, row.source_line, REJECTED, "duplicate_answer", "question",
+        f"{row.source_file}:{row.source_line}: field 'question': system "
+        f"{row.system_name!r} already answered this question at "
+        f"{kept.source_file}:{kept.source_line}; the first answer is kept",
+        json.dumps({"system_name": row.system_name, "question": row.question,
+                    "answer": row.answer}, ensure_ascii=False))
+
+  def stats(self):
+    return {"scored": self._kept}
 
 
 def _number(value) -> str:
@@ -246,32 +243,20 @@ def sck_markdown(rows) -> str:
   return "\n".join(lines) + "\n"
 
 
-class _WriteSummaryFn(beam.DoFn):
-
-  def __init__(self, output_dir: str, options: dict):
-    self._output_dir = output_dir
-    self._options = options
-
-  def process(self, rows):
-    rows = sorted(rows, key=lambda row: (row.system_name, row.intent != ALL_INTENTS,
-                                         row.intent))
-    write_summary_files(self._output_dir, "sck", rows, SCK_SUMMARY_SCHEMA,
-                        dict(self._options, rows=[row._asdict() for row in rows]),
-                        sck_markdown(rows))
-    yield {"systems": len({row.system_name for row in rows})}
+def _summary_order(row):
+  return (row.system_name, row.intent != ALL_INTENTS, row.intent)
 
 
-class _RunManifest:
+class _SckRecord(RunRecord):
+  job = "sck"
 
-  def __init__(self, plan: _Plan, weights: dict, started: float, started_at: str):
+  def __init__(self, plan: _Plan, weights: dict):
+    super().__init__(plan.scorer.describe())
     self._inputs = {"input": plan.files, "kg": plan.kg_files}
-    self._scorer = plan.scorer.describe()
     self._embedding = plan.embedding_model
     self._weights = weights
-    self._started = started
-    self._started_at = started_at
 
-  def __call__(self, read_counts, kg_read_counts, kg_loaded, graph, written, dead,
+  def fields(self, read_counts, kg_read_counts, kg_loaded, graph, written, dead,
                summary, scorer_stats, embedding_stats, model_info):
     counts = reconcile(read_counts.get("read", 0), written["scored"], dead["answers"])
     kg_read = kg_read_counts.get("read", 0)
@@ -282,18 +267,15 @@ class _RunManifest:
     if not kg_counts["reconciled"]:
       raise RuntimeError(f"knowledge-graph counts do not reconcile: {kg_counts}")
     return {
-        "job": "sck",
-        "status": "complete",
         "counts": counts,
         "kg": dict(kg_counts, **graph),
         "systems": summary["systems"],
         "inputs": dict(self._inputs),
         "weights": self._weights,
-        "scorer": dict(self._scorer, **model_info, **scorer_stats),
+        "scorer": self.scorer_fields(model_info, scorer_stats),
         "embedding": {"model": self._embedding,
                       "texts": embedding_stats.get("rows_scored_by_model", 0),
                       "distinct_texts": embedding_stats.get("unique_triples", 0)},
-        **versions_and_timings(self._started, self._started_at),
     }
 
 
@@ -306,11 +288,11 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   to `pipeline`; returns the claimed OutputDir."""
   options = options.view_as(SckOptions)
   plan = _Plan(options, pipeline.runner)
-  started, started_at = time.time(), utc_now()
-  work_dir = plan.output.claim()
   weights = {"sck": {intent: dict(zip(("s", "c", "k"), w))
                      for intent, w in INTENT_WEIGHTS.items()},
              "k": dict(zip(("ve", "er", "kg_attr"), plan.k_weights))}
+  record = _SckRecord(plan, weights)
+  work_dir = plan.output.claim()
 
   read = pipeline | "ReadAnswers" >> ReadRecords(plan.files, read_answers)
   kg = pipeline | "ReadKnowledgeGraph" >> ReadRecords(plan.kg_files, read_kg_statements)
@@ -319,32 +301,23 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
                                  model_id=f"embedding:{plan.embedding_model}")
   scored = read.records | "ScoreAnswers" >> ScoreAnswers(graph, plan.scorer, embedder,
                                                          plan.k_weights)
-  runs = scored["rows"] | "SpillAnswerRuns" >> SpillSortedRuns(
-      FileSystems.join(work_dir, "answers"), SckRow, SCK_KEY)
-  written = (
-      pipeline
-      | "StartAnswerRowsFile" >> beam.Create([None])
-      | "WriteAnswerRows" >> beam.ParDo(
-          _WriteAnswerRowsFn(options.output_dir), beam.pvalue.AsList(runs)).with_outputs(
-              "dead_letter", "stats", main="summaries"))
-  summary = (
-      written.summaries
-      | "ListSummaries" >> beam.combiners.ToList()
-      | "WriteSummary" >> beam.ParDo(_WriteSummaryFn(options.output_dir,
-                                                     {"weights": weights})))
-  dead = ({"answers": (read.dead_letter, scored["dead_letter"], written.dead_letter),
+  written = scored["rows"] | "WriteAnswerRows" >> WriteMergedRows(
+      _AnswersFold, options.output_dir, work_dir)
+  summary = written["outcomes"] | "WriteSummary" >> WriteSummary(
+      options.output_dir, "sck", SCK_SUMMARY_SCHEMA, {"weights": weights},
+      sck_markdown, order=_summary_order, rows_name="rows")
+  dead = ({"answers": (read.dead_letter, scored["dead_letter"], written["dead_letter"]),
            "kg": kg.dead_letter}
           | "WriteDeadLetters" >> WriteDeadLetters(
               FileSystems.join(options.output_dir, "dead_letter.jsonl"), work_dir))
   _ = pipeline | "WriteRunManifest" >> WriteManifest(
-      FileSystems.join(options.output_dir, "run.json"),
-      _RunManifest(plan, weights, started, started_at),
+      FileSystems.join(options.output_dir, "run.json"), record,
       {
           "read_counts": _sum_counts("SumReadCounts", read.counts),
           "kg_read_counts": _sum_counts("SumKgReadCounts", kg.counts),
           "kg_loaded": kg.records | "CountKgStatements" >> beam.combiners.Count.Globally(),
           "graph": graph["stats"],
-          "written": written.stats,
+          "written": written["stats"],
           "dead": dead,
           "summary": summary,
           "scorer_stats": _sum_counts("SumScorerStats", scored["scorer_stats"]),

@@ -91,6 +91,11 @@ class RowRef(NamedTuple):
   batch: pa.RecordBatch
   index: int
 
+  def row(self, row_type: Type[tuple]) -> tuple:
+    """The whole row as `row_type` (for the rare row that needs all its fields
+    in Python, such as a dead letter's record)."""
+    return row_type(**self.batch.slice(self.index, 1).to_pylist()[0])
+
 
 def _read_run_rows(run: RunSlice, run_number: int, key_fields: Sequence[str],
                    fields: Sequence[str]) -> Iterator[tuple]:

@@ -1,0 +1,167 @@
+"""Spill, merge and fold a job's rows into its row tables (the job skeleton).
+
+A job describes its rules as a `RowFold`, a plain Python object that sees the
+rows one by one in sort order; `WriteMergedRows` does the rest:
+
+    written = rows | "WriteRatings" >> WriteMergedRows(
+        lambda: RatingsFold(has_corpus), output_dir, work_dir)
+    written["outcomes"], written["dead_letter"], written["stats"]
+
+1. spills the rows into sorted runs under `work_dir` (transforms/sorted_runs.py:
+   bounded memory, any number of rows);
+2. merges every run on one worker (an impulse with the runs as a side input, so
+   the merge starts once all runs are written) in `RowFold.sort_key` order;
+3. applies the duplicate rule: where `unique` is set, the first unit (a row, or
+   the rows sharing `unit`) of each `unique` key is kept and every row of a
+   later unit is dead-lettered by `RowFold.duplicate`;
+4. hands every kept row to `RowFold.add`, which writes it to the row tables
+   (`RowTable`s, written as Parquet and CSV only once complete) and adds it to
+   its system's outcomes, and may dead-letter it;
+5. rows arrive sorted by system: at each system's end `RowFold.end_system`
+   gives that system's outcomes, the composite's main output; then
+   `RowFold.stats()` goes to the "stats" output, once.
+"""
+import contextlib
+from typing import Any, Dict, Iterable, NamedTuple, Optional, Sequence, Type
+
+import apache_beam as beam
+import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
+
+from schemas import DeadLetter
+from transforms.outputs import TABLE_ROW_GROUP, SortedTableWriter
+from transforms.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
+
+
+class RowTable(NamedTuple):
+  """One row table of a job: `{stem}.parquet` (and `{stem}.csv`)."""
+  stem: str
+  schema: pa.Schema
+  write_csv: bool = True
+  row_group_size: int = TABLE_ROW_GROUP
+
+
+class RowFold:
+  """One job's rules over its merged rows; plain Python, one instance per merge.
+
+  Class attributes a job sets:
+    row_type: the element type of the rows (what is spilled);
+    merged_type: a NamedTuple of the fields the fold reads as Python values
+      (the rest of a row is copied to the tables as Arrow, never made Python);
+    sort_key: the fields rows are merged on (system first where by_system);
+    run_name: the scratch subdirectory of the runs;
+    tables: the RowTables `add` writes to, by stem;
+    unique / unit: the duplicate rule (none where unique is None; a unit of
+      None is the row itself);
+    by_system: whether rows are folded into per-system outcomes.
+  """
+  row_type: Type[tuple]
+  merged_type: Type[tuple]
+  sort_key: Sequence[str]
+  run_name: str
+  tables: Sequence[RowTable] = ()
+  unique: Optional[Sequence[str]] = None
+  unit: Optional[Sequence[str]] = None
+  by_system: bool = True
+
+  def start_system(self, system_name: str) -> None:
+    """The rows of `system_name` follow."""
+
+  def add(self, row, ref: RowRef, tables: Dict[str, SortedTableWriter]
+          ) -> Iterable[DeadLetter]:
+    """Takes a kept row (`row`: merged_type; `ref`: the whole row); yields the
+    dead letters of rows it does not write."""
+    raise NotImplementedError
+
+  def end_system(self, tables: Dict[str, SortedTableWriter]) -> Iterable[Any]:
+    """The finished outcomes of the current system (the main output)."""
+    return ()
+
+  def duplicate(self, ref: RowRef, kept) -> DeadLetter:
+    """The dead letter of a row of a later unit with a kept unit's unique key
+    (`kept`: the first row of the kept unit, merged_type)."""
+    raise NotImplementedError
+
+  def stats(self) -> Dict[str, Any]:
+    """Counts for run.json, once all rows are folded."""
+    return {}
+
+
+def _fields_of(row, names: Optional[Sequence[str]]):
+  return row if names is None else tuple(getattr(row, name) for name in names)
+
+
+def fold_rows(fold: RowFold, refs: Iterable[RowRef],
+              tables: Dict[str, SortedTableWriter]) -> Iterable[Any]:
+  """Outcomes, and dead letters tagged "dead_letter", of `fold` over `refs`."""
+  make = fold.merged_type._make
+  kept = None  # the first row of the unit kept last
+  system, started = None, False
+  for ref in refs:
+    row = make(ref.values)
+    if fold.unique is not None:
+      new_unit = kept is None or _fields_of(row, fold.unit) != _fields_of(kept, fold.unit)
+      if new_unit and kept is not None and (
+          _fields_of(row, fold.unique) == _fields_of(kept, fold.unique)):
+        yield beam.pvalue.TaggedOutput("dead_letter", fold.duplicate(ref, kept))
+        continue
+      if new_unit:
+        kept = row
+    if fold.by_system and (not started or row.system_name != system):
+      if started:
+        yield from fold.end_system(tables)
+      system, started = row.system_name, True
+      fold.start_system(system)
+    for dead in fold.add(row, ref, tables):
+      yield beam.pvalue.TaggedOutput("dead_letter", dead)
+  if started:
+    yield from fold.end_system(tables)
+
+
+class _MergeRowsFn(beam.DoFn):
+
+  def __init__(self, make_fold, output_dir: str):
+    self._make_fold = make_fold
+    self._output_dir = output_dir
+
+  def process(self, unused_impulse, shard_runs):
+    fold = self._make_fold()
+    runs = [run for _, run in shard_runs]
+    with contextlib.ExitStack() as stack:
+      tables = {table.stem: stack.enter_context(SortedTableWriter(
+                    self._output_dir, table.stem, table.schema, table.row_group_size,
+                    table.write_csv))
+                for table in fold.tables}
+      yield from fold_rows(fold, merge_run_refs(runs, fold.merged_type._fields,
+                                                fold.sort_key), tables)
+    # The runs stay for the scratch directory's removal: a retry of this bundle
+    # must find them.
+    yield beam.pvalue.TaggedOutput("stats", fold.stats())
+
+
+class WriteMergedRows(beam.PTransform):
+  """PCollection[fold.row_type] -> {"outcomes", "dead_letter", "stats"}.
+
+  `make_fold()` builds the job's RowFold (on the worker, once per merge).
+  """
+
+  def __init__(self, make_fold, output_dir: str, work_dir: str):
+    super().__init__()
+    self._make_fold = make_fold
+    prototype = make_fold()
+    self._row_type = prototype.row_type
+    self._sort_key = tuple(prototype.sort_key)
+    self._run_dir = FileSystems.join(work_dir, prototype.run_name)
+    self._output_dir = output_dir
+
+  def expand(self, rows):
+    runs = rows | "SpillRuns" >> SpillSortedRuns(self._run_dir, self._row_type,
+                                                 self._sort_key)
+    merged = (rows.pipeline
+              | "StartTables" >> beam.Create([None])
+              | "MergeRuns" >> beam.ParDo(
+                  _MergeRowsFn(self._make_fold, self._output_dir),
+                  beam.pvalue.AsList(runs)).with_outputs(
+                      "dead_letter", "stats", main="outcomes"))
+    return {"outcomes": merged.outcomes, "dead_letter": merged.dead_letter,
+            "stats": merged.stats}

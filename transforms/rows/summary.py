@@ -1,0 +1,73 @@
+"""A job's per-system summary files, and the figures its markdown shows.
+
+    summary = system_rows | "WriteSummary" >> WriteSummary(
+        output_dir, "claims", CLAIMS_SYSTEM_SCHEMA, header, claims_markdown)
+
+collects every summary row on one worker, sorts them (`order`, by system by
+default), writes `{stem}.csv`, `{stem}.json` (`header` plus the rows under
+`rows_name`) and `{stem}.md` atomically (transforms/outputs.py
+write_summary_files), and emits one dict for run.json (`describe(rows)`; by
+default the number of systems).
+"""
+from typing import Callable, Dict, Optional
+
+import apache_beam as beam
+
+from transforms.outputs import write_summary_files
+
+
+def percent(value: Optional[float], low: Optional[float] = None,
+            high: Optional[float] = None) -> str:
+  """A fraction as a percentage with one decimal ("" for none), with its
+  interval in brackets where `low` is given."""
+  if value is None:
+    return ""
+  text = f"{value * 100:.1f}"
+  if low is not None:
+    text += f" [{low * 100:.1f}, {high * 100:.1f}]"
+  return text
+
+
+def by_system(row) -> str:
+  return row.system_name
+
+
+def count_systems(rows) -> Dict[str, int]:
+  return {"systems": len({row.system_name for row in rows})}
+
+
+class _WriteSummaryFn(beam.DoFn):
+
+  def __init__(self, output_dir, stem, schema, header, markdown, order, rows_name,
+               describe):
+    self._output_dir = output_dir
+    self._stem = stem
+    self._schema = schema
+    self._header = header
+    self._markdown = markdown
+    self._order = order
+    self._rows_name = rows_name
+    self._describe = describe
+
+  def process(self, rows):
+    rows = sorted(rows, key=self._order)
+    document = dict(self._header, **{self._rows_name: [row._asdict() for row in rows]})
+    write_summary_files(self._output_dir, self._stem, rows, self._schema, document,
+                        self._markdown(rows))
+    yield self._describe(rows)
+
+
+class WriteSummary(beam.PTransform):
+  """PCollection[summary row NamedTuple] -> PCollection[dict] (one element)."""
+
+  def __init__(self, output_dir: str, stem: str, schema, header: dict,
+               markdown: Callable, order: Callable = by_system,
+               rows_name: str = "systems", describe: Callable = count_systems):
+    super().__init__()
+    self._fn = _WriteSummaryFn(output_dir, stem, schema, header, markdown, order,
+                               rows_name, describe)
+
+  def expand(self, rows):
+    return (rows
+            | "ListRows" >> beam.combiners.ToList()
+            | "WriteFiles" >> beam.ParDo(self._fn))
