@@ -30,7 +30,7 @@ if __name__ == "__main__":
 
 import hashlib
 import json
-from typing import Iterable, List, Tuple
+from typing import Iterable, List, NamedTuple, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -156,8 +156,14 @@ def _scoring_failed(item: LabelledItem, failure: ScoringFailure, what: str) -> D
                         {"item_id": item.item_id})
 
 
+class RoleItem(NamedTuple):
+  """An item to score and the input it belongs to (INPUT or CALIBRATION)."""
+  role: str
+  item: LabelledItem
+
+
 class _DeadLetterFailedItemsFn(beam.DoFn):
-  """((role, item), ScoringFailure) -> the item's DeadLetter, in its role's
+  """(RoleItem, ScoringFailure) -> the item's DeadLetter, in its role's
   output: a scorer (a hosted model) refused it or kept failing."""
 
   def process(self, keyed_failure):
@@ -208,19 +214,20 @@ class ScoreItems(beam.PTransform):
 
   def expand(self, items):
     scores = (items
-              | "KeyExamples" >> beam.MapTuple(lambda role, item: ((role, item),
-                                                                    item.example))
+              | "KeyExamples" >> beam.MapTuple(
+                  lambda role, item: (RoleItem(role, item), item.example))
               | "ScoreAttribution" >> ScoreAttribution(self._scorer))
     if not self._multi_premise:
       rows = scores["scored"] | "MakeRows" >> beam.MapTuple(
-          lambda key, score: (key[0], agreement_row([(key[1], score)])))
+          lambda key, score: (key.role, agreement_row([(key.item, score)])))
       failed = scores["failed"] | "DeadLetterFailedItems" >> beam.ParDo(
           _DeadLetterFailedItemsFn()).with_outputs(*self._roles)
       return {"rows": rows, "dead_letter": {role: failed[role] for role in self._roles},
               "stats": scores["stats"]}
     combined = (scored_or_failed(scores, "CollectChunkScores")
                 | "KeyByItem" >> beam.MapTuple(
-                    lambda key, score: ((key[0], key[1].item_id), (key[1], score)))
+                    lambda key, score: ((key.role, key.item.item_id),
+                                        (key.item, score)))
                 | "GroupChunks" >> beam.GroupByKey()
                 | "CombineChunks" >> beam.ParDo(_CombineChunksFn()).with_outputs(
                     *self._roles, main="rows"))

@@ -246,10 +246,10 @@ def _prediction_json(prediction, **extra) -> str:
                     ensure_ascii=False)
 
 
-def _failed_row_dead_letter(key, failure: ScoringFailure) -> DeadLetter:
+def _failed_row_dead_letter(rated: "RatedMatch", failure: ScoringFailure) -> DeadLetter:
   """A row the scorer could not score (a remote endpoint refused it, or failed
   after every retry): rejected, with the HTTP status in the record."""
-  prediction = key[0].prediction
+  prediction = rated.match.prediction
   return DeadLetter(
       prediction.source_file, prediction.source_line, REJECTED, "scoring_failed", None,
       f"{prediction.source_file}:{prediction.source_line}: "
@@ -288,9 +288,16 @@ class AttachPassages(beam.PTransform):
         self._corpus_dir, attribution_to_look_up)
 
 
+class RatedMatch(NamedTuple):
+  """What a rating row needs of a prediction besides its score: the graded
+  prediction and the passage shown beside it (None: no passage)."""
+  match: GoldMatch
+  passage: Optional[str]
+
+
 def prepare_example(match: GoldMatch, corpus_passage: Optional[str],
                     reference_premise: bool = False):
-  """-> ((GoldMatch, display passage or None), AttributionExample or None).
+  """-> (RatedMatch, AttributionExample or None).
 
   The row's own `passage` column wins over the corpus passage. With
   `reference_premise` (--decision decode) the premise is the reference
@@ -299,11 +306,11 @@ def prepare_example(match: GoldMatch, corpus_passage: Optional[str],
   """
   passage = match.prediction.passage or corpus_passage
   if passage is None:
-    return (match, None), None
+    return RatedMatch(match, None), None
   parsed, display = _passage_forms(passage)
   prediction = match.prediction
-  return ((match, display), qa_example(prediction.question, prediction.answer, parsed,
-                                       reference_premise))
+  return (RatedMatch(match, display),
+          qa_example(prediction.question, prediction.answer, parsed, reference_premise))
 
 
 # The systems of a leaderboard cite the same passages: parse and render each once
@@ -633,7 +640,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   ratings = (
       scores["scored"]
       | "RateAnswers" >> beam.MapTuple(
-          lambda key, score: rating_row(key[0], key[1], score, scorer))
+          lambda rated, score: rating_row(rated.match, rated.passage, score, scorer))
       | "WriteRatings" >> WriteMergedRows(functools.partial(_RatingsFold, has_corpus),
                                           options.output_dir, work_dir))
   summary = ratings["outcomes"] | "SummarizeSystems" >> SummarizeSystems(
