@@ -27,7 +27,10 @@ and reused, so two recordings read the very same files, model included.
 `compare` lists every output file of both; each must exist in both and be byte
 identical, except JSON files, which are compared as data without the keys that
 hold times, versions, hosts and processes (VOLATILE_KEYS), and with each
-recording's own directory written as "<OUT>". Exit 1 on any difference.
+recording's own directory written as "<OUT>" and scratch directory names as
+"_work-*". Exit 1 on any difference. The bundled example is read where it lies:
+record both from checkouts at the same path (the row tables name their input
+files).
 Shared data (AUTOAIS_SHARED_DATA or ../shared/data) is needed for all but the
 example and t5 runs; where it is absent those runs are skipped and say so.
 """
@@ -35,6 +38,7 @@ import argparse
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import time
@@ -47,6 +51,8 @@ DEFAULT_INPUTS = pathlib.Path("/tmp/autoais-recording-inputs")
 VOLATILE_KEYS = frozenset({"timings", "versions", "started", "last_seen", "finished",
                            "host", "pid", "process_start", "seconds", "elapsed",
                            "wall_seconds"})
+# A run's scratch directory is named at random (the output ledger lists it).
+_SCRATCH_NAME = re.compile(r"_work-[0-9a-f]+")
 
 
 def _shared_available() -> bool:
@@ -187,7 +193,7 @@ def _without_volatile(value, root: str):
   if isinstance(value, list):
     return [_without_volatile(v, root) for v in value]
   if isinstance(value, str):
-    return value.replace(root, "<OUT>")
+    return _SCRATCH_NAME.sub("_work-*", value.replace(root, "<OUT>"))
   return value
 
 
