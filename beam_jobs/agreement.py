@@ -46,7 +46,7 @@ from transforms import agreement as stats
 from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest, reconcile,
                                 write_text_atomically)
 from transforms.rows.merge import RowFold, RowTable, WriteMergedRows
-from transforms.rows.record import RunRecord
+from transforms.rows.record import RunRecord, scorer_side_inputs
 from transforms.rows.summary import percent
 from transforms.labelled_sources import (FORMATS, SCENARIOS, check_labelled_file,
                                          labelled_reader)
@@ -479,9 +479,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   manifest_inputs = {
       "read_counts": read.counts | "SumReadCounts" >> beam.CombineGlobally(SumCounts()),
       "rows": rows_written["stats"],
-      "scorer_stats": scored["stats"] | "SumScorerStats" >> beam.CombineGlobally(
-          SumCounts()),
-      "model_info": pipeline | "DescribeScorer" >> plan.scorer.model_info(),
+      **scorer_side_inputs(pipeline, plan.scorer, scored["stats"]),
       "summary_info": summary_info,
   }
   if calibrating:

@@ -66,7 +66,7 @@ from transforms.audit_sources import (ANSWER_FIELDS, candidates_format,
 from transforms.metrics import BuildGoldIndex
 from transforms.outputs import SumCounts, WriteDeadLetters, WriteManifest, reconcile
 from transforms.rows.merge import RowFold, RowTable, WriteMergedRows
-from transforms.rows.record import RunRecord
+from transforms.rows.record import RunRecord, scorer_side_inputs
 from transforms.rows.summary import WriteSummary, percent
 from transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             scored_or_failed)
@@ -520,8 +520,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
           "join_stats": _sum("SumJoinStats", (tuple(join_stats) or (
               pipeline | "NoJoinStats" >> beam.Create([{}]),))
                              | "CollectJoinStats" >> beam.Flatten()),
-          "scorer_stats": _sum("SumScorerStats", scored["stats"]),
-          "model_info": pipeline | "DescribeScorer" >> plan.scorer.model_info(),
+          **scorer_side_inputs(pipeline, plan.scorer, scored["stats"]),
       },
       work_dir=work_dir)
   return plan.output

@@ -46,7 +46,7 @@ from transforms.claims import (CLAIM_KEY, EVIDENCE_MODES, ClaimOutcomes, ScoreCl
                                claims_system_row)
 from transforms.outputs import SumCounts, WriteDeadLetters, WriteManifest, reconcile
 from transforms.rows.merge import RowFold, RowTable, WriteMergedRows
-from transforms.rows.record import RunRecord
+from transforms.rows.record import RunRecord, scorer_side_inputs
 from transforms.rows.summary import WriteSummary, percent
 from transforms.sources import (ReadRecords, check_input_file, data_format,
                                 match_files)
@@ -256,9 +256,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
           "written": written["stats"],
           "dead": dead,
           "summary": summary,
-          "scorer_stats": scored["stats"] | "SumScorerStats" >> beam.CombineGlobally(
-              SumCounts()),
-          "model_info": pipeline | "DescribeScorer" >> plan.scorer.model_info(),
+          **scorer_side_inputs(pipeline, plan.scorer, scored["stats"]),
       },
       work_dir=work_dir)
   return plan.output

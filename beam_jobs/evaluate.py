@@ -55,7 +55,7 @@ from transforms.passages import ParsedPassage, display_passage, parse_passage
 from transforms.scoring.attribution import ScoreAttribution, scoring_failed_message
 from transforms.scoring.examples import qa_example
 from transforms.rows.merge import RowFold, RowTable, WriteMergedRows
-from transforms.rows.record import RunRecord
+from transforms.rows.record import RunRecord, scorer_side_inputs
 from transforms.sorted_runs import RowRef
 from transforms.sources import (TFDS_PREFIX, ReadGold, ReadRecords, check_gold_source,
                                 check_prediction_file, data_format, match_files,
@@ -671,9 +671,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
               SumCounts()),
           "leaderboard": leaderboard,
           "gold": gold_index,
-          "scorer_stats": scores["stats"] | "SumScorerStats" >> beam.CombineGlobally(
-              SumCounts()),
-          "model_info": pipeline | "DescribeScorer" >> plan.scorer.model_info(),
+          **scorer_side_inputs(pipeline, plan.scorer, scores["stats"]),
           **manifest_inputs,
       },
       work_dir=work_dir)

@@ -52,7 +52,7 @@ from transforms.knowledge_graph import (BuildKnowledgeGraph, check_kg_file,
                                         read_kg_statements)
 from transforms.outputs import SumCounts, WriteDeadLetters, WriteManifest, reconcile
 from transforms.rows.merge import RowFold, RowTable, WriteMergedRows
-from transforms.rows.record import RunRecord
+from transforms.rows.record import RunRecord, scorer_side_inputs
 from transforms.rows.summary import WriteSummary
 from transforms.sck import K_WEIGHTS, ScoreAnswers
 from transforms.sck_sources import check_answers_file, read_answers
@@ -320,9 +320,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
           "written": written["stats"],
           "dead": dead,
           "summary": summary,
-          "scorer_stats": _sum_counts("SumScorerStats", scored["scorer_stats"]),
+          **scorer_side_inputs(pipeline, plan.scorer, scored["scorer_stats"]),
           "embedding_stats": _sum_counts("SumEmbeddingStats", scored["embedding_stats"]),
-          "model_info": pipeline | "DescribeScorer" >> plan.scorer.model_info(),
       },
       work_dir=work_dir)
   return plan.output

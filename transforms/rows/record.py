@@ -15,7 +15,9 @@ counts from there.
 import time
 from typing import Any, Dict, Optional
 
-from transforms.outputs import utc_now, versions_and_timings
+import apache_beam as beam
+
+from transforms.outputs import SumCounts, utc_now, versions_and_timings
 
 
 class RunRecord:
@@ -36,3 +38,10 @@ class RunRecord:
   def __call__(self, **side_inputs) -> Dict[str, Any]:
     return {"job": self.job, "status": "complete", **self.fields(**side_inputs),
             **versions_and_timings(self._started, self._started_at)}
+
+
+def scorer_side_inputs(pipeline, scorer, stats) -> Dict[str, Any]:
+  """The side inputs `RunRecord.scorer_fields` takes: the scorer's counters
+  (`stats`, summed) and its model's details."""
+  return {"scorer_stats": stats | "SumScorerStats" >> beam.CombineGlobally(SumCounts()),
+          "model_info": pipeline | "DescribeScorer" >> scorer.model_info()}
