@@ -1,4 +1,8 @@
-"""Every element type against its pyarrow schema, and Arrow round trips."""
+"""Every element type against its pyarrow schema, and Arrow round trips; the
+module layout of schemas/ and the names `schemas` re-exports."""
+import ast
+import importlib
+import pathlib
 import typing
 
 import pyarrow as pa
@@ -138,3 +142,125 @@ def test_non_nullable_field_rejects_none():
   row = _example(schemas.RatingRow)._replace(em=None)
   with pytest.raises(ValueError, match="'em' is not nullable"):
     to_record_batch([row], schemas.RATING_SCHEMA)
+
+
+# The public names of `schemas` before issue 16 split it into modules (76; the
+# typing names, `beam` and `pa` it had imported for itself were not exports), each
+# under the module that now defines it. Every `from schemas import X` in the
+# project and in users' code must keep working.
+EXPORTED_BEFORE_SPLIT = {
+    "schemas.common": (
+        "Prediction", "PREDICTION_SCHEMA", "GoldAnswer", "GOLD_ANSWER_SCHEMA",
+        "AttributionExample", "ATTRIBUTION_EXAMPLE_SCHEMA", "AttributionScore",
+        "ATTRIBUTION_SCORE_SCHEMA", "ScoringFailure", "SCORING_FAILURE_SCHEMA",
+        "ScoreCacheEntry", "SCORE_CACHE_ENTRY_SCHEMA", "DeadLetter",
+        "DEAD_LETTER_SCHEMA", "REJECTED", "UNMATCHED"),
+    "schemas.corpus": (
+        "CorpusRecord", "CORPUS_RECORD_SCHEMA", "CorpusPassage", "CORPUS_PASSAGE_SCHEMA",
+        "ArticleEntry", "ARTICLE_ENTRY_SCHEMA"),
+    "schemas.evaluate": (
+        "GoldMatch", "GOLD_MATCH_SCHEMA", "HumanRating", "HUMAN_RATING_SCHEMA",
+        "RatingRow", "RATING_SCHEMA", "LeaderboardRow", "LEADERBOARD_SCHEMA"),
+    "schemas.agreement": (
+        "LabelledItem", "LABELLED_ITEM_SCHEMA", "AgreementRow", "AGREEMENT_ROW_SCHEMA"),
+    "schemas.ais_annotations": (
+        "AisAnnotation", "AIS_ANNOTATION_SCHEMA", "AisTableRow", "AIS_TABLE_SCHEMA",
+        "AisAgreementRow", "AIS_AGREEMENT_SCHEMA"),
+    "schemas.claims": (
+        "ClaimInput", "CLAIM_INPUT_SCHEMA", "ClaimRow", "CLAIM_ROW_SCHEMA",
+        "ClaimsSystemRow", "CLAIMS_SYSTEM_SCHEMA"),
+    "schemas.audit": (
+        "AuditAnswer", "AUDIT_ANSWER_SCHEMA", "Candidate", "CANDIDATE_SCHEMA", "Topic",
+        "TOPIC_SCHEMA", "AuditPair", "AUDIT_PAIR_SCHEMA", "AuditCandidateRow",
+        "AUDIT_CANDIDATE_SCHEMA", "AuditAnswerRow", "AUDIT_ANSWER_ROW_SCHEMA",
+        "AuditSystemRow", "AUDIT_SYSTEM_SCHEMA"),
+    "schemas.sck": (
+        "SckInput", "SCK_INPUT_SCHEMA", "KgStatement", "KG_STATEMENT_SCHEMA", "KgEdge",
+        "KG_EDGE_SCHEMA", "EntityRecord", "ENTITY_RECORD_SCHEMA", "SckRow",
+        "SCK_ROW_SCHEMA", "SckSummaryRow", "SCK_SUMMARY_SCHEMA"),
+    "schemas.registry": ("SCHEMAS", "schema_of", "to_record_batch", "iter_rows"),
+}
+_HOME = {name: module for module, names in EXPORTED_BEFORE_SPLIT.items()
+         for name in names}
+SCHEMAS_DIR = pathlib.Path(schemas.__file__).parent
+TYPE_MODULES = sorted(set(EXPORTED_BEFORE_SPLIT) - {"schemas.registry"})
+
+
+def test_exported_names_were_recorded_once():
+  assert sum(map(len, EXPORTED_BEFORE_SPLIT.values())) == len(_HOME) == 76
+
+
+@pytest.mark.parametrize("name", sorted(_HOME))
+def test_name_exported_before_the_split_is_the_object_of_its_module(name):
+  module = importlib.import_module(_HOME[name])
+  assert getattr(schemas, name) is getattr(module, name)
+  assert name in _defined_names(_HOME[name])  # defined there, not imported
+
+
+def _defined_names(module: str):
+  """Public names a module of schemas/ assigns or defines at its top level."""
+  tree = ast.parse((SCHEMAS_DIR / f"{module.split('.')[1]}.py").read_text("utf-8"))
+  names = set()
+  for node in tree.body:
+    if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+      names.add(node.name)
+    elif isinstance(node, ast.Assign):
+      names.update(target.id for target in node.targets if isinstance(target, ast.Name))
+  return {name for name in names if not name.startswith("_")}
+
+
+@pytest.mark.parametrize("module", sorted(EXPORTED_BEFORE_SPLIT))
+def test_schemas_reexports_every_name_its_modules_define(module):
+  # A type added to one module later must be importable as `from schemas import X`
+  # too, like every other.
+  loaded = importlib.import_module(module)
+  missing = sorted(name for name in _defined_names(module)
+                   if getattr(schemas, name, None) is not getattr(loaded, name))
+  assert not missing, missing
+
+
+@pytest.mark.parametrize("module", TYPE_MODULES)
+def test_each_type_sits_in_SCHEMAS_beside_its_schema(module):
+  loaded = importlib.import_module(module)
+  defined = _defined_names(module)
+  types = [value for name, value in vars(loaded).items()
+           if name in defined and isinstance(value, type) and hasattr(value, "_fields")]
+  own_schemas = [value for name, value in vars(loaded).items()
+                 if name in defined and isinstance(value, pa.Schema)]
+  assert types and len(types) == len(own_schemas)
+  # Every type has its schema in SCHEMAS, and that schema is defined in the same
+  # module; no schema is left without its type.
+  assert all(element_type in SCHEMAS for element_type in types), types
+  assert {id(SCHEMAS[element_type]) for element_type in types} == set(
+      map(id, own_schemas))
+
+
+def test_schemas_holds_only_the_types_of_its_modules():
+  defined = {(module, name) for module in TYPE_MODULES for name in _defined_names(module)}
+  assert all((t.__module__, t.__name__) in defined for t in SCHEMAS), list(SCHEMAS)
+
+
+def _imported_schema_modules(path: pathlib.Path):
+  imported = set()
+  for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+    if isinstance(node, ast.ImportFrom) and node.module == "schemas":
+      imported.update(f"schemas.{alias.name}" for alias in node.names)
+    elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("schemas."):
+      imported.add(node.module)
+    elif isinstance(node, ast.Import):
+      imported.update(alias.name for alias in node.names
+                      if alias.name.startswith("schemas"))
+  return imported
+
+
+def test_type_modules_import_common_at_most():
+  # common is imported by every job's module, so it must import none of them (no
+  # cycles); a job's types never depend on another job's.
+  allowed = {"common": set(), "errors": set()}
+  imports = {path.stem: _imported_schema_modules(path)
+             for path in SCHEMAS_DIR.glob("*.py")
+             if path.stem not in ("__init__", "registry")}
+  assert set(imports) == {m.split(".")[1] for m in TYPE_MODULES} | {"errors"}
+  wrong = {stem: sorted(found) for stem, found in imports.items()
+           if not found <= allowed.get(stem, {"schemas.common"})}
+  assert not wrong, wrong

@@ -1,0 +1,72 @@
+"""Element types of `autoais agreement` only, each beside its pyarrow schema:
+the human-labelled items it reads (transforms/labelled_sources.py) and the scored
+rows it writes.
+"""
+from typing import NamedTuple, Optional
+
+import pyarrow as pa
+
+from schemas.common import ATTRIBUTION_EXAMPLE_SCHEMA, AttributionExample
+
+
+class LabelledItem(NamedTuple):
+  """One human-labelled attribution item of an agreement set (or one premise
+  chunk of it: WiCE items have several, scored apart and maxed)."""
+  item_id: str
+  group: Optional[str]  # the format's grouping (system, source data set, ...)
+  secondary_group: Optional[str]  # a second grouping (BEGIN: model_name)
+  example: AttributionExample
+  human_label: str  # the label as written in the source
+  human_attributable: bool  # the label read as attributable or not
+  source_file: str
+  source_line: int
+
+
+LABELLED_ITEM_SCHEMA = pa.schema([
+    pa.field("item_id", pa.string(), nullable=False),
+    pa.field("group", pa.string()),
+    pa.field("secondary_group", pa.string()),
+    pa.field("example", pa.struct(list(ATTRIBUTION_EXAMPLE_SCHEMA)), nullable=False),
+    pa.field("human_label", pa.string(), nullable=False),
+    pa.field("human_attributable", pa.bool_(), nullable=False),
+    pa.field("source_file", pa.string(), nullable=False),
+    pa.field("source_line", pa.int64(), nullable=False),
+])
+
+
+class AgreementRow(NamedTuple):
+  """One scored item of `autoais agreement` (agreement_rows.parquet / .csv)."""
+  group: Optional[str]
+  secondary_group: Optional[str]
+  item_id: str
+  premise_digest: str  # blake2b-128 hex of the premise(s): the text stays private
+  hypothesis: str
+  human_label: str
+  human_attributable: bool
+  nli_score: float
+  decision: str  # "Y" / "N": the scorer's decision at --threshold (or decode)
+  calibrated_decision: Optional[str]  # nli_score > the calibrated threshold
+  n_premises: int
+  n_windows: int
+  truncated: bool
+  source_file: str
+  source_line: int
+
+
+AGREEMENT_ROW_SCHEMA = pa.schema([
+    pa.field("group", pa.string()),
+    pa.field("secondary_group", pa.string()),
+    pa.field("item_id", pa.string(), nullable=False),
+    pa.field("premise_digest", pa.string(), nullable=False),
+    pa.field("hypothesis", pa.string(), nullable=False),
+    pa.field("human_label", pa.string(), nullable=False),
+    pa.field("human_attributable", pa.bool_(), nullable=False),
+    pa.field("nli_score", pa.float64(), nullable=False),
+    pa.field("decision", pa.string(), nullable=False),
+    pa.field("calibrated_decision", pa.string()),
+    pa.field("n_premises", pa.int64(), nullable=False),
+    pa.field("n_windows", pa.int64(), nullable=False),
+    pa.field("truncated", pa.bool_(), nullable=False),
+    pa.field("source_file", pa.string(), nullable=False),
+    pa.field("source_line", pa.int64(), nullable=False),
+])
