@@ -45,3 +45,26 @@ from schemas.sck import (ENTITY_RECORD_SCHEMA, KG_EDGE_SCHEMA, KG_STATEMENT_SCHE
                          EntityRecord, KgEdge, KgStatement, SckInput, SckRow,
                          SckSummaryRow)
 from schemas.registry import SCHEMAS, iter_rows, schema_of, to_record_batch
+
+# Every name above, re-exported: `from schemas import X` as before the split.
+__all__ = [
+    "ATTRIBUTION_EXAMPLE_SCHEMA", "ATTRIBUTION_SCORE_SCHEMA", "DEAD_LETTER_SCHEMA",
+    "GOLD_ANSWER_SCHEMA", "PREDICTION_SCHEMA", "REJECTED", "SCORE_CACHE_ENTRY_SCHEMA",
+    "SCORING_FAILURE_SCHEMA", "UNMATCHED", "AttributionExample", "AttributionScore",
+    "DeadLetter", "GoldAnswer", "Prediction", "ScoreCacheEntry", "ScoringFailure",
+    "ARTICLE_ENTRY_SCHEMA", "CORPUS_PASSAGE_SCHEMA", "CORPUS_RECORD_SCHEMA",
+    "ArticleEntry", "CorpusPassage", "CorpusRecord", "GOLD_MATCH_SCHEMA",
+    "HUMAN_RATING_SCHEMA", "LEADERBOARD_SCHEMA", "RATING_SCHEMA", "GoldMatch",
+    "HumanRating", "LeaderboardRow", "RatingRow", "AGREEMENT_ROW_SCHEMA",
+    "LABELLED_ITEM_SCHEMA", "AgreementRow", "LabelledItem", "AIS_AGREEMENT_SCHEMA",
+    "AIS_ANNOTATION_SCHEMA", "AIS_TABLE_SCHEMA", "AisAgreementRow", "AisAnnotation",
+    "AisTableRow", "CLAIMS_SYSTEM_SCHEMA", "CLAIM_INPUT_SCHEMA", "CLAIM_ROW_SCHEMA",
+    "ClaimInput", "ClaimRow", "ClaimsSystemRow", "AUDIT_ANSWER_ROW_SCHEMA",
+    "AUDIT_ANSWER_SCHEMA", "AUDIT_CANDIDATE_SCHEMA", "AUDIT_PAIR_SCHEMA",
+    "AUDIT_SYSTEM_SCHEMA", "CANDIDATE_SCHEMA", "TOPIC_SCHEMA", "AuditAnswer",
+    "AuditAnswerRow", "AuditCandidateRow", "AuditPair", "AuditSystemRow", "Candidate",
+    "Topic", "ENTITY_RECORD_SCHEMA", "KG_EDGE_SCHEMA", "KG_STATEMENT_SCHEMA",
+    "SCK_INPUT_SCHEMA", "SCK_ROW_SCHEMA", "SCK_SUMMARY_SCHEMA", "EntityRecord",
+    "KgEdge", "KgStatement", "SckInput", "SckRow", "SckSummaryRow", "SCHEMAS",
+    "iter_rows", "schema_of", "to_record_batch",
+]
