@@ -15,8 +15,8 @@ from beam_jobs import claims
 from transforms.scoring.string_match import string_match_attributable
 from tests.conftest import read_jsonl, run_job, shared_file, write_jsonl
 from tests.scorers import HashScorer, hash_score
-from transforms import claims as claim_steps
-from transforms.claim_sources import read_claims_jsonl, read_expertqa
+from transforms.claims import steps as claim_steps
+from transforms.claims.readers import read_claims_jsonl, read_expertqa
 from schemas import ClaimInput, DeadLetter
 
 ABSTAIN = ("The context does not", "I don't know", "The context provided does not",

@@ -7,8 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from schemas import CorpusRecord, DeadLetter, GoldAnswer, Prediction
-from transforms.sources import (check_corpus_file, check_prediction_file,
-                                read_corpus_source, read_gold, read_predictions)
+from transforms.io.records import (check_corpus_file, check_prediction_file,
+                                   read_corpus_source, read_gold, read_predictions)
 from schemas.errors import InputError
 
 

@@ -37,9 +37,9 @@ from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequenc
 import apache_beam as beam
 
 from schemas import AisAgreementRow, AisAnnotation, AisTableRow, DeadLetter
-from transforms.ais_paper import PAPER, SAMPLED_ITEMS, TABLES, PaperRow, paper_row
-from transforms.sources import (json_record, records, rejected,
-                                system_name_from_path)
+from transforms.ais_annotations.paper import (PAPER, SAMPLED_ITEMS, TABLES, PaperRow,
+                                              paper_row)
+from transforms.io.records import json_record, records, rejected, system_name_from_path
 
 PANEL_SIZE = 5  # raters per output (paper §4: "we ask five annotators")
 MODEL_COLUMN = "model-name"

@@ -31,7 +31,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from schemas import (REJECTED, CorpusRecord, DeadLetter, GoldAnswer, Prediction)
 from schemas.errors import InputError
-from transforms.passages import pyserini_contents
+from transforms.corpus.passages import pyserini_contents
 
 REQUIRED_PREDICTION_FIELDS = ("question", "answer", "attribution")
 OPTIONAL_PREDICTION_FIELDS = ("system_name", "passage", "human_rating")

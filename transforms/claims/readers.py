@@ -12,14 +12,14 @@ Both yield, per claim, a `ClaimInput` or a `DeadLetter` naming the file, the lin
 and the field (`answers.<system>.claims[<i>].evidence`); a line that is not a
 JSON object, or whose question or answers are unusable, is one dead letter. An
 answer without claims is an `unmatched` dead letter: it has nothing to score.
-Like transforms/sources.py's readers, a bad record never raises.
+Like transforms/io/records.py's readers, a bad record never raises.
 """
 from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from schemas import UNMATCHED, ClaimInput, DeadLetter
-from transforms.claims import did_abstain
-from transforms.sources import (has_surrogates, json_record, jsonl_records, rejected,
-                                system_name_from_path)
+from transforms.claims.steps import did_abstain
+from transforms.io.records import (has_surrogates, json_record, jsonl_records, rejected,
+                                   system_name_from_path)
 
 
 def _text(value) -> Optional[str]:

@@ -23,9 +23,9 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import DeadLetter, REJECTED, UNMATCHED, to_record_batch
-from transforms import progress
-from transforms.sorted_runs import (RowRef, RowRefBuffer, SpillSortedRuns,
-                                    merge_sorted_runs)
+from transforms.io import progress
+from transforms.io.sorted_runs import (RowRef, RowRefBuffer, SpillSortedRuns,
+                                       merge_sorted_runs)
 
 DEAD_LETTER_KEY = ("source_file", "source_line", "reason", "field", "message")
 # CSV outputs: pyarrow's writer, quoting only where needed, empty for null; the
@@ -83,7 +83,7 @@ def csv_bytes(rows, schema, header: bool = True) -> bytes:
 
 class SortedTableWriter:
   """One row table written as `{stem}.parquet` and `{stem}.csv` side by side,
-  from merged rows (transforms/sorted_runs.py RowRefs) in the order they are
+  from merged rows (transforms/io/sorted_runs.py RowRefs) in the order they are
   added: rows are copied as Arrow slices of the runs, never made into Python
   objects (or from rows made in Python, `add_row`). Both files appear under
   their names only once closed without error.

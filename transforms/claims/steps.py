@@ -42,11 +42,11 @@ import numpy as np
 
 from schemas import (AttributionScore, ClaimInput, ClaimRow, ClaimsSystemRow,
                      DeadLetter, ScoringFailure)
-from transforms.agreement import AgreementCounts, agreement_statistics
-from transforms.metrics import BootstrapWeights
 from transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             scored_or_failed, scoring_failed)
 from transforms.scoring.examples import claim_example
+from transforms.stats.agreement import AgreementCounts, agreement_statistics
+from transforms.stats.metrics import BootstrapWeights
 
 CONCAT, MAX, RERANK = "concat", "max", "rerank"
 EVIDENCE_MODES = (CONCAT, MAX, RERANK)

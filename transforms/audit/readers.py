@@ -20,9 +20,9 @@ import math
 from typing import Iterator, NamedTuple, Optional, Union
 
 from schemas import UNMATCHED, AuditAnswer, Candidate, DeadLetter, Topic
-from transforms.sources import (clean_text_fields, has_surrogates, json_record,
-                                jsonl_records, raw_record, data_format, open_input,
-                                records, rejected)
+from transforms.io.records import (clean_text_fields, data_format, has_surrogates,
+                                   json_record, jsonl_records, open_input, raw_record,
+                                   records, rejected)
 from schemas.errors import InputError
 
 ANSWER_FIELDS = ("question", "answer", "system_name", "query_id")

@@ -1,0 +1,4 @@
+"""The passage corpus, shared by the jobs that read passages: `store` is the
+Parquet corpus of `autoais build-corpus` (its layout, how to write it, how to look
+passages and articles up or join against it) and `passages` the passage formats
+(Pyserini contents, the NLI premise, the AIS display form)."""
