@@ -43,11 +43,14 @@ from schemas.errors import ConfigError
 from beam_jobs.output_dir import OutputDir
 from schemas import (AGREEMENT_ROW_SCHEMA, REJECTED, AgreementRow, AttributionScore,
                      DeadLetter, LabelledItem, ScoringFailure)
-from transforms.io.dead_letters import (SortedTableWriter, SumCounts, WriteDeadLetters,
-                                        WriteManifest, reconcile, utc_now,
-                                        versions_and_timings, write_text_atomically)
-from transforms.io.records import ReadRecords, match_files
+from transforms.io.atomic import write_text_atomically
+from transforms.io.dead_letters import WriteDeadLetters
+from transforms.io.inputs import match_files
+from transforms.io.manifest import (SumCounts, WriteManifest, reconcile, utc_now,
+                                    versions_and_timings)
+from transforms.io.records import ReadRecords
 from transforms.io.sorted_runs import SpillSortedRuns, merge_sorted_runs
+from transforms.io.tables import SortedTableWriter
 from transforms.labelled.readers import (FORMATS, SCENARIOS, check_labelled_file,
                                          labelled_reader)
 from transforms.scoring.attribution import (ScoreAttribution, first_failure,

@@ -38,13 +38,14 @@ from beam_jobs.common import JobArguments, require, run_job
 from schemas.errors import ConfigError
 from beam_jobs.output_dir import OutputDir
 from schemas import AIS_AGREEMENT_SCHEMA, AIS_TABLE_SCHEMA
-from transforms.ais_annotations import steps
+from transforms.ais_annotations import readers, steps
 from transforms.ais_annotations.paper import PAPER, SAMPLED_ITEMS, SIGNIFICANCE_LEVEL
-from transforms.io.dead_letters import (WriteDeadLetters, WriteManifest, atomic_create,
-                                        csv_bytes, reconcile, utc_now,
-                                        versions_and_timings, write_text_atomically)
-from transforms.io.records import (ReadRecords, check_input_file, data_format,
-                                   match_files, read_header)
+from transforms.io.atomic import atomic_create, write_text_atomically
+from transforms.io.dead_letters import WriteDeadLetters
+from transforms.io.inputs import check_input_file, data_format, match_files
+from transforms.io.manifest import WriteManifest, reconcile, utc_now, versions_and_timings
+from transforms.io.records import ReadRecords, read_header
+from transforms.io.tables import csv_bytes
 from schemas.errors import InputError
 
 OUTPUT_FILES = ("run.json", "ais_tables.csv", "ais_tables.json", "ais_tables.md",
@@ -88,12 +89,12 @@ class _Plan:
       check_input_file(path)
       if data_format(path) != "jsonl":
         header = read_header(path)
-        missing = [name for name in steps.REQUIRED_COLUMNS if name not in header]
+        missing = [name for name in readers.REQUIRED_COLUMNS if name not in header]
         if missing:
           raise InputError(
               f"{path}:1: missing required column(s) {', '.join(missing)} "
               f"(found: {', '.join(header) or 'none'})")
-      dataset = steps.dataset_of(path)
+      dataset = readers.dataset_of(path)
       if dataset in datasets:
         raise ConfigError(f"--input: {datasets[dataset]} and {path} both hold data set "
                           f"{dataset!r} (named by the file); give each data set once")
@@ -165,7 +166,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   started, started_at = time.time(), utc_now()
   work_dir = plan.output.claim()
 
-  read = pipeline | "ReadAnnotations" >> ReadRecords(plan.files, steps.read_annotations)
+  read = pipeline | "ReadAnnotations" >> ReadRecords(plan.files, readers.read_annotations)
   tables = (
       read.records
       | "KeyByModel" >> beam.Map(lambda row: ((row.dataset, row.model), row))

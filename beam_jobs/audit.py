@@ -64,13 +64,16 @@ from transforms.audit.steps import (ARTICLE, AUDIT_KEY, CANDIDATE_SOURCES, JOIN_
                                     candidate_scoring_failed, later_topic,
                                     passage_to_look_up, top1_article, unit_key)
 from transforms.corpus import store
-from transforms.io.dead_letters import (SortedTableWriter, SumCounts, WriteDeadLetters,
-                                        WriteManifest, reconcile, utc_now,
-                                        versions_and_timings, write_summary_files)
-from transforms.io.records import (TFDS_PREFIX, ReadGold, ReadRecords, check_gold_source,
-                                   check_input_file, check_text_file, data_format,
-                                   match_files, read_header)
+from transforms.io.dead_letters import WriteDeadLetters
+from transforms.io.gold import TFDS_PREFIX, ReadGold, check_gold_source
+from transforms.io.inputs import (check_input_file, check_text_file, data_format,
+                                  match_files)
+from transforms.io.manifest import (SumCounts, WriteManifest, reconcile, utc_now,
+                                    versions_and_timings)
+from transforms.io.records import ReadRecords, read_header
 from transforms.io.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
+from transforms.io.summary import write_summary_files
+from transforms.io.tables import SortedTableWriter
 from transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             scored_or_failed)
 from transforms.stats.metrics import BuildGoldIndex

@@ -30,10 +30,12 @@ from schemas.errors import ConfigError
 from beam_jobs.output_dir import OutputDir
 from schemas import ArticleEntry, CorpusRecord
 from transforms.corpus import store
-from transforms.io.dead_letters import (SumCounts, WriteDeadLetters, WriteManifest,
-                                        atomic_create, utc_now, versions_and_timings)
-from transforms.io.records import (ReadRecords, check_corpus_file, match_files,
-                                   read_corpus_source)
+from transforms.corpus.sources import check_corpus_file, read_corpus_source
+from transforms.io.atomic import atomic_create
+from transforms.io.dead_letters import WriteDeadLetters
+from transforms.io.inputs import match_files
+from transforms.io.manifest import SumCounts, WriteManifest, utc_now, versions_and_timings
+from transforms.io.records import ReadRecords
 from transforms.io.sorted_runs import SpillSortedRuns, merge_sorted_runs
 
 OUTPUT_FILES = (store.MANIFEST, "dead_letter.jsonl")

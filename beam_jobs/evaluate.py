@@ -43,14 +43,17 @@ from schemas import (LEADERBOARD_SCHEMA, RATING_SCHEMA, REJECTED, UNMATCHED,
                      AttributionScore, DeadLetter, GoldMatch, RatingRow, ScoringFailure)
 from transforms.corpus import store
 from transforms.corpus.passages import ParsedPassage, display_passage, parse_passage
-from transforms.io.dead_letters import (SortedTableWriter, SumCounts, WriteDeadLetters,
-                                        WriteManifest, atomic_create, csv_bytes,
-                                        reconcile, utc_now, versions_and_timings,
-                                        write_text_atomically)
-from transforms.io.records import (TFDS_PREFIX, ReadGold, ReadRecords, check_gold_source,
-                                   check_prediction_file, data_format, match_files,
-                                   read_predictions, rejected)
+from transforms.io.atomic import atomic_create, write_text_atomically
+from transforms.io.dead_letters import WriteDeadLetters
+from transforms.io.fields import rejected
+from transforms.io.gold import TFDS_PREFIX, ReadGold, check_gold_source
+from transforms.io.inputs import data_format, match_files
+from transforms.io.manifest import (SumCounts, WriteManifest, reconcile, utc_now,
+                                    versions_and_timings)
+from transforms.io.predictions import check_prediction_file, read_predictions
+from transforms.io.records import ReadRecords
 from transforms.io.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
+from transforms.io.tables import SortedTableWriter, csv_bytes
 from transforms.labelled.readers import (check_human_ratings_file, read_human_ratings,
                                          unmatched)
 from transforms.scoring.attribution import ScoreAttribution, scoring_failed_message

@@ -47,11 +47,14 @@ from beam_jobs.output_dir import OutputDir
 from models.embeddings import EmbeddingModelHandler, check_embedding_model
 from schemas import (REJECTED, SCK_ROW_SCHEMA, SCK_SUMMARY_SCHEMA, DeadLetter, SckRow,
                      SckSummaryRow)
-from transforms.io.dead_letters import (SortedTableWriter, SumCounts, WriteDeadLetters,
-                                        WriteManifest, reconcile, utc_now,
-                                        versions_and_timings, write_summary_files)
-from transforms.io.records import ReadRecords, match_files
+from transforms.io.dead_letters import WriteDeadLetters
+from transforms.io.inputs import match_files
+from transforms.io.manifest import (SumCounts, WriteManifest, reconcile, utc_now,
+                                    versions_and_timings)
+from transforms.io.records import ReadRecords
 from transforms.io.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
+from transforms.io.summary import write_summary_files
+from transforms.io.tables import SortedTableWriter
 from transforms.sck.intent import INTENT_WEIGHTS
 from transforms.sck.knowledge_graph import (BuildKnowledgeGraph, check_kg_file,
                                             read_kg_statements)

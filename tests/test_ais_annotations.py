@@ -22,7 +22,7 @@ from scipy import stats
 from beam_jobs import ais_annotations, build_corpus, cli, evaluate
 from schemas import AisAnnotation
 from tests.conftest import read_jsonl, run_job, shared_data_dir, shared_file
-from transforms.ais_annotations import steps
+from transforms.ais_annotations import readers, steps
 from transforms.ais_annotations.paper import TABLES
 
 RELEASE_FILES = ("ann_cnn_dm.csv", "ann_qrecc.csv", "ann_totto.csv", "ann_wow.csv")
@@ -265,7 +265,7 @@ def test_accumulators_equal_a_plain_count(tables):
 
 def test_accumulator_merges_in_any_order_equal_one_pass():
   rows = [row for name in RELEASE_FILES
-          for row in steps.read_annotations(str(shared_file(f"ais_annotations/{name}")))
+          for row in readers.read_annotations(str(shared_file(f"ais_annotations/{name}")))
           if row.dataset == "totto"]
   assert len(rows) == 1378 and all(isinstance(row, AisAnnotation) for row in rows)
   combine = steps.TallyAnnotations()

@@ -7,10 +7,11 @@ statement counts, those inside functions too). `models/` holds ModelHandlers and
 imports `schemas` only. A job's own modules (its domain steps and readers in
 transforms/<job>/, its module beam_jobs/<job>.py, its entry script
 launch/<job>_main.py) are imported by that job only: not by another job, not by
-the shared modules, except where named below with the reason. Every module of
-transforms/ lives in a subpackage: a shared one (SHARED_SUBPACKAGES) or a job's.
-Every package is found by setup.py, so that what imports in tests also ships to
-Dataflow workers.
+the shared modules (what two jobs share lives in a shared subpackage, as the
+ExpertQA records of claims and agreement do in transforms/labelled/). Every
+module of transforms/ lives in a subpackage: a shared one (SHARED_SUBPACKAGES) or
+a job's. Every package is found by setup.py, so that what imports in tests also
+ships to Dataflow workers.
 """
 import ast
 import pathlib
@@ -30,16 +31,6 @@ JOB_MODULES = {job: (f"transforms.{job.replace('-', '_')}",
                      f"launch.{job.replace('-', '_')}_main") for job in JOBS}
 # The subpackages of transforms/ that every job may import.
 SHARED_SUBPACKAGES = ("io", "corpus", "stats", "labelled", "scoring")
-
-# (importer, imported): why the rule allows it.
-CROSS_JOB_EXCEPTIONS = {
-    ("transforms.labelled.readers", "transforms.claims.readers"):
-        "the human-labelled readers (shared by evaluate and agreement) read "
-        "ExpertQA records for agreement --format expertqa with the claims job's "
-        "reader, so that both jobs see the same claims",
-    ("transforms.labelled.readers", "transforms.claims.steps"):
-        "... and cleans their evidence as the claims job does",
-}
 
 
 def owner(module: str):
@@ -107,12 +98,8 @@ def test_a_jobs_modules_are_imported_by_that_job_only():
       f"{importer} ({owner(importer) or 'shared'}) imports {imported} "
       f"({owner(imported)})"
       for importer, targets in IMPORTS.items() for imported in targets
-      if owner(imported) and owner(importer) != owner(imported)
-      and (importer, imported) not in CROSS_JOB_EXCEPTIONS)
+      if owner(imported) and owner(importer) != owner(imported))
   assert not crossing, "\n".join(crossing)
-  # The exceptions are still needed: a stale one would hide a new crossing.
-  for importer, imported in CROSS_JOB_EXCEPTIONS:
-    assert imported in IMPORTS[importer], (importer, imported)
 
 
 def test_beam_jobs_hold_one_module_per_job_and_the_shared_ones():

@@ -28,8 +28,11 @@ from tests import reader_damage
 from tests.conftest import PROJECT_ROOT, run_job
 from tests.reader_damage import check_reader
 from transforms.audit.readers import read_audit_answers, read_candidates, read_topics
-from transforms.claims.readers import read_claims_jsonl, read_expertqa
-from transforms.io.records import read_corpus_source, read_gold, read_predictions
+from transforms.claims.readers import read_claims_jsonl
+from transforms.corpus.sources import read_corpus_source
+from transforms.io.gold import read_gold
+from transforms.io.predictions import read_predictions
+from transforms.labelled.expertqa import read_expertqa
 from transforms.labelled.readers import read_human_ratings
 from transforms.sck.knowledge_graph import read_kg_statements
 from transforms.sck.readers import read_answers

@@ -10,7 +10,7 @@ import pytest
 
 from beam_jobs import evaluate
 from tests.conftest import run_job
-from transforms.io.records import read_gold
+from transforms.io.gold import read_gold
 from transforms.stats.squad import exact_match_and_f1
 
 tfds = pytest.importorskip("tensorflow_datasets")

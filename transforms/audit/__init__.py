@@ -1,3 +1,5 @@
-"""The `autoais audit` job's own modules: `readers` reads its answers, candidate
-passages (TREC runs, JSONL lists) and topics; `steps` matches candidates to
-answers, audits them and computes the per-system figures."""
+"""The `autoais audit` job's own modules.
+
+    readers       its answers, candidate passages (TREC runs, JSONL lists), topics
+    steps         candidates matched to answers and audited, per-system figures
+"""

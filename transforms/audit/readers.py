@@ -20,9 +20,10 @@ import math
 from typing import Iterator, NamedTuple, Optional, Union
 
 from schemas import UNMATCHED, AuditAnswer, Candidate, DeadLetter, Topic
-from transforms.io.records import (clean_text_fields, data_format, has_surrogates,
-                                   json_record, jsonl_records, open_input, raw_record,
-                                   records, rejected)
+from transforms.io.fields import (clean_text_fields, has_surrogates, json_record,
+                                  raw_record, rejected)
+from transforms.io.inputs import data_format, open_input
+from transforms.io.records import jsonl_records, records
 from schemas.errors import InputError
 
 ANSWER_FIELDS = ("question", "answer", "system_name", "query_id")

@@ -29,7 +29,7 @@ from schemas import (REJECTED, UNMATCHED, AuditAnswer, AuditAnswerRow, AuditPair
                      AuditSystemRow, Candidate, DeadLetter, Topic)
 from transforms.corpus.passages import parse_passage
 from transforms.corpus.store import article_of
-from transforms.io.records import json_record
+from transforms.io.fields import json_record
 from transforms.scoring.attribution import scoring_failed
 from transforms.scoring.examples import qa_example
 from transforms.stats.metrics import BootstrapWeights

@@ -1,4 +1,7 @@
-"""The `autoais claims` job's own modules: `readers` reads claim-level inputs
-(ExpertQA records, one claim per JSON line); `steps` cleans evidence, scores each
-claim against it in the three evidence modes and computes the per-system
-figures."""
+"""The `autoais claims` job's own modules (ExpertQA records and their cleaning are
+shared: transforms/labelled/expertqa.py).
+
+    readers       the one-claim-per-line JSONL format
+    steps         each claim scored against its evidence in the three evidence
+                  modes, per-system figures
+"""

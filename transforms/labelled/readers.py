@@ -39,12 +39,12 @@ import os
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from schemas import UNMATCHED, AttributionExample, DeadLetter, HumanRating, LabelledItem
-from transforms.claims.readers import read_expertqa
-from transforms.claims.steps import evidence_text
 from transforms.corpus.passages import parse_passage
-from transforms.io.records import (HUMAN_RATINGS, check_input_file, clean_text_fields,
-                                   json_record, open_input, read_header, read_predictions,
-                                   records, rejected, system_name_from_path)
+from transforms.io.fields import clean_text_fields, json_record, rejected
+from transforms.io.inputs import check_input_file, open_input, system_name_from_path
+from transforms.io.predictions import HUMAN_RATINGS, read_predictions
+from transforms.io.records import read_header, records
+from transforms.labelled.expertqa import evidence_text, read_expertqa
 from transforms.scoring.examples import claim_example, qa_example, qa_hypothesis
 from schemas.errors import InputError
 
@@ -370,9 +370,9 @@ _EXPERTQA_NO_LABEL = ("", "N/A")
 
 
 def _read_expertqa(path: str, scenario=None):
-  """ExpertQA's claims (transforms/claims/readers.py, the claims job's reader), each
-  with the text of its evidence (transforms/claims/steps.py: evidence_text) and its
-  human `support` label."""
+  """ExpertQA's claims (transforms/labelled/expertqa.py, the claims job's reader
+  too), each with the text of its evidence (evidence_text) and its human
+  `support` label."""
   del scenario
   for claim in read_expertqa(path):
     if isinstance(claim, DeadLetter):

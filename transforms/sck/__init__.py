@@ -1,4 +1,8 @@
-"""The `autoais sck` job's own modules: `readers` reads its answers; `intent`
-classifies questions and scores answer structure; `entity_linking` links text to
-the knowledge graph's entities; `knowledge_graph` reads, joins and queries the
-graph; `steps` computes the Structure, Content and Knowledge scores and SCK."""
+"""The `autoais sck` job's own modules.
+
+    readers           its answers
+    intent            question intent and the Structure score
+    entity_linking    text linked to the knowledge graph's entities
+    knowledge_graph   the graph: read, joined, queried
+    steps             the Knowledge, Content and Structure scores and SCK
+"""

@@ -32,8 +32,9 @@ from typing import Dict, Iterable, Iterator, List, NamedTuple, Sequence, Union
 import apache_beam as beam
 
 from schemas import DeadLetter, EntityRecord, KgEdge, KgStatement
-from transforms.io.records import (check_input_file, clean_text_fields, data_format,
-                                   json_record, read_header, records, rejected)
+from transforms.io.fields import clean_text_fields, json_record, rejected
+from transforms.io.inputs import check_input_file, data_format
+from transforms.io.records import read_header, records
 from transforms.sck.entity_linking import Gazetteer, linkable_name, name_key
 from schemas.errors import InputError
 

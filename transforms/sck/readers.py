@@ -14,9 +14,10 @@ DeadLetter naming the file, the line and the field.
 from typing import Iterator, List, Union
 
 from schemas import DeadLetter, SckInput
-from transforms.io.records import (check_input_file, clean_text_fields, data_format,
-                                   json_record, read_header, records, rejected,
-                                   system_name_field, system_name_from_path)
+from transforms.io.fields import (clean_text_fields, json_record, rejected,
+                                  system_name_field)
+from transforms.io.inputs import check_input_file, data_format, system_name_from_path
+from transforms.io.records import read_header, records
 from transforms.sck.intent import INTENTS, parse_intent
 from schemas.errors import InputError
 

@@ -49,7 +49,7 @@ from apache_beam.ml.inference.base import ModelHandler, RunInference
 
 from schemas import ScoringFailure
 from transforms.io import progress
-from transforms.io.dead_letters import SumCounts
+from transforms.io.manifest import SumCounts
 
 LENGTH_BAND_CHARS = 512
 DEFAULT_CHUNK_CHARS = 256 * 1024

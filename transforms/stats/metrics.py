@@ -261,7 +261,8 @@ class _LeaderboardRowFn(beam.DoFn):
 
 class SummarizeSystems(beam.PTransform):
   """PCollection[SystemOutcomes] -> outputs `rows` (one LeaderboardRow per
-  system) and `agreement` (one transforms.stats.agreement.SystemAgreement per system).
+  system) and `agreement` (one transforms.stats.agreement.SystemAgreement per
+  system).
 
   Each element must hold all of a system's kept predictions: the ratings writer
   sees rows sorted by system and emits one SystemOutcomes per system, so only one
