@@ -8,10 +8,10 @@ scores agree with the human labels (SPEC 5.5).
         [Beam options]
     python -m beam_jobs.agreement ...
 
-Formats (transforms/labelled_sources.py): ratings, attributionbench, begin, wice,
+Formats (transforms/labelled/readers.py): ratings, attributionbench, begin, wice,
 expertqa, xor-attriqa. Each item is scored with the chosen scorer (WiCE: the max
 over a claim's chunks) and compared with its human label, overall and per group
-(transforms/agreement.py: accuracy, balanced accuracy, Cohen's kappa, ROC-AUC and
+(transforms/stats/agreement.py: accuracy, balanced accuracy, Cohen's kappa, ROC-AUC and
 PR-AUC of nli_score, per-label counts). `--calibrate_on` scores a second set of
 the same format and picks the threshold that maximises --calibrate_metric there;
 the input's figures at that threshold are reported beside those at --threshold.
@@ -42,18 +42,20 @@ from schemas.errors import ConfigError
 from beam_jobs.output_dir import OutputDir
 from schemas import (AGREEMENT_ROW_SCHEMA, REJECTED, AgreementRow, AttributionScore,
                      DeadLetter, LabelledItem, ScoringFailure)
-from transforms import agreement as stats
-from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest, reconcile,
-                                write_text_atomically)
+from transforms.io.atomic import write_text_atomically
+from transforms.io.dead_letters import WriteDeadLetters
+from transforms.io.inputs import match_files
+from transforms.io.manifest import (SumCounts, WriteManifest, reconcile)
+from transforms.io.records import ReadRecords
+from transforms.labelled.readers import (FORMATS, SCENARIOS, check_labelled_file,
+                                         labelled_reader)
 from transforms.rows.merge import RowFold, RowTable, WriteMergedRows
 from transforms.rows.record import RunRecord, scorer_side_inputs
 from transforms.rows.summary import percent
-from transforms.labelled_sources import (FORMATS, SCENARIOS, check_labelled_file,
-                                         labelled_reader)
-from transforms.report import agreement_report_html
 from transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             scored_or_failed, scoring_failed)
-from transforms.sources import ReadRecords, match_files
+from transforms.stats import agreement as stats
+from transforms.stats.report import agreement_report_html
 
 OUTPUT_FILES = ("run.json", "agreement_rows.parquet", "agreement_rows.csv",
                 "agreement.json", "agreement.md", "report.html", "dead_letter.jsonl")

@@ -12,11 +12,12 @@ the raters' majority), `# agree (INT)`, `# agree (AIS)` (raters agreeing with
 it; -1 for none) and `ex-idx`. Rows that are not such a row go to
 dead_letter.jsonl with file, line, field and reason.
 
-Per (data set, model), a mergeable accumulator (transforms/ais.py: AisTally)
-counts outputs by category and agreement; the tables, significance marks
-(Fisher's exact test, one-sided, p < --alpha) and the comparison with the
-paper's printed cells (transforms/ais_paper.py) come from those counts. Outputs
-in --output_dir: ais_tables.csv / .json / .md, ais_agreement.csv,
+Per (data set, model), a mergeable accumulator
+(transforms/ais_annotations/steps.py: AisTally) counts outputs by category and
+agreement; the tables, significance marks (Fisher's exact test, one-sided,
+p < --alpha) and the comparison with the paper's printed cells
+(transforms/ais_annotations/paper.py) come from those counts. Outputs in
+--output_dir: ais_tables.csv / .json / .md, ais_agreement.csv,
 dead_letter.jsonl, and run.json, written last, whose counts reconcile:
 read = used + rejected.
 """
@@ -36,13 +37,15 @@ from beam_jobs.common import JobArguments, require, run_job
 from schemas.errors import ConfigError
 from beam_jobs.output_dir import OutputDir
 from schemas import AIS_AGREEMENT_SCHEMA, AIS_TABLE_SCHEMA
-from transforms import ais
-from transforms.ais_paper import PAPER, SAMPLED_ITEMS, SIGNIFICANCE_LEVEL
-from transforms.outputs import (WriteDeadLetters, WriteManifest, atomic_create,
-                                csv_bytes, reconcile, write_text_atomically)
+from transforms.ais_annotations import readers, steps
+from transforms.ais_annotations.paper import PAPER, SAMPLED_ITEMS, SIGNIFICANCE_LEVEL
+from transforms.io.atomic import atomic_create, write_text_atomically
+from transforms.io.dead_letters import WriteDeadLetters
+from transforms.io.inputs import check_input_file, data_format, match_files
+from transforms.io.manifest import WriteManifest, reconcile
+from transforms.io.records import ReadRecords, read_header
+from transforms.io.tables import csv_bytes
 from transforms.rows.record import RunRecord
-from transforms.sources import (ReadRecords, check_input_file, data_format, match_files,
-                                read_header)
 from schemas.errors import InputError
 
 OUTPUT_FILES = ("run.json", "ais_tables.csv", "ais_tables.json", "ais_tables.md",
@@ -86,12 +89,12 @@ class _Plan:
       check_input_file(path)
       if data_format(path) != "jsonl":
         header = read_header(path)
-        missing = [name for name in ais.REQUIRED_COLUMNS if name not in header]
+        missing = [name for name in readers.REQUIRED_COLUMNS if name not in header]
         if missing:
           raise InputError(
               f"{path}:1: missing required column(s) {', '.join(missing)} "
               f"(found: {', '.join(header) or 'none'})")
-      dataset = ais.dataset_of(path)
+      dataset = readers.dataset_of(path)
       if dataset in datasets:
         raise ConfigError(f"--input: {datasets[dataset]} and {path} both hold data set "
                           f"{dataset!r} (named by the file); give each data set once")
@@ -109,17 +112,18 @@ class _WriteTablesFn(beam.DoFn):
     self._sampled = sampled
 
   def process(self, tallies):
-    tables = ais.build_tables(tallies, self._alpha, self._sampled)
-    summary = ais.summarize(tables)
+    tables = steps.build_tables(tallies, self._alpha, self._sampled)
+    summary = steps.summarize(tables)
     join = FileSystems.join
     with atomic_create(join(self._output_dir, "ais_tables.csv")) as sink:
-      sink.write(csv_bytes(ais.table_rows(tables, self._sampled), AIS_TABLE_SCHEMA))
+      sink.write(csv_bytes(steps.table_rows(tables, self._sampled), AIS_TABLE_SCHEMA))
     with atomic_create(join(self._output_dir, "ais_agreement.csv")) as sink:
-      sink.write(csv_bytes(ais.agreement_rows(tables), AIS_AGREEMENT_SCHEMA))
+      sink.write(csv_bytes(steps.agreement_rows(tables), AIS_AGREEMENT_SCHEMA))
     write_text_atomically(join(self._output_dir, "ais_tables.json"),
-                          ais.tables_json(tables, self._alpha, self._sampled, summary))
+                          steps.tables_json(tables, self._alpha, self._sampled, summary))
     write_text_atomically(join(self._output_dir, "ais_tables.md"),
-                          ais.tables_markdown(tables, self._alpha, self._sampled, summary))
+                          steps.tables_markdown(tables, self._alpha, self._sampled,
+                                                summary))
     yield {
         "used": sum(model.tally.counts.items for table in tables for model in table.models),
         "datasets": len(tables),
@@ -135,7 +139,7 @@ class _AisAnnotationsRecord(RunRecord):
     super().__init__()
     self._inputs = {"input": plan.files, "datasets": plan.datasets}
     self._settings = {"alpha": options.alpha, "sampled_outputs": options.sampled_outputs,
-                      "significance_test": ais.TEST_NAME, "paper": PAPER}
+                      "significance_test": steps.TEST_NAME, "paper": PAPER}
 
   def fields(self, read_count, tables, dead):
     counts = reconcile(read_count, tables["used"], dead["annotations"])
@@ -158,11 +162,11 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   record = _AisAnnotationsRecord(options, plan)
   work_dir = plan.output.claim()
 
-  read = pipeline | "ReadAnnotations" >> ReadRecords(plan.files, ais.read_annotations)
+  read = pipeline | "ReadAnnotations" >> ReadRecords(plan.files, readers.read_annotations)
   tables = (
       read.records
       | "KeyByModel" >> beam.Map(lambda row: ((row.dataset, row.model), row))
-      | "TallyModels" >> beam.CombinePerKey(ais.TallyAnnotations())
+      | "TallyModels" >> beam.CombinePerKey(steps.TallyAnnotations())
       | "CollectModelTallies" >> beam.combiners.ToList()
       | "WriteTables" >> beam.ParDo(_WriteTablesFn(options.output_dir, options.alpha,
                                                    options.sampled_outputs)))

@@ -14,9 +14,9 @@ an answer takes the system of its candidates). Candidates: TREC run files
 (`qid Q0 docid rank score tag`, the tag naming the system) with a topics TSV
 (`qid<TAB>question`) where answers carry no query_id, or JSON Lines
 `{system_name, question, candidates: [{id, rank} | {passage, rank}]}`. Matching
-rules: transforms/audit.py. With `--candidates_from article` an answer's
+rules: transforms/audit/steps.py. With `--candidates_from article` an answer's
 candidates are every passage of the article its top-1 passage belongs to,
-found through the corpus's article index (transforms/corpus.py).
+found through the corpus's article index (transforms/corpus/store.py).
 
 Per answer: candidates, top-1 decision, any attributable, the reranked choice
 (highest nli_score, ties by rank) with its id, rank and score, EM / F1 with
@@ -53,26 +53,28 @@ from beam_jobs.output_dir import OutputDir
 from schemas import (AUDIT_ANSWER_ROW_SCHEMA, AUDIT_CANDIDATE_SCHEMA,
                      AUDIT_SYSTEM_SCHEMA, REJECTED, AuditCandidateRow, AuditPair,
                      DeadLetter)
-from transforms import corpus
-from transforms.audit import (ARTICLE, AUDIT_KEY, CANDIDATE_SOURCES, JOIN_KEY, RUN,
-                              AccountAnswersFn, AnswerAudit, AuditOutcomes,
-                              BuildAnswerIndex, BuildTopicIndex, ExpandArticleFn,
-                              FirstCandidate, MatchCandidatesFn, PrepareExamplesFn,
-                              answer_row_key, audit_system_row,
-                              candidate_scoring_failed, later_topic,
-                              passage_to_look_up, top1_article, unit_key)
-from transforms.audit_sources import (ANSWER_FIELDS, candidates_format,
+from transforms.audit.readers import (ANSWER_FIELDS, candidates_format,
                                       read_audit_answers, read_candidates, read_topics)
-from transforms.metrics import BuildGoldIndex
-from transforms.outputs import SumCounts, WriteDeadLetters, WriteManifest, reconcile
+from transforms.audit.steps import (ARTICLE, AUDIT_KEY, CANDIDATE_SOURCES, JOIN_KEY, RUN,
+                                    AccountAnswersFn, AnswerAudit, AuditOutcomes,
+                                    BuildAnswerIndex, BuildTopicIndex, ExpandArticleFn,
+                                    FirstCandidate, MatchCandidatesFn, PrepareExamplesFn,
+                                    answer_row_key, audit_system_row,
+                                    candidate_scoring_failed, later_topic,
+                                    passage_to_look_up, top1_article, unit_key)
+from transforms.corpus import store
+from transforms.io.dead_letters import WriteDeadLetters
+from transforms.io.gold import TFDS_PREFIX, ReadGold, check_gold_source
+from transforms.io.inputs import (check_input_file, check_text_file, data_format,
+                                  match_files)
+from transforms.io.manifest import (SumCounts, WriteManifest, reconcile)
+from transforms.io.records import ReadRecords, read_header
+from transforms.scoring.attribution import (ScoreAttribution, first_failure,
+                                            scored_or_failed)
+from transforms.stats.metrics import BuildGoldIndex
 from transforms.rows.merge import RowFold, RowTable, WriteMergedRows
 from transforms.rows.record import RunRecord, scorer_side_inputs
 from transforms.rows.summary import WriteSummary, percent
-from transforms.scoring.attribution import (ScoreAttribution, first_failure,
-                                            scored_or_failed)
-from transforms.sources import (TFDS_PREFIX, ReadGold, ReadRecords, check_gold_source,
-                                check_input_file, check_text_file, data_format,
-                                match_files, read_header)
 from schemas.errors import InputError
 
 OUTPUT_FILES = ("run.json", "audit_candidates.parquet", "audit_answers.parquet",
@@ -144,9 +146,9 @@ class _Plan:
       check_gold_source(options.gold)
     self.manifest = None
     if options.corpus:
-      self.manifest = corpus.read_manifest(options.corpus)
+      self.manifest = store.read_manifest(options.corpus)
       if options.candidates_from == ARTICLE:
-        corpus.read_article_index(options.corpus)
+        store.read_article_index(options.corpus)
     elif "trec" in formats or options.candidates_from == ARTICLE:
       raise ConfigError("--corpus is required: TREC runs and --candidates_from "
                         "article name passages by corpus id")
@@ -440,15 +442,15 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
               | "KeyByAuditedAnswer" >> beam.Map(lambda pair: (unit_key(pair), pair))
               | "FindTopCandidate" >> beam.CombinePerKey(FirstCandidate())
               | "DropAnswerKeys" >> beam.Values())
-    articles = firsts | "LookUpArticles" >> corpus.LookupArticles(options.corpus,
-                                                                  top1_article)
+    articles = firsts | "LookUpArticles" >> store.LookupArticles(options.corpus,
+                                                                 top1_article)
     expanded = articles["joined"] | "ExpandArticles" >> beam.ParDo(
         ExpandArticleFn()).with_outputs("stats", main="pairs")
     pairs = expanded.pairs
     step_stats.append(expanded.stats)
     join_stats.append(articles["stats"])
   if options.corpus:
-    looked = pairs | "JoinPassages" >> corpus.SortedJoinPassages(
+    looked = pairs | "JoinPassages" >> store.SortedJoinPassages(
         options.corpus, FileSystems.join(work_dir, "join"), AuditPair, JOIN_KEY,
         passage_to_look_up)
     joined = looked["joined"]

@@ -5,7 +5,7 @@ the sharded, id-sorted Parquet corpus that `evaluate` joins against.
         --num_shards 256 [--row_group_size 32] [Beam options]
     python -m beam_jobs.build_corpus ...
 
-Layout and join strategies: transforms/corpus.py. Lines that are not passages
+Layout and join strategies: transforms/corpus/store.py. Lines that are not passages
 (not JSON, no `id`, no `contents`/`title`+`text`, a repeated id) go to
 `dead_letter.jsonl` with their file and line; `corpus.json`, written last,
 records the shards, their sizes and the counts (read = written + dead-lettered),
@@ -29,22 +29,24 @@ from beam_jobs.common import JobArguments, require, run_job
 from schemas.errors import ConfigError
 from beam_jobs.output_dir import OutputDir
 from schemas import ArticleEntry, CorpusRecord
-from transforms import corpus
-from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest,
-                                atomic_create, versions_and_timings, utc_now)
-from transforms.sorted_runs import SpillSortedRuns, merge_sorted_runs
-from transforms.sources import (ReadRecords, check_corpus_file, match_files,
-                                read_corpus_source)
+from transforms.corpus import store
+from transforms.corpus.sources import check_corpus_file, read_corpus_source
+from transforms.io.atomic import atomic_create
+from transforms.io.dead_letters import WriteDeadLetters
+from transforms.io.inputs import match_files
+from transforms.io.manifest import SumCounts, WriteManifest, utc_now, versions_and_timings
+from transforms.io.records import ReadRecords
+from transforms.io.sorted_runs import SpillSortedRuns, merge_sorted_runs
 
-OUTPUT_FILES = (corpus.MANIFEST, "dead_letter.jsonl")
+OUTPUT_FILES = (store.MANIFEST, "dead_letter.jsonl")
 
 
 def output_files(num_shards: int):
   """Every file build-corpus writes: the manifest, the dead letters, the
   passage shards and the article index shards."""
   return OUTPUT_FILES + tuple(
-      name(shard, num_shards) for name in (corpus.shard_file_name,
-                                           corpus.article_shard_file_name)
+      name(shard, num_shards) for name in (store.shard_file_name,
+                                           store.article_shard_file_name)
       for shard in range(num_shards))
 
 
@@ -63,7 +65,7 @@ class BuildCorpusOptions(PipelineOptions):
     group.add_argument("--num_shards", type=int, default=64,
                        help="Number of hash shards (default 64).")
     group.add_argument("--row_group_size", type=int,
-                       default=corpus.DEFAULT_ROW_GROUP_SIZE,
+                       default=store.DEFAULT_ROW_GROUP_SIZE,
                        help="Passages per Parquet row group; small groups make "
                        "point lookups read little (default %(default)s).")
 
@@ -79,10 +81,10 @@ class _WriteShardFn(beam.DoFn):
     # Run files hold every shard's rows: they are deleted with the scratch
     # directory when the job completes, not here.
     shard, runs = shard_runs
-    name = corpus.shard_file_name(shard, self._num_shards)
+    name = store.shard_file_name(shard, self._num_shards)
     path = FileSystems.join(self._output_dir, name)
     with atomic_create(path) as sink:
-      writer = corpus.ShardWriter(sink, self._row_group_size)
+      writer = store.ShardWriter(sink, self._row_group_size)
       for record in merge_sorted_runs(runs, CorpusRecord, CORPUS_KEY):
         duplicate = writer.add(record)
         if duplicate is not None:
@@ -101,10 +103,10 @@ class _WriteArticleShardFn(beam.DoFn):
 
   def process(self, shard_runs):
     shard, runs = shard_runs
-    name = corpus.article_shard_file_name(shard, self._num_shards)
+    name = store.article_shard_file_name(shard, self._num_shards)
     path = FileSystems.join(self._output_dir, name)
     with atomic_create(path) as sink:
-      writer = corpus.ArticleShardWriter(sink)
+      writer = store.ArticleShardWriter(sink)
       for entry in merge_sorted_runs(runs, ArticleEntry, ARTICLE_KEY):
         writer.add(entry)
       writer.close()
@@ -140,8 +142,8 @@ class _CorpusManifest:
     if not counts["reconciled"]:
       raise RuntimeError(f"corpus counts do not reconcile: {counts}")
     return {
-        "format": corpus.FORMAT,
-        "hash": corpus.HASH,
+        "format": store.FORMAT,
+        "hash": store.HASH,
         "num_shards": self._num_shards,
         "row_group_size": self._row_group_size,
         "sort_key": "id",
@@ -151,10 +153,10 @@ class _CorpusManifest:
         "inputs": self._inputs,
         "shards": shards,
         "articles": {
-            "key": f"passage id up to the first '{corpus.ARTICLE_SEPARATOR}'",
-            "hash": corpus.HASH,
+            "key": f"passage id up to the first '{store.ARTICLE_SEPARATOR}'",
+            "hash": store.HASH,
             "num_shards": self._num_shards,
-            "row_group_size": corpus.ARTICLE_ROW_GROUP_SIZE,
+            "row_group_size": store.ARTICLE_ROW_GROUP_SIZE,
             "sort_key": ["article", "passage_id"],
             "num_entries": indexed,
             "total_bytes": sum(s["bytes"] for s in article_shards),
@@ -188,17 +190,17 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
       read.records
       | "SpillShardRuns" >> SpillSortedRuns(
           FileSystems.join(work_dir, "corpus"), CorpusRecord, CORPUS_KEY,
-          shard_of=corpus.CorpusRecordShard(options.num_shards))
+          shard_of=store.CorpusRecordShard(options.num_shards))
       | "GroupRunsByShard" >> beam.GroupByKey()
       | "WriteShards" >> beam.ParDo(_WriteShardFn(
           options.output, options.num_shards, options.row_group_size)).with_outputs(
               "dead_letter", main="shards"))
   article_shards = (
       read.records
-      | "KeyByArticle" >> beam.Map(corpus.article_entry)
+      | "KeyByArticle" >> beam.Map(store.article_entry)
       | "SpillArticleRuns" >> SpillSortedRuns(
           FileSystems.join(work_dir, "articles"), ArticleEntry, ARTICLE_KEY,
-          shard_of=corpus.ArticleEntryShard(options.num_shards))
+          shard_of=store.ArticleEntryShard(options.num_shards))
       | "GroupArticleRunsByShard" >> beam.GroupByKey()
       | "WriteArticleShards" >> beam.ParDo(_WriteArticleShardFn(
           options.output, options.num_shards)))
@@ -206,7 +208,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
           | "WriteDeadLetters" >> WriteDeadLetters(
               FileSystems.join(options.output, "dead_letter.jsonl"), work_dir))
   _ = pipeline | "WriteCorpusManifest" >> WriteManifest(
-      FileSystems.join(options.output, corpus.MANIFEST),
+      FileSystems.join(options.output, store.MANIFEST),
       _CorpusManifest(options, inputs, started, started_at),
       {
           "read_counts": read.counts | "SumReadCounts" >> beam.CombineGlobally(

@@ -8,9 +8,10 @@
 Input: ExpertQA records (question -> answers per system -> claims, each with its
 `evidence` list and the human `support` label), or a flat JSONL of one claim a
 line (`system_name, question, claim, evidence: [...], support?, answer?`); see
-transforms/claim_sources.py. Evidence is cleaned as ExpertQA's auto-attribution
-script cleans it, claims without evidence are N, and the evidence modes are those
-of transforms/claims.py.
+transforms/labelled/expertqa.py and transforms/claims/readers.py. Evidence is
+cleaned as ExpertQA's auto-attribution script cleans it
+(transforms/labelled/expertqa.py), claims without evidence are N, and the
+evidence modes are those of transforms/claims/steps.py.
 
 Outputs in --output_dir: claims_rows.parquet / .csv (one row per claim, sorted
 by system, question, answer, claim), claims.csv / .json / .md (per system:
@@ -41,15 +42,17 @@ from schemas.errors import ConfigError
 from beam_jobs.output_dir import OutputDir
 from schemas import (CLAIM_ROW_SCHEMA, CLAIMS_SYSTEM_SCHEMA, REJECTED, ClaimRow,
                      DeadLetter)
-from transforms.claim_sources import read_claims_jsonl, read_expertqa
-from transforms.claims import (CLAIM_KEY, EVIDENCE_MODES, ClaimOutcomes, ScoreClaims,
-                               claims_system_row)
-from transforms.outputs import SumCounts, WriteDeadLetters, WriteManifest, reconcile
+from transforms.claims.readers import read_claims_jsonl
+from transforms.claims.steps import (CLAIM_KEY, EVIDENCE_MODES, ClaimOutcomes,
+                                     ScoreClaims, claims_system_row)
+from transforms.io.dead_letters import WriteDeadLetters
+from transforms.io.inputs import check_input_file, data_format, match_files
+from transforms.io.manifest import (SumCounts, WriteManifest, reconcile)
+from transforms.io.records import ReadRecords
+from transforms.labelled.expertqa import read_expertqa
 from transforms.rows.merge import RowFold, RowTable, WriteMergedRows
 from transforms.rows.record import RunRecord, scorer_side_inputs
 from transforms.rows.summary import WriteSummary, percent
-from transforms.sources import (ReadRecords, check_input_file, data_format,
-                                match_files)
 
 OUTPUT_FILES = ("run.json", "claims_rows.parquet", "claims_rows.csv", "claims.csv",
                 "claims.json", "claims.md", "dead_letter.jsonl")

@@ -25,7 +25,7 @@ from transforms.scoring.names import REMOTE, SCORERS, STRING_MATCH, VERTEX
 from transforms.scoring.scorer import Scorer
 from transforms.scoring.registry import make_scorer
 from schemas.errors import ConfigError, CorpusError, InputError, ModelError
-from transforms import progress
+from transforms.io import progress
 
 EXIT_CONFIG_ERROR = 2
 EXIT_JOB_FAILED = 1

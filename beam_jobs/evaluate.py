@@ -14,7 +14,7 @@ by attribution id (or carry their own `passage`), scored, graded against gold
 answers, and summarised per system. Human AIS ratings come from a `human_rating`
 column or `--human_ratings` (joined by system and question); where rows carry
 them, agreement with them is measured per system and across systems
-(transforms/agreement.py). Outputs in --output_dir (SPEC 3): ratings.csv and
+(transforms/stats/agreement.py). Outputs in --output_dir (SPEC 3): ratings.csv and
 ratings.parquet, scores.txt, leaderboard.{csv,json,md}, agreement.json,
 report.html (when rows carry human ratings), dead_letter.jsonl and run.json,
 written last, whose counts reconcile: read = scored + rejected + unmatched.
@@ -40,26 +40,29 @@ from schemas.errors import ConfigError
 from beam_jobs.output_dir import OutputDir
 from schemas import (LEADERBOARD_SCHEMA, RATING_SCHEMA, REJECTED, UNMATCHED,
                      AttributionScore, DeadLetter, GoldMatch, RatingRow, ScoringFailure)
-from transforms import corpus
-from transforms.agreement import (AUC_METHOD, AgreementCounts, agreement_statistics,
-                                  system_level_agreement)
-from transforms.labelled_sources import (check_human_ratings_file, read_human_ratings,
+from transforms.corpus import store
+from transforms.corpus.passages import ParsedPassage, display_passage, parse_passage
+from transforms.io.atomic import atomic_create, write_text_atomically
+from transforms.io.dead_letters import WriteDeadLetters
+from transforms.io.fields import rejected
+from transforms.io.gold import TFDS_PREFIX, ReadGold, check_gold_source
+from transforms.io.inputs import data_format, match_files
+from transforms.io.manifest import (SumCounts, WriteManifest, reconcile)
+from transforms.io.predictions import check_prediction_file, read_predictions
+from transforms.io.records import ReadRecords
+from transforms.io.sorted_runs import RowRef
+from transforms.io.tables import csv_bytes
+from transforms.labelled.readers import (check_human_ratings_file, read_human_ratings,
                                          unmatched)
-from transforms.metrics import (BuildGoldIndex, SummarizeSystems, SystemOutcomes,
-                                sorted_rows)
-from transforms.outputs import (SumCounts, WriteDeadLetters, WriteManifest,
-                                atomic_create, csv_bytes, reconcile,
-                                write_text_atomically)
-from transforms.report import leaderboard_report_html
-from transforms.passages import ParsedPassage, display_passage, parse_passage
 from transforms.scoring.attribution import ScoreAttribution, scoring_failed_message
 from transforms.scoring.examples import qa_example
+from transforms.stats.agreement import (AUC_METHOD, AgreementCounts, agreement_statistics,
+                                        system_level_agreement)
+from transforms.stats.metrics import (BuildGoldIndex, SummarizeSystems, SystemOutcomes,
+                                      sorted_rows)
+from transforms.stats.report import leaderboard_report_html
 from transforms.rows.merge import RowFold, RowTable, WriteMergedRows
 from transforms.rows.record import RunRecord, scorer_side_inputs
-from transforms.sorted_runs import RowRef
-from transforms.sources import (TFDS_PREFIX, ReadGold, ReadRecords, check_gold_source,
-                                check_prediction_file, data_format, match_files,
-                                read_predictions, rejected)
 
 OUTPUT_FILES = ("run.json", "ratings.csv", "ratings.parquet", "scores.txt",
                 "leaderboard.csv", "leaderboard.json", "leaderboard.md",
@@ -138,7 +141,7 @@ class _Plan:
     self.join = None
     self.join_reason = "no corpus: passages come from the predictions"
     if options.corpus:
-      self.manifest = corpus.read_manifest(options.corpus)
+      self.manifest = store.read_manifest(options.corpus)
       self.join, self.join_reason = self._choose_join(options, local)
     elif not carry_passages:
       raise ConfigError("--corpus is required: the predictions have no passage column")
@@ -282,9 +285,9 @@ class AttachPassages(beam.PTransform):
       stats = matches.pipeline | "NoJoinStats" >> beam.Create([{}])
       return {"joined": joined, "stats": stats}
     if self._join == "shuffle":
-      return matches | "ShuffleJoinCorpus" >> corpus.ShuffleJoinPassages(
+      return matches | "ShuffleJoinCorpus" >> store.ShuffleJoinPassages(
           self._corpus_dir, attribution_to_look_up)
-    return matches | "LookUpCorpus" >> corpus.LookupPassages(
+    return matches | "LookUpCorpus" >> store.LookupPassages(
         self._corpus_dir, attribution_to_look_up)
 
 

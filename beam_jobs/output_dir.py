@@ -55,7 +55,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.errors import ConfigError
-from transforms.outputs import delete_tree, write_text_atomically
+from transforms.io.atomic import delete_tree, write_text_atomically
 
 LEDGER = "_autoais_outputs.json"
 LEDGER_FORMAT = "autoais-outputs/1"

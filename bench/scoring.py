@@ -54,7 +54,7 @@ sys.path.insert(0, ROOT)
 
 from models import t5_nli  # pylint: disable=wrong-import-position
 from models.testing import build_random_t5  # pylint: disable=wrong-import-position
-from transforms.passages import parse_passage, pyserini_contents  # pylint: disable=wrong-import-position
+from transforms.corpus.passages import parse_passage, pyserini_contents  # pylint: disable=wrong-import-position
 from transforms.scoring.examples import (qa_example)  # pylint: disable=wrong-import-position
 
 SHARED = os.environ.get("AUTOAIS_SHARED_DATA", os.path.join(ROOT, "..", "shared", "data"))

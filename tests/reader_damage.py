@@ -42,9 +42,9 @@ from hypothesis import strategies as st
 from schemas import (REJECTED, UNMATCHED, AuditAnswer, Candidate, ClaimInput,
                      CorpusRecord, DeadLetter, GoldAnswer, HumanRating, KgStatement, Prediction,
                      SckInput, Topic)
-from transforms.audit_sources import inline_passage_id
-from transforms.outputs import dead_letter_json
-from transforms.passages import pyserini_contents
+from transforms.audit.readers import inline_passage_id
+from transforms.corpus.passages import pyserini_contents
+from transforms.io.dead_letters import dead_letter_json
 
 # A marker for "put a byte that is not UTF-8 here"; kept out of generated text.
 _INVALID_BYTE_MARK = "\ue000"
@@ -508,7 +508,7 @@ def gold_files(draw):
 
 # ----------------------------------------------------------------------------
 # Tables: the readers of CSV (with a header), JSON Lines or Parquet rows built on
-# transforms/sources.py:records. A `Table` says what a good row holds and what
+# transforms/io/records.py:records. A `Table` says what a good row holds and what
 # the reader makes of it, and the damage only that reader knows; `table_files`
 # adds the damage every such reader shares.
 

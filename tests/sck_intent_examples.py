@@ -1,4 +1,4 @@
-"""Labelled questions for the rule-based intent classifier (transforms/intent.py),
+"""Labelled questions for the rule-based intent classifier (transforms/sck/intent.py),
 written for this project, ten per intent (NFQA's six non-factoid categories and
 Factoid). All of them were written before the rules, but the rules were written
 with these questions in view: the accuracy on them shows the rules do what

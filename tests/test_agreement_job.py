@@ -373,7 +373,7 @@ def xor_inputs(tmp_path_factory):
 def test_xor_attriqa_through_mt5_batched_equals_one_at_a_time(scenario, xor_inputs,
                                                               tmp_path):
   from models import t5_nli  # pylint: disable=import-outside-toplevel
-  from transforms.labelled_sources import labelled_reader  # pylint: disable=import-outside-toplevel
+  from transforms.labelled.readers import labelled_reader  # pylint: disable=import-outside-toplevel
   path, model = xor_inputs
   assert _run(tmp_path / "out", [path], "xor-attriqa", "--scenario", scenario,
               "--scorer", "t5", "--model", model) == 0

@@ -9,9 +9,10 @@ from scipy import stats
 from sklearn import metrics as skm
 from sklearn.calibration import calibration_curve
 
-from transforms import agreement
-from transforms.agreement import (AgreementCounts, ScoreCounts, agreement_statistics,
-                                  best_threshold, decision_statistics)
+from transforms.stats import agreement
+from transforms.stats.agreement import (AgreementCounts, ScoreCounts,
+                                        agreement_statistics, best_threshold,
+                                        decision_statistics)
 
 
 def _rows(n=5000, seed=0, decimals=3):

@@ -1,10 +1,11 @@
 """ais-annotations: the AIS paper's Tables 3-6 from the released annotations.
 
 Every printed cell is either reproduced by the release as is, or differs for a
-reason asserted here cell by cell (the hypotheses of transforms/ais.py); the
-significance marks match the paper's but one, whose p-value is asserted; the
-accumulators equal a plain count of the CSV files; damaged rows are
-dead-lettered; outputs are byte-identical across runs and runners.
+reason asserted here cell by cell (the hypotheses of
+transforms/ais_annotations/steps.py); the significance marks match the paper's
+but one, whose p-value is asserted; the accumulators equal a plain count of the
+CSV files; damaged rows are dead-lettered; outputs are byte-identical across
+runs and runners.
 """
 import collections
 import csv
@@ -21,8 +22,8 @@ from scipy import stats
 from beam_jobs import ais_annotations, build_corpus, cli, evaluate
 from schemas import AisAnnotation
 from tests.conftest import read_jsonl, run_job, shared_data_dir, shared_file
-from transforms import ais
-from transforms.ais_paper import TABLES
+from transforms.ais_annotations import readers, steps
+from transforms.ais_annotations.paper import TABLES
 
 RELEASE_FILES = ("ann_cnn_dm.csv", "ann_qrecc.csv", "ann_totto.csv", "ann_wow.csv")
 TABLE_FILES = ("ais_tables.csv", "ais_tables.json", "ais_tables.md", "ais_agreement.csv",
@@ -61,7 +62,7 @@ def _models(tables):
 
 
 # ----------------------------------------------------------------------------
-# The paper's cells, as typed into transforms/ais_paper.py, against the seed.
+# The paper's cells, as typed into transforms/ais_annotations/paper.py, against the seed.
 
 
 def _seed_tables():
@@ -189,7 +190,7 @@ def test_row_fits_name_the_rows_that_make_the_difference(tables):
   assert t5_base["status"] == "explained cell by cell"
   assert t5_base["row_fits"] == []
   assert "no counts of at most 200 outputs print as this row at all" in t5_base["note"]
-  assert not ais.any_counts_fit({"flag": 50, "int": 911, "ais": 866}, 200)
+  assert not steps.any_counts_fit({"flag": 50, "int": 911, "ais": 866}, 200)
   # Rows of the paper that the release gives as is.
   assert models[("qrecc", "t5-small-pretrained")]["status"] == "reproduced"
   assert models[("totto", "ByT5-base")]["status"] == "reproduced"
@@ -264,10 +265,10 @@ def test_accumulators_equal_a_plain_count(tables):
 
 def test_accumulator_merges_in_any_order_equal_one_pass():
   rows = [row for name in RELEASE_FILES
-          for row in ais.read_annotations(str(shared_file(f"ais_annotations/{name}")))
+          for row in readers.read_annotations(str(shared_file(f"ais_annotations/{name}")))
           if row.dataset == "totto"]
   assert len(rows) == 1378 and all(isinstance(row, AisAnnotation) for row in rows)
-  combine = ais.TallyAnnotations()
+  combine = steps.TallyAnnotations()
   by_model = collections.defaultdict(list)
   for row in rows:
     by_model[row.model].append(row)
@@ -290,14 +291,14 @@ def test_accumulator_merges_in_any_order_equal_one_pass():
 
 
 def test_printed_rounds_half_up_and_numerators_invert_it():
-  assert ais.printed(1, 16) == "6.3"  # 6.25: half up
-  assert ais.printed(115, 199) == "57.8" and ais.printed(0, 0) == ""
+  assert steps.printed(1, 16) == "6.3"  # 6.25: half up
+  assert steps.printed(115, 199) == "57.8" and steps.printed(0, 0) == ""
   for denominator in range(1, 260):
     for numerator in range(denominator + 1):
-      value = ais.tenths(numerator, denominator)
-      found = ais.numerators(value, denominator)
+      value = steps.tenths(numerator, denominator)
+      found = steps.numerators(value, denominator)
       assert numerator in found
-      assert all(ais.tenths(x, denominator) == value for x in found)
+      assert all(steps.tenths(x, denominator) == value for x in found)
 
 
 # ----------------------------------------------------------------------------

@@ -5,10 +5,13 @@
 A module imports only from its own layer or the layers to its left (every import
 statement counts, those inside functions too). `models/` holds ModelHandlers and
 imports `schemas` only. A job's own modules (its domain steps and readers in
-transforms/, its module in beam_jobs/) are imported by that job only: not by
-another job, not by the shared modules, except where named below with the
-reason. Every package is found by setup.py, so that what imports
-in tests also ships to Dataflow workers.
+transforms/<job>/, its types schemas/<job>.py, its module beam_jobs/<job>.py, its
+entry script launch/<job>_main.py) are imported by that job only: not by another job, not by
+the shared modules (what two jobs share lives in a shared subpackage, as the
+ExpertQA records of claims and agreement do in transforms/labelled/). Every
+module of transforms/ lives in a subpackage: a shared one (SHARED_SUBPACKAGES) or
+a job's. Every package is found by setup.py, so that what imports in tests also
+ships to Dataflow workers.
 """
 import ast
 import pathlib
@@ -19,33 +22,27 @@ from tests.conftest import PROJECT_ROOT
 
 LAYERS = ("schemas", "models", "transforms", "beam_jobs", "launch")
 
-# Modules that belong to one job (transforms/ is flat for now: the job
-# subpackages of issue 16 will make this the path itself).
-JOB_MODULES = {
-    "agreement": {"beam_jobs.agreement"},
-    "ais-annotations": {"transforms.ais", "transforms.ais_paper",
-                        "beam_jobs.ais_annotations"},
-    "audit": {"transforms.audit", "transforms.audit_sources", "beam_jobs.audit"},
-    "build-corpus": {"beam_jobs.build_corpus"},
-    "claims": {"transforms.claims", "transforms.claim_sources", "beam_jobs.claims"},
-    "evaluate": {"beam_jobs.evaluate"},
-    "sck": {"transforms.sck", "transforms.sck_sources", "transforms.intent",
-            "transforms.entity_linking", "transforms.knowledge_graph", "beam_jobs.sck"},
-    "serve": {"beam_jobs.serve"},
-}
-# Each job's Flex Template entry script (launch/<job>_main.py) is the job's too.
-for _job, _modules_of_job in JOB_MODULES.items():
-  _modules_of_job.add(f"launch.{_job.replace('-', '_')}_main")
+JOBS = ("agreement", "ais-annotations", "audit", "build-corpus", "claims", "evaluate",
+        "sck", "serve")
+# A module belongs to a job when its path is transforms/<job>/..., beam_jobs/<job>.py
+# or launch/<job>_main.py (the job's name with '_' for '-').
+JOB_MODULES = {job: (f"transforms.{job.replace('-', '_')}",
+                     f"schemas.{job.replace('-', '_')}",
+                     f"beam_jobs.{job.replace('-', '_')}",
+                     f"launch.{job.replace('-', '_')}_main") for job in JOBS}
+# The subpackages of transforms/ that every job may import.
+SHARED_SUBPACKAGES = ("io", "corpus", "stats", "labelled", "scoring", "rows")
+# Shared modules that gather every job's types: the `schemas` package re-exports
+# them (`from schemas import X`) and its registry maps each to its schema.
+GATHERERS = ("schemas", "schemas.registry")
 
-# (importer, imported): why the rule allows it.
-CROSS_JOB_EXCEPTIONS = {
-    ("transforms.labelled_sources", "transforms.claim_sources"):
-        "the human-labelled readers (shared by evaluate and agreement) read "
-        "ExpertQA records for agreement --format expertqa with the claims job's "
-        "reader, so that both jobs see the same claims",
-    ("transforms.labelled_sources", "transforms.claims"):
-        "... and cleans their evidence as the claims job does",
-}
+
+def owner(module: str):
+  """The job a module belongs to (JOB_MODULES), or None for a shared module."""
+  for job, roots in JOB_MODULES.items():
+    if any(module == root or module.startswith(root + ".") for root in roots):
+      return job
+  return None
 
 
 def _modules():
@@ -101,26 +98,30 @@ def test_models_are_model_handlers_that_import_schemas_only():
 
 
 def test_a_jobs_modules_are_imported_by_that_job_only():
-  owner = {module: job for job, modules in JOB_MODULES.items() for module in modules
-           if module in MODULES or not module.startswith("launch.")}
-  assert set(owner) <= set(MODULES), set(owner) - set(MODULES)
   crossing = sorted(
-      f"{importer} ({owner.get(importer, 'shared')}) imports {imported} "
-      f"({owner[imported]})"
+      f"{importer} ({owner(importer) or 'shared'}) imports {imported} "
+      f"({owner(imported)})"
       for importer, targets in IMPORTS.items() for imported in targets
-      if imported in owner and owner.get(importer) != owner[imported]
-      and (importer, imported) not in CROSS_JOB_EXCEPTIONS)
+      if owner(imported) and owner(importer) != owner(imported)
+      and importer not in GATHERERS)
   assert not crossing, "\n".join(crossing)
-  # The exceptions are still needed: a stale one would hide a new crossing.
-  for importer, imported in CROSS_JOB_EXCEPTIONS:
-    assert imported in IMPORTS[importer], (importer, imported)
 
 
-def test_every_job_module_has_an_owner_and_beam_jobs_hold_only_jobs():
+def test_beam_jobs_hold_one_module_per_job_and_the_shared_ones():
   shared = {"beam_jobs", "beam_jobs.common", "beam_jobs.output_dir", "beam_jobs.cli"}
-  owned = {module for modules in JOB_MODULES.values() for module in modules}
   assert {m for m in MODULES if m.startswith("beam_jobs")} - shared == {
-      m for m in owned if m.startswith("beam_jobs")}
+      f"beam_jobs.{job.replace('-', '_')}" for job in JOBS}
+
+
+def test_transforms_modules_live_in_a_shared_or_a_jobs_subpackage():
+  job_packages = {job.replace("-", "_") for job in JOBS}
+  assert not set(SHARED_SUBPACKAGES) & job_packages
+  rooms = set(SHARED_SUBPACKAGES) | job_packages
+  misplaced = sorted(
+      module for module in MODULES if module.startswith("transforms.")
+      and (module.split(".")[1] not in rooms
+           or module.count(".") == 1 and MODULES[module].name != "__init__.py"))
+  assert not misplaced, misplaced
 
 
 def test_setup_finds_every_package():

@@ -17,10 +17,10 @@ from transforms.scoring.string_match import string_match_attributable
 from schemas import Candidate, DeadLetter
 from tests.conftest import nq_oracle_records, oracle_passage_id, read_jsonl, run_job
 from tests.scorers import OracleScorer
-from transforms.audit_sources import (read_audit_answers, read_candidates_jsonl,
+from transforms.audit.readers import (read_audit_answers, read_candidates_jsonl,
                                       read_topics, read_trec_run)
-from transforms.corpus import article_of
-from transforms.passages import nli_premise, parse_passage
+from transforms.corpus.passages import nli_premise, parse_passage
+from transforms.corpus.store import article_of
 
 K = 4
 SYSTEMS = ("right-answers", "wrong-answers")

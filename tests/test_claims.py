@@ -15,8 +15,9 @@ from beam_jobs import claims
 from transforms.scoring.string_match import string_match_attributable
 from tests.conftest import read_jsonl, run_job, shared_file, write_jsonl
 from tests.scorers import HashScorer, hash_score
-from transforms import claims as claim_steps
-from transforms.claim_sources import read_claims_jsonl, read_expertqa
+from transforms.claims import steps as claim_steps
+from transforms.claims.readers import read_claims_jsonl
+from transforms.labelled.expertqa import clean_text, did_abstain, read_expertqa
 from schemas import ClaimInput, DeadLetter
 
 ABSTAIN = ("The context does not", "I don't know", "The context provided does not",
@@ -246,7 +247,7 @@ def test_outputs_are_byte_identical_across_runs_and_runners(string_match_run,
 
 
 def test_cleaning_follows_the_reference():
-  clean = claim_steps.clean_text
+  clean = clean_text
   assert clean("[3] https://a.org/x\n\nSome text [4] here.\n\nMore.") == (
       "Some text here. More.")
   assert clean("[1] https://only.a/url") == ""
@@ -254,8 +255,8 @@ def test_cleaning_follows_the_reference():
   # The reference's pattern takes one digit: [12] and the URL after it stay.
   assert clean("[12] https://a.org\n\ntext") == "[12] https://a.org text"
   assert clean("Claim [3].") == "Claim ."
-  assert claim_steps.did_abstain("Sorry. I don't know the answer.")
-  assert not claim_steps.did_abstain("I do know.")
+  assert did_abstain("Sorry. I don't know the answer.")
+  assert not did_abstain("I do know.")
 
 
 def test_rerank_choice_is_the_references_argsort():

@@ -16,7 +16,7 @@ import pytest
 
 from beam_jobs import build_corpus, evaluate
 from tests.conftest import PROJECT_ROOT, read_jsonl, run_job
-from transforms.passages import parse_passage
+from transforms.corpus.passages import parse_passage
 
 EXAMPLES = PROJECT_ROOT / "examples"
 COMPRESSORS = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}

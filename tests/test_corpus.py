@@ -11,8 +11,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from beam_jobs import build_corpus
 from tests.conftest import run_job, write_jsonl
-from transforms import corpus
-from transforms.corpus import LookupPassages, ShardReader, ShuffleJoinPassages
+from transforms.corpus import store
+from transforms.corpus.store import LookupPassages, ShardReader, ShuffleJoinPassages
 from schemas.errors import CorpusError
 
 N_PASSAGES = 3000
@@ -47,12 +47,12 @@ def test_layout(built):
   seen = {}
   for shard in manifest["shards"]:
     path = directory / shard["path"]
-    assert path.name == corpus.shard_file_name(shard["shard"], N_SHARDS)
+    assert path.name == store.shard_file_name(shard["shard"], N_SHARDS)
     parquet = pq.ParquetFile(path)
     table = parquet.read()
     ids = table.column("id").to_pylist()
     assert ids == sorted(ids), "each shard is sorted by id"
-    assert all(corpus.shard_of(i, N_SHARDS) == shard["shard"] for i in ids)
+    assert all(store.shard_of(i, N_SHARDS) == shard["shard"] for i in ids)
     assert shard["num_rows"] == len(ids) == parquet.metadata.num_rows
     assert shard["bytes"] == path.stat().st_size
     for group in range(parquet.metadata.num_row_groups):
@@ -108,7 +108,7 @@ def test_lookup_stats_show_a_small_read(built, tmp_path):
     joined = (pipeline | beam.Create(ids)
               | LookupPassages(str(directory), key_of=lambda value: value))
     stats = joined["stats"] | beam.CombineGlobally(
-        lambda dicts: {k: sum(d[k] for d in dicts) for k in corpus.JOIN_STATS_KEYS})
+        lambda dicts: {k: sum(d[k] for d in dicts) for k in store.JOIN_STATS_KEYS})
     stats | beam.Map(lambda s: (tmp_path / "stats.json").write_text(json.dumps(s)))
   stats = json.loads((tmp_path / "stats.json").read_text())
   total = json.loads((directory / "corpus.json").read_text())["total_bytes"]
@@ -161,7 +161,7 @@ def articles_built(tmp_path_factory):
                  root / "corpus", "--num_shards", 4) == 0
   by_article = {}
   for passage in passages:
-    by_article.setdefault(corpus.article_of(passage["id"]), []).append(passage["id"])
+    by_article.setdefault(store.article_of(passage["id"]), []).append(passage["id"])
   return root / "corpus", by_article
 
 
@@ -176,7 +176,7 @@ def test_article_index_layout(articles_built):
     rows = list(zip(table.column("article").to_pylist(),
                     table.column("passage_id").to_pylist()))
     assert rows == sorted(rows) and len(rows) == shard["num_rows"]
-    assert all(corpus.shard_of(article, 4) == shard["shard"] for article, _ in rows)
+    assert all(store.shard_of(article, 4) == shard["shard"] for article, _ in rows)
     entries += rows
   assert sorted(entries) == sorted((a, i) for a, ids in by_article.items() for i in ids)
 
@@ -187,12 +187,12 @@ def test_lookup_articles_reads_only_the_articles_row_groups(articles_built, tmp_
             "plain-id-without-hash", "http://en.wikipedia.org/wiki/Nowhere", None]
   with BeamTestPipeline(runner=FnApiRunner()) as pipeline:
     joined = (pipeline | beam.Create(wanted)
-              | corpus.LookupArticles(str(directory), key_of=lambda value: value))
+              | store.LookupArticles(str(directory), key_of=lambda value: value))
     assert_that(joined["joined"], equal_to(
         [(key, sorted(by_article[key]) if key in by_article else None)
          for key in wanted]))
     stats = joined["stats"] | beam.CombineGlobally(
-        lambda dicts: {k: sum(d[k] for d in dicts) for k in corpus.ARTICLE_STATS_KEYS})
+        lambda dicts: {k: sum(d[k] for d in dicts) for k in store.ARTICLE_STATS_KEYS})
     stats | beam.Map(lambda s: (tmp_path / "stats.json").write_text(json.dumps(s)))
   stats = json.loads((tmp_path / "stats.json").read_text())
   assert stats["article_passages"] == 600 + 3 + 1
@@ -206,7 +206,7 @@ def test_lookup_articles_refuses_a_corpus_without_an_index(articles_built, tmp_p
   del manifest["articles"]
   (tmp_path / "corpus.json").write_text(json.dumps(manifest))
   with pytest.raises(CorpusError, match="no article index"):
-    corpus.LookupArticles(str(tmp_path), key_of=lambda value: value)
+    store.LookupArticles(str(tmp_path), key_of=lambda value: value)
 
 
 def test_sorted_join_reads_each_row_group_once(built, tmp_path):
@@ -226,21 +226,21 @@ def test_sorted_join_reads_each_row_group_once(built, tmp_path):
   with BeamTestPipeline(runner=FnApiRunner()) as pipeline:
     joined = (pipeline
               | beam.Create(values)
-              | corpus.SortedJoinPassages(str(directory), str(tmp_path / "runs"),
-                                          CorpusRecord, ("id", "source_line"),
-                                          lambda value: value.id or None))
+              | store.SortedJoinPassages(str(directory), str(tmp_path / "runs"),
+                                         CorpusRecord, ("id", "source_line"),
+                                         lambda value: value.id or None))
     assert_that(joined["joined"] | beam.MapTuple(lambda value, found: (value.contents,
                                                                        found)),
                 equal_to(expected))
     stats = joined["stats"] | beam.CombineGlobally(
-        lambda dicts: {k: sum(d[k] for d in dicts) for k in corpus.JOIN_STATS_KEYS})
+        lambda dicts: {k: sum(d[k] for d in dicts) for k in store.JOIN_STATS_KEYS})
     stats | beam.Map(lambda s: (tmp_path / "stats.json").write_text(json.dumps(s)))
   stats = json.loads((tmp_path / "stats.json").read_text())
-  readers = {shard: ShardReader(str(directory / corpus.shard_file_name(shard, N_SHARDS)))
+  readers = {shard: ShardReader(str(directory / store.shard_file_name(shard, N_SHARDS)))
              for shard in range(N_SHARDS)}
   groups = set()
   for passage_id in set(cited):
-    shard = corpus.shard_of(passage_id, N_SHARDS)
+    shard = store.shard_of(passage_id, N_SHARDS)
     groups.add((shard, readers[shard].row_group_of(passage_id)))
   for reader in readers.values():
     reader.close()

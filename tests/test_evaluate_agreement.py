@@ -15,7 +15,7 @@ from sklearn import metrics as skm
 from beam_jobs import evaluate
 from tests.conftest import read_jsonl, run_job, write_jsonl
 from tests.test_report import decoded_images
-from transforms.metrics import BootstrapWeights
+from transforms.stats.metrics import BootstrapWeights
 
 N_GOLD = 100
 N_SYSTEMS = 23

@@ -1,6 +1,6 @@
 """Passage formats (SPEC 5.1): the NLI premise and the AIS display form."""
-from transforms.passages import (display_passage, nli_premise, parse_passage,
-                                 pyserini_contents)
+from transforms.corpus.passages import (display_passage, nli_premise, parse_passage,
+                                        pyserini_contents)
 
 ELSEWHERE = ('« St. Elsewhere » « St. Elsewhere, Episodes, "Their Town" » In a '
              "somewhat change-of-pace episode, Drs. Craig and Novino visit.")

@@ -14,7 +14,7 @@ from beam_jobs import evaluate
 from schemas import AttributionExample
 from tests.conftest import EXAMPLES, run_job
 from tests.scorers import DigestHandler
-from transforms import progress
+from transforms.io import progress
 from transforms.scoring import fanout
 
 _LINE = re.compile(r"model (\d+) of (\d+) examples(?: \(([\d.,]+)/s(?:, ETA (\w+))?\))?")

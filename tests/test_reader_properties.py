@@ -27,31 +27,38 @@ from schemas import DeadLetter
 from tests import reader_damage
 from tests.conftest import PROJECT_ROOT, run_job
 from tests.reader_damage import check_reader
-from transforms import (audit_sources, claim_sources, knowledge_graph, labelled_sources,
-                        sck_sources, sources)
+from transforms.audit.readers import read_audit_answers, read_candidates, read_topics
+from transforms.claims.readers import read_claims_jsonl
+from transforms.corpus.sources import read_corpus_source
+from transforms.io.gold import read_gold
+from transforms.io.predictions import read_predictions
+from transforms.labelled.expertqa import read_expertqa
+from transforms.labelled.readers import read_human_ratings
+from transforms.sck.knowledge_graph import read_kg_statements
+from transforms.sck.readers import read_answers
 
 READERS = {
-    "csv_predictions": (reader_damage.csv_prediction_files(), sources.read_predictions),
+    "csv_predictions": (reader_damage.csv_prediction_files(), read_predictions),
     "jsonl_predictions": (reader_damage.jsonl_prediction_files(),
-                          sources.read_predictions),
+                          read_predictions),
     "parquet_predictions": (reader_damage.parquet_prediction_files(),
-                            sources.read_predictions),
-    "corpus_jsonl": (reader_damage.corpus_files(), sources.read_corpus_source),
-    "gold_jsonl": (reader_damage.gold_files(), sources.read_gold),
+                            read_predictions),
+    "corpus_jsonl": (reader_damage.corpus_files(), read_corpus_source),
+    "gold_jsonl": (reader_damage.gold_files(), read_gold),
     "human_ratings": (reader_damage.table_files(reader_damage.HUMAN_RATINGS),
-                      labelled_sources.read_human_ratings),
+                      read_human_ratings),
     "sck_answers": (reader_damage.table_files(reader_damage.SCK_ANSWERS),
-                    sck_sources.read_answers),
+                    read_answers),
     "kg_statements": (reader_damage.table_files(reader_damage.KG_STATEMENTS),
-                      knowledge_graph.read_kg_statements),
+                      read_kg_statements),
     "audit_answers": (reader_damage.table_files(reader_damage.AUDIT_ANSWERS),
-                      audit_sources.read_audit_answers),
-    "trec_run": (reader_damage.trec_run_files(), audit_sources.read_candidates),
+                      read_audit_answers),
+    "trec_run": (reader_damage.trec_run_files(), read_candidates),
     "candidates_jsonl": (reader_damage.candidate_list_files(),
-                         audit_sources.read_candidates),
-    "topics_tsv": (reader_damage.topic_files(), audit_sources.read_topics),
-    "claims_jsonl": (reader_damage.claim_files(), claim_sources.read_claims_jsonl),
-    "expertqa": (reader_damage.expertqa_files(), claim_sources.read_expertqa),
+                         read_candidates),
+    "topics_tsv": (reader_damage.topic_files(), read_topics),
+    "claims_jsonl": (reader_damage.claim_files(), read_claims_jsonl),
+    "expertqa": (reader_damage.expertqa_files(), read_expertqa),
 }
 
 

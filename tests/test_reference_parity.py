@@ -39,7 +39,7 @@ from models.testing import build_random_t5, train_nli_t5  # pylint: disable=wron
 from tests.conftest import (nq_oracle_records, oracle_passage_id,  # pylint: disable=wrong-import-position
                             read_jsonl, run_job, shared_file, shared_reference,
                             write_jsonl, write_prediction_files)
-from transforms.passages import parse_passage  # pylint: disable=wrong-import-position
+from transforms.corpus.passages import parse_passage  # pylint: disable=wrong-import-position
 from transforms.scoring.examples import (qa_example)  # pylint: disable=wrong-import-position
 
 # Questions per system: every oracle question from EVALUATED_FROM on, this many.

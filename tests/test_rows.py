@@ -14,11 +14,11 @@ from apache_beam.testing.util import assert_that, equal_to
 
 import schemas
 from schemas import REJECTED, DeadLetter
-from transforms.outputs import versions_and_timings
+from transforms.io.manifest import versions_and_timings
 from transforms.rows.merge import RowFold, RowTable, WriteMergedRows, fold_rows
 from transforms.rows.record import RunRecord
 from transforms.rows.summary import WriteSummary, percent
-from transforms.sorted_runs import RowRef
+from transforms.io.sorted_runs import RowRef
 
 
 class _Row(NamedTuple):

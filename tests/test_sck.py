@@ -6,8 +6,8 @@ import collections
 import pytest
 
 from schemas import AttributionScore, EntityRecord, KgEdge
-from transforms import entity_linking, intent, knowledge_graph, sck
-from transforms.entity_linking import Gazetteer, link_answer, link_text, name_key
+from transforms.sck import entity_linking, intent, knowledge_graph, steps
+from transforms.sck.entity_linking import Gazetteer, link_answer, link_text, name_key
 
 from tests.sck_intent_examples import LABELLED
 from tests import sck_kg
@@ -35,7 +35,7 @@ def test_table_3_weights_give_table_4_sck(row):
   _, _, name, s, c, k, expected = row
   # The seed prints S, C, K rounded to two decimals: the recomputed SCK is
   # within 0.01 of the printed one (factoid: 0.637 against 0.63).
-  assert sck.sck_score(name, s, c, k) == pytest.approx(expected, abs=0.01)
+  assert steps.sck_score(name, s, c, k) == pytest.approx(expected, abs=0.01)
 
 
 def test_table_3_weights_sum_to_one_and_order_as_the_reasons_say():
@@ -98,7 +98,7 @@ def test_structure_features_of_an_instruction_list():
 
 # ----------------------------------------------------------------------------
 # Table 1: linking, the relevant triples, VE, with a graph built here by a
-# reference implementation of the layout in transforms/knowledge_graph.py.
+# reference implementation of the layout in transforms/sck/knowledge_graph.py.
 
 
 def _graph(statements):
@@ -221,38 +221,38 @@ def test_three_way_decision():
   triples = [knowledge_graph.Triple("Q76", "P39", "Q11696")]
   conflict = knowledge_graph.Conflict(knowledge_graph.Triple("Q76", "P19", "Q60"),
                                       [knowledge_graph.Triple("Q76", "P19", "Q18094")])
-  decide = lambda t, support, conflicts: sck.sentence_decision(
+  decide = lambda t, support, conflicts: steps.sentence_decision(
       t, support, conflicts, records, predicate_labels)
   f, why = decide(triples, _score(0.9), [])
-  assert f == sck.ATTRIBUTABLE
+  assert f == steps.ATTRIBUTABLE
   assert why == ("The triples ('Barack Obama', 'position held', 'President of the "
                  "United States') support the sentence.")
-  assert decide(triples, _score(0.2), [])[0] == sck.EXTRAPOLATORY
+  assert decide(triples, _score(0.2), [])[0] == steps.EXTRAPOLATORY
   f, why = decide([], None, [])
-  assert (f, why.startswith("NA")) == (sck.EXTRAPOLATORY, True)
-  assert decide([], None, [(conflict, _score(0.3))])[0] == sck.EXTRAPOLATORY
+  assert (f, why.startswith("NA")) == (steps.EXTRAPOLATORY, True)
+  assert decide([], None, [(conflict, _score(0.3))])[0] == steps.EXTRAPOLATORY
   # An asserted conflict wins over support: a sentence with a false part is false.
   f, why = decide(triples, _score(0.9), [(conflict, _score(0.8))])
-  assert f == sck.CONTRADICTORY
+  assert f == steps.CONTRADICTORY
   assert why == ("The sentence asserts ('Barack Obama', 'place of birth', 'New York "
                  "City'), but the knowledge graph gives ('Barack Obama', 'place of "
                  "birth', 'Honolulu').")
 
 
 def test_undefined_scores_leave_the_weighted_sums():
-  assert sck.sck_score("comparison", 1.0, None, 0.4) == pytest.approx(
+  assert steps.sck_score("comparison", 1.0, None, 0.4) == pytest.approx(
       (0.5 * 1.0 + 0.2 * 0.4) / 0.7)
-  assert sck.k_score(None, None, 0.75) == pytest.approx(0.75)
-  assert sck.k_score(0.5, 0.25, 1.0) == pytest.approx((0.5 + 0.25 + 1.0) / 3)
-  assert sck.k_score(None, None, None) is None
-  assert sck.weighted_mean([(0.0, 1.0)]) is None
+  assert steps.k_score(None, None, 0.75) == pytest.approx(0.75)
+  assert steps.k_score(0.5, 0.25, 1.0) == pytest.approx((0.5 + 0.25 + 1.0) / 3)
+  assert steps.k_score(None, None, None) is None
+  assert steps.weighted_mean([(0.0, 1.0)]) is None
 
 
 def test_entity_relevance_halves_jaccard_plus_positive_cosine():
-  j, cos, relevance = sck.entity_relevance(
+  j, cos, relevance = steps.entity_relevance(
       "Who signed the health care law?", "health care law of 2010", (1.0, 0.0),
       (0.6, 0.8))
   assert j == pytest.approx(3 / 5)  # {health, care, law} of {signed, ..., 2010}
   assert cos == pytest.approx(0.6)
   assert relevance == pytest.approx((0.6 + 0.6) / 2)
-  assert sck.entity_relevance("a b", "c", (1.0, 0.0), (-1.0, 0.0))[2] == 0.0
+  assert steps.entity_relevance("a b", "c", (1.0, 0.0), (-1.0, 0.0))[2] == 0.0

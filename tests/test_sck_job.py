@@ -15,7 +15,7 @@ from models import embeddings
 from tests import sck_kg
 from tests.conftest import read_jsonl, run_job, write_jsonl
 from tests.scorers import PairScorer
-from transforms import intent, sck
+from transforms.sck import intent, steps
 
 needs_embedding_model = pytest.mark.skipif(
     embeddings.packaged_model_zip() is None,
@@ -259,9 +259,9 @@ def test_synthetic_thousand_rows_deterministic_across_runners(tmp_path):
   for row in rows:
     weights = intent.INTENT_WEIGHTS[row["intent"]]
     assert (row["weight_s"], row["weight_c"], row["weight_k"]) == weights
-    assert row["sck_score"] == pytest.approx(sck.sck_score(
+    assert row["sck_score"] == pytest.approx(steps.sck_score(
         row["intent"], row["s_score"], row["c_score"], row["k_score"]))
-    assert row["k_score"] == pytest.approx(sck.k_score(
+    assert row["k_score"] == pytest.approx(steps.k_score(
         row["ve_score"], row["er_score"], row["kg_attr_score"]))
     for sentence in json.loads(row["sentences"]):
       decisions[sentence["decision"]] += 1

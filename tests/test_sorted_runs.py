@@ -9,10 +9,10 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that
 
 from schemas import REJECTED, DeadLetter
-from transforms.outputs import DEAD_LETTER_KEY
-from transforms import sorted_runs
-from transforms.sorted_runs import (RunSlice, SpillSortedRuns, merge_run_refs,
-                                    merge_sorted_runs, write_run)
+from transforms.io import sorted_runs
+from transforms.io.dead_letters import DEAD_LETTER_KEY
+from transforms.io.sorted_runs import (RunSlice, SpillSortedRuns, merge_run_refs,
+                                       merge_sorted_runs, write_run)
 
 
 def _letters(n, seed=0):

@@ -7,8 +7,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from schemas import CorpusRecord, DeadLetter, GoldAnswer, Prediction
-from transforms.sources import (check_corpus_file, check_prediction_file,
-                                read_corpus_source, read_gold, read_predictions)
+from transforms.corpus.sources import check_corpus_file, read_corpus_source
+from transforms.io.gold import read_gold
+from transforms.io.predictions import check_prediction_file, read_predictions
 from schemas.errors import InputError
 
 

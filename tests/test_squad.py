@@ -4,7 +4,7 @@ import random
 import pytest
 
 from tests.conftest import read_jsonl, shared_file
-from transforms.squad import exact_match_and_f1, normalize_answer, token_f1
+from transforms.stats.squad import exact_match_and_f1, normalize_answer, token_f1
 
 qa_utils = pytest.importorskip("t5.evaluation.qa_utils")
 

@@ -29,7 +29,7 @@ from models import t5_nli  # pylint: disable=wrong-import-position
 from models.testing import build_random_t5, save_model  # pylint: disable=wrong-import-position
 from schemas import AttributionExample  # pylint: disable=wrong-import-position
 from tests.conftest import PROJECT_ROOT, read_jsonl, run_job  # pylint: disable=wrong-import-position
-from transforms.passages import parse_passage  # pylint: disable=wrong-import-position
+from transforms.corpus.passages import parse_passage  # pylint: disable=wrong-import-position
 from transforms.scoring.examples import (claim_example, qa_example)  # pylint: disable=wrong-import-position
 
 EXAMPLES = PROJECT_ROOT / "examples"

@@ -10,8 +10,8 @@ import pytest
 
 from beam_jobs import evaluate
 from tests.conftest import run_job
-from transforms.sources import read_gold
-from transforms.squad import exact_match_and_f1
+from transforms.io.gold import read_gold
+from transforms.stats.squad import exact_match_and_f1
 
 tfds = pytest.importorskip("tensorflow_datasets")
 SOURCE = "tfds:natural_questions_open/validation"

@@ -7,7 +7,7 @@ rows one by one in sort order; `WriteMergedRows` does the rest:
         lambda: RatingsFold(has_corpus), output_dir, work_dir)
     written["outcomes"], written["dead_letter"], written["stats"]
 
-1. spills the rows into sorted runs under `work_dir` (transforms/sorted_runs.py:
+1. spills the rows into sorted runs under `work_dir` (transforms/io/sorted_runs.py:
    bounded memory, any number of rows);
 2. merges every run on one worker (an impulse with the runs as a side input, so
    the merge starts once all runs are written) in `RowFold.sort_key` order;
@@ -29,8 +29,8 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import DeadLetter
-from transforms.outputs import TABLE_ROW_GROUP, SortedTableWriter
-from transforms.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
+from transforms.io.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
+from transforms.io.tables import TABLE_ROW_GROUP, SortedTableWriter
 
 
 class RowTable(NamedTuple):

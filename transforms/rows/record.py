@@ -17,7 +17,7 @@ from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
-from transforms.outputs import SumCounts, utc_now, versions_and_timings
+from transforms.io.manifest import SumCounts, utc_now, versions_and_timings
 
 
 class RunRecord:

@@ -5,7 +5,7 @@
 
 collects every summary row on one worker, sorts them (`order`, by system by
 default), writes `{stem}.csv`, `{stem}.json` (`header` plus the rows under
-`rows_name`) and `{stem}.md` atomically (transforms/outputs.py
+`rows_name`) and `{stem}.md` atomically (transforms/io/summary.py
 write_summary_files), and emits one dict for run.json (`describe(rows)`; by
 default the number of systems).
 """
@@ -13,7 +13,7 @@ from typing import Callable, Dict, Optional
 
 import apache_beam as beam
 
-from transforms.outputs import write_summary_files
+from transforms.io.summary import write_summary_files
 
 
 def percent(value: Optional[float], low: Optional[float] = None,

@@ -6,7 +6,7 @@ from typing import Any, Iterable, Optional, Tuple
 import apache_beam as beam
 
 from schemas import REJECTED, DeadLetter, ScoringFailure
-from transforms.sources import json_record
+from transforms.io.fields import json_record
 
 
 class ScoreAttribution(beam.PTransform):

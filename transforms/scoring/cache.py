@@ -42,8 +42,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas import (SCORE_CACHE_ENTRY_SCHEMA, AttributionScore, ScoreCacheEntry,
                      to_record_batch)
-from transforms import progress
-from transforms.outputs import atomic_create, write_text_atomically
+from transforms.io import progress
+from transforms.io.atomic import atomic_create, write_text_atomically
 
 WRITE_SHARDS = 16
 IDENTITY_FILE = "identity.json"

@@ -48,8 +48,8 @@ import apache_beam as beam
 from apache_beam.ml.inference.base import ModelHandler, RunInference
 
 from schemas import ScoringFailure
-from transforms import progress
-from transforms.outputs import SumCounts
+from transforms.io import progress
+from transforms.io.manifest import SumCounts
 
 LENGTH_BAND_CHARS = 512
 DEFAULT_CHUNK_CHARS = 256 * 1024

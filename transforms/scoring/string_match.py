@@ -12,9 +12,9 @@ import apache_beam as beam
 
 from transforms.scoring.scorer import Scorer
 from schemas import AttributionExample, AttributionScore
-from transforms import progress
+from transforms.io import progress
 from transforms.scoring.names import STRING_MATCH
-from transforms.squad import normalize_answer, normalize_short_answer
+from transforms.stats.squad import normalize_answer, normalize_short_answer
 
 _YES_NO = frozenset({"yes", "no"})
 

@@ -1,5 +1,5 @@
 """Per-system aggregates, computed inside the pipeline with combiners.
-(Agreement with human ratings: transforms/agreement.py.)
+(Agreement with human ratings: transforms/stats/agreement.py.)
 
 The gold questions define the denominator (SPEC 5.2, 5.3): a question a system
 did not answer counts as an empty prediction for EM/F1 and as N for AutoAIS. To
@@ -18,9 +18,11 @@ import apache_beam as beam
 import numpy as np
 
 from schemas import GoldAnswer, LeaderboardRow
-from transforms.agreement import AgreementCounts, SystemAgreement, agreement_statistics
+from transforms.stats.agreement import (AgreementCounts, SystemAgreement,
+                                        agreement_statistics)
 from schemas.errors import InputError
-from transforms.squad import grade_normalized, normalize_answer, normalize_short_answer
+from transforms.stats.squad import (grade_normalized, normalize_answer,
+                                    normalize_short_answer)
 
 HUMAN_NONE, HUMAN_N, HUMAN_Y = -1, 0, 1
 
@@ -259,7 +261,8 @@ class _LeaderboardRowFn(beam.DoFn):
 
 class SummarizeSystems(beam.PTransform):
   """PCollection[SystemOutcomes] -> outputs `rows` (one LeaderboardRow per
-  system) and `agreement` (one transforms.agreement.SystemAgreement per system).
+  system) and `agreement` (one transforms.stats.agreement.SystemAgreement per
+  system).
 
   Each element must hold all of a system's kept predictions: the ratings writer
   sees rows sorted by system and emits one SystemOutcomes per system, so only one

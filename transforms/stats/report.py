@@ -7,7 +7,7 @@ Plots (matplotlib, Agg canvas, no global pyplot state): the ranking with 95%
 intervals (forest plot), per-system (or per-group) AutoAIS against human AIS with
 the least-squares fit and the correlations, the ROC curve of nli_score, its
 reliability diagram, and its histograms by human label. Every figure is drawn
-from the merged accumulators of transforms/agreement.py, never from rows.
+from the merged accumulators of transforms/stats/agreement.py, never from rows.
 """
 import base64
 import html
@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from transforms.agreement import AgreementCounts
+from transforms.stats.agreement import AgreementCounts
 
 _DPI = 100
 

@@ -9,7 +9,7 @@ scores of an answer and their intent-weighted sum, with the evidence of each.
     KG-AttrScore = mean over the answer's sentences of f in {1, 0, -1}  (§2.1.3)
     C   = |E ∩ E_total| / |E_total|  (E_total: the reference answer's entities,
           or the question's where no reference is given; Eq. 4)
-    S   = mean of the intent's Table 2 feature scores (transforms/intent.py)
+    S   = mean of the intent's Table 2 feature scores (transforms/sck/intent.py)
 
 Choices where the seed is open (README: SCK answer quality):
 
@@ -44,12 +44,12 @@ import apache_beam as beam
 
 from models.embeddings import cosine, text_example
 from schemas import AttributionScore, EntityRecord, SckInput, SckRow
-from transforms.entity_linking import (Gazetteer, LinkedSentence, Mention,
-                                       content_words, distinct_mentions, link_answer,
-                                       link_text, sentence_entities)
-from transforms.intent import INTENT_WEIGHTS, classify_intent, structure_score
-from transforms.knowledge_graph import (Conflict, Triple, conflicting_claims,
-                                        relevant_triples, triple_labels, verbalise)
+from transforms.sck.entity_linking import (Gazetteer, LinkedSentence, Mention,
+                                           content_words, distinct_mentions, link_answer,
+                                           link_text, sentence_entities)
+from transforms.sck.intent import INTENT_WEIGHTS, classify_intent, structure_score
+from transforms.sck.knowledge_graph import (Conflict, Triple, conflicting_claims,
+                                            relevant_triples, triple_labels, verbalise)
 from transforms.scoring.attribution import ScoreAttribution, first_failure, scoring_failed
 from transforms.scoring.examples import claim_example
 

@@ -80,7 +80,7 @@ def content_words(text: str) -> frozenset:
 
 def split_sentences(text: str) -> List[str]:
   """Sentences end at ".", "!" or "?" followed by white space (as in
-  transforms/claims.py); line breaks inside a sentence are kept."""
+  transforms/claims/steps.py); line breaks inside a sentence are kept."""
   return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
 
 

@@ -2,7 +2,7 @@
 agreement --format FORMAT`, and the human ratings of `autoais evaluate
 --human_ratings`.
 
-Like transforms/sources.py, every reader yields per record either a parsed
+Like transforms/io/records.py, every reader yields per record either a parsed
 element or a DeadLetter naming the file, line and field; an unusable file
 raises InputError (the job exits 2). Items with no usable human label or
 nothing to score (an ExpertQA claim without evidence) are dead-lettered as
@@ -39,13 +39,13 @@ import os
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from schemas import UNMATCHED, AttributionExample, DeadLetter, HumanRating, LabelledItem
-from transforms.claim_sources import read_expertqa
-from transforms.claims import evidence_text
-from transforms.passages import parse_passage
+from transforms.corpus.passages import parse_passage
+from transforms.io.fields import clean_text_fields, json_record, rejected
+from transforms.io.inputs import check_input_file, open_input, system_name_from_path
+from transforms.io.predictions import HUMAN_RATINGS, read_predictions
+from transforms.io.records import read_header, records
+from transforms.labelled.expertqa import evidence_text, read_expertqa
 from transforms.scoring.examples import claim_example, qa_example, qa_hypothesis
-from transforms.sources import (HUMAN_RATINGS, check_input_file, clean_text_fields,
-                                json_record, open_input, read_header, read_predictions,
-                                records, rejected, system_name_from_path)
 from schemas.errors import InputError
 
 SCENARIOS = ("in-language", "in-english")
@@ -370,9 +370,9 @@ _EXPERTQA_NO_LABEL = ("", "N/A")
 
 
 def _read_expertqa(path: str, scenario=None):
-  """ExpertQA's claims (transforms/claim_sources.py, the claims job's reader), each
-  with the text of its evidence (transforms/claims.py: evidence_text) and its
-  human `support` label."""
+  """ExpertQA's claims (transforms/labelled/expertqa.py, the claims job's reader
+  too), each with the text of its evidence (evidence_text) and its human
+  `support` label."""
   del scenario
   for claim in read_expertqa(path):
     if isinstance(claim, DeadLetter):

@@ -1,19 +1,12 @@
-"""Claim-level attribution (ExpertQA; SPEC 5.8): evidence cleaning, abstention,
-the three ways of scoring a claim against its evidence, and per-system figures.
+"""Claim-level attribution (ExpertQA; SPEC 5.8): the three ways of scoring a
+claim against its evidence, and per-system figures. Evidence cleaning and
+abstention, shared with `autoais agreement --format expertqa`:
+transforms/labelled/expertqa.py.
 
-Cleaning and abstention follow ExpertQA's auto-attribution scripts
-(chaitanyamalaviya/ExpertQA, modeling/auto_attribution/autoais.py:
-cleanup_claim_and_evidence, infer_autoais, stretch_nli_rerank; and
-compute_autoais_score.py: did_abstain), re-implemented here:
-
-* a claim or evidence text loses its one-digit citation markers `[n]` (with one
-  following space); it is then cut at blank lines, and if the first part is a
-  URL it is dropped; the parts are joined with spaces. The reference's pattern
-  matches one digit only, so `[12]` stays (and a URL after it is kept): kept
-  here for parity;
-* the evidence of a claim is its cleaned items joined with spaces; a claim that
-  cites no evidence is N;
-* an answer abstains if its text contains one of the reference's phrases.
+Scoring follows ExpertQA's auto-attribution scripts (chaitanyamalaviya/ExpertQA,
+modeling/auto_attribution/autoais.py: infer_autoais, stretch_nli_rerank),
+re-implemented here: the evidence of a claim is its cleaned items joined with
+spaces; a claim that cites no evidence is N.
 
 Evidence modes (`--evidence_mode`):
 
@@ -42,11 +35,12 @@ import numpy as np
 
 from schemas import (AttributionScore, ClaimInput, ClaimRow, ClaimsSystemRow,
                      DeadLetter, ScoringFailure)
-from transforms.agreement import AgreementCounts, agreement_statistics
-from transforms.metrics import BootstrapWeights
+from transforms.labelled.expertqa import clean_text
 from transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             scored_or_failed, scoring_failed)
 from transforms.scoring.examples import claim_example
+from transforms.stats.agreement import AgreementCounts, agreement_statistics
+from transforms.stats.metrics import BootstrapWeights
 
 CONCAT, MAX, RERANK = "concat", "max", "rerank"
 EVIDENCE_MODES = (CONCAT, MAX, RERANK)
@@ -55,27 +49,8 @@ RERANK_K = 2
 CLAIM_KEY = ("system_name", "question", "source_file", "answer_line", "claim_index",
              "source_line")
 
-_CITATION_MARKER = re.compile(r"\[\d\]\s?")
-# The phrases by which the reference recognises an answer that declines to answer.
-ABSTENTION_PHRASES = (
-    "The context does not", "I don't know", "The context provided does not",
-    "The context provided doesn't", "The context doesn't", "not sure if I understand",
-    "I'm sorry, but I can't", "The given context does not",
-    "I couldn't find any relevant information")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _HUMAN_LABELS = {"complete": "Y", "partial": "N", "incomplete": "N", "missing": "N"}
-
-
-def clean_text(raw: str) -> str:
-  """A claim or evidence text as the reference cleans it (module docstring)."""
-  parts = _CITATION_MARKER.sub("", raw).split("\n\n")
-  if parts[0].startswith("http"):
-    parts = parts[1:]
-  return " ".join(parts)
-
-
-def did_abstain(answer: str) -> bool:
-  return any(phrase in answer for phrase in ABSTENTION_PHRASES)
 
 
 def human_label(support: Optional[str]) -> Optional[str]:
@@ -101,21 +76,6 @@ def concat_premise(claim: ClaimInput) -> Optional[str]:
   if not claim.evidence:
     return None
   return " ".join(clean_text(item) for item in claim.evidence)
-
-
-# An evidence item that is only a URL, cited or not ("[10] https://...").
-_BARE_URL = re.compile(r"\s*(?:\[\d+\]\s*)?https?://\S*\s*")
-
-
-def evidence_text(claim: ClaimInput) -> Optional[str]:
-  """The passages a claim's evidence holds, cleaned as concat_premise cleans them,
-  leaving out items that are only a URL (the reference keeps those, and the
-  claims job does for parity; a set of human judgements of the evidence text
-  does not). None without evidence; "" when every item is a bare URL."""
-  if not claim.evidence:
-    return None
-  return " ".join(clean_text(item) for item in claim.evidence
-                  if not _BARE_URL.fullmatch(item))
 
 
 def claim_row(claim: ClaimInput, premise: Optional[str],

@@ -1,28 +1,51 @@
-"""Readers of claim-level attribution inputs (`autoais claims`).
+"""ExpertQA's claim records, shared by `autoais claims` and `autoais agreement
+--format expertqa` so that both jobs see the same claims: the reader, and the
+cleaning of claim and evidence texts.
 
     read_expertqa(path)       ExpertQA records: one JSON line per question,
                               {"question", "answers": {system: {"answer_string",
                               "claims": [{"claim_string", "evidence": [...],
                               "support", ...}]}}}
-    read_claims_jsonl(path)   one JSON line per claim: {"system_name" (default:
-                              the file stem), "question", "claim", "evidence":
-                              [...], "support"?, "answer"?}
 
-Both yield, per claim, a `ClaimInput` or a `DeadLetter` naming the file, the line
+It yields, per claim, a `ClaimInput` or a `DeadLetter` naming the file, the line
 and the field (`answers.<system>.claims[<i>].evidence`); a line that is not a
 JSON object, or whose question or answers are unusable, is one dead letter. An
 answer without claims is an `unmatched` dead letter: it has nothing to score.
-Like transforms/sources.py's readers, a bad record never raises.
+Like transforms/io/records.py's readers, a bad record never raises. The checks of
+a claim's fields (`claim_fields`) also serve the claims job's one-claim-per-line
+reader (transforms/claims/readers.py).
+
+Cleaning and abstention follow ExpertQA's auto-attribution scripts
+(chaitanyamalaviya/ExpertQA, modeling/auto_attribution/autoais.py:
+cleanup_claim_and_evidence; and compute_autoais_score.py: did_abstain),
+re-implemented here:
+
+* a claim or evidence text loses its one-digit citation markers `[n]` (with one
+  following space); it is then cut at blank lines, and if the first part is a
+  URL it is dropped; the parts are joined with spaces. The reference's pattern
+  matches one digit only, so `[12]` stays (and a URL after it is kept): kept
+  here for parity;
+* an answer abstains if its text contains one of the reference's phrases.
 """
-from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
+import re
+from typing import Iterator, List, NamedTuple, Optional, Union
 
 from schemas import UNMATCHED, ClaimInput, DeadLetter
-from transforms.claims import did_abstain
-from transforms.sources import (has_surrogates, json_record, jsonl_records, rejected,
-                                system_name_from_path)
+from transforms.io.fields import has_surrogates, json_record, rejected
+from transforms.io.records import jsonl_records
+
+_CITATION_MARKER = re.compile(r"\[\d\]\s?")
+# The phrases by which the reference recognises an answer that declines to answer.
+ABSTENTION_PHRASES = (
+    "The context does not", "I don't know", "The context provided does not",
+    "The context provided doesn't", "The context doesn't", "not sure if I understand",
+    "I'm sorry, but I can't", "The given context does not",
+    "I couldn't find any relevant information")
+# An evidence item that is only a URL, cited or not ("[10] https://...").
+_BARE_URL = re.compile(r"\s*(?:\[\d+\]\s*)?https?://\S*\s*")
 
 
-def _text(value) -> Optional[str]:
+def usable_text(value) -> Optional[str]:
   """A usable string, or None (missing, not a string, not UTF-8)."""
   if not isinstance(value, str) or has_surrogates(value):
     return None
@@ -44,12 +67,12 @@ def _support(value) -> Union[Optional[str], bool]:
   string, or not UTF-8: it is written to the claims table)."""
   if value is None:
     return None
-  if _text(value) is None:
+  if usable_text(value) is None:
     return False
   return value.strip() or None
 
 
-def _bad_type(value) -> str:
+def bad_type_reason(value) -> str:
   return "missing_field" if value is None else "wrong_type"
 
 
@@ -59,15 +82,15 @@ def read_expertqa(path: str) -> Iterator[Union[ClaimInput, DeadLetter]]:
       yield item
       continue
     line, fields = item
-    question = _text(fields.get("question"))
+    question = usable_text(fields.get("question"))
     if question is None or not question.strip():
-      yield rejected(path, line, _bad_type(fields.get("question")),
+      yield rejected(path, line, bad_type_reason(fields.get("question")),
                      "the question is missing, empty or not a string",
                      json_record(fields), "question")
       continue
     answers = fields.get("answers")
     if not isinstance(answers, dict) or not answers:
-      yield rejected(path, line, _bad_type(answers),
+      yield rejected(path, line, bad_type_reason(answers),
                      "expected an object of answers by system name",
                      json_record({"question": question, "answers": answers}),
                      "answers")
@@ -89,14 +112,14 @@ def _expertqa_answer(path, line, question, system, answer):
                    json_record(dict(context, answer=answer)), field)
     return
   answer_string = answer.get("answer_string")
-  if answer_string is not None and _text(answer_string) is None:
+  if answer_string is not None and usable_text(answer_string) is None:
     yield rejected(path, line, "wrong_type", "expected a string",
                    json_record(dict(context, answer_string=answer_string)),
                    f"{field}.answer_string")
     return
   claims = answer.get("claims")
   if not isinstance(claims, list):
-    yield rejected(path, line, _bad_type(claims), "expected a list of claims",
+    yield rejected(path, line, bad_type_reason(claims), "expected a list of claims",
                    json_record(dict(context, claims=claims)), f"{field}.claims")
     return
   if not claims:
@@ -114,9 +137,9 @@ def _expertqa_answer(path, line, question, system, answer):
       yield rejected(path, line, "wrong_type", "expected a claim object", record,
                      claim_field)
       continue
-    parsed = _claim_fields(claim.get("claim_string"), claim.get("evidence"),
-                           claim.get("support"))
-    if isinstance(parsed, _BadField):
+    parsed = claim_fields(claim.get("claim_string"), claim.get("evidence"),
+                          claim.get("support"))
+    if isinstance(parsed, BadField):
       yield rejected(path, line, parsed.reason, parsed.message, record,
                      f"{claim_field}.{parsed.name}")
       continue
@@ -125,68 +148,51 @@ def _expertqa_answer(path, line, question, system, answer):
                      abstained, line, path, line)
 
 
-class _BadField(NamedTuple):
+class BadField(NamedTuple):
   name: str
   reason: str
   message: str
 
 
-def _claim_fields(claim, evidence, support, claim_name: str = "claim_string"):
-  """(claim, evidence, support), or the _BadField at fault."""
-  text = _text(claim)
+def claim_fields(claim, evidence, support, claim_name: str = "claim_string"):
+  """(claim, evidence, support), or the BadField at fault."""
+  text = usable_text(claim)
   if text is None:
-    return _BadField(claim_name, _bad_type(claim), "expected the claim, a string")
+    return BadField(claim_name, bad_type_reason(claim), "expected the claim, a string")
   if not text.strip():
-    return _BadField(claim_name, "empty_claim", "the claim is empty")
+    return BadField(claim_name, "empty_claim", "the claim is empty")
   items = _evidence(evidence)
   if items is None:
-    return _BadField("evidence", "wrong_type", "expected a list of strings")
+    return BadField("evidence", "wrong_type", "expected a list of strings")
   label = _support(support)
   if label is False:
-    return _BadField("support", "wrong_type", "expected a string of UTF-8 text")
+    return BadField("support", "wrong_type", "expected a string of UTF-8 text")
   return text, items, label
 
 
-def read_claims_jsonl(path: str) -> Iterator[Union[ClaimInput, DeadLetter]]:
-  """The flat format. The claims of one answer are the lines that share its
-  system and question; they are numbered in file order, and the answer is
-  located at the line of its first claim. A line's `abstained` says whether its
-  `answer` (or an earlier line's of the same answer) abstains; the claims job
-  takes an answer as abstaining if any of its lines says so."""
-  default_system = system_name_from_path(path)
-  # (system, question) -> [first line, claims so far, abstained so far]
-  answers: Dict[Tuple[str, str], list] = {}
-  for item in jsonl_records(path):
-    if isinstance(item, DeadLetter):
-      yield item
-      continue
-    line, fields = item
-    record = json_record(fields)
-    system = fields.get("system_name", default_system)
-    if _text(system) is None or not system.strip():
-      yield rejected(path, line, "empty_system_name" if isinstance(system, str)
-                     else "wrong_type", "the system name is empty or not a string",
-                     record, "system_name")
-      continue
-    question = _text(fields.get("question"))
-    if question is None or not question.strip():
-      yield rejected(path, line, _bad_type(fields.get("question")),
-                     "the question is missing, empty or not a string", record,
-                     "question")
-      continue
-    answer = fields.get("answer")
-    if answer is not None and _text(answer) is None:
-      yield rejected(path, line, "wrong_type", "expected a string", record, "answer")
-      continue
-    parsed = _claim_fields(fields.get("claim"), fields.get("evidence"),
-                           fields.get("support"), claim_name="claim")
-    if isinstance(parsed, _BadField):
-      yield rejected(path, line, parsed.reason, parsed.message, record, parsed.name)
-      continue
-    text, evidence, support = parsed
-    key = (system.strip(), question.strip())
-    state = answers.setdefault(key, [line, 0, False])
-    state[2] = state[2] or did_abstain(answer or "")
-    yield ClaimInput(key[0], key[1], state[1], text, evidence, support, state[2],
-                     state[0], path, line)
-    state[1] += 1
+# ----------------------------------------------------------------------------
+# Cleaning and abstention.
+
+
+def clean_text(raw: str) -> str:
+  """A claim or evidence text as the reference cleans it (module docstring)."""
+  parts = _CITATION_MARKER.sub("", raw).split("\n\n")
+  if parts[0].startswith("http"):
+    parts = parts[1:]
+  return " ".join(parts)
+
+
+def did_abstain(answer: str) -> bool:
+  return any(phrase in answer for phrase in ABSTENTION_PHRASES)
+
+
+def evidence_text(claim: ClaimInput) -> Optional[str]:
+  """The passages a claim's evidence holds, cleaned as the claims job's
+  concat_premise (transforms/claims/steps.py) cleans them, leaving out items that
+  are only a URL (the reference keeps those, and the claims job does for parity;
+  a set of human judgements of the evidence text does not). None without
+  evidence; "" when every item is a bare URL."""
+  if not claim.evidence:
+    return None
+  return " ".join(clean_text(item) for item in claim.evidence
+                  if not _BARE_URL.fullmatch(item))

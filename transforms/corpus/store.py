@@ -49,7 +49,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from schemas import (ARTICLE_ENTRY_SCHEMA, CORPUS_PASSAGE_SCHEMA, ArticleEntry,
                      CorpusRecord, DeadLetter, REJECTED)
 from schemas.errors import CorpusError
-from transforms.sorted_runs import SpillSortedRuns, merge_sorted_runs
+from transforms.io.sorted_runs import SpillSortedRuns, merge_sorted_runs
 
 MANIFEST = "corpus.json"
 FORMAT = "autoais-corpus/1"

@@ -5,19 +5,20 @@ rows of
     reference_answer            the ground-truth answer (the C-score recalls its
                                 entities; without it, the question's)
     system_name                 default: the file stem
-    intent                      a known intent (transforms/intent.py), which
+    intent                      a known intent (transforms/sck/intent.py), which
                                 then replaces the classifier's
 
-Like transforms/sources.py's readers, a bad record never raises: it becomes a
+Like transforms/io/records.py's readers, a bad record never raises: it becomes a
 DeadLetter naming the file, the line and the field.
 """
 from typing import Iterator, List, Union
 
 from schemas import DeadLetter, SckInput
-from transforms.intent import INTENTS, parse_intent
-from transforms.sources import (check_input_file, clean_text_fields, data_format,
-                                json_record, read_header, records, rejected,
-                                system_name_field, system_name_from_path)
+from transforms.io.fields import (clean_text_fields, json_record, rejected,
+                                  system_name_field)
+from transforms.io.inputs import check_input_file, data_format, system_name_from_path
+from transforms.io.records import read_header, records
+from transforms.sck.intent import INTENTS, parse_intent
 from schemas.errors import InputError
 
 REQUIRED_FIELDS = ("question", "answer")

@@ -18,7 +18,7 @@ object is an entity where the object id has a label, and a literal otherwise.
 `BuildKnowledgeGraph` turns statements into one `EntityRecord` per entity (its
 names, description, outgoing edges with their objects' labels, and the
 predicates that point at it), keyed by id for the jobs to join by entity key;
-the gazetteer of names (transforms/entity_linking.py) and the predicate labels,
+the gazetteer of names (transforms/sck/entity_linking.py) and the predicate labels,
 which linking and verbalising need whole, are singletons.
 
 Which triples a sentence is judged against (§2.1.3) follows the seed's SPARQL
@@ -32,9 +32,10 @@ from typing import Dict, Iterable, Iterator, List, NamedTuple, Sequence, Union
 import apache_beam as beam
 
 from schemas import DeadLetter, EntityRecord, KgEdge, KgStatement
-from transforms.entity_linking import Gazetteer, linkable_name, name_key
-from transforms.sources import (check_input_file, clean_text_fields, data_format,
-                                json_record, read_header, records, rejected)
+from transforms.io.fields import clean_text_fields, json_record, rejected
+from transforms.io.inputs import check_input_file, data_format
+from transforms.io.records import read_header, records
+from transforms.sck.entity_linking import Gazetteer, linkable_name, name_key
 from schemas.errors import InputError
 
 LABEL = "rdfs:label"

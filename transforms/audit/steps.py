@@ -8,7 +8,7 @@ JSONL `system_name`): it is audited for that system's answer to its query, or,
 where the answers name no system, for the query's unnamed answer, which then
 takes the list's system. Answers are few next to candidates: they are held as a
 side input (AnswerIndex), and the candidates stream past them, then through a
-sorted merge join with the corpus (transforms/corpus.py: SortedJoinPassages;
+sorted merge join with the corpus (transforms/corpus/store.py: SortedJoinPassages;
 candidates spread over the whole corpus would make point lookups re-read row
 groups), the scorer, and into sorted runs, so that memory stays flat however
 many candidates each answer has.
@@ -27,12 +27,12 @@ import numpy as np
 
 from schemas import (REJECTED, UNMATCHED, AuditAnswer, AuditAnswerRow, AuditPair,
                      AuditSystemRow, Candidate, DeadLetter, Topic)
-from transforms.corpus import article_of
-from transforms.metrics import BootstrapWeights
-from transforms.passages import parse_passage
-from transforms.scoring.examples import qa_example
+from transforms.corpus.passages import parse_passage
+from transforms.corpus.store import article_of
+from transforms.io.fields import json_record
 from transforms.scoring.attribution import scoring_failed
-from transforms.sources import json_record
+from transforms.scoring.examples import qa_example
+from transforms.stats.metrics import BootstrapWeights
 
 RUN, ARTICLE = "run", "article"
 CANDIDATE_SOURCES = (RUN, ARTICLE)
@@ -295,7 +295,7 @@ class ExpandArticleFn(beam.DoFn):
                           from_article=True)
 
 
-# The corpus join sorts pairs by passage (transforms/corpus.py:
+# The corpus join sorts pairs by passage (transforms/corpus/store.py:
 # SortedJoinPassages); a passage given inline is not looked up.
 JOIN_KEY = ("passage_id", "system_name", "answer_file", "answer_line", "source_file",
             "source_line", "rank")
@@ -315,7 +315,7 @@ class PrepareExamplesFn(beam.DoFn):
   candidate of the input that is not in the corpus is also dead-lettered (its
   row still reaches the per-answer figures: a top-1 not in the corpus is N).
   With `reference_premise` (--decision decode), premises are built as the
-  Attributed QA script builds them (transforms/passages.reference_premise)."""
+  Attributed QA script builds them (transforms/corpus/passages.py: reference_premise)."""
 
   def __init__(self, reference_premise: bool = False):
     self._reference_premise = reference_premise

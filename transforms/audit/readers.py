@@ -20,9 +20,10 @@ import math
 from typing import Iterator, NamedTuple, Optional, Union
 
 from schemas import UNMATCHED, AuditAnswer, Candidate, DeadLetter, Topic
-from transforms.sources import (clean_text_fields, has_surrogates, json_record,
-                                jsonl_records, raw_record, data_format, open_input,
-                                records, rejected)
+from transforms.io.fields import (clean_text_fields, has_surrogates, json_record,
+                                  raw_record, rejected)
+from transforms.io.inputs import data_format, open_input
+from transforms.io.records import jsonl_records, records
 from schemas.errors import InputError
 
 ANSWER_FIELDS = ("question", "answer", "system_name", "query_id")

@@ -1,0 +1,123 @@
+"""dead_letter.jsonl: every job's rejected and unmatched records in one file,
+sorted by (file, line, reason, field, message), with their counts by input role
+for run.json (`WriteDeadLetters`); `dead_letter_json` is one line of it.
+"""
+import collections
+import json
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from schemas import DeadLetter, REJECTED, UNMATCHED
+from transforms.io import progress
+from transforms.io.atomic import atomic_create
+from transforms.io.manifest import SumCounts
+from transforms.io.sorted_runs import SpillSortedRuns, merge_sorted_runs
+
+DEAD_LETTER_KEY = ("source_file", "source_line", "reason", "field", "message")
+
+
+def dead_letter_json(row: DeadLetter) -> str:
+  """One dead_letter.jsonl line; the raw record is embedded as JSON when it is."""
+  record = row.record
+  try:
+    parsed = json.loads(record)
+    if isinstance(parsed, dict):
+      record = parsed
+  except (ValueError, RecursionError):  # not JSON, or nested too deep to decode
+    pass
+  return json.dumps({
+      "source_file": row.source_file,
+      "source_line": row.source_line,
+      "kind": row.kind,
+      "reason": row.reason,
+      "field": row.field,
+      "message": row.message,
+      "record": record,
+  }, ensure_ascii=False)
+
+
+class _WriteDeadLettersFn(beam.DoFn):
+
+  def __init__(self, path: str):
+    self._path = path
+
+  def process(self, unused_impulse, run_paths, counts):
+    # The runs are left for the job's scratch directory to take away: were this
+    # bundle retried after deleting them, the retry would find nothing to merge.
+    runs = [run for _, run in run_paths]
+    written = 0
+    with atomic_create(self._path) as sink:
+      for row in merge_sorted_runs(runs, DeadLetter, DEAD_LETTER_KEY):
+        sink.write(dead_letter_json(row).encode("utf-8") + b"\n")
+        written += 1
+    progress.count("dead_lettered", written)
+    progress.flush()
+    # The counts come out once the file is written: run.json waits for them.
+    yield counts
+
+
+class _CountDeadLetters(beam.CombineFn):
+  """Dead letters of one input role -> {role: {rejected, unmatched, by_reason}}."""
+
+  def __init__(self, role: str):
+    self._role = role
+
+  def create_accumulator(self):
+    return collections.Counter()
+
+  def add_input(self, accumulator, row: DeadLetter):
+    accumulator[(row.kind, row.reason)] += 1
+    return accumulator
+
+  def merge_accumulators(self, accumulators):
+    merged = collections.Counter()
+    for accumulator in accumulators:
+      merged.update(accumulator)
+    return merged
+
+  def extract_output(self, accumulator):
+    counts = {REJECTED: 0, UNMATCHED: 0}
+    by_reason = {}
+    for (kind, reason), count in sorted(accumulator.items()):
+      counts[kind] = counts.get(kind, 0) + count
+      by_reason[f"{kind}:{reason}"] = count
+    return {self._role: dict(counts, by_reason=by_reason)}
+
+
+class WriteDeadLetters(beam.PTransform):
+  """{role: PCollection[DeadLetter] or a tuple of them} -> one dead_letter.jsonl
+  sorted by (file, line, reason, field, message); returns a singleton
+  PCollection {role: {"rejected": n, "unmatched": m, "by_reason": {...}}} with
+  an entry (zeros where none) for every role: each input role ("predictions",
+  "gold", ...) reconciles on its own in run.json.
+
+  Each input is spilled where it is produced and only run paths are flattened:
+  the FnApiRunner would hold the inputs of a Flatten in memory.
+  """
+
+  def __init__(self, path: str, work_dir: str):
+    super().__init__()
+    self._path = path
+    self._work_dir = work_dir
+
+  def expand(self, dead_letters_by_role):
+    run_dir = FileSystems.join(self._work_dir, "dead_letter")
+    runs, counts = [], []
+    for role, pcolls in sorted(dead_letters_by_role.items()):
+      if not isinstance(pcolls, (tuple, list)):
+        pcolls = (pcolls,)
+      label = role.title().replace("_", "")
+      for index, pcoll in enumerate(pcolls):
+        runs.append(pcoll | f"SpillDeadLetterRuns{label}{index}" >> SpillSortedRuns(
+            run_dir, DeadLetter, DEAD_LETTER_KEY))
+        counts.append(pcoll | f"CountDeadLetters{label}{index}" >> beam.CombineGlobally(
+            _CountDeadLetters(role)))
+    counts = (tuple(counts) | "CollectDeadLetterCounts" >> beam.Flatten()
+              | "SumDeadLetterCounts" >> beam.CombineGlobally(SumCounts()))
+    return (runs[0].pipeline
+            | "StartDeadLetterFile" >> beam.Create([None])
+            | "MergeDeadLetterRuns" >> beam.ParDo(
+                _WriteDeadLettersFn(self._path),
+                beam.pvalue.AsList(tuple(runs) | "CollectRuns" >> beam.Flatten()),
+                beam.pvalue.AsSingleton(counts)))

@@ -1,0 +1,79 @@
+"""Predictions: the reader of `autoais evaluate --predictions` (CSV, JSON Lines or
+Parquet rows of question, answer, attribution and, optionally, system_name,
+passage and human_rating), also the ratings format of `autoais agreement`.
+"""
+from typing import Dict, Iterator, List, Union
+
+from schemas import DeadLetter, Prediction
+from schemas.errors import InputError
+from transforms.io.fields import (clean_text_fields, json_record, rejected,
+                                  system_name_field)
+from transforms.io.inputs import check_input_file, data_format, system_name_from_path
+from transforms.io.records import read_header, records
+
+REQUIRED_PREDICTION_FIELDS = ("question", "answer", "attribution")
+OPTIONAL_PREDICTION_FIELDS = ("system_name", "passage", "human_rating")
+_PREDICTION_FIELDS = REQUIRED_PREDICTION_FIELDS + OPTIONAL_PREDICTION_FIELDS
+HUMAN_RATINGS = {"y": "Y", "yes": "Y", "n": "N", "no": "N"}
+
+
+def check_prediction_file(path: str) -> List[str]:
+  """Raises InputError if a predictions file cannot be read (check_input_file) or,
+  for CSV and Parquet, lacks a required column; returns its columns (none for
+  JSON Lines)."""
+  check_input_file(path)
+  header = read_header(path, _PREDICTION_FIELDS)
+  if data_format(path) == "jsonl":
+    return header
+  missing = [f for f in REQUIRED_PREDICTION_FIELDS if f not in header]
+  if missing:
+    raise InputError(
+        f"{path}:1: missing required column(s) {', '.join(missing)} "
+        f"(found: {', '.join(header) or 'none'})")
+  return header
+
+
+def parse_prediction(fields: Dict[str, object], path: str, line: int,
+                     default_system: str) -> Union[Prediction, DeadLetter]:
+  values = clean_text_fields(fields, _PREDICTION_FIELDS, REQUIRED_PREDICTION_FIELDS,
+                              path, line)
+  if isinstance(values, DeadLetter):
+    return values
+  question = values["question"].strip()
+  if not question:
+    return rejected(path, line, "empty_question", "the question is empty",
+                    json_record(fields), "question")
+  if not values["answer"].strip():
+    return rejected(path, line, "empty_answer", "the answer is empty",
+                    json_record(fields), "answer")
+  system = system_name_field(values, default_system, fields, path, line)
+  if isinstance(system, DeadLetter):
+    return system
+  rating = values["human_rating"]
+  if rating is not None and rating.strip():
+    rating = HUMAN_RATINGS.get(rating.strip().lower())
+    if rating is None:
+      return rejected(path, line, "invalid_value",
+                      f"human_rating must be Y or N, found {values['human_rating']!r}",
+                      json_record(fields), "human_rating")
+  else:
+    rating = None
+  return Prediction(
+      system_name=system,
+      question=question,
+      answer=values["answer"],
+      attribution=values["attribution"].strip(),
+      passage=values["passage"] or None,
+      human_rating=rating,
+      source_file=path,
+      source_line=line)
+
+
+def read_predictions(path: str) -> Iterator[Union[Prediction, DeadLetter]]:
+  default_system = system_name_from_path(path)
+  for item in records(path, _PREDICTION_FIELDS):
+    if isinstance(item, DeadLetter):
+      yield item
+    else:
+      line, fields = item
+      yield parse_prediction(fields, path, line, default_system)

@@ -1,0 +1,310 @@
+"""Record-level reading of tabular input files (CSV with a header line, JSON Lines,
+Parquet), and `ReadRecords`, the Beam transform around every reader.
+
+Every reader (predictions, gold answers and corpus sources beside this module and
+in transforms/corpus/sources.py, and each job's readers) yields, per input record,
+either a parsed element or a `DeadLetter` naming the file, the line (1-based
+physical line where the record starts; the row number for Parquet) and the field
+at fault. A bad record never raises; a bad *file* (unknown format, missing
+required column) raises `InputError` so that the job stops before it writes
+anything. Paths are anything Beam's `FileSystems` opens: local paths, `gs://`
+URIs, `.gz` files.
+"""
+import collections
+import csv
+import io
+import json
+from typing import Iterator, List, Sequence, Union
+
+import apache_beam as beam
+import pyarrow as pa
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
+
+from schemas import DeadLetter
+from schemas.errors import InputError
+from transforms.io.fields import has_surrogates, json_record, raw_record, rejected
+from transforms.io.inputs import (DAMAGED_DATA_ERRORS, UTF8_BOM, data_format, open_input,
+                                  open_parquet)
+
+# A quoted CSV field may run over this many physical lines; past it, the record
+# is taken for an unclosed quote, rejected, and reading resumes on its next line.
+MAX_CSV_RECORD_LINES = 1000
+
+# Large CSV fields (Wikipedia passages) exceed csv's default 128 KiB limit.
+csv.field_size_limit(64 * 1024 * 1024)
+
+
+# ----------------------------------------------------------------------------
+# Tabular records: CSV with a header line, JSON Lines, Parquet.
+
+
+class _RecordTooLong(Exception):
+  pass
+
+
+class _PhysicalLines:
+  """The physical lines of a text stream (ended by \\n, \\r\\n or \\r), numbered,
+  for csv.reader: the lines of a record that proves malformed are handed out
+  again, all but the first, so that one stray quote costs one line, not every
+  line up to the next quote."""
+
+  def __init__(self, text):
+    self._source = iter(text)
+    self._replay = collections.deque()
+    self.record_lines: List[str] = []
+    self.next_line = 1  # the physical line number of the record being read
+
+  def __iter__(self):
+    return self
+
+  def __next__(self) -> str:
+    if len(self.record_lines) >= MAX_CSV_RECORD_LINES:
+      raise _RecordTooLong(
+          f"a record runs over more than {MAX_CSV_RECORD_LINES} lines (an "
+          "unclosed quote?)")
+    line = self._replay.popleft() if self._replay else next(self._source)
+    self.record_lines.append(line)
+    return line
+
+  def accept_record(self) -> None:
+    self.next_line += len(self.record_lines)
+    self.record_lines = []
+
+  def reject_record(self) -> None:
+    self._replay.extendleft(reversed(self.record_lines[1:]))
+    self.next_line += 1
+    self.record_lines = []
+
+
+def _csv_header(values: List[str], path: str, line: int) -> List[str]:
+  header = [name.strip() for name in values]
+  seen = set()
+  for name in header:
+    if name in seen:
+      raise InputError(f"{path}:{line}: CSV header names column '{name}' twice")
+    seen.add(name)
+    if has_surrogates(name):
+      raise InputError(f"{path}:{line}: CSV header is not UTF-8 text")
+  return header
+
+
+def _csv_rows(path: str) -> Iterator[Union[tuple, DeadLetter]]:
+  """Yields the header (a list), then (line, values) or DeadLetter per record.
+
+  Bytes that are not UTF-8 survive decoding as surrogates so that the row can be
+  rejected naming its field; quoted fields may span lines. A record that cannot
+  be parsed, or spans several lines with the wrong number of fields, is
+  rejected at its first line and reading resumes on the line after it.
+  """
+  with open_input(path) as binary:
+    text = io.TextIOWrapper(binary, encoding="utf-8-sig", errors="surrogateescape",
+                            newline="")
+    lines = _PhysicalLines(text)
+    reader = csv.reader(lines, strict=True)
+    width = None
+    while True:
+      start = lines.next_line
+      try:
+        values = next(reader)
+      except StopIteration:
+        return
+      except (csv.Error, _RecordTooLong) as error:
+        if width is None:
+          raise InputError(f"{path}:{start}: unreadable CSV header: {error}") from error
+        yield rejected(path, start, "malformed_csv", f"malformed CSV record: {error}",
+                       raw_record(lines.record_lines[0].rstrip("\r\n")))
+        lines.reject_record()
+        continue
+      if not values:  # a blank line
+        lines.accept_record()
+        continue
+      if width is None:
+        header = _csv_header(values, path, start)
+        width = len(header)
+        lines.accept_record()
+        yield header
+        continue
+      if len(values) != width:
+        yield rejected(
+            path, start, "malformed_csv",
+            f"expected {width} fields, found {len(values)}",
+            json_record({"values": values}))
+        if len(lines.record_lines) > 1:
+          lines.reject_record()
+        else:
+          lines.accept_record()
+        continue
+      lines.accept_record()
+      yield start, values
+
+
+def _csv_records(path: str) -> Iterator[Union[tuple, DeadLetter]]:
+  """Yields (line, {column: value}) or DeadLetter for each CSV record."""
+  rows = _csv_rows(path)
+  header = next(rows, None)
+  if header is None:
+    return
+  for item in rows:
+    if isinstance(item, DeadLetter):
+      yield item
+    else:
+      line, values = item
+      yield line, dict(zip(header, values))
+
+
+def _json_object(text: str):
+  try:
+    return json.loads(text)
+  except (ValueError, RecursionError):
+    return None
+
+
+def jsonl_records(path: str) -> Iterator[Union[tuple, DeadLetter]]:
+  """Yields (line, {field: value}) or DeadLetter for each line of JSON Lines
+  (lines end with \\n; a \\r before it and a UTF-8 byte-order mark are ignored)."""
+  with open_input(path) as binary:
+    for line, raw in enumerate(binary, start=1):
+      if raw.startswith(UTF8_BOM):
+        raw = raw[len(UTF8_BOM):]
+      if not raw.strip():
+        continue
+      try:
+        decoded = raw.decode("utf-8")
+      except UnicodeDecodeError as error:
+        # Parsed all the same (bytes kept as surrogates) to name the field that
+        # holds them; a line that is not JSON either is rejected as not UTF-8.
+        decoded = raw.decode("utf-8", "surrogateescape")
+        fields = _json_object(decoded)
+        if not isinstance(fields, dict):
+          yield rejected(path, line, "non_utf8",
+                         f"bytes that are not UTF-8 at offset {error.start}",
+                         raw_record(decoded.rstrip("\r\n")))
+          continue
+      else:
+        try:
+          fields = json.loads(decoded)
+        except (ValueError, RecursionError) as error:
+          yield rejected(path, line, "malformed_json", f"not a JSON object: {error}",
+                         raw_record(decoded.rstrip("\r\n")))
+          continue
+      if not isinstance(fields, dict):
+        yield rejected(path, line, "malformed_json", "not a JSON object",
+                       raw_record(decoded.rstrip("\r\n")))
+        continue
+      yield line, fields
+
+
+def _text_column(column) -> list:
+  """A Parquet column as Python values; binary values are decoded (bytes that are
+  not UTF-8 become surrogates, for the row to be rejected naming its field)."""
+  if pa.types.is_dictionary(column.type):
+    column = column.cast(column.type.value_type)
+  values = column.to_pylist()
+  if pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type):
+    return [None if value is None else value.decode("utf-8", "surrogateescape")
+            for value in values]
+  return values
+
+
+def _parquet_records(path: str, columns: Sequence[str]) -> Iterator[tuple]:
+  parquet = open_parquet(path)
+  try:
+    present = [c for c in columns if c in parquet.schema_arrow.names]
+    row = 0
+    try:
+      for batch in parquet.iter_batches(batch_size=8192, columns=present):
+        values = [_text_column(column) for column in batch.columns]
+        for record in zip(*values):
+          row += 1
+          yield row, dict(zip(present, record))
+    except DAMAGED_DATA_ERRORS as error:
+      raise InputError(f"{path}: unreadable Parquet data after row {row} ({error}): "
+                       "a truncated or damaged file?") from error
+  finally:
+    parquet.close()
+
+
+def _is_text_type(data_type) -> bool:
+  if pa.types.is_dictionary(data_type):
+    data_type = data_type.value_type
+  return (pa.types.is_string(data_type) or pa.types.is_large_string(data_type) or
+          pa.types.is_binary(data_type) or pa.types.is_large_binary(data_type) or
+          pa.types.is_null(data_type))
+
+
+def read_header(path: str, text_columns: Sequence[str] = ()) -> List[str]:
+  """Column names of a CSV or Parquet file (JSON Lines have none: empty list).
+
+  Parquet columns named in `text_columns` must hold text (string, binary or a
+  dictionary of strings): another type is refused, naming the column.
+  """
+  fmt = data_format(path)
+  if fmt == "csv":
+    header = next(_csv_rows(path), None)
+    return header or []
+  if fmt == "parquet":
+    parquet = open_parquet(path)
+    schema = parquet.schema_arrow
+    parquet.close()
+    for name in text_columns:
+      if name in schema.names and not _is_text_type(schema.field(name).type):
+        raise InputError(
+            f"{path}: column '{name}' has type {schema.field(name).type}, "
+            "expected string")
+    return list(schema.names)
+  return []
+
+
+def records(path: str, columns: Sequence[str]) -> Iterator[Union[tuple, DeadLetter]]:
+  fmt = data_format(path)
+  if fmt == "csv":
+    return _csv_records(path)
+  if fmt == "jsonl":
+    return jsonl_records(path)
+  return _parquet_records(path, columns)
+
+
+# ----------------------------------------------------------------------------
+# The Beam transform around the readers.
+
+
+class _ReadRecordsFn(beam.DoFn):
+
+  def __init__(self, read_file):
+    self._read_file = read_file
+
+  def start_bundle(self):
+    self._read = 0
+
+  def process(self, path):
+    for item in self._read_file(path):
+      self._read += 1
+      if isinstance(item, DeadLetter):
+        yield beam.pvalue.TaggedOutput("dead_letter", item)
+      else:
+        yield item
+
+  def finish_bundle(self):
+    if self._read:
+      yield beam.pvalue.TaggedOutput("counts", WindowedValue(
+          {"read": self._read}, MIN_TIMESTAMP, [GlobalWindow()]))
+      self._read = 0
+
+
+class ReadRecords(beam.PTransform):
+  """Reads files record by record with `read_file(path)` (read_predictions,
+  read_corpus_source). Outputs: main (parsed elements), 'dead_letter' and
+  'counts' (per-bundle {'read': n}: every record, parsed or not)."""
+
+  def __init__(self, paths: Sequence[str], read_file):
+    super().__init__()
+    self._paths = list(paths)
+    self._read_file = read_file
+
+  def expand(self, pbegin):
+    return (pbegin
+            | "ListInputFiles" >> beam.Create(self._paths)
+            | "ParseRecords" >> beam.ParDo(_ReadRecordsFn(self._read_file)).with_outputs(
+                "dead_letter", "counts", main="records"))
