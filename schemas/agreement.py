@@ -1,5 +1,5 @@
 """Element types of `autoais agreement` only, each beside its pyarrow schema:
-the human-labelled items it reads (transforms/labelled_sources.py) and the scored
+the human-labelled items it reads (transforms/labelled/readers.py) and the scored
 rows it writes.
 """
 from typing import NamedTuple, Optional

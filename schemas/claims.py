@@ -17,7 +17,7 @@ class ClaimInput(NamedTuple):
   claim: str  # as given, citation markers included
   evidence: List[str]  # as given; empty: the claim cites nothing
   support: Optional[str]  # human label: Complete / Partial / Incomplete / Missing / ...
-  abstained: bool  # the answer abstains (transforms/claims.py: did_abstain)
+  abstained: bool  # the answer abstains (transforms/labelled/expertqa.py: did_abstain)
   answer_line: int  # line of the answer's record (flat JSONL: of its first claim)
   source_file: str
   source_line: int

@@ -1,7 +1,7 @@
 """Element types of the passage corpus, each beside its pyarrow schema: the
 records build-corpus reads, the passages it lays out as Parquet (joined by evaluate
 and audit), and the article index that audit --candidates_from article reads
-(transforms/corpus.py).
+(transforms/corpus/store.py).
 """
 from typing import NamedTuple
 

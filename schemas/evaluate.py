@@ -111,7 +111,7 @@ class LeaderboardRow(NamedTuple):
   human_ais: Optional[float]  # share of human-rated rows rated Y
   human_agreement: Optional[float]  # accuracy of auto_ais against human_rating
   human_kappa: Optional[float]  # Cohen's kappa of auto_ais against human_rating
-  # Agreement with human ratings on the rated rows (transforms/agreement.py).
+  # Agreement with human ratings on the rated rows (transforms/stats/agreement.py).
   autoais_rated: Optional[float]  # share of human-rated rows with auto_ais Y
   human_balanced_accuracy: Optional[float]
   human_roc_auc: Optional[float]  # of nli_score, over rated rows that were scored

@@ -13,7 +13,7 @@ class SckInput(NamedTuple):
   question: str
   answer: str
   reference_answer: Optional[str]  # the ground-truth answer, where given
-  intent: Optional[str]  # a given question intent (transforms/intent.py INTENTS)
+  intent: Optional[str]  # a given question intent (transforms/sck/intent.py INTENTS)
   source_file: str
   source_line: int
 
@@ -32,7 +32,7 @@ SCK_INPUT_SCHEMA = pa.schema([
 class KgStatement(NamedTuple):
   """One statement of a knowledge graph (`--kg`): an edge between two entity ids,
   or, with the predicates rdfs:label / skos:altLabel / schema:description, an
-  entity's name, alias or description (transforms/knowledge_graph.py)."""
+  entity's name, alias or description (transforms/sck/knowledge_graph.py)."""
   subject: str
   predicate: str
   object: str
@@ -93,7 +93,7 @@ class SckRow(NamedTuple):
   answer: str
   reference_answer: Optional[str]
   intent: str
-  intent_source: str  # "given" (input column) / "rules" (transforms/intent.py)
+  intent_source: str  # "given" (input column) / "rules" (transforms/sck/intent.py)
   intent_evidence: str  # JSON
   sck_score: Optional[float]
   s_score: float
