@@ -104,9 +104,10 @@ EVALUATE_FAULTS = [
     ("MatchGoldQuestions", Fault(START)),
     ("LookUpShardRowGroups", Fault(FINISH)),
     ("MatchAnswerStrings", Fault(ELEMENT, after=5)),
-    ("SpillRatingRuns", Fault(FINISH)),
-    ("WriteRatings", Fault(ELEMENT, after=2)),
-    ("WriteRatings", Fault(FINISH)),
+    # The ratings table's skeleton (transforms/rows): its spill, then its merge.
+    ("WriteRatings/SpillRuns", Fault(FINISH)),
+    ("WriteRatings/MergeRuns", Fault(ELEMENT, after=2)),
+    ("WriteRatings/MergeRuns", Fault(FINISH)),
     ("ComputeLeaderboardRows", Fault(ELEMENT, after=1)),
     ("WriteLeaderboard", Fault(FINISH)),
     ("SpillDeadLetterRuns", Fault(FINISH)),
@@ -164,7 +165,7 @@ def test_a_fault_that_never_clears_fails_the_job_without_manifest(inputs, tmp_pa
 
 KILL_POINTS = [
     ("evaluate", "ParseRecords:element:2"),
-    ("evaluate", "WriteRatings:element:2"),
+    ("evaluate", "WriteRatings/MergeRuns:element:2"),
     ("evaluate", "MergeDeadLetterRuns:start:0"),
     ("evaluate", "WriteManifestFile:start:0"),
     ("build-corpus", "WriteShards:element:1"),
@@ -234,7 +235,7 @@ def test_a_second_run_into_the_directory_of_a_running_one_is_refused(
   without touching a file; once the first is killed, a run cleans up after it."""
   output = tmp_path / "out"
   args = evaluate_args(inputs, output)
-  first = _start_paused("evaluate", args, "WriteRatings:element:2", tmp_path)
+  first = _start_paused("evaluate", args, "WriteRatings/MergeRuns:element:2", tmp_path)
   try:
     before = {path: path.read_bytes() for path in output.rglob("*") if path.is_file()}
     capsys.readouterr()

@@ -23,6 +23,7 @@ from beam_jobs import evaluate
 from models import remote
 from schemas import AttributionExample, AttributionScore, ScoringFailure
 from schemas.errors import EndpointMisconfigured
+from transforms.scoring import hosted
 from models import embeddings
 from tests import sck_kg
 from tests.conftest import EXAMPLES, PROJECT_ROOT, read_jsonl, run_job, write_jsonl
@@ -301,7 +302,7 @@ def fake_vertex():
 
 def test_vertex_handler_maps_requests_and_responses(fake_vertex):
   from apache_beam.ml.inference.vertex_ai_inference import VertexAIModelHandlerJSON  # pylint: disable=import-outside-toplevel
-  scorer = remote.VertexScorer("1234", "my-project", "us-central1", threshold=0.3,
+  scorer = hosted.VertexScorer("1234", "my-project", "us-central1", threshold=0.3,
                                instances_per_request=2)
   handler = scorer._handler  # pylint: disable=protected-access
   assert isinstance(handler._vertex, VertexAIModelHandlerJSON)  # pylint: disable=protected-access
