@@ -249,7 +249,14 @@ def _prediction_json(prediction, **extra) -> str:
                     ensure_ascii=False)
 
 
-def _failed_row_dead_letter(rated: "RatedMatch", failure: ScoringFailure) -> DeadLetter:
+class RatedMatch(NamedTuple):
+  """What a rating row needs of a prediction besides its score: the graded
+  prediction and the passage shown beside it (None: no passage)."""
+  match: GoldMatch
+  passage: Optional[str]
+
+
+def _failed_row_dead_letter(rated: RatedMatch, failure: ScoringFailure) -> DeadLetter:
   """A row the scorer could not score (a remote endpoint refused it, or failed
   after every retry): rejected, with the HTTP status in the record."""
   prediction = rated.match.prediction
@@ -289,13 +296,6 @@ class AttachPassages(beam.PTransform):
           self._corpus_dir, attribution_to_look_up)
     return matches | "LookUpCorpus" >> store.LookupPassages(
         self._corpus_dir, attribution_to_look_up)
-
-
-class RatedMatch(NamedTuple):
-  """What a rating row needs of a prediction besides its score: the graded
-  prediction and the passage shown beside it (None: no passage)."""
-  match: GoldMatch
-  passage: Optional[str]
 
 
 def prepare_example(match: GoldMatch, corpus_passage: Optional[str],
