@@ -30,23 +30,18 @@ if __name__ == "__main__":
 
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_jobs.common import JobArguments, require, run_job
-from schemas.errors import ConfigError
 from beam_jobs.output_dir import OutputDir
-from schemas import AIS_AGREEMENT_SCHEMA, AIS_TABLE_SCHEMA
+from schemas.errors import ConfigError, InputError
 from transforms.ais_annotations import readers, steps
 from transforms.ais_annotations.paper import PAPER, SAMPLED_ITEMS, SIGNIFICANCE_LEVEL
-from transforms.io.atomic import atomic_create, write_text_atomically
-from transforms.io.dead_letters import WriteDeadLetters
+from transforms.ais_annotations.tables import WriteAisTables
 from transforms.io.inputs import check_input_file, data_format, match_files
-from transforms.io.manifest import WriteManifest, reconcile
+from transforms.io.manifest import reconcile
 from transforms.io.records import ReadRecords, read_header
-from transforms.io.tables import csv_bytes
-from transforms.rows.record import RunRecord
-from schemas.errors import InputError
+from transforms.rows.record import RunRecord, WriteRunRecord
 
 OUTPUT_FILES = ("run.json", "ais_tables.csv", "ais_tables.json", "ais_tables.md",
                 "ais_agreement.csv", "dead_letter.jsonl")
@@ -102,36 +97,6 @@ class _Plan:
     self.datasets = datasets
 
 
-class _WriteTablesFn(beam.DoFn):
-  """All (data set, model) tallies (one small accumulator per model, never the
-  rows) -> the table files; emits the counts run.json needs."""
-
-  def __init__(self, output_dir: str, alpha: float, sampled: int):
-    self._output_dir = output_dir
-    self._alpha = alpha
-    self._sampled = sampled
-
-  def process(self, tallies):
-    tables = steps.build_tables(tallies, self._alpha, self._sampled)
-    summary = steps.summarize(tables)
-    join = FileSystems.join
-    with atomic_create(join(self._output_dir, "ais_tables.csv")) as sink:
-      sink.write(csv_bytes(steps.table_rows(tables, self._sampled), AIS_TABLE_SCHEMA))
-    with atomic_create(join(self._output_dir, "ais_agreement.csv")) as sink:
-      sink.write(csv_bytes(steps.agreement_rows(tables), AIS_AGREEMENT_SCHEMA))
-    write_text_atomically(join(self._output_dir, "ais_tables.json"),
-                          steps.tables_json(tables, self._alpha, self._sampled, summary))
-    write_text_atomically(join(self._output_dir, "ais_tables.md"),
-                          steps.tables_markdown(tables, self._alpha, self._sampled,
-                                                summary))
-    yield {
-        "used": sum(model.tally.counts.items for table in tables for model in table.models),
-        "datasets": len(tables),
-        "models": sum(len(table.models) for table in tables),
-        "reproduction": summary,
-    }
-
-
 class _AisAnnotationsRecord(RunRecord):
   job = "ais-annotations"
 
@@ -141,8 +106,8 @@ class _AisAnnotationsRecord(RunRecord):
     self._settings = {"alpha": options.alpha, "sampled_outputs": options.sampled_outputs,
                       "significance_test": steps.TEST_NAME, "paper": PAPER}
 
-  def fields(self, read_count, tables, dead):
-    counts = reconcile(read_count, tables["used"], dead["annotations"])
+  def fields(self, read_counts, tables, dead):
+    counts = reconcile(read_counts.get("read", 0), tables["used"], dead["annotations"])
     counts["used"] = counts.pop("scored")
     return {
         "counts": counts,
@@ -163,23 +128,11 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   work_dir = plan.output.claim()
 
   read = pipeline | "ReadAnnotations" >> ReadRecords(plan.files, readers.read_annotations)
-  tables = (
-      read.records
-      | "KeyByModel" >> beam.Map(lambda row: ((row.dataset, row.model), row))
-      | "TallyModels" >> beam.CombinePerKey(steps.TallyAnnotations())
-      | "CollectModelTallies" >> beam.combiners.ToList()
-      | "WriteTables" >> beam.ParDo(_WriteTablesFn(options.output_dir, options.alpha,
-                                                   options.sampled_outputs)))
-  dead = ({"annotations": read.dead_letter}
-          | "WriteDeadLetters" >> WriteDeadLetters(
-              FileSystems.join(options.output_dir, "dead_letter.jsonl"), work_dir))
-  read_count = (read.counts
-                | "TakeReadCounts" >> beam.Map(lambda counts: counts["read"])
-                | "SumReadCounts" >> beam.CombineGlobally(sum))
-  _ = pipeline | "WriteRunManifest" >> WriteManifest(
-      FileSystems.join(options.output_dir, "run.json"),
-      record, {"read_count": read_count, "tables": tables, "dead": dead},
-      work_dir=work_dir)
+  tables = read.records | "WriteAisTables" >> WriteAisTables(
+      options.output_dir, options.alpha, options.sampled_outputs)
+  _ = pipeline | "WriteRunRecord" >> WriteRunRecord(
+      options.output_dir, work_dir, record, {"annotations": read.dead_letter},
+      counts={"read_counts": read.counts}, values={"tables": tables})
   return plan.output
 
 

@@ -39,43 +39,28 @@ if __name__ == "__main__":
   from beam_jobs.audit import run
   sys.exit(run())
 
-import json
-from typing import NamedTuple, Optional
-
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
                               run_job, scorer_from_options)
-from schemas.errors import ConfigError
 from beam_jobs.output_dir import OutputDir
-from schemas import (AUDIT_ANSWER_ROW_SCHEMA, AUDIT_CANDIDATE_SCHEMA,
-                     AUDIT_SYSTEM_SCHEMA, REJECTED, AuditCandidateRow, AuditPair,
-                     DeadLetter)
+from schemas.errors import ConfigError, InputError
 from transforms.audit.readers import (ANSWER_FIELDS, candidates_format,
-                                      read_audit_answers, read_candidates, read_topics)
-from transforms.audit.steps import (ARTICLE, AUDIT_KEY, CANDIDATE_SOURCES, JOIN_KEY, RUN,
-                                    AccountAnswersFn, AnswerAudit, AuditOutcomes,
-                                    BuildAnswerIndex, BuildTopicIndex, ExpandArticleFn,
-                                    FirstCandidate, MatchCandidatesFn, PrepareExamplesFn,
-                                    answer_row_key, audit_system_row,
-                                    candidate_scoring_failed, later_topic,
-                                    passage_to_look_up, top1_article, unit_key)
+                                      read_audit_answers, read_candidates)
+from transforms.audit.stages import (ExpandToArticles, GradeAnswers, IndexTopics,
+                                     JoinCandidatePassages, MatchCandidates,
+                                     RateCandidates)
+from transforms.audit.steps import ARTICLE, CANDIDATE_SOURCES, RUN, BuildAnswerIndex
+from transforms.audit.tables import AuditFold, SummarizeAudit
 from transforms.corpus import store
-from transforms.io.dead_letters import WriteDeadLetters
-from transforms.io.gold import TFDS_PREFIX, ReadGold, check_gold_source
+from transforms.io.gold import TFDS_PREFIX, check_gold_source
 from transforms.io.inputs import (check_input_file, check_text_file, data_format,
                                   match_files)
-from transforms.io.manifest import (SumCounts, WriteManifest, reconcile)
+from transforms.io.manifest import reconcile
 from transforms.io.records import ReadRecords, read_header
-from transforms.scoring.attribution import (ScoreAttribution, first_failure,
-                                            scored_or_failed)
-from transforms.stats.metrics import BuildGoldIndex
-from transforms.rows.merge import RowFold, RowTable, WriteMergedRows
-from transforms.rows.record import RunRecord, scorer_side_inputs
-from transforms.rows.summary import WriteSummary, percent
-from schemas.errors import InputError
+from transforms.rows.merge import WriteMergedRows
+from transforms.rows.record import RunRecord, WriteRunRecord
 
 OUTPUT_FILES = ("run.json", "audit_candidates.parquet", "audit_answers.parquet",
                 "audit_answers.csv", "audit.csv", "audit.json", "audit.md",
@@ -169,169 +154,6 @@ class _Plan:
     return files
 
 
-# ----------------------------------------------------------------------------
-# Steps.
-
-
-class _GradeAnswersFn(beam.DoFn):
-  """Fills in EM / F1 of answers whose question is in gold."""
-
-  def process(self, answer, gold):
-    graded = gold.grade(answer.question, answer.answer)
-    if graded is None:
-      yield beam.pvalue.TaggedOutput("stats", {"answers_not_in_gold": 1})
-      yield answer
-    else:
-      yield answer._replace(em=graded[1], f1=graded[2])
-
-
-class _RejectLaterTopicsFn(beam.DoFn):
-
-  def process(self, topic, kept):
-    dead = later_topic(topic, kept)
-    if dead is not None:
-      yield dead
-
-
-class _RateCandidatesFn(beam.DoFn):
-  """((pair, found), score or ScoringFailure) -> its AuditCandidateRow; every
-  candidate of an answer one of whose candidates could not be scored is left
-  out (the answer's figures would be over the others only): dead-lettered if it
-  is a line of the input that was found in the corpus (one not found is
-  dead-lettered already; an article passage is no input line)."""
-
-  def __init__(self, scorer: str):
-    self._scorer = scorer
-
-  def process(self, keyed_outcome, failed_answers):
-    (pair, found), outcome = keyed_outcome
-    failure = failed_answers.get(answer_row_key(pair))
-    if failure is None:
-      yield candidate_row(pair, found, outcome, self._scorer)
-    elif found and not pair.from_article:
-      yield beam.pvalue.TaggedOutput("dead_letter",
-                                     candidate_scoring_failed(pair, failure))
-
-
-def candidate_row(pair, found: bool, score, scorer: str) -> AuditCandidateRow:
-  if score is None:
-    nli_score, auto_ais, n_windows, truncated = None, "N", 0, False
-  else:
-    nli_score, n_windows, truncated = score.nli_score, score.n_windows, score.truncated
-    auto_ais = "Y" if score.attributable else "N"
-  return AuditCandidateRow(
-      pair.system_name, pair.question, pair.query_id, pair.answer, pair.passage_id,
-      pair.rank, pair.retrieval_score, found, auto_ais, nli_score, n_windows,
-      truncated, pair.from_article, pair.em, pair.f1, scorer, pair.answer_file,
-      pair.answer_line, pair.source_file, pair.source_line)
-
-
-class _MergedCandidate(NamedTuple):
-  """The fields of a candidate row that the writer reads as Python values."""
-  system_name: str
-  question: str
-  query_id: Optional[str]
-  answer: str
-  candidate_id: str
-  rank: int
-  found: bool
-  auto_ais: str
-  nli_score: Optional[float]
-  from_article: bool
-  em: Optional[float]
-  f1: Optional[float]
-  answer_file: str
-  answer_line: int
-
-
-class _AuditFold(RowFold):
-  """An answer's candidates arrive together, in rank order: writes
-  audit_candidates.parquet and audit_answers.parquet / .csv, dead-letters
-  repeated candidates of an answer, and gives one AuditOutcomes per system."""
-  row_type = AuditCandidateRow
-  merged_type = _MergedCandidate
-  sort_key = AUDIT_KEY
-  run_name = "candidates"
-  tables = (RowTable("audit_candidates", AUDIT_CANDIDATE_SCHEMA, write_csv=False),
-            RowTable("audit_answers", AUDIT_ANSWER_ROW_SCHEMA))
-
-  def __init__(self):
-    self._stats = {"audited_answers": 0, "candidates_scored": 0,
-                   "article_candidates": 0}
-    self._unit, self._audit, self._first, self._outcomes = None, None, None, None
-
-  def _finish_answer(self, tables):
-    if self._audit is not None:
-      row = self._audit.row(self._first.system_name, self._first)
-      tables["audit_answers"].add_row(row)
-      self._outcomes.add(row)
-      self._stats["audited_answers"] += 1
-      self._audit = None
-
-  def start_system(self, system_name):
-    self._outcomes = AuditOutcomes(system_name)
-
-  def add(self, row, ref, tables):
-    unit = (row.system_name, row.answer_file, row.answer_line)
-    if unit != self._unit:
-      self._finish_answer(tables)
-      self._unit, self._audit, self._first = unit, AnswerAudit(), row
-    if not self._audit.add(row.candidate_id, row.rank, row.found, row.auto_ais == "Y",
-                           row.nli_score):
-      if row.found:  # one not found is dead-lettered already, as unknown
-        yield self._duplicate(ref)
-      return
-    if row.found:
-      tables["audit_candidates"].add(ref)
-      self._stats["article_candidates" if row.from_article
-                  else "candidates_scored"] += 1
-
-  def end_system(self, tables):
-    self._finish_answer(tables)
-    yield self._outcomes
-
-  @staticmethod
-  def _duplicate(ref) -> DeadLetter:
-    row = ref.row(AuditCandidateRow)
-    return DeadLetter(
-        row.source_file, row.source_line, REJECTED, "duplicate_candidate", "docid",
-        f"{row.source_file}:{row.source_line}: field 'docid': passage "
-        f"{row.candidate_id!r} is already a candidate of this answer of system "
-        f"{row.system_name!r} at a better rank; the first is kept",
-        json.dumps({"system_name": row.system_name, "question": row.question,
-                    "id": row.candidate_id, "rank": row.rank}, ensure_ascii=False))
-
-  def stats(self):
-    return self._stats
-
-
-def _with_ci(row, name: str) -> str:
-  return percent(*(getattr(row, name + suffix) for suffix in ("", "_ci_low",
-                                                              "_ci_high")))
-
-
-def audit_markdown(rows) -> str:
-  lines = [
-      "Attribution of each system's answers in %: of the top-1 candidate, of any "
-      "candidate, and of the candidate the scorer ranks first (reranked); gain = "
-      "(reranked - top-1) / top-1; EM / non-EM: top-1 and reranked attribution of "
-      "exact-match and other answers (with --gold). 95% bootstrap CIs over "
-      "questions in brackets.",
-      "",
-      "| system | answers | candidates | top-1 | any | reranked | gain | EM answers | "
-      "top-1 EM | top-1 non-EM | reranked EM | reranked non-EM |",
-      "|---|---:|---:|---|---|---|---|---:|---|---|---|---|",
-  ]
-  for r in rows:
-    rates = [_with_ci(r, name) for name in ("top1", "any", "reranked", "reranking_gain")]
-    split = [_with_ci(r, name)
-             for name in ("top1_em", "top1_non_em", "reranked_em", "reranked_non_em")]
-    lines.append(f"| {r.system_name} | {r.n_answers} | {r.n_candidates} | "
-                 + " | ".join(rates) + f" | {r.n_em} / {r.n_graded} | "
-                 + " | ".join(split) + " |")
-  return "\n".join(lines) + "\n"
-
-
 class _AuditRecord(RunRecord):
   job = "audit"
 
@@ -382,149 +204,72 @@ class _AuditRecord(RunRecord):
     }
 
 
-def _sum(label: str, pcoll):
-  return pcoll | label >> beam.CombineGlobally(SumCounts())
-
-
 def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputDir:
   """Validates the options, claims the output directory, then adds the audit
-  steps to `pipeline`; returns the claimed OutputDir."""
+  stages (transforms/audit/stages.py) to `pipeline`; returns the claimed
+  OutputDir."""
   options = options.view_as(AuditOptions)
   plan = _Plan(options, pipeline.runner)
   record = _AuditRecord(options, plan)
   work_dir = plan.output.claim()
-  scorer_name = plan.scorer.describe()["name"]
-  step_stats = []
+  decode = options.view_as(ScorerOptions).decision == "decode"
+  gold_counts = gold_questions = topic_counts = topics_kept = None  # not given
+  dead_letters, steps, join_stats = {}, [], []
 
   answers_read = pipeline | "ReadAnswers" >> ReadRecords(plan.answer_files,
                                                          read_audit_answers)
   answers = answers_read.records
-  gold_read = None
   if options.gold:
-    gold_read = pipeline | "ReadGold" >> ReadGold(options.gold)
-    gold_index = gold_read.records | "IndexGold" >> beam.CombineGlobally(
-        BuildGoldIndex())
-    graded = answers | "GradeAnswers" >> beam.ParDo(
-        _GradeAnswersFn(), beam.pvalue.AsSingleton(gold_index)).with_outputs(
-            "stats", main="answers")
-    answers = graded.answers
-    step_stats.append(graded.stats)
+    graded = answers | "GradeAnswers" >> GradeAnswers(options.gold)
+    answers = graded["answers"]
+    steps.append(graded["stats"])
+    gold_counts, gold_questions = graded["gold_counts"], graded["gold_questions"]
+    dead_letters["gold"] = graded["gold_dead_letter"]
   index = answers | "IndexAnswers" >> beam.CombineGlobally(BuildAnswerIndex())
-
-  topics_read, topic_dead = None, ()
   if plan.topic_files:
-    topics_read = pipeline | "ReadTopics" >> ReadRecords(plan.topic_files, read_topics)
-    kept_topics = topics_read.records | "IndexTopics" >> beam.CombineGlobally(
-        BuildTopicIndex())
-    topic_dead = (topics_read.dead_letter,
-                  topics_read.records | "RejectRepeatedTopics" >> beam.ParDo(
-                      _RejectLaterTopicsFn(), beam.pvalue.AsSingleton(kept_topics)))
-    questions = kept_topics | "TopicQuestions" >> beam.Map(
-        lambda kept: {qid: topic.question for qid, topic in kept.items()})
+    topics = pipeline | "IndexTopics" >> IndexTopics(plan.topic_files)
+    questions = topics["questions"]
+    topic_counts, topics_kept = topics["counts"], topics["kept"]
+    dead_letters["topics"] = (topics["dead_letter"], topics["repeated"])
   else:
     questions = pipeline | "NoTopics" >> beam.Create([{}])
 
   candidates_read = pipeline | "ReadCandidates" >> ReadRecords(plan.candidate_files,
                                                                read_candidates)
-  matched = candidates_read.records | "MatchAnswers" >> beam.ParDo(
-      MatchCandidatesFn(options.top_k), beam.pvalue.AsSingleton(index),
-      beam.pvalue.AsSingleton(questions)).with_outputs(
-          "dead_letter", "stats", main="pairs")
-  step_stats.append(matched.stats)
-  per_answer = (matched.pairs
-                | "KeyByAnswerRow" >> beam.Map(lambda pair: (answer_row_key(pair), 1))
-                | "CountCandidatesPerAnswer" >> beam.CombinePerKey(sum))
-
-  pairs = matched.pairs
-  join_stats = []
+  matched = candidates_read.records | "MatchCandidates" >> MatchCandidates(
+      options.top_k, index, questions)
+  pairs = matched["pairs"]
+  steps.append(matched["stats"])
   if options.candidates_from == ARTICLE:
-    firsts = (pairs
-              | "KeyByAuditedAnswer" >> beam.Map(lambda pair: (unit_key(pair), pair))
-              | "FindTopCandidate" >> beam.CombinePerKey(FirstCandidate())
-              | "DropAnswerKeys" >> beam.Values())
-    articles = firsts | "LookUpArticles" >> store.LookupArticles(options.corpus,
-                                                                 top1_article)
-    expanded = articles["joined"] | "ExpandArticles" >> beam.ParDo(
-        ExpandArticleFn()).with_outputs("stats", main="pairs")
-    pairs = expanded.pairs
-    step_stats.append(expanded.stats)
-    join_stats.append(articles["stats"])
-  if options.corpus:
-    looked = pairs | "JoinPassages" >> store.SortedJoinPassages(
-        options.corpus, FileSystems.join(work_dir, "join"), AuditPair, JOIN_KEY,
-        passage_to_look_up)
-    joined = looked["joined"]
-    join_stats.append(looked["stats"])
-  else:
-    joined = pairs | "NoCorpus" >> beam.Map(lambda pair: (pair, None))
-  prepared = joined | "PrepareExamples" >> beam.ParDo(
-      PrepareExamplesFn(options.view_as(ScorerOptions).decision == "decode")
-  ).with_outputs("dead_letter", "stats", main="examples")
-  step_stats.append(prepared.stats)
-  scored = prepared.examples | "ScoreAttribution" >> ScoreAttribution(plan.scorer)
-  # Answers one of whose candidates could not be scored: left out whole, with
-  # their candidates (few: a side input).
-  failed_answers = beam.pvalue.AsDict(
-      scored["failed"]
-      | "KeyFailuresByAnswerRow" >> beam.MapTuple(
-          lambda key, failure: (answer_row_key(key[0]), failure))
-      | "FirstFailurePerAnswer" >> beam.CombinePerKey(first_failure))
-  accounted = answers | "AccountAnswers" >> beam.ParDo(
-      AccountAnswersFn(), beam.pvalue.AsSingleton(index),
-      beam.pvalue.AsDict(per_answer), failed_answers).with_outputs(
-          "dead_letter", main="audited")
-  rated = (scored_or_failed(scored, "CollectCandidateOutcomes")
-           | "RateCandidates" >> beam.ParDo(_RateCandidatesFn(scorer_name),
-                                            failed_answers).with_outputs(
-                                                "dead_letter", main="rows"))
-  written = rated.rows | "WriteAudit" >> WriteMergedRows(_AuditFold, options.output_dir,
-                                                        work_dir)
-  summary = (
-      written["outcomes"]
-      | "SummarizeSystems" >> beam.Map(audit_system_row, options.bootstrap_samples,
-                                       options.seed)
-      | "WriteSummary" >> WriteSummary(options.output_dir, "audit", AUDIT_SYSTEM_SCHEMA, {
-          "candidates_from": options.candidates_from,
-          "units": {"rates": "fraction", "reranking_gain": "relative"},
-          "bootstrap": {"method": "percentile", "level": 0.95,
-                        "samples": options.bootstrap_samples, "seed": options.seed,
-                        "unit": "question (a system's answers)"}}, audit_markdown))
-  dead_letters = {
-      "answers": (answers_read.dead_letter, accounted.dead_letter),
-      "candidates": (candidates_read.dead_letter, matched.dead_letter,
-                     prepared.dead_letter, rated.dead_letter, written["dead_letter"]),
-  }
-  if topic_dead:
-    dead_letters["topics"] = topic_dead
-  if gold_read is not None:
-    dead_letters["gold"] = gold_read.dead_letter
-  dead = dead_letters | "WriteDeadLetters" >> WriteDeadLetters(
-      FileSystems.join(options.output_dir, "dead_letter.jsonl"), work_dir)
-  empty = pipeline | "NoCounts" >> beam.Create([None])
-  _ = pipeline | "WriteRunManifest" >> WriteManifest(
-      FileSystems.join(options.output_dir, "run.json"), record,
-      {
-          "answer_reads": _sum("SumAnswerReads", answers_read.counts),
-          "candidate_reads": _sum("SumCandidateReads", candidates_read.counts),
-          "topic_reads": (_sum("SumTopicReads", topics_read.counts)
-                          if topics_read else empty),
-          "topics_kept": (kept_topics | "CountTopics" >> beam.Map(len)
-                          if topics_read else empty),
-          "gold_reads": _sum("SumGoldReads", gold_read.counts) if gold_read else empty,
-          "gold_questions": (gold_index | "CountGoldQuestions" >> beam.Map(
-              lambda gold: gold.n) if gold_read else empty),
-          "audited": _sum("SumAuditedAnswers", accounted.audited),
-          "steps": _sum("SumStepStats", tuple(step_stats)
-                        | "CollectStepStats" >> beam.Flatten()),
-          "written": written["stats"],
-          "dead": dead,
-          "summary": summary,
-          "join_stats": _sum("SumJoinStats", (tuple(join_stats) or (
-              pipeline | "NoJoinStats" >> beam.Create([{}]),))
-                             | "CollectJoinStats" >> beam.Flatten()),
-          **scorer_side_inputs(pipeline, plan.scorer, scored["stats"]),
-      },
-      work_dir=work_dir)
+    expanded = pairs | "ExpandToArticles" >> ExpandToArticles(options.corpus)
+    pairs = expanded["pairs"]
+    steps.append(expanded["stats"])
+    join_stats.append(expanded["join_stats"])
+  joined = pairs | "JoinCandidatePassages" >> JoinCandidatePassages(
+      options.corpus, work_dir, decode)
+  steps.append(joined["stats"])
+  join_stats.append(joined["join_stats"])
+  rated = joined["examples"] | "RateCandidates" >> RateCandidates(
+      plan.scorer, answers, index, matched["per_answer"])
+  written = rated["rows"] | "WriteAudit" >> WriteMergedRows(AuditFold, options.output_dir,
+                                                           work_dir)
+  summary = written["outcomes"] | "SummarizeAudit" >> SummarizeAudit(
+      options.output_dir, options.candidates_from, options.bootstrap_samples,
+      options.seed)
+
+  dead_letters["answers"] = (answers_read.dead_letter, rated["answer_dead_letter"])
+  dead_letters["candidates"] = (candidates_read.dead_letter, matched["dead_letter"],
+                                joined["dead_letter"], rated["dead_letter"],
+                                written["dead_letter"])
+  counts = {"answer_reads": answers_read.counts,
+            "candidate_reads": candidates_read.counts, "topic_reads": topic_counts,
+            "gold_reads": gold_counts, "audited": rated["audited"],
+            "steps": tuple(steps), "join_stats": tuple(join_stats)}
+  values = {"topics_kept": topics_kept, "gold_questions": gold_questions,
+            "written": written["stats"], "summary": summary}
+  _ = pipeline | "WriteRunRecord" >> WriteRunRecord(
+      options.output_dir, work_dir, record, dead_letters, counts=counts, values=values,
+      scorer=plan.scorer, scorer_stats=rated["stats"])
   return plan.output
 
 

@@ -29,30 +29,22 @@ if __name__ == "__main__":
   from beam_jobs.claims import run
   sys.exit(run())
 
-import json
-from typing import NamedTuple, Optional
-
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
                               run_job, scorer_from_options)
-from schemas.errors import ConfigError
 from beam_jobs.output_dir import OutputDir
-from schemas import (CLAIM_ROW_SCHEMA, CLAIMS_SYSTEM_SCHEMA, REJECTED, ClaimRow,
-                     DeadLetter)
+from schemas.errors import ConfigError
 from transforms.claims.readers import read_claims_jsonl
-from transforms.claims.steps import (CLAIM_KEY, EVIDENCE_MODES, ClaimOutcomes,
-                                     ScoreClaims, claims_system_row)
-from transforms.io.dead_letters import WriteDeadLetters
+from transforms.claims.steps import EVIDENCE_MODES, ScoreClaims
+from transforms.claims.tables import ClaimsFold, SummarizeClaims
 from transforms.io.inputs import check_input_file, data_format, match_files
-from transforms.io.manifest import (SumCounts, WriteManifest, reconcile)
+from transforms.io.manifest import reconcile
 from transforms.io.records import ReadRecords
 from transforms.labelled.expertqa import read_expertqa
-from transforms.rows.merge import RowFold, RowTable, WriteMergedRows
-from transforms.rows.record import RunRecord, scorer_side_inputs
-from transforms.rows.summary import WriteSummary, percent
+from transforms.rows.merge import WriteMergedRows
+from transforms.rows.record import RunRecord, WriteRunRecord
 
 OUTPUT_FILES = ("run.json", "claims_rows.parquet", "claims_rows.csv", "claims.csv",
                 "claims.json", "claims.md", "dead_letter.jsonl")
@@ -110,100 +102,6 @@ class _Plan:
         read_dirs={"--model": options.view_as(ScorerOptions).model})
 
 
-class _MergedClaim(NamedTuple):
-  """The fields of a claim row that the fold reads as Python values."""
-  system_name: str
-  question: str
-  source_file: str
-  answer_line: int
-  auto_ais: str
-  nli_score: Optional[float]
-  n_evidence: int
-  human_label: Optional[str]
-  abstained: bool
-
-
-class _ClaimsFold(RowFold):
-  """Keeps the first answer per (system, question) (an answer: the claims of
-  one source record), writes claims_rows.parquet / .csv, and gives one
-  ClaimOutcomes per system."""
-  row_type = ClaimRow
-  merged_type = _MergedClaim
-  sort_key = CLAIM_KEY
-  run_name = "claims"
-  tables = (RowTable("claims_rows", CLAIM_ROW_SCHEMA),)
-  unique = ("system_name", "question")
-  unit = ("system_name", "question", "source_file", "answer_line")
-
-  def __init__(self):
-    self._kept_claims = 0
-    self._answer = None  # the unit of the kept answer
-    self._outcomes = None
-
-  def start_system(self, system_name):
-    self._outcomes = ClaimOutcomes(system_name)
-
-  def add(self, row, ref, tables):
-    unit = (row.system_name, row.question, row.source_file, row.answer_line)
-    new_answer = unit != self._answer
-    self._answer = unit
-    self._outcomes.add(new_answer, row.auto_ais == "Y", row.n_evidence > 0,
-                       row.human_label, row.nli_score, row.abstained)
-    self._kept_claims += 1
-    tables["claims_rows"].add(ref)
-    return ()
-
-  def end_system(self, tables):
-    yield self._outcomes
-
-  def duplicate(self, ref, kept):
-    row = ref.row(ClaimRow)
-    return DeadLetter(
-        row.source_file, row.source_line, REJECTED, "duplicate_answer", "question",
-        f"{row.source_file}:{row.source_line}: field 'question': claim "
-        f"{row.claim_index} of system {row.system_name!r}: the system already "
-        f"answered this question at {kept.source_file}:{kept.answer_line}; the first "
-        "answer is kept",
-        json.dumps({"system_name": row.system_name, "question": row.question,
-                    "claim_index": row.claim_index, "claim": row.claim},
-                   ensure_ascii=False))
-
-  def stats(self):
-    return {"scored": self._kept_claims}
-
-
-def claims_markdown(rows) -> str:
-  lines = [
-      "Claim-level AutoAIS in % (claims without evidence count as N); macro: mean "
-      "over answers of the mean over their claims; micro: over claims; 95% "
-      "bootstrap CIs over answers in brackets. Human agreement against `support` "
-      "(Complete = attributable).",
-      "",
-      "| system | answers | claims | without evidence | abstaining | macro | micro | "
-      "macro w/o abstaining | micro w/o abstaining | labelled | human AIS | "
-      "accuracy | balanced accuracy | kappa | ROC-AUC |",
-      "|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-  ]
-  for row in rows:
-    kappa = "" if row.human_kappa is None else f"{row.human_kappa:.3f}"
-    auc = "" if row.human_roc_auc is None else f"{row.human_roc_auc:.3f}"
-    lines.append(
-        f"| {row.system_name} | {row.n_answers} | {row.n_claims} | "
-        f"{row.n_claims_without_evidence} | {row.n_abstaining_answers} | "
-        f"{percent(row.macro_autoais)} [{percent(row.macro_ci_low)}, "
-        f"{percent(row.macro_ci_high)}] | {percent(row.micro_autoais)} "
-        f"[{percent(row.micro_ci_low)}, {percent(row.micro_ci_high)}] | "
-        f"{percent(row.macro_autoais_non_abstaining)} | "
-        f"{percent(row.micro_autoais_non_abstaining)} | {row.n_human_labelled} | "
-        f"{percent(row.human_ais)} | {percent(row.human_accuracy)} | "
-        f"{percent(row.human_balanced_accuracy)} | {kappa} | {auc} |")
-  return "\n".join(lines) + "\n"
-
-
-def _describe_summary(rows):
-  return {"systems": len(rows), "answers": sum(row.n_answers for row in rows)}
-
-
 class _ClaimsRecord(RunRecord):
   job = "claims"
 
@@ -235,33 +133,16 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   scored = read.records | "ScoreClaims" >> ScoreClaims(plan.scorer,
                                                        options.evidence_mode)
   written = scored["rows"] | "WriteClaimRows" >> WriteMergedRows(
-      _ClaimsFold, options.output_dir, work_dir)
-  summary = (
-      written["outcomes"]
-      | "SummarizeSystems" >> beam.Map(claims_system_row, options.bootstrap_samples,
-                                       options.seed)
-      | "WriteSummary" >> WriteSummary(
-          options.output_dir, "claims", CLAIMS_SYSTEM_SCHEMA, {
-              "evidence_mode": options.evidence_mode,
-              "bootstrap": {"method": "percentile", "level": 0.95,
-                            "samples": options.bootstrap_samples, "seed": options.seed,
-                            "unit": "answer"},
-              "units": {"autoais": "fraction", "agreement": "fraction"}},
-          claims_markdown, describe=_describe_summary))
-  dead = ({"claims": (read.dead_letter, scored["dead_letter"], written["dead_letter"])}
-          | "WriteDeadLetters" >> WriteDeadLetters(
-              FileSystems.join(options.output_dir, "dead_letter.jsonl"), work_dir))
-  _ = pipeline | "WriteRunManifest" >> WriteManifest(
-      FileSystems.join(options.output_dir, "run.json"), record,
-      {
-          "read_counts": read.counts | "SumReadCounts" >> beam.CombineGlobally(
-              SumCounts()),
-          "written": written["stats"],
-          "dead": dead,
-          "summary": summary,
-          **scorer_side_inputs(pipeline, plan.scorer, scored["stats"]),
-      },
-      work_dir=work_dir)
+      ClaimsFold, options.output_dir, work_dir)
+  summary = written["outcomes"] | "SummarizeClaims" >> SummarizeClaims(
+      options.output_dir, options.evidence_mode, options.bootstrap_samples,
+      options.seed)
+  _ = pipeline | "WriteRunRecord" >> WriteRunRecord(
+      options.output_dir, work_dir, record,
+      {"claims": (read.dead_letter, scored["dead_letter"], written["dead_letter"])},
+      counts={"read_counts": read.counts},
+      values={"written": written["stats"], "summary": summary},
+      scorer=plan.scorer, scorer_stats=scored["stats"])
   return plan.output
 
 

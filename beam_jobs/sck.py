@@ -32,11 +32,9 @@ if __name__ == "__main__":
   from beam_jobs.sck import run
   sys.exit(run())
 
-import json
-from typing import List, NamedTuple, Optional
+from typing import Optional
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
@@ -44,27 +42,22 @@ from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, requ
 from schemas.errors import ConfigError
 from beam_jobs.output_dir import OutputDir
 from models.embeddings import EmbeddingModelHandler, check_embedding_model
-from schemas import (REJECTED, SCK_ROW_SCHEMA, SCK_SUMMARY_SCHEMA, DeadLetter, SckRow,
-                     SckSummaryRow)
-from transforms.io.dead_letters import WriteDeadLetters
+from schemas import REJECTED
 from transforms.io.inputs import match_files
-from transforms.io.manifest import (SumCounts, WriteManifest, reconcile)
+from transforms.io.manifest import reconcile
 from transforms.io.records import ReadRecords
-from transforms.io.sorted_runs import RowRef
 from transforms.sck.intent import INTENT_WEIGHTS
 from transforms.sck.knowledge_graph import (BuildKnowledgeGraph, check_kg_file,
                                             read_kg_statements)
 from transforms.sck.readers import check_answers_file, read_answers
 from transforms.sck.steps import K_WEIGHTS, ScoreAnswers
+from transforms.sck.tables import AnswersFold, SummarizeSck
 from transforms.scoring.fanout import ScoreUniqueExamples
-from transforms.rows.merge import RowFold, RowTable, WriteMergedRows
-from transforms.rows.record import RunRecord, scorer_side_inputs
-from transforms.rows.summary import WriteSummary
+from transforms.rows.merge import WriteMergedRows
+from transforms.rows.record import RunRecord, WriteRunRecord
 
 OUTPUT_FILES = ("run.json", "sck_rows.parquet", "sck_rows.csv", "sck.csv", "sck.json",
                 "sck.md", "dead_letter.jsonl")
-SCK_KEY = ("system_name", "question", "source_file", "source_line")
-ALL_INTENTS = "all"
 
 
 class SckOptions(PipelineOptions):
@@ -125,130 +118,6 @@ class _Plan:
       check_kg_file(path)
 
 
-class _Merged(NamedTuple):
-  """The fields of an answer row the writer reads as Python values."""
-  system_name: str
-  question: str
-  intent: str
-  sck_score: Optional[float]
-  s_score: float
-  c_score: Optional[float]
-  k_score: Optional[float]
-  ve_score: Optional[float]
-  er_score: Optional[float]
-  kg_attr_score: Optional[float]
-  n_contradictory: int
-  source_file: str
-  source_line: int
-
-
-_MEANS = ("sck_score", "s_score", "c_score", "k_score", "ve_score", "er_score",
-          "kg_attr_score")
-
-
-class _Means:
-  """Sums of one system's scores for one intent, added in the merge's order."""
-
-  def __init__(self):
-    self.n = 0
-    self.sums = {name: 0.0 for name in _MEANS}
-    self.counts = {name: 0 for name in _MEANS}
-    self.contradictory = 0
-
-  def add(self, row: _Merged) -> None:
-    self.n += 1
-    self.contradictory += row.n_contradictory
-    for name in _MEANS:
-      value = getattr(row, name)
-      if value is not None:
-        self.sums[name] += value
-        self.counts[name] += 1
-
-  def mean(self, name: str) -> Optional[float]:
-    return self.sums[name] / self.counts[name] if self.counts[name] else None
-
-  def summary(self, system: str, intent: str) -> SckSummaryRow:
-    return SckSummaryRow(system, intent, self.n, self.mean("sck_score"),
-                         self.mean("s_score"), self.mean("c_score"),
-                         self.counts["c_score"], self.mean("k_score"),
-                         self.mean("ve_score"), self.mean("er_score"),
-                         self.mean("kg_attr_score"), self.contradictory)
-
-
-def _system_summaries(system: str, means) -> List[SckSummaryRow]:
-  rows = [means[intent].summary(system, intent)
-          for intent in sorted(means) if intent != ALL_INTENTS]
-  return [means[ALL_INTENTS].summary(system, ALL_INTENTS)] + rows
-
-
-class _AnswersFold(RowFold):
-  """Keeps the first answer per (system, question), writes sck_rows.parquet /
-  .csv, and gives each system's summary rows (overall and per intent)."""
-  row_type = SckRow
-  merged_type = _Merged
-  sort_key = SCK_KEY
-  run_name = "answers"
-  tables = (RowTable("sck_rows", SCK_ROW_SCHEMA),)
-  unique = ("system_name", "question")
-
-  def __init__(self):
-    self._kept = 0
-    self._system, self._means = None, {}
-
-  def start_system(self, system_name):
-    self._system, self._means = system_name, {ALL_INTENTS: _Means()}
-
-  def add(self, row, ref, tables):
-    self._means[ALL_INTENTS].add(row)
-    self._means.setdefault(row.intent, _Means()).add(row)
-    self._kept += 1
-    tables["sck_rows"].add(ref)
-    return ()
-
-  def end_system(self, tables):
-    return _system_summaries(self._system, self._means)
-
-  def duplicate(self, ref: RowRef, kept) -> DeadLetter:
-    row = ref.row(SckRow)
-    return DeadLetter(
-        row.source_file, row.source_line, REJECTED, "duplicate_answer", "question",
-        f"{row.source_file}:{row.source_line}: field 'question': system "
-        f"{row.system_name!r} already answered this question at "
-        f"{kept.source_file}:{kept.source_line}; the first answer is kept",
-        json.dumps({"system_name": row.system_name, "question": row.question,
-                    "answer": row.answer}, ensure_ascii=False))
-
-  def stats(self):
-    return {"scored": self._kept}
-
-
-def _number(value) -> str:
-  return "" if value is None else f"{value:.3f}"
-
-
-def sck_markdown(rows) -> str:
-  lines = [
-      "SCK answer quality (seed 002): mean scores per system and question intent; "
-      "`all`: every answer. Means skip undefined scores (n C: answers with a "
-      "defined C).",
-      "",
-      "| system | intent | answers | SCK | S | C | n C | K | VE | ER | KG-AttrScore | "
-      "contradictory sentences |",
-      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-  ]
-  for row in rows:
-    lines.append(
-        f"| {row.system_name} | {row.intent} | {row.n_answers} | {_number(row.sck)} | "
-        f"{_number(row.s)} | {_number(row.c)} | {row.n_c} | {_number(row.k)} | "
-        f"{_number(row.ve)} | {_number(row.er)} | {_number(row.kg_attr)} | "
-        f"{row.n_contradictory_sentences} |")
-  return "\n".join(lines) + "\n"
-
-
-def _summary_order(row):
-  return (row.system_name, row.intent != ALL_INTENTS, row.intent)
-
-
 class _SckRecord(RunRecord):
   job = "sck"
 
@@ -281,10 +150,6 @@ class _SckRecord(RunRecord):
     }
 
 
-def _sum_counts(label: str, counts):
-  return counts | label >> beam.CombineGlobally(SumCounts())
-
-
 def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputDir:
   """Validates the options, claims the output directory, then adds the sck steps
   to `pipeline`; returns the claimed OutputDir."""
@@ -304,28 +169,19 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   scored = read.records | "ScoreAnswers" >> ScoreAnswers(graph, plan.scorer, embedder,
                                                          plan.k_weights)
   written = scored["rows"] | "WriteAnswerRows" >> WriteMergedRows(
-      _AnswersFold, options.output_dir, work_dir)
-  summary = written["outcomes"] | "WriteSummary" >> WriteSummary(
-      options.output_dir, "sck", SCK_SUMMARY_SCHEMA, {"weights": weights},
-      sck_markdown, order=_summary_order, rows_name="rows")
-  dead = ({"answers": (read.dead_letter, scored["dead_letter"], written["dead_letter"]),
-           "kg": kg.dead_letter}
-          | "WriteDeadLetters" >> WriteDeadLetters(
-              FileSystems.join(options.output_dir, "dead_letter.jsonl"), work_dir))
-  _ = pipeline | "WriteRunManifest" >> WriteManifest(
-      FileSystems.join(options.output_dir, "run.json"), record,
-      {
-          "read_counts": _sum_counts("SumReadCounts", read.counts),
-          "kg_read_counts": _sum_counts("SumKgReadCounts", kg.counts),
-          "kg_loaded": kg.records | "CountKgStatements" >> beam.combiners.Count.Globally(),
-          "graph": graph["stats"],
-          "written": written["stats"],
-          "dead": dead,
-          "summary": summary,
-          **scorer_side_inputs(pipeline, plan.scorer, scored["scorer_stats"]),
-          "embedding_stats": _sum_counts("SumEmbeddingStats", scored["embedding_stats"]),
-      },
-      work_dir=work_dir)
+      AnswersFold, options.output_dir, work_dir)
+  summary = written["outcomes"] | "SummarizeSck" >> SummarizeSck(options.output_dir,
+                                                                 weights)
+  _ = pipeline | "WriteRunRecord" >> WriteRunRecord(
+      options.output_dir, work_dir, record,
+      {"answers": (read.dead_letter, scored["dead_letter"], written["dead_letter"]),
+       "kg": kg.dead_letter},
+      counts={"read_counts": read.counts, "kg_read_counts": kg.counts,
+              "embedding_stats": scored["embedding_stats"]},
+      values={"kg_loaded": kg.records | "CountKgStatements" >> (
+                  beam.combiners.Count.Globally()),
+              "graph": graph["stats"], "written": written["stats"], "summary": summary},
+      scorer=plan.scorer, scorer_stats=scored["scorer_stats"])
   return plan.output
 
 

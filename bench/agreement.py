@@ -4,7 +4,7 @@
 
 Runs, for each size, a Beam pipeline (FnApiRunner, in-process) in a fresh child
 process: rated rows (23 systems) are generated inside the pipeline and go
-through the agreement job's own statistics steps (beam_jobs.agreement.stats_inputs
+through the agreement job's own statistics steps (transforms.agreement.summary.stats_inputs
 -> CombinePerKey(MergeAgreementCounts) -> agreement_statistics), never meeting
 in one list. Two score distributions:
 
@@ -73,7 +73,7 @@ def child(total: int, mode: str, output: str) -> None:
   """One pipeline run; writes the overall statistics and this process's peak RSS."""
   import apache_beam as beam  # pylint: disable=import-outside-toplevel
   from apache_beam.runners.portability.fn_api_runner import FnApiRunner  # pylint: disable=import-outside-toplevel
-  from beam_jobs.agreement import stats_inputs  # pylint: disable=import-outside-toplevel
+  from transforms.agreement.summary import stats_inputs  # pylint: disable=import-outside-toplevel
   from transforms.stats import agreement  # pylint: disable=import-outside-toplevel
 
   def write(grouped):

@@ -19,6 +19,7 @@ from sklearn import metrics as skm
 
 from beam_jobs import agreement
 from tests.conftest import read_jsonl, run_job, shared_file, write_jsonl
+from transforms.agreement.steps import premise_digest
 
 torch = pytest.importorskip("torch")
 
@@ -452,7 +453,7 @@ def test_ratings_premise_follows_the_decision_mode(decision, premise, tiny_t5, t
   assert _run(tmp_path / "out", [path], "ratings", "--scorer", "t5", "--model", tiny_t5,
               "--decision", decision) == 0
   rows = pq.read_table(tmp_path / "out" / "agreement_rows.parquet").to_pylist()
-  assert [row["premise_digest"] for row in rows] == [agreement.premise_digest([premise])]
+  assert [row["premise_digest"] for row in rows] == [premise_digest([premise])]
 
 
 @pytest.mark.parametrize("flags, message", [

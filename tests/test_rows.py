@@ -16,7 +16,7 @@ import schemas
 from schemas import REJECTED, DeadLetter
 from transforms.io.manifest import versions_and_timings
 from transforms.rows.merge import RowFold, RowTable, WriteMergedRows, fold_rows
-from transforms.rows.record import RunRecord
+from transforms.rows.record import RunRecord, WriteRunRecord
 from transforms.rows.summary import WriteSummary, percent
 from transforms.io.sorted_runs import RowRef
 
@@ -246,3 +246,46 @@ def test_run_record_frames_the_jobs_fields():
   assert record["job"] == "toy" and record["status"] == "complete"
   assert record["scorer"] == {"name": "string-match", "id": "m", "rows": 2}
   assert list(record)[4:] == list(versions_and_timings(0.0, ""))
+
+
+def test_write_run_record_writes_dead_letters_then_the_record(tmp_path):
+  """Counts are summed (a tuple flattened first, an empty one is {}), values
+  pass as they are, None reaches the record as None, dead letters are written
+  and counted per role, and the scratch directory goes with run.json."""
+
+  class Toy(RunRecord):
+    job = "toy"
+
+    def fields(self, reads, steps, nothing, optional, total, dead):
+      return {"reads": reads, "steps": steps, "nothing": nothing,
+              "optional": optional, "total": total, "dead": dead}
+
+  def dead_letter(line, reason):
+    return DeadLetter("in.csv", line, REJECTED, reason, "field", f"in.csv:{line}", "{}")
+
+  work_dir = tmp_path / "_work"
+  work_dir.mkdir()
+  with TestPipeline() as pipeline:
+    reads = pipeline | "Reads" >> beam.Create([{"read": 2}, {"read": 3, "bad": 1}])
+    steps = (pipeline | "StepA" >> beam.Create([{"a": 1}]),
+             pipeline | "StepB" >> beam.Create([{"a": 2, "b": 1}]))
+    dead = (pipeline | "DeadA" >> beam.Create([dead_letter(3, "late"),
+                                                dead_letter(1, "early")]),
+            pipeline | "DeadB" >> beam.Create([dead_letter(2, "early")]))
+    total = pipeline | "Total" >> beam.Create([7])
+    _ = pipeline | "WriteRunRecord" >> WriteRunRecord(
+        str(tmp_path), str(work_dir), Toy(), {"rows": dead},
+        counts={"reads": reads, "steps": steps, "nothing": (), "optional": None},
+        values={"total": total})
+  seen = json.loads((tmp_path / "run.json").read_text())
+  assert seen["job"] == "toy"
+  assert seen["reads"] == {"read": 5, "bad": 1}
+  assert seen["steps"] == {"a": 3, "b": 1}
+  assert seen["nothing"] == {} and seen["optional"] is None and seen["total"] == 7
+  assert seen["dead"]["rows"][REJECTED] == 3
+  assert seen["dead"]["rows"]["by_reason"] == {f"{REJECTED}:early": 2,
+                                               f"{REJECTED}:late": 1}
+  lines = [json.loads(line) for line in
+           (tmp_path / "dead_letter.jsonl").read_text().splitlines()]
+  assert [line["source_line"] for line in lines] == [1, 2, 3]
+  assert not work_dir.exists()

@@ -4,4 +4,5 @@
     steps         tallies per (data set, model), reconciliation with the paper's
                   printed cells, the tables and their renderings
     paper         the paper's printed cells
+    tables        the tallies written as ais_tables.* and ais_agreement.csv
 """

@@ -37,7 +37,8 @@ from schemas import (AttributionScore, ClaimInput, ClaimRow, ClaimsSystemRow,
                      DeadLetter, ScoringFailure)
 from transforms.labelled.expertqa import clean_text
 from transforms.scoring.attribution import (ScoreAttribution, first_failure,
-                                            scored_or_failed, scoring_failed)
+                                            score_columns, scored_or_failed,
+                                            scoring_failed)
 from transforms.scoring.examples import claim_example
 from transforms.stats.agreement import AgreementCounts, agreement_statistics
 from transforms.stats.metrics import BootstrapWeights
@@ -81,11 +82,7 @@ def concat_premise(claim: ClaimInput) -> Optional[str]:
 def claim_row(claim: ClaimInput, premise: Optional[str],
               score: Optional[AttributionScore], reranked: bool,
               scorer: str) -> ClaimRow:
-  if score is None:
-    nli_score, auto_ais, n_windows, truncated = None, "N", 0, False
-  else:
-    nli_score, n_windows, truncated = score.nli_score, score.n_windows, score.truncated
-    auto_ais = "Y" if score.attributable else "N"
+  nli_score, auto_ais, n_windows, truncated = score_columns(score)
   return ClaimRow(
       claim.system_name, claim.question, claim.claim_index, clean_text(claim.claim),
       premise, len(claim.evidence), claim.support, human_label(claim.support),

@@ -28,6 +28,16 @@ class ScoreAttribution(beam.PTransform):
     return outputs
 
 
+def score_columns(score) -> Tuple[Optional[float], str, int, bool]:
+  """(nli_score, auto_ais, n_windows, truncated) of a row from its
+  AttributionScore; a row without one (no passage or no evidence) is N,
+  unscored."""
+  if score is None:
+    return None, "N", 0, False
+  return (score.nli_score, "Y" if score.attributable else "N", score.n_windows,
+          score.truncated)
+
+
 def scored_or_failed(outputs, label: str):
   """ScoreAttribution's "scored" and "failed" outputs as one PCollection[(key,
   AttributionScore or None or ScoringFailure)], for a step that decides per

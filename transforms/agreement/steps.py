@@ -1,0 +1,126 @@
+"""agreement's scoring step: each labelled item's premise (or premises: WiCE's
+chunks) scored once by the scorer, and made one AgreementRow with the human
+label beside the decision.
+"""
+import hashlib
+import json
+from typing import Iterable, List, NamedTuple, Tuple
+
+import apache_beam as beam
+
+from schemas import (REJECTED, AgreementRow, AttributionScore, DeadLetter, LabelledItem,
+                     ScoringFailure)
+from transforms.scoring.attribution import (ScoreAttribution, first_failure,
+                                            scored_or_failed, scoring_failed)
+
+# The input roles: the set measured and the set a threshold is calibrated on.
+INPUT, CALIBRATION = "input", "calibration"
+
+
+def premise_digest(premises: Iterable[str]) -> str:
+  digest = hashlib.blake2b(digest_size=16)
+  for premise in premises:
+    digest.update(premise.encode("utf-8"))
+    digest.update(b"\0")
+  return digest.hexdigest()
+
+
+def agreement_row(chunks: List[Tuple[LabelledItem, AttributionScore]]) -> AgreementRow:
+  """One item's row from its scored premise chunks (one, except WiCE): the max
+  score, attributable if any chunk is."""
+  chunks = sorted(chunks, key=lambda chunk: (chunk[0].source_file, chunk[0].source_line))
+  item = chunks[0][0]
+  scores = [score for _, score in chunks]
+  return AgreementRow(
+      item.group, item.secondary_group, item.item_id,
+      premise_digest(chunk.example.premise for chunk, _ in chunks),
+      item.example.hypothesis, item.human_label, item.human_attributable,
+      max(score.nli_score for score in scores),
+      "Y" if any(score.attributable for score in scores) else "N", None,
+      len(chunks), sum(score.n_windows for score in scores),
+      any(score.truncated for score in scores), item.source_file, item.source_line)
+
+
+def _scoring_failed(item: LabelledItem, failure: ScoringFailure, what: str) -> DeadLetter:
+  return scoring_failed(item.source_file, item.source_line, None, what, failure,
+                        {"item_id": item.item_id})
+
+
+class RoleItem(NamedTuple):
+  """An item to score and the input it belongs to (INPUT or CALIBRATION)."""
+  role: str
+  item: LabelledItem
+
+
+class _DeadLetterFailedItemsFn(beam.DoFn):
+  """(RoleItem, ScoringFailure) -> the item's DeadLetter, in its role's
+  output: a scorer (a hosted model) refused it or kept failing."""
+
+  def process(self, keyed_failure):
+    (role, item), failure = keyed_failure
+    yield beam.pvalue.TaggedOutput(role, _scoring_failed(item, failure, "the item"))
+
+
+class _CombineChunksFn(beam.DoFn):
+  """((role, item_id), [(item, score or ScoringFailure), ...]) -> (role,
+  AgreementRow); chunks of one id that disagree on the claim or the label are
+  rejected, each; an item one of whose chunks could not be scored is rejected,
+  every chunk (its max would be over the others only)."""
+
+  def process(self, grouped):
+    (role, item_id), chunks = grouped
+    chunks = list(chunks)
+    failure = first_failure(score for _, score in chunks)
+    if failure is not None:
+      for item, _ in chunks:
+        yield beam.pvalue.TaggedOutput(role, _scoring_failed(
+            item, failure, f"a premise chunk of item {item_id!r}"))
+      return
+    first = chunks[0][0]
+    if any((item.example.hypothesis, item.human_label) !=
+           (first.example.hypothesis, first.human_label) for item, _ in chunks):
+      for item, _ in chunks:
+        yield beam.pvalue.TaggedOutput(role, DeadLetter(
+            item.source_file, item.source_line, REJECTED, "inconsistent_chunks",
+            "item_id", f"{item.source_file}:{item.source_line}: field 'item_id': "
+            f"the chunks of item {item_id!r} differ in claim or label",
+            json.dumps({"item_id": item_id, "claim": item.example.hypothesis,
+                        "label": item.human_label}, ensure_ascii=False)))
+      return
+    yield role, agreement_row(chunks)
+
+
+class ScoreItems(beam.PTransform):
+  """PCollection[(role, LabelledItem)] -> {"rows": PCollection[(role,
+  AgreementRow)], "dead_letter": {role: PCollection[DeadLetter]}, "stats": scorer
+  counts}: each premise scored once by the scorer; multi-premise items (WiCE)
+  grouped by id and maxed."""
+
+  def __init__(self, scorer, multi_premise: bool, roles: Tuple[str, ...]):
+    super().__init__()
+    self._scorer = scorer
+    self._multi_premise = multi_premise
+    self._roles = roles
+
+  def expand(self, items):
+    scores = (items
+              | "KeyExamples" >> beam.MapTuple(
+                  lambda role, item: (RoleItem(role, item), item.example))
+              | "ScoreAttribution" >> ScoreAttribution(self._scorer))
+    if not self._multi_premise:
+      rows = scores["scored"] | "MakeRows" >> beam.MapTuple(
+          lambda key, score: (key.role, agreement_row([(key.item, score)])))
+      failed = scores["failed"] | "DeadLetterFailedItems" >> beam.ParDo(
+          _DeadLetterFailedItemsFn()).with_outputs(*self._roles)
+      return {"rows": rows, "dead_letter": {role: failed[role] for role in self._roles},
+              "stats": scores["stats"]}
+    combined = (scored_or_failed(scores, "CollectChunkScores")
+                | "KeyByItem" >> beam.MapTuple(
+                    lambda key, score: ((key.role, key.item.item_id),
+                                        (key.item, score)))
+                | "GroupChunks" >> beam.GroupByKey()
+                | "CombineChunks" >> beam.ParDo(_CombineChunksFn()).with_outputs(
+                    *self._roles, main="rows"))
+    return {"rows": combined.rows,
+            "dead_letter": {role: combined[role] for role in self._roles},
+            "stats": scores["stats"]}

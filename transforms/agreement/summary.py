@@ -1,0 +1,211 @@
+"""agreement's outputs: agreement_rows.{parquet,csv} (RowsFold, the job
+skeleton of transforms/rows/), the threshold chosen on a calibration set
+(Calibrate), and agreement.json / .md / report.html from the rows counted per
+grouping (SummarizeAgreement).
+"""
+import json
+from typing import Tuple
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from schemas import AGREEMENT_ROW_SCHEMA, AgreementRow
+from transforms.io.atomic import write_text_atomically
+from transforms.rows.merge import RowFold, RowTable
+from transforms.rows.summary import percent
+from transforms.stats import agreement as stats
+from transforms.stats.report import agreement_report_html
+
+ROW_KEY = ("source_file", "source_line", "item_id")
+NO_GROUP = "(none)"
+_ROWS_PER_BATCH = 4096
+
+
+def counted(row: AgreementRow) -> tuple:
+  """What a row adds to AgreementCounts: (human, decision, score, calibrated
+  decision, human label)."""
+  return (row.human_attributable, row.decision == "Y", row.nli_score,
+          None if row.calibrated_decision is None else row.calibrated_decision == "Y",
+          row.human_label)
+
+
+def stats_inputs(row: AgreementRow, groupings: Tuple[str, ...]):
+  """The (grouping, group) keys a row counts under, with what it counts."""
+  value = counted(row)
+  yield ("overall", ""), value
+  for grouping, group in zip(groupings, (row.group, row.secondary_group)):
+    yield (grouping, NO_GROUP if group is None else group), value
+
+
+def apply_threshold(row: AgreementRow, calibration) -> AgreementRow:
+  return row._replace(
+      calibrated_decision="Y" if row.nli_score > calibration["threshold"] else "N")
+
+
+def _figure(value) -> str:
+  return "" if value is None else f"{value:.3f}"
+
+
+def summary(grouped_counts, groupings, header, calibration):
+  """agreement.json's content from ((grouping, group), AgreementCounts) pairs."""
+  by_key = dict(grouped_counts)
+  overall = by_key.pop(("overall", ""), stats.AgreementCounts())
+  groups = {grouping: {} for grouping in groupings}
+  for (grouping, group), counts in sorted(by_key.items()):
+    groups[grouping][group] = stats.agreement_statistics(counts)
+  group_level = {}
+  for grouping, table in groups.items():
+    named = [(name, entry) for name, entry in table.items() if entry["n_rated"]]
+    group_level[grouping] = {
+        "description": f"per-{grouping} predicted AIS (share decided attributable) "
+                       "against human AIS",
+        "groups": [name for name, _ in named],
+        **stats.correlations([entry["predicted_ais"] for _, entry in named],
+                             [entry["human_ais"] for _, entry in named])}
+  return dict(header, auc_method=stats.AUC_METHOD,
+              overall=stats.agreement_statistics(overall), groups=groups,
+              group_level=group_level, calibration=calibration), overall
+
+
+def agreement_markdown(content) -> str:
+  lines = [f"# Agreement with human labels: {content['format']}", "",
+           f"Attributable: {content['positive_label']}. Scorer: "
+           f"{content['scorer']['name']}, decision {content['decision']} at threshold "
+           f"{content['threshold']}. Percentages; ROC-AUC and PR-AUC (average "
+           "precision) of nli_score.", ""]
+  header = ("| group | n | human AIS | predicted AIS | accuracy | balanced accuracy | "
+            "Cohen's kappa | ROC-AUC | PR-AUC |")
+
+  def line(name, entry):
+    return (f"| {name} | {entry['n_rated']} | {percent(entry['human_ais'])} | "
+            f"{percent(entry['predicted_ais'])} | {percent(entry['accuracy'])} | "
+            f"{percent(entry['balanced_accuracy'])} | {_figure(entry['cohen_kappa'])} | "
+            f"{_figure(entry['roc_auc'])} | {_figure(entry['pr_auc'])} |")
+
+  separator = "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+  lines += [header, separator, line("overall", content["overall"])]
+  for grouping, table in content["groups"].items():
+    lines += ["", f"By {grouping}:", "", header, separator]
+    lines += [line(name, entry) for name, entry in table.items()]
+  lines += ["", "Human labels as written in the source:", "",
+            "| label | n | decided attributable |", "|---|---:|---:|"]
+  for label, entry in content["overall"]["by_human_label"].items():
+    lines.append(f"| {label} | {entry['n']} | {entry['predicted_attributable']} |")
+  calibration = content["calibration"]
+  if calibration:
+    default = content["overall"]
+    calibrated = default.get("at_calibrated_threshold", {})
+    lines += ["", f"Calibration: threshold {calibration['threshold']!r} maximises "
+              f"{calibration['metric']} on {', '.join(calibration['calibrate_on'])} "
+              f"({percent(calibration['value'])}%, {calibration['candidates']} "
+              "candidate thresholds).", "",
+              "| on the input | at the default threshold | at the calibrated threshold |",
+              "|---|---:|---:|"]
+    for name in ("predicted_ais", "accuracy", "balanced_accuracy"):
+      lines.append(f"| {name} | {percent(default[name])} | "
+                   f"{percent(calibrated.get(name))} |")
+    lines.append(f"| cohen_kappa | {_figure(default['cohen_kappa'])} | "
+                 f"{_figure(calibrated.get('cohen_kappa'))} |")
+  overall = content["overall"]
+  if not overall["auc_exact"]:
+    lines += ["", f"AUCs over a 1/{stats.GRID_BINS} score grid: ROC-AUC within "
+              f"{overall['roc_auc_error_bound']:.2g}, PR-AUC within "
+              f"{overall['pr_auc_error_bound']:.2g} of the exact values."]
+  return "\n".join(lines) + "\n"
+
+
+class RowsFold(RowFold):
+  """Writes the merged rows to agreement_rows.parquet and .csv; counts the
+  items and their records for run.json."""
+  row_type = AgreementRow
+  merged_type = AgreementRow
+  sort_key = ROW_KEY
+  run_name = "rows"
+  tables = (RowTable("agreement_rows", AGREEMENT_ROW_SCHEMA,
+                     row_group_size=_ROWS_PER_BATCH),)
+  by_system = False
+
+  def __init__(self):
+    self._counts = {"items": 0, "records": 0}
+
+  def add(self, row, ref, tables):
+    tables["agreement_rows"].add_row(row)
+    self._counts["items"] += 1
+    self._counts["records"] += row.n_premises
+    return ()
+
+  def stats(self):
+    return self._counts
+
+
+class _WriteSummaryFn(beam.DoFn):
+  """agreement.json, agreement.md and report.html from the merged counts."""
+
+  def __init__(self, output_dir: str, groupings, header):
+    self._output_dir = output_dir
+    self._groupings = groupings
+    self._header = header
+
+  def process(self, grouped_counts, calibration):
+    content, overall = summary(grouped_counts, self._groupings, self._header,
+                               calibration)
+    join = FileSystems.join
+    write_text_atomically(join(self._output_dir, "agreement.json"),
+                          json.dumps(content, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomically(join(self._output_dir, "agreement.md"),
+                          agreement_markdown(content))
+    write_text_atomically(join(self._output_dir, "report.html"),
+                          agreement_report_html(content, overall))
+    yield {"groups": {grouping: len(table) for grouping, table in
+                      content["groups"].items()}}
+
+
+def _calibration_summary(counts, metric, default, files):
+  if not counts.n:
+    raise ValueError(f"--calibrate_on {', '.join(files)}: no item could be scored")
+  chosen = stats.best_threshold(counts.scores.flush(), metric, default)
+  return dict(chosen, calibrate_on=files)
+
+
+class Calibrate(beam.PTransform):
+  """PCollection[AgreementRow] of the calibration set -> a singleton: the
+  threshold that maximises `metric` there (stats.best_threshold), with the
+  calibration files."""
+
+  def __init__(self, metric: str, default: float, files):
+    super().__init__()
+    self._metric = metric
+    self._default = default
+    self._files = files
+
+  def expand(self, rows):
+    return (rows
+            | "CalibrationCounts" >> beam.Map(counted)
+            | "MergeCalibrationCounts" >> beam.CombineGlobally(
+                stats.MergeAgreementCounts())
+            | "ChooseThreshold" >> beam.Map(_calibration_summary, self._metric,
+                                            self._default, self._files))
+
+
+class SummarizeAgreement(beam.PTransform):
+  """PCollection[AgreementRow] -> agreement.json / .md and report.html, the rows
+  counted overall and per group of each of `groupings`; `header`: the fields
+  agreement.json opens with; `calibration`: Calibrate's singleton, or a
+  singleton None. Returns a singleton {"groups": {grouping: groups}}."""
+
+  def __init__(self, output_dir: str, groupings: Tuple[str, ...], header: dict,
+               calibration):
+    super().__init__()
+    self._output_dir = output_dir
+    self._groupings = groupings
+    self._header = header
+    self._calibration = calibration
+
+  def expand(self, rows):
+    return (rows
+            | "KeyByGroup" >> beam.FlatMap(stats_inputs, self._groupings)
+            | "CountPerGroup" >> beam.CombinePerKey(stats.MergeAgreementCounts())
+            | "ListGroups" >> beam.combiners.ToList()
+            | "WriteSummary" >> beam.ParDo(
+                _WriteSummaryFn(self._output_dir, self._groupings, self._header),
+                beam.pvalue.AsSingleton(self._calibration)))

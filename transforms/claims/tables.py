@@ -1,0 +1,134 @@
+"""claims' outputs: claims_rows.parquet / .csv from the merged claim rows (the
+job skeleton, transforms/rows/: the first answer per system and question is
+kept) and the per-system summary claims.{csv,json,md} with bootstrap CIs.
+"""
+import json
+from typing import NamedTuple, Optional
+
+import apache_beam as beam
+
+from schemas import CLAIM_ROW_SCHEMA, CLAIMS_SYSTEM_SCHEMA, REJECTED, ClaimRow, DeadLetter
+from transforms.claims.steps import CLAIM_KEY, ClaimOutcomes, claims_system_row
+from transforms.rows.merge import RowFold, RowTable
+from transforms.rows.summary import WriteSummary, percent
+
+
+class _MergedClaim(NamedTuple):
+  """The fields of a claim row that the fold reads as Python values."""
+  system_name: str
+  question: str
+  source_file: str
+  answer_line: int
+  auto_ais: str
+  nli_score: Optional[float]
+  n_evidence: int
+  human_label: Optional[str]
+  abstained: bool
+
+
+class ClaimsFold(RowFold):
+  """Keeps the first answer per (system, question) (an answer: the claims of
+  one source record), writes claims_rows.parquet / .csv, and gives one
+  ClaimOutcomes per system."""
+  row_type = ClaimRow
+  merged_type = _MergedClaim
+  sort_key = CLAIM_KEY
+  run_name = "claims"
+  tables = (RowTable("claims_rows", CLAIM_ROW_SCHEMA),)
+  unique = ("system_name", "question")
+  unit = ("system_name", "question", "source_file", "answer_line")
+
+  def __init__(self):
+    self._kept_claims = 0
+    self._answer = None  # the unit of the kept answer
+    self._outcomes = None
+
+  def start_system(self, system_name):
+    self._outcomes = ClaimOutcomes(system_name)
+
+  def add(self, row, ref, tables):
+    unit = (row.system_name, row.question, row.source_file, row.answer_line)
+    new_answer = unit != self._answer
+    self._answer = unit
+    self._outcomes.add(new_answer, row.auto_ais == "Y", row.n_evidence > 0,
+                       row.human_label, row.nli_score, row.abstained)
+    self._kept_claims += 1
+    tables["claims_rows"].add(ref)
+    return ()
+
+  def end_system(self, tables):
+    yield self._outcomes
+
+  def duplicate(self, ref, kept):
+    row = ref.row(ClaimRow)
+    return DeadLetter(
+        row.source_file, row.source_line, REJECTED, "duplicate_answer", "question",
+        f"{row.source_file}:{row.source_line}: field 'question': claim "
+        f"{row.claim_index} of system {row.system_name!r}: the system already "
+        f"answered this question at {kept.source_file}:{kept.answer_line}; the first "
+        "answer is kept",
+        json.dumps({"system_name": row.system_name, "question": row.question,
+                    "claim_index": row.claim_index, "claim": row.claim},
+                   ensure_ascii=False))
+
+  def stats(self):
+    return {"scored": self._kept_claims}
+
+
+def claims_markdown(rows) -> str:
+  lines = [
+      "Claim-level AutoAIS in % (claims without evidence count as N); macro: mean "
+      "over answers of the mean over their claims; micro: over claims; 95% "
+      "bootstrap CIs over answers in brackets. Human agreement against `support` "
+      "(Complete = attributable).",
+      "",
+      "| system | answers | claims | without evidence | abstaining | macro | micro | "
+      "macro w/o abstaining | micro w/o abstaining | labelled | human AIS | "
+      "accuracy | balanced accuracy | kappa | ROC-AUC |",
+      "|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+  ]
+  for row in rows:
+    kappa = "" if row.human_kappa is None else f"{row.human_kappa:.3f}"
+    auc = "" if row.human_roc_auc is None else f"{row.human_roc_auc:.3f}"
+    lines.append(
+        f"| {row.system_name} | {row.n_answers} | {row.n_claims} | "
+        f"{row.n_claims_without_evidence} | {row.n_abstaining_answers} | "
+        f"{percent(row.macro_autoais)} [{percent(row.macro_ci_low)}, "
+        f"{percent(row.macro_ci_high)}] | {percent(row.micro_autoais)} "
+        f"[{percent(row.micro_ci_low)}, {percent(row.micro_ci_high)}] | "
+        f"{percent(row.macro_autoais_non_abstaining)} | "
+        f"{percent(row.micro_autoais_non_abstaining)} | {row.n_human_labelled} | "
+        f"{percent(row.human_ais)} | {percent(row.human_accuracy)} | "
+        f"{percent(row.human_balanced_accuracy)} | {kappa} | {auc} |")
+  return "\n".join(lines) + "\n"
+
+
+def _describe_summary(rows):
+  return {"systems": len(rows), "answers": sum(row.n_answers for row in rows)}
+
+
+class SummarizeClaims(beam.PTransform):
+  """PCollection[ClaimOutcomes] -> claims.{csv,json,md}, one row per system with
+  95% percentile-bootstrap CIs over answers; returns WriteSummary's singleton
+  (systems and answers written)."""
+
+  def __init__(self, output_dir: str, evidence_mode: str, bootstrap_samples: int,
+               seed: int):
+    super().__init__()
+    self._output_dir = output_dir
+    self._evidence_mode = evidence_mode
+    self._bootstrap_samples = bootstrap_samples
+    self._seed = seed
+
+  def expand(self, outcomes):
+    return (outcomes
+            | "SummarizeSystems" >> beam.Map(claims_system_row, self._bootstrap_samples,
+                                             self._seed)
+            | "WriteSummary" >> WriteSummary(
+                self._output_dir, "claims", CLAIMS_SYSTEM_SCHEMA, {
+                    "evidence_mode": self._evidence_mode,
+                    "bootstrap": {"method": "percentile", "level": 0.95,
+                                  "samples": self._bootstrap_samples, "seed": self._seed,
+                                  "unit": "answer"},
+                    "units": {"autoais": "fraction", "agreement": "fraction"}},
+                claims_markdown, describe=_describe_summary))

@@ -1,0 +1,172 @@
+"""The leaderboard files of evaluate, from its per-system rows:
+leaderboard.{csv,json,md}, scores.txt (the reference script's format),
+agreement.json and, where rows carry human ratings, report.html.
+"""
+import json
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from schemas import LEADERBOARD_SCHEMA
+from transforms.io.atomic import atomic_create, write_text_atomically
+from transforms.io.tables import csv_bytes
+from transforms.stats.agreement import (AUC_METHOD, AgreementCounts, agreement_statistics,
+                                        system_level_agreement)
+from transforms.stats.metrics import sorted_rows
+from transforms.stats.report import leaderboard_report_html
+
+
+def _format_ci(value, low, high, scale) -> str:
+  return f"{value * scale:.1f} [{low * scale:.1f}, {high * scale:.1f}]"
+
+
+def leaderboard_markdown(rows, n_gold: int) -> str:
+  lines = [
+      f"AutoAIS over {n_gold} gold questions (paper mode: unanswered or unattributed "
+      "questions count as N); EM and F1 in %; 95% bootstrap CIs in brackets.",
+      "",
+      "| system | predicted | scored | AutoAIS % | EM | F1 | coverage % | "
+      "AutoAIS of scored % | human agreement % |",
+      "|---|---:|---:|---|---|---|---:|---:|---:|",
+  ]
+  for row in rows:
+    scored = "" if row.autoais_scored is None else f"{row.autoais_scored * 100:.1f}"
+    agreement = ("" if row.human_agreement is None
+                 else f"{row.human_agreement * 100:.1f} (n={row.n_human_rated})")
+    lines.append(
+        f"| {row.system_name} | {row.n_predicted} | {row.n_scored} | "
+        f"{_format_ci(row.autoais, row.autoais_ci_low, row.autoais_ci_high, 100)} | "
+        f"{_format_ci(row.em, row.em_ci_low, row.em_ci_high, 1)} | "
+        f"{_format_ci(row.f1, row.f1_ci_low, row.f1_ci_high, 1)} | "
+        f"{row.coverage * 100:.1f} | {scored} | {agreement} |")
+  return "\n".join(lines) + "\n"
+
+
+def agreement_markdown(content) -> str:
+  """leaderboard.md's section on agreement with human ratings."""
+  overall = content["overall"]
+  if not overall["n_rated"]:
+    return ""
+
+  def percent(value):
+    return "" if value is None else f"{value * 100:.1f}"
+
+  def figure(value):
+    return "" if value is None else f"{value:.3f}"
+
+  lines = ["", "## Agreement with human ratings", "",
+           "Rows with a human rating; AutoAIS on rated = share of those rows scored Y. "
+           "ROC-AUC and PR-AUC of nli_score over the rated rows that were scored.", "",
+           "| system | rated | human AIS % | AutoAIS on rated % | accuracy % | "
+           "balanced accuracy % | kappa | ROC-AUC | PR-AUC |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+  for name, entry in list(content["systems"].items()) + [("**all**", overall)]:
+    if not entry.get("n_rated"):
+      continue
+    lines.append(
+        f"| {name} | {entry['n_rated']} | {percent(entry['human_ais'])} | "
+        f"{percent(entry['predicted_ais'])} | {percent(entry['accuracy'])} | "
+        f"{percent(entry['balanced_accuracy'])} | {figure(entry['cohen_kappa'])} | "
+        f"{figure(entry['roc_auc'])} | {figure(entry['pr_auc'])} |")
+  level = content["system_level"]
+  lines += ["", f"System level ({level['n_systems_rated']} rated systems; 95% "
+            "percentile-bootstrap CIs, gold questions resampled, paired across "
+            "systems):", "", "| comparison | Pearson | Spearman | Kendall tau |",
+            "|---|---|---|---|"]
+  for name in ("autoais_rated_vs_human_ais", "autoais_vs_human_ais"):
+    entry = level[name]
+    cells = []
+    for method in ("pearson", "spearman", "kendall"):
+      value, ci = entry[method]["statistic"], entry[method].get("ci")
+      cells.append("" if value is None else f"{value:.3f}" + (
+          f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""))
+    lines.append(f"| {entry['description']} | " + " | ".join(cells) + " |")
+  tests = level["neighbour_tests"]
+  lines += ["", f"Neighbours in the AutoAIS ranking: {tests['test']}.", "",
+            "| higher | lower | only higher Y | only lower Y | p-value |",
+            "|---|---|---:|---:|---:|"]
+  for test in tests["pairs"]:
+    lines.append(f"| {test['higher']} | {test['lower']} | {test['only_higher']} | "
+                 f"{test['only_lower']} | {test['p_value']:.3g} |")
+  return "\n".join(lines) + "\n"
+
+
+def agreement_content(systems, gold, bootstrap: dict):
+  """agreement.json's content, and the merged counts of every rated row."""
+  systems = sorted(systems, key=lambda system: system.system_name)
+  overall = AgreementCounts()
+  for system in systems:
+    overall.merge(system.counts)
+  return {
+      "n_gold": gold.n,
+      "auc_method": AUC_METHOD,
+      "overall": agreement_statistics(overall),
+      "systems": {system.system_name: agreement_statistics(system.counts)
+                  for system in systems},
+      "system_level": system_level_agreement(systems, bootstrap),
+  }, overall
+
+
+def scores_text(rows) -> str:
+  """The reference script's scores file, one block per system."""
+  blocks = []
+  for row in rows:
+    blocks.append(f"system_name: {row.system_name}\n"
+                  f"AutoAIS: {row.autoais}\n"
+                  f"SQuAD (em): {row.em}\n"
+                  f"SQuAD (f1): {row.f1}\n")
+  return "\n".join(blocks)
+
+
+class _WriteLeaderboardFilesFn(beam.DoFn):
+
+  def __init__(self, output_dir: str, bootstrap_samples: int, seed: int):
+    self._output_dir = output_dir
+    self._bootstrap = {"method": "percentile", "level": 0.95,
+                       "samples": bootstrap_samples, "seed": seed,
+                       "unit": "gold question, paired across systems"}
+
+  def process(self, rows, gold, systems):
+    rows = sorted_rows(rows)
+    content, overall = agreement_content(systems, gold, self._bootstrap)
+    join = FileSystems.join
+    with atomic_create(join(self._output_dir, "leaderboard.csv")) as sink:
+      sink.write(csv_bytes(rows, LEADERBOARD_SCHEMA))
+    write_text_atomically(join(self._output_dir, "leaderboard.json"), json.dumps({
+        "n_gold": gold.n,
+        "units": {"autoais": "fraction", "coverage": "fraction", "em": "percent",
+                  "f1": "percent"},
+        "bootstrap": self._bootstrap,
+        "systems": [row._asdict() for row in rows],
+    }, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomically(join(self._output_dir, "leaderboard.md"),
+                          leaderboard_markdown(rows, gold.n) +
+                          agreement_markdown(content))
+    write_text_atomically(join(self._output_dir, "scores.txt"), scores_text(rows))
+    write_text_atomically(join(self._output_dir, "agreement.json"),
+                          json.dumps(content, indent=2, ensure_ascii=False) + "\n")
+    if overall.n:
+      write_text_atomically(join(self._output_dir, "report.html"),
+                            leaderboard_report_html(rows, content, overall))
+    yield {"systems": len(rows), "human_rated_rows": overall.n}
+
+
+
+class WriteLeaderboard(beam.PTransform):
+  """PCollection[LeaderboardRow] -> a singleton {"systems": n, "human_rated_rows":
+  m} once the leaderboard files are written. `gold_index`: the singleton gold
+  index; `agreement`: the per-system SystemAgreement (SummarizeSystems)."""
+
+  def __init__(self, output_dir: str, gold_index, agreement, bootstrap_samples: int,
+               seed: int):
+    super().__init__()
+    self._fn = _WriteLeaderboardFilesFn(output_dir, bootstrap_samples, seed)
+    self._gold_index = gold_index
+    self._agreement = agreement
+
+  def expand(self, rows):
+    return (rows
+            | "ListSystems" >> beam.combiners.ToList()
+            | "WriteFiles" >> beam.ParDo(self._fn,
+                                         beam.pvalue.AsSingleton(self._gold_index),
+                                         beam.pvalue.AsList(self._agreement)))

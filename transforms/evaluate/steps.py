@@ -1,0 +1,229 @@
+"""evaluate's row-level steps: each prediction is matched to a gold question
+(and graded), given its human rating and its passage, scored and made a
+RatingRow. The predictions' readers are shared (transforms/io/predictions.py).
+"""
+import functools
+import json
+from typing import NamedTuple, Optional, Tuple
+
+import apache_beam as beam
+
+from schemas import (REJECTED, UNMATCHED, AttributionScore, DeadLetter, GoldMatch,
+                     RatingRow, ScoringFailure)
+from transforms.corpus import store
+from transforms.corpus.passages import ParsedPassage, display_passage, parse_passage
+from transforms.io.fields import rejected
+from transforms.labelled.readers import unmatched
+from transforms.scoring.attribution import (ScoreAttribution, score_columns,
+                                            scoring_failed_message)
+from transforms.scoring.examples import qa_example
+
+
+class _MatchGoldFn(beam.DoFn):
+  """Keeps predictions whose question is in gold, grading their answer."""
+
+  def process(self, prediction, gold):
+    graded = gold.grade(prediction.question, prediction.answer)
+    if graded is None:
+      yield beam.pvalue.TaggedOutput("unmatched", DeadLetter(
+          prediction.source_file, prediction.source_line, UNMATCHED,
+          "question_not_in_gold", "question",
+          f"{prediction.source_file}:{prediction.source_line}: field 'question': "
+          "not a gold question; discarded",
+          prediction_json(prediction)))
+      return
+    yield GoldMatch(prediction, *graded)
+
+
+class _AttachHumanRatingsFn(beam.DoFn):
+  """((system, question), {"matches": [GoldMatch], "ratings": [HumanRating]})
+  -> the matches carrying the rating. The first rating (by file and line) of a
+  (system, question) counts; later ones are rejected; a rating with no
+  gold-matched prediction is dead-lettered as unmatched."""
+
+  def process(self, keyed):
+    (system, question), grouped = keyed
+    matches = list(grouped["matches"])
+    ratings = sorted(grouped["ratings"], key=lambda r: (r.source_file, r.source_line))
+    if not ratings:
+      yield from matches
+      return
+    kept = ratings[0]
+    for duplicate in ratings[1:]:
+      yield beam.pvalue.TaggedOutput("dead_letter", rejected(
+          duplicate.source_file, duplicate.source_line, "duplicate_human_rating",
+          f"system {system!r} already has a rating of this question at "
+          f"{kept.source_file}:{kept.source_line}", _rating_json(duplicate),
+          "question"))
+    if not matches:
+      yield beam.pvalue.TaggedOutput("dead_letter", unmatched(
+          kept.source_file, kept.source_line, "no_prediction",
+          f"no prediction of system {system!r} answers this gold question",
+          _rating_json(kept), "question"))
+      return
+    replaced = sum(1 for match in matches if match.prediction.human_rating not in (
+        None, kept.human_rating))
+    yield beam.pvalue.TaggedOutput("stats", {"joined": 1, "replaced_column_value":
+                                             replaced})
+    for match in matches:
+      yield match._replace(prediction=match.prediction._replace(
+          human_rating=kept.human_rating))
+
+
+def _rating_json(rating) -> str:
+  return json.dumps({"system_name": rating.system_name, "question": rating.question,
+                     "human_rating": rating.human_rating}, ensure_ascii=False)
+
+
+class AttachHumanRatings(beam.PTransform):
+  """PCollection[GoldMatch] + PCollection[HumanRating] -> outputs main (GoldMatch
+  with the rating), dead_letter (ratings not used) and stats ({"joined": n}):
+  a CoGroupByKey on (system, question)."""
+
+  def __init__(self, ratings):
+    super().__init__()
+    self._ratings = ratings
+
+  def expand(self, matches):
+    keyed_matches = matches | "KeyMatches" >> beam.Map(
+        lambda match: ((match.prediction.system_name, match.prediction.question),
+                       match))
+    keyed_ratings = self._ratings | "KeyRatings" >> beam.Map(
+        lambda rating: ((rating.system_name, rating.question), rating))
+    return ({"matches": keyed_matches, "ratings": keyed_ratings}
+            | "JoinRatings" >> beam.CoGroupByKey()
+            | "AttachRatings" >> beam.ParDo(_AttachHumanRatingsFn()).with_outputs(
+                "dead_letter", "stats", main="matched"))
+
+
+def prediction_json(prediction, **extra) -> str:
+  return json.dumps({"system_name": prediction.system_name,
+                     "question": prediction.question, "answer": prediction.answer,
+                     "attribution": prediction.attribution, **extra},
+                    ensure_ascii=False)
+
+
+class RatedMatch(NamedTuple):
+  """What a rating row needs of a prediction besides its score: the graded
+  prediction and the passage shown beside it (None: no passage)."""
+  match: GoldMatch
+  passage: Optional[str]
+
+
+def failed_row_dead_letter(rated: RatedMatch, failure: ScoringFailure) -> DeadLetter:
+  """A row the scorer could not score (a remote endpoint refused it, or failed
+  after every retry): rejected, with the HTTP status in the record."""
+  prediction = rated.match.prediction
+  return DeadLetter(
+      prediction.source_file, prediction.source_line, REJECTED, "scoring_failed", None,
+      f"{prediction.source_file}:{prediction.source_line}: "
+      f"{scoring_failed_message(failure)}",
+      prediction_json(prediction, http_status=failure.status))
+
+
+def attribution_to_look_up(match: GoldMatch) -> Optional[str]:
+  """The corpus id a row needs, or None where no lookup is needed (the row
+  carries its passage) or possible (no attribution)."""
+  prediction = match.prediction
+  if prediction.passage is None and prediction.attribution:
+    return prediction.attribution
+  return None
+
+
+class AttachPassages(beam.PTransform):
+  """PCollection[GoldMatch] -> {'joined': (GoldMatch, corpus passage or None),
+  'stats': join read statistics}. Rows that carry their own `passage` skip the
+  lookup (see prepare_example)."""
+
+  def __init__(self, corpus_dir: Optional[str], join: Optional[str]):
+    super().__init__()
+    self._corpus_dir = corpus_dir
+    self._join = join
+
+  def expand(self, matches):
+    if self._corpus_dir is None:
+      joined = matches | "SkipCorpus" >> beam.Map(lambda match: (match, None))
+      stats = matches.pipeline | "NoJoinStats" >> beam.Create([{}])
+      return {"joined": joined, "stats": stats}
+    if self._join == "shuffle":
+      return matches | "ShuffleJoinCorpus" >> store.ShuffleJoinPassages(
+          self._corpus_dir, attribution_to_look_up)
+    return matches | "LookUpCorpus" >> store.LookupPassages(
+        self._corpus_dir, attribution_to_look_up)
+
+
+def prepare_example(match: GoldMatch, corpus_passage: Optional[str],
+                    reference_premise: bool = False):
+  """-> (RatedMatch, AttributionExample or None).
+
+  The row's own `passage` column wins over the corpus passage. With
+  `reference_premise` (--decision decode) the premise is the reference
+  script's (its text ends at the first line break); the display passage stays
+  whole.
+  """
+  passage = match.prediction.passage or corpus_passage
+  if passage is None:
+    return RatedMatch(match, None), None
+  parsed, display = _passage_forms(passage)
+  prediction = match.prediction
+  return (RatedMatch(match, display),
+          qa_example(prediction.question, prediction.answer, parsed, reference_premise))
+
+
+# The systems of a leaderboard cite the same passages: parse and render each once
+# (the corpus lookup hands out the same string objects, so hits hash nothing).
+# 16k recent passages hold about 25 MB.
+@functools.lru_cache(maxsize=16384)
+def _passage_forms(passage: str) -> Tuple[ParsedPassage, str]:
+  parsed = parse_passage(passage)
+  return parsed, display_passage(parsed)
+
+
+def rating_row(match: GoldMatch, passage: Optional[str],
+               score: Optional[AttributionScore], scorer: str) -> RatingRow:
+  prediction = match.prediction
+  nli_score, auto_ais, n_windows, truncated = score_columns(score)
+  # Positional: this runs once per row.
+  return RatingRow(prediction.system_name, prediction.question, prediction.answer,
+                   prediction.attribution, passage, prediction.human_rating, auto_ais,
+                   nli_score, match.em, match.f1, match.gold_index, scorer, n_windows,
+                   truncated, prediction.source_file, prediction.source_line)
+
+
+
+class MatchGoldQuestions(beam.PTransform):
+  """PCollection[Prediction] -> outputs matched (GoldMatch: the prediction with
+  its EM / F1 against the gold question it asks) and unmatched (DeadLetter:
+  questions not in gold). `gold_index`: the singleton BuildGoldIndex gives."""
+
+  def __init__(self, gold_index):
+    super().__init__()
+    self._gold_index = gold_index
+
+  def expand(self, predictions):
+    return predictions | "GradeAgainstGold" >> beam.ParDo(
+        _MatchGoldFn(), beam.pvalue.AsSingleton(self._gold_index)).with_outputs(
+            "unmatched", main="matched")
+
+
+class ScoreAnswers(beam.PTransform):
+  """PCollection[(GoldMatch, corpus passage or None)] -> {"rows": RatingRow of
+  every row the scorer answered (a row without a passage is rated N, unscored),
+  "dead_letter": rows the scorer could not score, "stats": its counters}."""
+
+  def __init__(self, scorer, reference_premise: bool):
+    super().__init__()
+    self._scorer = scorer
+    self._reference_premise = reference_premise
+
+  def expand(self, joined):
+    scorer_name = self._scorer.describe()["name"]
+    scores = (joined
+              | "PrepareExamples" >> beam.MapTuple(
+                  prepare_example, reference_premise=self._reference_premise)
+              | "ScoreAttribution" >> ScoreAttribution(self._scorer))
+    rows = scores["scored"] | "RateAnswers" >> beam.MapTuple(
+        lambda rated, score: rating_row(rated.match, rated.passage, score, scorer_name))
+    failed = scores["failed"] | "DeadLetterScoringFailures" >> beam.MapTuple(
+        failed_row_dead_letter)
+    return {"rows": rows, "dead_letter": failed, "stats": scores["stats"]}
