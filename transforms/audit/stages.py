@@ -5,7 +5,7 @@ applies them (beam_jobs/audit.py):
     IndexTopics           TREC topics -> {query id: question}, repeats dead-lettered
     MatchCandidates       candidates -> AuditPairs of the answers that ask for them
     ExpandToArticles      top-1 pairs -> every passage of their article
-    JoinCandidatePassages pairs -> ((pair, found), example) with corpus passages
+    JoinCandidatePassages pairs -> (CandidateKey, example) with corpus passages
     RateCandidates        examples -> AuditCandidateRows, answers accounted for
 
 Each returns a dict of PCollections: its main output and, where it has them,
@@ -145,7 +145,7 @@ class ExpandToArticles(beam.PTransform):
 
 
 class JoinCandidatePassages(beam.PTransform):
-  """PCollection[AuditPair] -> {"examples": ((pair, found), example or None),
+  """PCollection[AuditPair] -> {"examples": (CandidateKey, example or None),
   "dead_letter": candidates not in the corpus, "stats", "join_stats"}: a sorted
   merge join with the corpus (none without `corpus_dir`: every candidate then
   carries its passage), then the scorer's examples (`reference_premise`: as
@@ -183,7 +183,7 @@ def candidate_row(pair, found: bool, score, scorer: str) -> AuditCandidateRow:
 
 
 class _RateCandidatesFn(beam.DoFn):
-  """((pair, found), score or ScoringFailure) -> its AuditCandidateRow; every
+  """(CandidateKey, score or ScoringFailure) -> its AuditCandidateRow; every
   candidate of an answer one of whose candidates could not be scored is left
   out (the answer's figures would be over the others only): dead-lettered if it
   is a line of the input that was found in the corpus (one not found is
@@ -193,17 +193,18 @@ class _RateCandidatesFn(beam.DoFn):
     self._scorer = scorer
 
   def process(self, keyed_outcome, failed_answers):
-    (pair, found), outcome = keyed_outcome
+    key, outcome = keyed_outcome
+    pair = key.pair
     failure = failed_answers.get(answer_row_key(pair))
     if failure is None:
-      yield candidate_row(pair, found, outcome, self._scorer)
-    elif found and not pair.from_article:
+      yield candidate_row(pair, key.found, outcome, self._scorer)
+    elif key.found and not pair.from_article:
       yield beam.pvalue.TaggedOutput("dead_letter",
                                      candidate_scoring_failed(pair, failure))
 
 
 class RateCandidates(beam.PTransform):
-  """PCollection[((pair, found), example)] -> {"rows": AuditCandidateRow,
+  """PCollection[(CandidateKey, example)] -> {"rows": AuditCandidateRow,
   "dead_letter": candidates of answers left out, "audited": {"audited": 1} per
   answer audited, "answer_dead_letter": answers repeated, without candidates
   or left out because scoring a candidate failed, "stats": the scorer's}.
@@ -224,7 +225,7 @@ class RateCandidates(beam.PTransform):
     failed_answers = beam.pvalue.AsDict(
         scored["failed"]
         | "KeyFailuresByAnswerRow" >> beam.MapTuple(
-            lambda key, failure: (answer_row_key(key[0]), failure))
+            lambda key, failure: (answer_row_key(key.pair), failure))
         | "FirstFailurePerAnswer" >> beam.CombinePerKey(first_failure))
     accounted = self._answers | "AccountAnswers" >> beam.ParDo(
         AccountAnswersFn(), beam.pvalue.AsSingleton(self._index),

@@ -20,7 +20,7 @@ the highest nli_score, ties by rank.
 """
 import array
 import functools
-from typing import Dict, Iterable, Optional, Tuple
+from typing import Dict, Iterable, NamedTuple, Optional, Tuple
 
 import apache_beam as beam
 import numpy as np
@@ -310,8 +310,15 @@ def _parsed(passage: str):
   return parse_passage(passage)
 
 
+class CandidateKey(NamedTuple):
+  """What a candidate's score is keyed by on its way through the scorer: the
+  pair and whether its passage was found (one not found is N, unscored)."""
+  pair: AuditPair
+  found: bool
+
+
 class PrepareExamplesFn(beam.DoFn):
-  """(pair, corpus passage or None) -> ((pair, found), example or None); a
+  """(pair, corpus passage or None) -> (CandidateKey, example or None); a
   candidate of the input that is not in the corpus is also dead-lettered (its
   row still reaches the per-answer figures: a top-1 not in the corpus is N).
   With `reference_premise` (--decision decode), premises are built as the
@@ -333,9 +340,9 @@ class PrepareExamplesFn(beam.DoFn):
             f"{pair.source_file}:{pair.source_line}: field 'docid': passage "
             f"{pair.passage_id!r} is not in the corpus; counted as not attributable",
             _candidate_json(pair)))
-      yield (pair, False), None
+      yield CandidateKey(pair, False), None
       return
-    yield (pair, True), qa_example(pair.question, pair.answer, _parsed(passage),
+    yield CandidateKey(pair, True), qa_example(pair.question, pair.answer, _parsed(passage),
                                    self._reference_premise)
 
 
