@@ -18,7 +18,7 @@ import pathlib
 
 import setuptools
 
-from tests.conftest import PROJECT_ROOT
+from tests.support.paths import PROJECT_ROOT
 
 LAYERS = ("schemas", "models", "transforms", "beam_jobs", "launch")
 

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import PROJECT_ROOT
+from tests.support.paths import PROJECT_ROOT
 
 EXAMPLES = PROJECT_ROOT / "examples"
 

@@ -26,7 +26,9 @@ import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from tests.support.paths import PROJECT_ROOT
+
+ROOT = PROJECT_ROOT
 DOCS = ROOT / "docs"
 EXAMPLES = ROOT / "examples"
 JOBS = ("build-corpus", "evaluate", "agreement", "ais-annotations", "claims", "audit",

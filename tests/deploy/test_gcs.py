@@ -32,7 +32,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from beam_jobs import build_corpus, evaluate
 from beam_jobs.output_dir import LEDGER
-from tests.conftest import PROJECT_ROOT, run_job
+from tests.support.jobs import run_job
+from tests.support.paths import PROJECT_ROOT
 
 EXAMPLES = PROJECT_ROOT / "examples"
 BUCKET = "autoais-test"

@@ -29,8 +29,9 @@ from beam_jobs.claims import ClaimsOptions
 from beam_jobs.sck import SckOptions
 from beam_jobs.common import ScorerOptions, parse_options
 from beam_jobs.evaluate import EvaluateOptions
+from tests.support.paths import PROJECT_ROOT
 
-LAUNCH = pathlib.Path(__file__).resolve().parent.parent / "launch"
+LAUNCH = PROJECT_ROOT / "launch"
 
 # job -> (options class, metadata file, entry script, module, required options)
 JOBS = {

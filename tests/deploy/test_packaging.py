@@ -19,7 +19,7 @@ import zipfile
 import pytest
 
 from beam_jobs.cli import JOBS
-from tests.conftest import PROJECT_ROOT
+from tests.support.paths import PROJECT_ROOT
 
 LAYERS = ("schemas", "models", "transforms", "beam_jobs", "launch")
 

@@ -18,7 +18,9 @@ from scipy import stats
 from sklearn import metrics as skm
 
 from beam_jobs import agreement
-from tests.conftest import read_jsonl, run_job, shared_file, write_jsonl
+from tests.support.files import read_jsonl, write_jsonl
+from tests.support.jobs import run_job
+from tests.support.paths import shared_file
 
 torch = pytest.importorskip("torch")
 

@@ -21,7 +21,9 @@ from scipy import stats
 
 from beam_jobs import ais_annotations, build_corpus, cli, evaluate
 from schemas import AisAnnotation
-from tests.conftest import read_jsonl, run_job, shared_data_dir, shared_file
+from tests.support.files import read_jsonl
+from tests.support.jobs import run_job
+from tests.support.paths import shared_data_dir, shared_file
 from transforms.ais_annotations import readers, steps
 from transforms.ais_annotations.paper import TABLES
 

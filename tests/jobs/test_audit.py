@@ -1,7 +1,7 @@
 """`autoais audit` on the real NQ oracle passages: TREC runs written here mix each
 question's gold passage with other questions' gold passages at chosen ranks.
 The audit's top-1 / any / reranked figures equal a direct computation; an
-oracle scorer (tests/scorers.py) shows that reranking recovers the gold
+oracle scorer (tests/support/scorers.py) shows that reranking recovers the gold
 passage; `--candidates_from article` finds exactly an article's passages;
 identical triples are scored once; outputs are deterministic; every line is
 accounted for."""
@@ -15,70 +15,20 @@ import pytest
 from beam_jobs import audit
 from transforms.scoring.string_match import string_match_attributable
 from schemas import Candidate, DeadLetter
-from tests.conftest import nq_oracle_records, oracle_passage_id, read_jsonl, run_job
-from tests.scorers import OracleScorer
+from tests.support.audit_inputs import SYSTEMS, build_audit_inputs
+from tests.support.files import read_jsonl
+from tests.support.jobs import run_job
+from tests.support.nq import nq_oracle_records, oracle_passage_id
+from tests.support.scorers import OracleScorer
 from transforms.audit.readers import (read_audit_answers, read_candidates_jsonl,
                                       read_topics, read_trec_run)
 from transforms.corpus.passages import nli_premise, parse_passage
 from transforms.corpus.store import article_of
 
-K = 4
-SYSTEMS = ("right-answers", "wrong-answers")
-UNKNOWN = "http://en.wikipedia.org/wiki/Nowhere#Nowhere#0"
-
 
 @pytest.fixture(scope="module")
 def audit_inputs(nq_leaderboard_inputs, tmp_path_factory):
   return build_audit_inputs(tmp_path_factory.mktemp("audit"), nq_leaderboard_inputs)
-
-
-def build_audit_inputs(root, nq_leaderboard_inputs) -> dict:
-  """Answers, a TREC run with K candidates a question (the oracle passage at
-  rank i % K + 1, an unknown top-1, repeats) and topics, over the NQ leaderboard."""
-  oracle = nq_oracle_records()
-  n = len(oracle)
-  ids = [oracle_passage_id(i, record["ctxs"][0]["title"])
-         for i, record in enumerate(oracle)]
-  lists = {}  # (system, question) -> [(rank, docid)] in file order
-  answers = {}  # (system, question) -> answer
-  run_lines, topic_lines = [], []
-  for i, record in enumerate(oracle):
-    question = record["question"]
-    topic_lines.append(f"q{i}\t{question}")
-    gold_rank = i % K + 1
-    distractors = iter(ids[(i + 7 * j + 1) % n] for j in range(K))
-    ranked = [(rank, ids[i] if rank == gold_rank else next(distractors))
-              for rank in range(1, K + 1)]
-    if i % 60 == 30:
-      ranked.insert(0, (0, UNKNOWN))  # a top-1 that is not in the corpus
-    if i % 50 == 7:
-      ranked.append((K + 1, ranked[0][1]))  # a repeated candidate
-    for system in SYSTEMS:
-      lists[(system, question)] = ranked
-      run_lines += [f"q{i} Q0 {doc} {rank} {20 - rank}.5 {system}"
-                    for rank, doc in ranked]
-    answers[("right-answers", question)] = record["answers"][0]
-    answers[("wrong-answers", question)] = oracle[(i + 3) % n]["answers"][0]
-  topic_lines.append("q-extra\tA question no answer asks")
-  run_lines += [f"q-extra Q0 {ids[0]} 1 1.0 right-answers", "q1 Q0 too-few 1"]
-  (root / "run.trec").write_text("\n".join(run_lines) + "\n", encoding="utf-8")
-  (root / "topics.tsv").write_text("\n".join(topic_lines) + "\n", encoding="utf-8")
-  with open(root / "answers.jsonl", "w", encoding="utf-8") as f:
-    for (system, question), answer in answers.items():
-      f.write(json.dumps({"system_name": system, "question": question,
-                          "answer": answer}) + "\n")
-    f.write(json.dumps({"system_name": "right-answers", "question": oracle[0]["question"],
-                        "answer": "a second answer"}) + "\n")
-    f.write(json.dumps({"system_name": "right-answers",
-                        "question": "A question without candidates?",
-                        "answer": "x"}) + "\n")
-  passages = {}
-  for passage_id, (title, text) in nq_leaderboard_inputs["contents"].items():
-    passages[passage_id] = f"« {title} » « {title} » {text}"
-  gold_ids = {record["question"]: ids[i] for i, record in enumerate(oracle)}
-  return {"root": root, "lists": lists, "answers": answers, "passages": passages,
-          "gold_ids": gold_ids, "corpus": nq_leaderboard_inputs["corpus"],
-          "gold_path": nq_leaderboard_inputs["gold_path"], "n": n}
 
 
 def _audit(inputs, output, *extra):
@@ -361,8 +311,8 @@ def test_trec_and_topics_readers_name_line_and_field(tmp_path):
 
 def test_trec_and_topics_readers_skip_a_byte_order_mark(tmp_path):
   """A UTF-8 byte-order mark opening a run or topics file is not part of the first
-  query id (found by tests/test_reader_properties.py: it was, and a file of only
-  a BOM gave a dead letter)."""
+  query id (found by tests/robustness/test_reader_properties.py: it was, and a
+  file of only a BOM gave a dead letter)."""
   run, topics, empty = tmp_path / "run.trec", tmp_path / "topics.tsv", tmp_path / "e.trec"
   run.write_bytes(b"\xef\xbb\xbfq1 Q0 d1 1 2.5 sys\n")
   topics.write_bytes(b"\xef\xbb\xbfq1\tWho?\r\n")
@@ -396,7 +346,7 @@ def test_candidates_jsonl_reader(tmp_path):
 def test_an_empty_query_id_cell_is_matched_by_question(tmp_path):
   """A CSV answer whose query_id cell is empty has no query id (README: matched by
   question), like an empty system_name cell; it was rejected as wrong_type
-  (found by tests/test_reader_properties.py)."""
+  (found by tests/robustness/test_reader_properties.py)."""
   answers = tmp_path / "answers.csv"
   answers.write_text("question,answer,system_name,query_id\nWho?,Ann,,\n"
                      "Why?,So, , q2 \n", encoding="utf-8")

@@ -13,8 +13,10 @@ import pytest
 
 from beam_jobs import claims
 from transforms.scoring.string_match import string_match_attributable
-from tests.conftest import read_jsonl, run_job, shared_file, write_jsonl
-from tests.scorers import HashScorer, hash_score
+from tests.support.files import read_jsonl, write_jsonl
+from tests.support.jobs import run_job
+from tests.support.paths import shared_file
+from tests.support.scorers import HashScorer, hash_score
 from transforms.claims import steps as claim_steps
 from transforms.claims.readers import read_claims_jsonl
 from transforms.labelled.expertqa import clean_text, did_abstain, read_expertqa
@@ -328,7 +330,8 @@ def test_flat_reader_groups_claims_into_answers(tmp_path):
 def test_a_support_label_that_is_not_utf8_is_rejected(tmp_path):
   """The support label is written to the claims table, which cannot hold bytes
   that are not UTF-8: the claim is dead-lettered naming the field (found by
-  tests/test_reader_properties.py: it was read, for the writer to fail)."""
+  tests/robustness/test_reader_properties.py: it was read, for the writer to
+  fail)."""
   for read, line in ((read_claims_jsonl, b'{"question": "q", "claim": "c", '
                       b'"support": "Compl\xffete"}\n'),
                      (read_expertqa, b'{"question": "q", "answers": {"s": {"claims": '

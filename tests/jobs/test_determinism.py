@@ -5,7 +5,7 @@ import hashlib
 import pytest
 
 from beam_jobs import evaluate
-from tests.conftest import run_job
+from tests.support.jobs import run_job
 
 COMPARED = ("ratings.parquet", "ratings.csv", "leaderboard.csv", "leaderboard.json",
             "leaderboard.md", "scores.txt", "dead_letter.jsonl")

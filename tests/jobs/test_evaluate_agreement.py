@@ -13,8 +13,9 @@ from scipy import stats
 from sklearn import metrics as skm
 
 from beam_jobs import evaluate
-from tests.conftest import read_jsonl, run_job, write_jsonl
-from tests.test_report import decoded_images
+from tests.support.files import read_jsonl, write_jsonl
+from tests.support.jobs import run_job
+from tests.support.report_html import decoded_images
 from transforms.stats.metrics import BootstrapWeights
 
 N_GOLD = 100

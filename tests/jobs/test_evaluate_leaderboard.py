@@ -11,8 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from beam_jobs import evaluate
-from tests.conftest import NQ_SYSTEMS as SYSTEMS
-from tests.conftest import read_jsonl, run_job
+from tests.support.files import read_jsonl
+from tests.support.jobs import run_job
+from tests.support.nq import NQ_SYSTEMS as SYSTEMS
 
 @pytest.fixture(scope="module")
 def leaderboard(nq_leaderboard_inputs, tmp_path_factory):

@@ -36,9 +36,10 @@ pytest.importorskip("absl")
 from beam_jobs import build_corpus, evaluate  # pylint: disable=wrong-import-position
 from models import t5_nli  # pylint: disable=wrong-import-position
 from models.testing import build_random_t5, train_nli_t5  # pylint: disable=wrong-import-position
-from tests.conftest import (nq_oracle_records, oracle_passage_id,  # pylint: disable=wrong-import-position
-                            read_jsonl, run_job, shared_file, shared_reference,
-                            write_jsonl, write_prediction_files)
+from tests.support.files import read_jsonl, write_jsonl, write_prediction_files  # pylint: disable=wrong-import-position
+from tests.support.jobs import run_job  # pylint: disable=wrong-import-position
+from tests.support.nq import nq_oracle_records, oracle_passage_id  # pylint: disable=wrong-import-position
+from tests.support.paths import shared_file, shared_reference  # pylint: disable=wrong-import-position
 from transforms.corpus.passages import parse_passage  # pylint: disable=wrong-import-position
 from transforms.scoring.examples import (qa_example)  # pylint: disable=wrong-import-position
 

@@ -12,9 +12,10 @@ import pytest
 
 from beam_jobs import sck as sck_job
 from models import embeddings
-from tests import sck_kg
-from tests.conftest import read_jsonl, run_job, write_jsonl
-from tests.scorers import PairScorer
+from tests.support import sck_kg
+from tests.support.files import read_jsonl, write_jsonl
+from tests.support.jobs import run_job
+from tests.support.scorers import PairScorer
 from transforms.sck import intent, steps
 
 needs_embedding_model = pytest.mark.skipif(

@@ -7,7 +7,9 @@ import shutil
 import pytest
 
 from beam_jobs import build_corpus, evaluate
-from tests.conftest import PROJECT_ROOT, read_jsonl, run_job
+from tests.support.files import read_jsonl
+from tests.support.jobs import run_job
+from tests.support.paths import PROJECT_ROOT
 
 EXAMPLES = PROJECT_ROOT / "examples"
 W = "http://en.wikipedia.org/wiki"

@@ -2,7 +2,8 @@
 run: predictions (.csv.gz, .csv.bz2, .jsonl.gz, .parquet.gz), gold (.jsonl.gz),
 corpus sources (Pyserini .jsonl.gz, id,title,text .jsonl.xz). Outputs name their
 source files, so `source_file` is compared by file name with the compression
-suffix removed; every other byte must be equal. (gs:// inputs: tests/test_gcs.py.)
+suffix removed; every other byte must be equal. (gs:// inputs:
+tests/deploy/test_gcs.py.)
 """
 import bz2
 import csv
@@ -15,7 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from beam_jobs import build_corpus, evaluate
-from tests.conftest import PROJECT_ROOT, read_jsonl, run_job
+from tests.support.files import read_jsonl
+from tests.support.jobs import run_job
+from tests.support.paths import PROJECT_ROOT
 from transforms.corpus.passages import parse_passage
 
 EXAMPLES = PROJECT_ROOT / "examples"

@@ -3,7 +3,7 @@
 * Transient faults: each DoFn with side effects (and the others on the way) fails
   its first two bundle attempts, at the start, part-way through or at the very
   end of a bundle, under a runner that retries failed bundles as Dataflow does
-  (tests/faults.py). The job finishes, and every output is byte-identical to a
+  (tests/support/faults.py). The job finishes, and every output is byte-identical to a
   clean run's (run.json apart from its timings); no scratch or temporary file
   is left.
 * Killed runs: a job paused at a chosen point is killed with SIGKILL. No file
@@ -24,9 +24,10 @@ import pytest
 
 from beam_jobs import build_corpus, evaluate
 from beam_jobs.output_dir import LEDGER
-from tests import faults
-from tests.conftest import PROJECT_ROOT, run_job
-from tests.faults import ELEMENT, FINISH, START, Fault
+from tests.support import faults
+from tests.support.faults import ELEMENT, FINISH, START, Fault
+from tests.support.jobs import run_job
+from tests.support.paths import PROJECT_ROOT
 
 EXAMPLES = PROJECT_ROOT / "examples"
 W = "http://en.wikipedia.org/wiki"
@@ -175,8 +176,9 @@ KILL_POINTS = [
 def _start_paused(job, args, pause, tmp_path) -> subprocess.Popen:
   """`autoais JOB args` in a child process, returned once it sleeps at `pause`."""
   marker = tmp_path / "paused"
-  command = [sys.executable, "-m", "tests.faults", "--pause", pause, "--pause_file",
-             str(marker), "--state_dir", str(tmp_path), job, *map(str, args)]
+  command = [sys.executable, "-m", "tests.support.faults", "--pause", pause,
+             "--pause_file", str(marker), "--state_dir", str(tmp_path), job,
+             *map(str, args)]
   process = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE,
                              env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)))

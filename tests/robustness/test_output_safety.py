@@ -21,7 +21,8 @@ import pytest
 
 from beam_jobs import build_corpus, evaluate, output_dir
 from beam_jobs.output_dir import LEDGER
-from tests.conftest import PROJECT_ROOT, run_job
+from tests.support.jobs import run_job
+from tests.support.paths import PROJECT_ROOT
 
 EXAMPLES = PROJECT_ROOT / "examples"
 GOLD = EXAMPLES / "gold.jsonl"

@@ -1,8 +1,8 @@
-"""Property-based tests of every reader over generated damage (tests/reader_damage.py
-says what is generated and the invariant checked).
+"""Property-based tests of every reader over generated damage
+(tests/support/reader_damage.py says what is generated and the invariant checked).
 
-    pytest tests/test_reader_properties.py                               # ci profile
-    pytest tests/test_reader_properties.py --hypothesis-profile=nightly  # 20x more
+    pytest tests/robustness/test_reader_properties.py  # ci profile
+    pytest tests/robustness/test_reader_properties.py --hypothesis-profile=nightly  # 20x more
 
 Readers: predictions CSV / JSON Lines / Parquet, corpus sources (Pyserini and
 id,title,text JSON Lines), gold JSON Lines, and, each as CSV / JSON Lines /
@@ -24,9 +24,10 @@ from hypothesis import strategies as st
 
 from beam_jobs import evaluate
 from schemas import DeadLetter
-from tests import reader_damage
-from tests.conftest import PROJECT_ROOT, run_job
-from tests.reader_damage import check_reader
+from tests.support import reader_damage
+from tests.support.jobs import run_job
+from tests.support.paths import PROJECT_ROOT
+from tests.support.reader_damage import check_reader
 from transforms.audit.readers import read_audit_answers, read_candidates, read_topics
 from transforms.claims.readers import read_claims_jsonl
 from transforms.corpus.sources import read_corpus_source

@@ -21,7 +21,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from beam_jobs import build_corpus, evaluate
-from tests.conftest import PROJECT_ROOT, run_job
+from tests.support.jobs import run_job
+from tests.support.paths import PROJECT_ROOT
 
 EXAMPLES = PROJECT_ROOT / "examples"
 W = "http://en.wikipedia.org/wiki"

@@ -6,7 +6,7 @@ injects faults.
     ...
     server.close()
 
-It scores an instance with tests.scorers.hash_score (a function of the
+It scores an instance with tests.support.scorers.hash_score (a function of the
 instance alone, so a retried or split request gets the same numbers). Each
 incoming predict request takes the next fault of `faults` until they are used
 up, on every `every`-th request (bounded in count; "timeout" sleeps `delay`
@@ -28,7 +28,7 @@ import threading
 import time
 from typing import Optional
 
-from tests.scorers import hash_score
+from tests.support.scorers import hash_score
 
 
 class FaultServer(http.server.ThreadingHTTPServer):

@@ -1,5 +1,5 @@
 """Test-only fault injection: transient DoFn failures under bundle retries, and
-pauses at which a test kills a job (tests/test_faults.py).
+pauses at which a test kills a job (tests/robustness/test_faults.py).
 
 Dataflow retries a failed bundle: it discards the bundle's outputs, throws its
 DoFn instances away, and runs the bundle again on fresh ones, while whatever the
@@ -18,7 +18,7 @@ finished (all its side effects done).
 `Fault(pause_file=...)` instead touches the file and sleeps at that point: the
 test then kills the process.
 
-    python -m tests.faults --pause LABEL:WHEN:AFTER --pause_file F JOB [args]
+    python -m tests.support.faults --pause LABEL:WHEN:AFTER --pause_file F JOB [args]
 runs a job with a pause, for the kill tests.
 """
 import argparse

@@ -1,5 +1,6 @@
 """Hypothesis strategies that write input files with planted damage, and the
-invariant every reader must keep on them (tests/test_reader_properties.py).
+invariant every reader must keep on them
+(tests/robustness/test_reader_properties.py).
 
 A generated file is a list of records, each either good (with the element the
 reader must produce from it) or damaged in one known way (with the reasons and

@@ -1,7 +1,7 @@
 """Records every job's outputs on fixed inputs, and compares two recordings.
 
-    .venv/bin/python -m tests.record_outputs record DIR [--inputs INPUTS_DIR]
-    .venv/bin/python -m tests.record_outputs compare RECORDED_DIR OTHER_DIR
+    .venv/bin/python -m tests.support.record_outputs record DIR [--inputs INPUTS_DIR]
+    .venv/bin/python -m tests.support.record_outputs compare RECORDED_DIR OTHER_DIR
 
 Made for moves of code that must not change behaviour (issue 16): record on the
 commit before the move, record again after it on the same machine with the same
@@ -11,15 +11,15 @@ beam_jobs.cli JOB ...`, a process of its own, DirectRunner):
 * example: build-corpus and evaluate (string-match) on the bundled example;
 * t5 / t5-decode: evaluate with a tiny random T5 (published layout, T5-like
   vocabulary), threshold and decode decisions;
-* nq: evaluate on the NQ-Open leaderboard of tests/conftest.py (2,655 oracle
+* nq: evaluate on the NQ-Open leaderboard of tests/support/nq.py (2,655 oracle
   passages, five systems, gold answers);
 * agreement-*: agreement, string-match, on the whole AttributionBench, BEGIN,
   WiCE and ExpertQA sets, and the tiny T5 on BEGIN's CMU file;
 * claims: ExpertQA's validation files; claims-t5-max: the tiny T5, max mode;
-* audit: the audit inputs of tests/test_audit.py (gold answers, 100 bootstrap
-  samples);
-* sck: the seed examples' knowledge graph of tests/sck_kg.py with string-match
-  and the packaged embedding model;
+* audit: the audit inputs of tests/support/audit_inputs.py (gold answers, 100
+  bootstrap samples);
+* sck: the seed examples' knowledge graph of tests/support/sck_kg.py with
+  string-match and the packaged embedding model;
 * ais-annotations: the AIS release's consensus files.
 
 Inputs are built once into INPUTS_DIR (default /tmp/autoais-recording-inputs)
@@ -43,7 +43,8 @@ import subprocess
 import sys
 import time
 
-PROJECT_ROOT = pathlib.Path(__file__).resolve().parent.parent
+# tests/support/record_outputs.py: the repository root is three levels up.
+PROJECT_ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = PROJECT_ROOT / "examples"
 DEFAULT_INPUTS = pathlib.Path("/tmp/autoais-recording-inputs")
 # Keys whose values differ from run to run of the same code: when and where a run
@@ -56,14 +57,16 @@ _SCRATCH_NAME = re.compile(r"_work-[0-9a-f]+")
 
 
 def _shared_available() -> bool:
-  from tests.conftest import shared_data_dir  # pylint: disable=import-outside-toplevel
+  from tests.support.paths import shared_data_dir  # pylint: disable=import-outside-toplevel
   return (shared_data_dir() / "nq_open" / "NQ-open.dev.jsonl").exists()
 
 
 def build_inputs(inputs: pathlib.Path) -> dict:
   """Builds (once) every input the runs read; returns their paths."""
   # pylint: disable=import-outside-toplevel
-  from tests import conftest, sck_kg
+  from tests.support import sck_kg
+  from tests.support.nq import build_nq_leaderboard
+  from tests.support.vocab import example_texts
   paths = {"corpus_input": EXAMPLES / "corpus" / "*.jsonl",
            "predictions": EXAMPLES / "predictions" / "*.csv",
            "gold": EXAMPLES / "gold.jsonl",
@@ -74,7 +77,7 @@ def build_inputs(inputs: pathlib.Path) -> dict:
   if not done.exists():
     inputs.mkdir(parents=True, exist_ok=True)
     from models.testing import build_random_t5
-    build_random_t5(str(paths["model"]), conftest.example_texts(), vocab_size=2000,
+    build_random_t5(str(paths["model"]), example_texts(), vocab_size=2000,
                     seed=3)
     paths["kg"].parent.mkdir(parents=True, exist_ok=True)
     sck_kg.write_kg(paths["kg"], sck_kg.ALL_KG)
@@ -87,10 +90,10 @@ def build_inputs(inputs: pathlib.Path) -> dict:
       writer.writerow((sck_kg.CONFLICT_QUESTION, sck_kg.CONFLICT_ANSWER,
                        "Barack Obama was born in Hawaii."))
     if _shared_available():
-      from tests import test_audit
-      nq = conftest.build_nq_leaderboard(inputs / "nq")
+      from tests.support.audit_inputs import build_audit_inputs
+      nq = build_nq_leaderboard(inputs / "nq")
       (inputs / "audit").mkdir(exist_ok=True)
-      test_audit.build_audit_inputs(inputs / "audit", nq)
+      build_audit_inputs(inputs / "audit", nq)
     done.write_text("built\n", encoding="utf-8")
   paths.update({"nq_corpus": inputs / "nq" / "corpus",
                 "nq_predictions": inputs / "nq" / "predictions" / "*.csv",
@@ -101,7 +104,7 @@ def build_inputs(inputs: pathlib.Path) -> dict:
 def runs(paths: dict, out: pathlib.Path) -> dict:
   """{name: (needs shared data, [job argv...])}, in the order they run."""
   # pylint: disable=import-outside-toplevel
-  from tests.conftest import shared_file
+  from tests.support.paths import shared_file
   t5 = ["--scorer", "t5", "--model", paths["model"], "--torch_threads", "1"]
   corpus = out / "example-corpus"
 

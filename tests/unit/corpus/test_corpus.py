@@ -10,7 +10,8 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from beam_jobs import build_corpus
-from tests.conftest import run_job, write_jsonl
+from tests.support.files import write_jsonl
+from tests.support.jobs import run_job
 from transforms.corpus import store
 from transforms.corpus.store import LookupPassages, ShardReader, ShuffleJoinPassages
 from schemas.errors import CorpusError
@@ -118,7 +119,7 @@ def test_lookup_stats_show_a_small_read(built, tmp_path):
 
 def test_evaluate_gives_the_same_outputs_with_either_join(tmp_path):
   from beam_jobs import evaluate  # pylint: disable=import-outside-toplevel
-  from tests.conftest import PROJECT_ROOT  # pylint: disable=import-outside-toplevel
+  from tests.support.paths import PROJECT_ROOT  # pylint: disable=import-outside-toplevel
   examples = PROJECT_ROOT / "examples"
   assert run_job(build_corpus, "--input", examples / "corpus" / "*.jsonl", "--output",
                  tmp_path / "corpus", "--num_shards", 3) == 0

@@ -12,8 +12,9 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
 from beam_jobs import evaluate
 from schemas import AttributionExample
-from tests.conftest import EXAMPLES, run_job
-from tests.scorers import DigestHandler
+from tests.support.jobs import run_job
+from tests.support.paths import EXAMPLES
+from tests.support.scorers import DigestHandler
 from transforms.io import progress
 from transforms.scoring import fanout
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from beam_jobs import evaluate
-from tests.conftest import run_job
+from tests.support.jobs import run_job
 from transforms.io.gold import read_gold
 from transforms.stats.squad import exact_match_and_f1
 

@@ -9,8 +9,8 @@ from schemas import AttributionScore, EntityRecord, KgEdge
 from transforms.sck import entity_linking, intent, knowledge_graph, steps
 from transforms.sck.entity_linking import Gazetteer, link_answer, link_text, name_key
 
-from tests.sck_intent_examples import LABELLED
-from tests import sck_kg
+from tests.support import sck_kg
+from tests.support.sck_intent_examples import LABELLED
 
 # Table 4: question, answer, intent, S, C, K, SCK (two decimals, as printed).
 TABLE_4 = [

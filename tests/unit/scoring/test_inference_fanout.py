@@ -13,7 +13,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
 from schemas import AttributionExample
-from tests.scorers import DigestHandler, hash_score
+from tests.support.scorers import DigestHandler, hash_score
 from transforms.scoring import fanout
 
 N_DISTINCT = 100_000

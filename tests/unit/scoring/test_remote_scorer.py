@@ -25,10 +25,12 @@ from schemas import AttributionExample, AttributionScore, ScoringFailure
 from schemas.errors import EndpointMisconfigured
 from transforms.scoring import hosted
 from models import embeddings
-from tests import sck_kg
-from tests.conftest import EXAMPLES, PROJECT_ROOT, read_jsonl, run_job, write_jsonl
-from tests.fault_server import FaultServer
-from tests.scorers import hash_score
+from tests.support import sck_kg
+from tests.support.fault_server import FaultServer
+from tests.support.files import read_jsonl, write_jsonl
+from tests.support.jobs import run_job
+from tests.support.paths import EXAMPLES, PROJECT_ROOT
+from tests.support.scorers import hash_score
 
 SYSTEMS = ("retrieve-then-read", "keyword-baseline", "closed-book-lm")
 needs_embedding_model = pytest.mark.skipif(

@@ -10,7 +10,7 @@ published (sharded safetensors with an index, `spiece.model` +
 and "0" answers (and the parity test is not vacuous), the embedding rows of the
 two label pieces are scaled up and generation stops after one token; the
 reference procedure reads the same generation settings. Parity with the
-reference script itself: tests/test_reference_parity.py.
+reference script itself: tests/jobs/test_reference_parity.py.
 """
 import csv
 import json
@@ -28,7 +28,9 @@ from beam_jobs import evaluate  # pylint: disable=wrong-import-position
 from models import t5_nli  # pylint: disable=wrong-import-position
 from models.testing import build_random_t5, save_model  # pylint: disable=wrong-import-position
 from schemas import AttributionExample  # pylint: disable=wrong-import-position
-from tests.conftest import PROJECT_ROOT, read_jsonl, run_job  # pylint: disable=wrong-import-position
+from tests.support.files import read_jsonl  # pylint: disable=wrong-import-position
+from tests.support.jobs import run_job  # pylint: disable=wrong-import-position
+from tests.support.paths import PROJECT_ROOT  # pylint: disable=wrong-import-position
 from transforms.corpus.passages import parse_passage  # pylint: disable=wrong-import-position
 from transforms.scoring.examples import (claim_example, qa_example)  # pylint: disable=wrong-import-position
 

@@ -3,7 +3,8 @@ import random
 
 import pytest
 
-from tests.conftest import read_jsonl, shared_file
+from tests.support.files import read_jsonl
+from tests.support.paths import shared_file
 from transforms.stats.squad import exact_match_and_f1, normalize_answer, token_f1
 
 qa_utils = pytest.importorskip("t5.evaluation.qa_utils")
