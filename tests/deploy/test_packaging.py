@@ -1,0 +1,114 @@
+"""The wheel is the product a Dataflow worker gets (`--setup_file` builds it):
+build it, install it into a fresh virtualenv outside the checkout, and import
+every module and ask every job for its --help from there.
+
+The fresh environment reaches the third-party dependencies of the test
+environment through a path entry (installing torch, Beam and TensorFlow again
+would take minutes), but not the checkout: the project's own modules must come
+from the wheel, and the test checks that each one was loaded from the fresh
+environment's site-packages.
+"""
+import json
+import pathlib
+import site
+import subprocess
+import sys
+import sysconfig
+import zipfile
+
+import pytest
+
+from beam_jobs.cli import JOBS
+from tests.support.paths import PROJECT_ROOT
+
+LAYERS = ("schemas", "models", "transforms", "beam_jobs", "launch")
+
+
+def _checkout_modules():
+  names = set()
+  for layer in LAYERS:
+    for path in (PROJECT_ROOT / layer).rglob("*.py"):
+      parts = path.relative_to(PROJECT_ROOT).with_suffix("").parts
+      names.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+  return names
+
+
+def _wheel_modules(wheel: pathlib.Path):
+  names = set()
+  with zipfile.ZipFile(wheel) as archive:
+    for name in archive.namelist():
+      if name.endswith(".py") and name.split("/")[0] in LAYERS:
+        parts = pathlib.PurePosixPath(name).with_suffix("").parts
+        names.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+  return names
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+  """(wheel, python of a fresh virtualenv with only the wheel installed)."""
+  root = tmp_path_factory.mktemp("packaging")
+  # A copy of the tracked tree, so that the build leaves nothing in the checkout.
+  source = root / "source"
+  source.mkdir()
+  tracked = subprocess.run(["git", "ls-files", "-z"], cwd=PROJECT_ROOT, check=True,
+                           capture_output=True).stdout.decode().split("\0")
+  for name in filter(None, tracked):
+    if (PROJECT_ROOT / name).is_file():
+      target = source / name
+      target.parent.mkdir(parents=True, exist_ok=True)
+      target.write_bytes((PROJECT_ROOT / name).read_bytes())
+  subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                  "--no-build-isolation", "-q", "-w", str(root / "dist"), str(source)],
+                 check=True, cwd=root)
+  (wheel,) = (root / "dist").glob("autoais_beam-*.whl")
+  environment = root / "venv"
+  subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(environment)],
+                 check=True)
+  python = environment / "bin" / "python"
+  fresh_site = pathlib.Path(subprocess.run(
+      [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+      check=True, capture_output=True, text=True).stdout.strip())
+  # The dependencies: the test environment's site-packages as a plain path entry.
+  # A path line in a .pth file is not itself a site directory, so the .pth files
+  # there (the editable install of this checkout among them) are not run.
+  dependencies = [p for p in site.getsitepackages() + [sysconfig.get_paths()["purelib"]]
+                  if pathlib.Path(p).is_dir()]
+  (fresh_site / "dependencies.pth").write_text("\n".join(dict.fromkeys(dependencies))
+                                              + "\n", encoding="utf-8")
+  subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install",
+                  "--no-deps", "--no-index", "-q", str(wheel)], check=True, cwd=root)
+  return wheel, python, fresh_site
+
+
+def test_the_wheel_holds_every_module_of_the_checkout(installed):
+  wheel, _, _ = installed
+  assert _wheel_modules(wheel) == _checkout_modules()
+
+
+def test_every_module_imports_from_the_installed_wheel(installed, tmp_path):
+  _, python, fresh_site = installed
+  script = ("import importlib, json, sys\n"
+            "origins = {name: importlib.import_module(name).__file__\n"
+            "           for name in sys.argv[1:]}\n"
+            "print(json.dumps(origins))\n")
+  modules = sorted(_checkout_modules())
+  done = subprocess.run([str(python), "-c", script, *modules], cwd=tmp_path,
+                        capture_output=True, text=True, check=False,
+                        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+  assert done.returncode == 0, done.stderr[-3000:]
+  origins = json.loads(done.stdout)
+  elsewhere = {name: path for name, path in origins.items()
+               if not pathlib.Path(path).is_relative_to(fresh_site)}
+  assert not elsewhere, elsewhere
+
+
+@pytest.mark.parametrize("job", sorted(JOBS))
+def test_every_job_answers_help_from_the_installed_entry_point(installed, job, tmp_path):
+  _, python, _ = installed
+  autoais = python.parent / "autoais"
+  done = subprocess.run([str(autoais), job, "--help"], cwd=tmp_path, capture_output=True,
+                        text=True, check=False,
+                        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert "--output_dir" in done.stdout or "--output" in done.stdout or \
+      "--port" in done.stdout, done.stdout[:2000]

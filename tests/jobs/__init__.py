@@ -1,0 +1,1 @@
+"""Job-level tests: whole pipelines run on real or example inputs."""

@@ -1,0 +1,1 @@
+"""Damaged, compressed, unreadable inputs; injected faults and kills; output safety."""

@@ -1,0 +1,1 @@
+"""Unit tests, one subpackage per transforms/ subpackage (plus schemas/)."""
