@@ -5,16 +5,20 @@ scores agree with the human labels (SPEC 5.5).
         [--scorer string-match|t5 --model DIR ...] [--threshold 0.5] \
         [--scenario in-language|in-english] \
         [--calibrate_on PATH] [--calibrate_metric accuracy|balanced_accuracy] \
-        [Beam options]
+        [--bootstrap_samples 1000] [--seed 0] [Beam options]
     python -m beam_jobs.agreement ...
 
 Formats (transforms/labelled/readers.py): ratings, attributionbench, begin, wice,
-expertqa, xor-attriqa. Each item is scored with the chosen scorer (WiCE: the max
+expertqa, xor-attriqa, aggrefact (LLM-AggreFact), true (the TRUE benchmark). Each item is scored with the chosen scorer (WiCE: the max
 over a claim's chunks) and compared with its human label, overall and per group
 (transforms/stats/agreement.py: accuracy, balanced accuracy, Cohen's kappa, ROC-AUC and
 PR-AUC of nli_score, per-label counts). `--calibrate_on` scores a second set of
 the same format and picks the threshold that maximises --calibrate_metric there;
 the input's figures at that threshold are reported beside those at --threshold.
+Where the groups are data sets (aggrefact, true), agreement.json also holds
+the unweighted mean over data sets of balanced accuracy and ROC-AUC, with
+percentile-bootstrap CIs (--bootstrap_samples resamples of the items within each
+data set, --seed).
 
 Outputs in --output_dir: agreement_rows.parquet and .csv (one row per item,
 sorted by source file, line and item id), agreement.json, agreement.md,
@@ -72,6 +76,11 @@ class AgreementOptions(PipelineOptions):
     group.add_argument("--calibrate_metric", default="accuracy",
                        help="What the calibrated threshold maximises: accuracy "
                        "(default) or balanced_accuracy.")
+    group.add_argument("--bootstrap_samples", type=int, default=1000,
+                       help="Bootstrap resamples of the 95%% CIs of the means over "
+                       "data sets (formats aggrefact, true; default 1000).")
+    group.add_argument("--seed", type=int, default=0,
+                       help="Bootstrap seed (default 0).")
 
 
 class _Plan:
@@ -94,6 +103,10 @@ class _Plan:
     if options.calibrate_metric not in METRICS:
       raise ConfigError(f"--calibrate_metric {options.calibrate_metric!r}: choose from "
                         f"{', '.join(METRICS)}")
+    if options.bootstrap_samples < 1:
+      raise ConfigError("--bootstrap_samples must be positive")
+    if options.seed < 0:
+      raise ConfigError("--seed must be a non-negative integer")
     self.scorer = scorer_from_options(options, is_local_runner(runner))
     self.input_files = match_files(options.input)
     if not self.input_files:
@@ -196,7 +209,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
       "decision": options.view_as(ScorerOptions).decision,
   }
   summary_info = input_rows | "SummarizeAgreement" >> SummarizeAgreement(
-      options.output_dir, plan.format.groupings, header, calibration)
+      options.output_dir, plan.format.groupings, header, calibration,
+      (options.bootstrap_samples, options.seed))
   _ = pipeline | "WriteRunRecord" >> WriteRunRecord(
       options.output_dir, work_dir, record, dead_letters, counts=counts,
       values={"rows": rows_written["stats"], "summary_info": summary_info},

@@ -18,6 +18,9 @@ from transforms.stats.report import agreement_report_html
 
 ROW_KEY = ("source_file", "source_line", "item_id")
 NO_GROUP = "(none)"
+# Groupings whose groups are the data sets of a benchmark: agreement.json adds
+# the unweighted mean over them of balanced accuracy and ROC-AUC, with CIs.
+MEAN_GROUPINGS = ("dataset",)
 _ROWS_PER_BATCH = 4096
 
 
@@ -46,13 +49,19 @@ def _figure(value) -> str:
   return "" if value is None else f"{value:.3f}"
 
 
-def summary(grouped_counts, groupings, header, calibration):
-  """agreement.json's content from ((grouping, group), AgreementCounts) pairs."""
+def summary(grouped_counts, groupings, header, calibration, bootstrap):
+  """agreement.json's content from ((grouping, group), AgreementCounts) pairs;
+  `bootstrap`: (samples, seed) of the CIs of the means over data sets."""
   by_key = dict(grouped_counts)
   overall = by_key.pop(("overall", ""), stats.AgreementCounts())
   groups = {grouping: {} for grouping in groupings}
   for (grouping, group), counts in sorted(by_key.items()):
     groups[grouping][group] = stats.agreement_statistics(counts)
+  group_means = {
+      grouping: stats.mean_over_groups(
+          {group: counts for (name, group), counts in by_key.items()
+           if name == grouping}, groups[grouping], *bootstrap)
+      for grouping in groupings if grouping in MEAN_GROUPINGS}
   group_level = {}
   for grouping, table in groups.items():
     named = [(name, entry) for name, entry in table.items() if entry["n_rated"]]
@@ -64,7 +73,10 @@ def summary(grouped_counts, groupings, header, calibration):
                              [entry["human_ais"] for _, entry in named])}
   return dict(header, auc_method=stats.AUC_METHOD,
               overall=stats.agreement_statistics(overall), groups=groups,
-              group_level=group_level, calibration=calibration), overall
+              group_level=group_level,
+              # Only formats whose groups are data sets have means over them.
+              **({"group_means": group_means} if group_means else {}),
+              calibration=calibration), overall
 
 
 def agreement_markdown(content) -> str:
@@ -87,6 +99,20 @@ def agreement_markdown(content) -> str:
   for grouping, table in content["groups"].items():
     lines += ["", f"By {grouping}:", "", header, separator]
     lines += [line(name, entry) for name, entry in table.items()]
+  for grouping, means in content.get("group_means", {}).items():
+    lines += ["", f"Unweighted mean over the {grouping} groups (each {grouping} "
+              "counts once, as the leaderboards print it), 95% percentile bootstrap "
+              f"CI ({means['bootstrap']['samples']} resamples of the items within "
+              f"each {grouping}, seed {means['bootstrap']['seed']}):", "",
+              f"| figure | mean | 95% CI | {grouping}s | left out |",
+              "|---|---:|---:|---:|---|"]
+    for metric in stats.MEAN_METRICS:
+      entry = means[metric]
+      show = percent if metric == "balanced_accuracy" else _figure
+      interval = ("" if entry["ci"] is None else
+                  f"{show(entry['ci'][0])}–{show(entry['ci'][1])}")
+      lines.append(f"| {metric} | {show(entry['mean'])} | {interval} | "
+                   f"{entry['n_groups']} | {', '.join(entry['left_out'])} |")
   lines += ["", "Human labels as written in the source:", "",
             "| label | n | decided attributable |", "|---|---:|---:|"]
   for label, entry in content["overall"]["by_human_label"].items():
@@ -141,14 +167,15 @@ class RowsFold(RowFold):
 class _WriteSummaryFn(beam.DoFn):
   """agreement.json, agreement.md and report.html from the merged counts."""
 
-  def __init__(self, output_dir: str, groupings, header):
+  def __init__(self, output_dir: str, groupings, header, bootstrap):
     self._output_dir = output_dir
     self._groupings = groupings
     self._header = header
+    self._bootstrap = bootstrap
 
   def process(self, grouped_counts, calibration):
     content, overall = summary(grouped_counts, self._groupings, self._header,
-                               calibration)
+                               calibration, self._bootstrap)
     join = FileSystems.join
     write_text_atomically(join(self._output_dir, "agreement.json"),
                           json.dumps(content, indent=2, ensure_ascii=False) + "\n")
@@ -191,15 +218,18 @@ class SummarizeAgreement(beam.PTransform):
   """PCollection[AgreementRow] -> agreement.json / .md and report.html, the rows
   counted overall and per group of each of `groupings`; `header`: the fields
   agreement.json opens with; `calibration`: Calibrate's singleton, or a
-  singleton None. Returns a singleton {"groups": {grouping: groups}}."""
+  singleton None; `bootstrap`: (samples, seed) of the CIs of the means over
+  the groups of MEAN_GROUPINGS. Returns a singleton {"groups": {grouping:
+  groups}}."""
 
   def __init__(self, output_dir: str, groupings: Tuple[str, ...], header: dict,
-               calibration):
+               calibration, bootstrap: Tuple[int, int]):
     super().__init__()
     self._output_dir = output_dir
     self._groupings = groupings
     self._header = header
     self._calibration = calibration
+    self._bootstrap = tuple(bootstrap)
 
   def expand(self, rows):
     return (rows
@@ -207,5 +237,6 @@ class SummarizeAgreement(beam.PTransform):
             | "CountPerGroup" >> beam.CombinePerKey(stats.MergeAgreementCounts())
             | "ListGroups" >> beam.combiners.ToList()
             | "WriteSummary" >> beam.ParDo(
-                _WriteSummaryFn(self._output_dir, self._groupings, self._header),
+                _WriteSummaryFn(self._output_dir, self._groupings, self._header,
+                                self._bootstrap),
                 beam.pvalue.AsSingleton(self._calibration)))

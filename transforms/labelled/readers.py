@@ -32,9 +32,16 @@ Formats (`FORMATS`), each yielding LabelledItem(premise, hypothesis, label):
                     prediction; in-english: passage_en, query_translated_en and
                     prediction_translated_en); attributable: ais Y/yes/true/1;
                     group query_language.
+  aggrefact         LLM-AggreFact rows (CSV / JSONL / Parquet): premise `doc`,
+                    hypothesis `claim`; attributable: label 1; group `dataset`.
+  true              TRUE benchmark CSVs (or JSONL / Parquet with their columns):
+                    premise `grounding`, hypothesis `generated_text`; attributable:
+                    label 1; group a `dataset` column where present, else the file
+                    name (true_dataset_name).
 """
 import functools
 import io
+import math
 import os
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
@@ -156,10 +163,12 @@ class LabelledFormat(NamedTuple):
   positive: str  # which human label counts as attributable, in words
   required_columns: Tuple[str, ...]  # checked at launch in CSV / TSV / Parquet
   multi_premise: bool = False  # items of several premise chunks (max over them)
+  number_columns: Tuple[str, ...] = ()  # required columns that are not text
 
 
-def _require_columns(path: str, required) -> None:
-  header = _tsv_header(path) if _is_tsv(path) else read_header(path, required)
+def _require_columns(path: str, required, number_columns=()) -> None:
+  text_columns = [name for name in required if name not in number_columns]
+  header = _tsv_header(path) if _is_tsv(path) else read_header(path, text_columns)
   if not header:  # JSON Lines: no header to check
     return
   missing = [name for name in required if name not in header]
@@ -181,7 +190,7 @@ def check_labelled_file(format_name: str, path: str,
   required = FORMATS[format_name].required_columns
   if format_name == "xor-attriqa":
     required += _XOR_SCENARIO_FIELDS[scenario or "in-language"]
-  _require_columns(path, required)
+  _require_columns(path, required, FORMATS[format_name].number_columns)
 
 
 def labelled_reader(format_name: str, scenario: Optional[str] = None,
@@ -449,6 +458,94 @@ def _read_xor_attriqa(path: str, scenario=None):
   return _parse_records(records(path, XOR_FIELDS + ("id",)), parse)
 
 
+# aggrefact and true ----------------------------------------------------------
+
+_BINARY_LABELS = {"1": True, "0": False, "1.0": True, "0.0": False}
+
+
+def _binary_label(fields, path, line):
+  """(label as "1" / "0", attributable) of LLM-AggreFact's and TRUE's `label`
+  (1 = supported / consistent, 0 = not): an integer, or its text, or a float
+  1.0 / 0.0 (pandas writes a column with gaps as floats); a DeadLetter
+  otherwise, `unmatched` where the label is absent."""
+  value = fields.get("label")
+  if (value is None or (isinstance(value, str) and not value.strip()) or
+      (isinstance(value, float) and math.isnan(value))):
+    return unmatched(path, line, "no_human_label", "no label", json_record(fields),
+                     "label")
+  key = None
+  if isinstance(value, str):
+    key = value.strip()
+  elif isinstance(value, (int, float)) and not isinstance(value, bool):
+    key = {1: "1", 0: "0"}.get(value)
+  attributable = _BINARY_LABELS.get(key)
+  if attributable is None:
+    return rejected(path, line, "invalid_value",
+                    f"label must be 1 (supported) or 0 (not), found {value!r}",
+                    json_record(fields), "label")
+  return ("1" if attributable else "0"), attributable
+
+
+def _binary_item(premise_field, hypothesis_field, group, values, fields, path, line):
+  label = _binary_label(fields, path, line)
+  if isinstance(label, DeadLetter):
+    return label
+  return LabelledItem(_item_id(path, line), group, None,
+                      claim_example(values[premise_field], values[hypothesis_field]),
+                      *label, path, line)
+
+
+AGGREFACT_FIELDS = ("dataset", "doc", "claim", "label")
+
+
+def _read_aggrefact(path: str, scenario=None):
+  """LLM-AggreFact rows: premise `doc`, hypothesis `claim`, group `dataset`."""
+  del scenario
+  text = ("dataset", "doc", "claim")
+
+  def parse(line, fields):
+    values = _text_fields(fields, text, text, text, path, line)
+    if isinstance(values, DeadLetter):
+      return values
+    return _binary_item("doc", "claim", values["dataset"].strip(), values, fields,
+                        path, line)
+
+  return _parse_records(records(path, AGGREFACT_FIELDS), parse)
+
+
+TRUE_FIELDS = ("grounding", "generated_text", "label")
+_TRUE_FILE_SUFFIX = "_download"
+
+
+def true_dataset_name(path: str) -> str:
+  """The data set a TRUE file holds, by its name: the file stem (compression
+  and format suffixes removed) less a trailing `_download`, the suffix TRUE's
+  download script gives every file: `begin_dev_download.csv` -> `begin_dev`."""
+  stem = system_name_from_path(path)
+  if stem.endswith(_TRUE_FILE_SUFFIX) and len(stem) > len(_TRUE_FILE_SUFFIX):
+    stem = stem[:-len(_TRUE_FILE_SUFFIX)]
+  return stem
+
+
+def _read_true(path: str, scenario=None):
+  """TRUE benchmark CSVs (or JSONL / Parquet with their columns): premise
+  `grounding`, hypothesis `generated_text`; group: a row's non-blank `dataset`
+  where the file has that column, else true_dataset_name(path)."""
+  del scenario
+  text = ("grounding", "generated_text")
+  file_dataset = true_dataset_name(path)
+
+  def parse(line, fields):
+    values = _text_fields(fields, text + ("dataset",), text, text, path, line)
+    if isinstance(values, DeadLetter):
+      return values
+    dataset = (values["dataset"] or "").strip() or file_dataset
+    return _binary_item("grounding", "generated_text", dataset, values, fields, path,
+                        line)
+
+  return _parse_records(records(path, TRUE_FIELDS + ("dataset",)), parse)
+
+
 FORMATS: Dict[str, LabelledFormat] = {
     "ratings": LabelledFormat(_read_ratings, ("system_name",), "human_rating Y",
                               ("question", "answer", "attribution", "passage",
@@ -468,4 +565,10 @@ FORMATS: Dict[str, LabelledFormat] = {
                                "not; N/A has no label)", ("question", "answers")),
     "xor-attriqa": LabelledFormat(_read_xor_attriqa, ("query_language",),
                                   "ais Y / yes / true / 1", ("ais",)),
+    "aggrefact": LabelledFormat(_read_aggrefact, ("dataset",),
+                                "label 1 (supported; 0 is not)", AGGREFACT_FIELDS,
+                                number_columns=("label",)),
+    "true": LabelledFormat(_read_true, ("dataset",),
+                           "label 1 (consistent; 0 is not)", TRUE_FIELDS,
+                           number_columns=("label",)),
 }

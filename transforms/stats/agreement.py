@@ -36,6 +36,12 @@ Calibration (`best_threshold`): the threshold that maximises accuracy or
 balanced accuracy of `nli_score > t` on a calibration set, over every cut
 between its distinct scores.
 
+Benchmarks (`mean_over_groups`): the unweighted mean over data sets of each
+data set's balanced accuracy and ROC-AUC, as LLM-AggreFact's and TRUE's
+leaderboards print them, with percentile-bootstrap CIs that resample the items
+within each data set, drawn from the merged counts (a multinomial over the
+confusion cells, or over the (score, label) cells).
+
 System level (`system_level_agreement`): Pearson, Spearman and Kendall tau
 between per-system AutoAIS and human AIS (scipy), with percentile-bootstrap CIs
 from resampling questions, paired across systems (metrics.BootstrapWeights);
@@ -43,6 +49,7 @@ McNemar's exact test (a two-sided binomial test on the questions where exactly
 one of the two is attributable) between neighbours of the AutoAIS ranking.
 """
 import array
+import hashlib
 import math
 import warnings
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -413,6 +420,103 @@ def best_threshold(scores: ScoreCounts, metric: str, default: float) -> Dict[str
           "value": on_calibration[metric], "candidates": int(len(thresholds)),
           "exact": not scores.quantized, "on_calibration_set": on_calibration,
           "tie_break": "nearest the default threshold, then the lowest"}
+
+
+# ----------------------------------------------------------------------------
+# Benchmarks (LLM-AggreFact, TRUE): the unweighted mean over data sets of each
+# data set's figure, with a percentile bootstrap that resamples the items within
+# each data set.
+
+_RESAMPLE_CHUNK = 50
+MEAN_METRICS = ("balanced_accuracy", "roc_auc")
+
+
+def _group_rng(seed: int, metric: str, group: str) -> np.random.Generator:
+  """The generator of one group's resamples of one figure: seeded by the seed
+  and a digest of the names, so that a group's resamples do not depend on which
+  other groups a run has, nor on their order."""
+  digest = hashlib.blake2b(f"{metric}\0{group}".encode("utf-8", "surrogatepass"),
+                           digest_size=8).digest()
+  return np.random.default_rng([seed, int.from_bytes(digest, "big")])
+
+
+def _multinomial_chunks(counts: np.ndarray, samples: int, rng: np.random.Generator):
+  """Resampled counts of each cell: n items drawn with replacement from the n
+  counted (a multinomial over the cells), in chunks of rows."""
+  n = int(counts.sum())
+  shares = counts / n
+  for start in range(0, samples, _RESAMPLE_CHUNK):
+    yield rng.multinomial(n, shares, size=min(_RESAMPLE_CHUNK, samples - start))
+
+
+def resampled_balanced_accuracy(confusion: Sequence[int], samples: int,
+                                rng: np.random.Generator) -> np.ndarray:
+  """Balanced accuracy of each resample of a group's items, from its confusion
+  counts [tn, fp, fn, tp]; NaN where a resample lacks a class."""
+  draws = np.concatenate(list(_multinomial_chunks(
+      np.asarray(confusion, dtype=np.float64), samples, rng))).astype(np.float64)
+  positives, negatives = draws[:, FN] + draws[:, TP], draws[:, TN] + draws[:, FP]
+  with np.errstate(divide="ignore", invalid="ignore"):
+    return np.where((positives > 0) & (negatives > 0),
+                    (draws[:, TP] / positives + draws[:, TN] / negatives) / 2, np.nan)
+
+
+def resampled_roc_auc(scores: ScoreCounts, samples: int,
+                      rng: np.random.Generator) -> np.ndarray:
+  """ROC-AUC of each resample of a group's items, from its positives and
+  negatives per distinct score: the share of (positive, negative) pairs ordered
+  right, ties counting one half (what roc_auc_score computes); NaN where a
+  resample lacks a class."""
+  scores.flush()
+  k = len(scores.scores)
+  cells = np.concatenate([scores.positives, scores.negatives]).astype(np.float64)
+  values = []
+  for draws in _multinomial_chunks(cells, samples, rng):
+    positives, negatives = draws[:, :k].astype(np.float64), draws[:, k:].astype(
+        np.float64)
+    below = np.cumsum(negatives, axis=1) - negatives
+    right = np.sum(positives * (below + negatives / 2), axis=1)
+    pairs = positives.sum(axis=1) * negatives.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+      values.append(np.where(pairs > 0, right / pairs, np.nan))
+  return np.concatenate(values)
+
+
+def mean_over_groups(counts: Dict[str, AgreementCounts],
+                     statistics: Dict[str, Dict[str, object]], samples: int,
+                     seed: int, level: float = 0.95) -> Dict[str, object]:
+  """For each of MEAN_METRICS: the unweighted mean over groups of the groups'
+  figures (`statistics`, agreement_statistics of `counts`), the groups where it
+  is defined, and its percentile interval over `samples` resamples, each the
+  mean of the groups' figures on their items resampled with replacement within
+  the group. A figure's resamples come from its own counts (confusion counts;
+  positives and negatives per score); a resample in which some group lacks a
+  class defines no mean and is left out (counted)."""
+  tail = (1 - level) / 2 * 100
+  result = {"bootstrap": {"method": "percentile", "level": level, "samples": samples,
+                          "seed": seed, "resampled": "items within each group, "
+                          "with replacement"}}
+  resamplers = {
+      "balanced_accuracy": lambda c, rng: resampled_balanced_accuracy(
+          c.confusion, samples, rng),
+      "roc_auc": lambda c, rng: resampled_roc_auc(c.scores, samples, rng),
+  }
+  for metric in MEAN_METRICS:
+    names = sorted(name for name, entry in statistics.items()
+                   if entry[metric] is not None)
+    entry = {"mean": None, "ci": None, "n_groups": len(names), "groups": names,
+             "left_out": sorted(set(statistics) - set(names)), "resamples_used": 0}
+    if names:
+      entry["mean"] = float(np.mean([statistics[name][metric] for name in names]))
+      means = np.mean(np.stack(
+          [resamplers[metric](counts[name], _group_rng(seed, metric, name))
+           for name in names], axis=1), axis=1)
+      defined = means[~np.isnan(means)]
+      entry["resamples_used"] = int(len(defined))
+      if len(defined):
+        entry["ci"] = [float(v) for v in np.percentile(defined, [tail, 100 - tail])]
+    result[metric] = entry
+  return result
 
 
 # ----------------------------------------------------------------------------
