@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
-from typing import Callable, List, Optional, Sequence, Type
+from typing import Any, Callable, Dict, List, Optional, Sequence, Type
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -21,7 +21,7 @@ from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOp
                                                   StandardOptions, _BeamArgumentParser)
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from transforms.scoring.names import REMOTE, SCORERS, STRING_MATCH, VERTEX
+from transforms.scoring.names import NLI_CLASSIFIER, REMOTE, SCORERS, STRING_MATCH, VERTEX
 from transforms.scoring.scorer import Scorer
 from transforms.scoring.registry import make_scorer
 from schemas.errors import ConfigError, CorpusError, InputError, ModelError
@@ -80,14 +80,21 @@ class ScorerOptions(PipelineOptions):
     group.add_argument("--threshold", type=float, default=0.5,
                        help="auto_ais is Y iff nli_score > threshold (default 0.5).")
     group.add_argument("--model", default=None,
-                       help="NLI model directory (local or gs://), for --scorer t5: "
-                       "a T5/mT5 checkpoint in safetensors (model.safetensors, or "
-                       "shards with model.safetensors.index.json) with its tokenizer.")
+                       help="NLI model directory (local or gs://) in safetensors "
+                       "(model.safetensors, or shards with "
+                       "model.safetensors.index.json) with its tokenizer: for "
+                       "--scorer t5 a T5/mT5 checkpoint, for --scorer nli-classifier "
+                       "a sequence-classification NLI checkpoint.")
     group.add_argument("--tokenizer", default=None,
-                       help="For --scorer t5: the tokenizer's directory (local or "
-                       "gs://; tokenizer.json, or spiece.model with "
-                       "tokenizer_config.json) where the model directory has none. "
-                       "Default: the model directory.")
+                       help="For --scorer t5 / nli-classifier: the tokenizer's "
+                       "directory (local or gs://; tokenizer.json, or spiece.model "
+                       "with tokenizer_config.json) where the model directory has "
+                       "none. Default: the model directory.")
+    group.add_argument("--positive_label", default=None,
+                       help="For --scorer nli-classifier: the head's label (a name in "
+                       "config.json's id2label, any case) whose probability is the "
+                       "score. Default: the one label named entailment, entail, "
+                       "supported or support.")
     group.add_argument("--dtype", default="float32",
                        help="float32 or bfloat16 (float16 is refused: T5 overflows).")
     group.add_argument("--device", default="cpu", help="cpu or cuda.")
@@ -160,6 +167,9 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
   options = options.view_as(ScorerOptions)
   if not 0.0 <= options.threshold <= 1.0:
     raise ConfigError(f"--threshold must be in [0, 1], got {options.threshold}")
+  if options.positive_label is not None and options.scorer != NLI_CLASSIFIER:
+    raise ConfigError(f"--positive_label is for --scorer nli-classifier, not "
+                      f"--scorer {options.scorer}")
   if options.scorer == STRING_MATCH:
     if options.decision != "threshold":
       raise ConfigError("--decision decode needs an NLI model (--scorer t5)")
@@ -173,16 +183,18 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
     return _hosted_scorer(options, local_run)
   require(options, "model")
   from models import t5_nli  # pylint: disable=import-outside-toplevel
-  t5_nli.check_dtype(options.dtype)
   if options.device not in t5_nli.DEVICES:
     raise ConfigError(f"--device {options.device!r}: choose from cpu, cuda")
-  if options.decision not in t5_nli.DECISIONS:
-    raise ConfigError(f"--decision {options.decision!r}: choose from threshold, decode")
   if options.token_budget is not None and options.token_budget < 1:
     raise ConfigError("--token_budget must be positive")
   if options.torch_threads < 0:
     raise ConfigError(f"--torch_threads must be 0 (torch's default) or more, got "
                       f"{options.torch_threads}")
+  if options.scorer == NLI_CLASSIFIER:
+    return _classifier_scorer(options, local_run)
+  t5_nli.check_dtype(options.dtype)
+  if options.decision not in t5_nli.DECISIONS:
+    raise ConfigError(f"--decision {options.decision!r}: choose from threshold, decode")
   t5_nli.check_model_and_tokenizer(options.model, options.tokenizer)
   if options.decision == "decode":
     t5_nli.check_decode_generation(options.model)
@@ -190,19 +202,42 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
   if local_run and FileSystems.get_scheme(tokenizer_dir) in (None, "file"):
     t5_nli.label_pieces(t5_nli.load_tokenizer(
         tokenizer_dir, "--tokenizer" if options.tokenizer else "--model"), options.model)
-    if options.device == "cuda":
-      import torch  # pylint: disable=import-outside-toplevel
-      if not torch.cuda.is_available():
-        raise ConfigError("--device cuda: no CUDA device on this machine")
-  return make_scorer(options.scorer, options.threshold, model_path=options.model,
-                     dtype=options.dtype, device=options.device,
-                     decision=options.decision,
-                     max_input_tokens=options.max_input_tokens,
-                     token_budget=options.token_budget,
-                     large_model=options.large_model,
-                     torch_threads=options.torch_threads,
-                     tokenizer_path=options.tokenizer,
-                     score_cache=options.score_cache)
+    _check_cuda(options.device)
+  return make_scorer(options.scorer, options.threshold, decision=options.decision,
+                     **_local_model_options(options))
+
+
+def _local_model_options(options: "ScorerOptions") -> Dict[str, Any]:
+  """The flags every scorer of a model run in the workers takes (t5, nli-classifier)."""
+  return {"model_path": options.model, "dtype": options.dtype, "device": options.device,
+          "max_input_tokens": options.max_input_tokens,
+          "token_budget": options.token_budget, "large_model": options.large_model,
+          "torch_threads": options.torch_threads, "tokenizer_path": options.tokenizer,
+          "score_cache": options.score_cache}
+
+
+def _check_cuda(device: str) -> None:
+  if device == "cuda":
+    import torch  # pylint: disable=import-outside-toplevel
+    if not torch.cuda.is_available():
+      raise ConfigError("--device cuda: no CUDA device on this machine")
+
+
+def _classifier_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
+  """--scorer nli-classifier: the checkpoint listed and its config.json read
+  (also on gs://), the supporting label resolved, nothing loaded."""
+  from models import nli_classifier  # pylint: disable=import-outside-toplevel
+  if options.decision != "threshold":
+    raise ConfigError("--decision decode is the T5 family's (--scorer t5); --scorer "
+                      "nli-classifier decides by --threshold")
+  nli_classifier.check_dtype(options.dtype)
+  nli_classifier.check_classifier(options.model, options.tokenizer,
+                                  options.positive_label)
+  if local_run:
+    _check_cuda(options.device)
+  return make_scorer(NLI_CLASSIFIER, options.threshold,
+                     positive_label=options.positive_label,
+                     **_local_model_options(options))
 
 
 def _hosted_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
@@ -212,8 +247,8 @@ def _hosted_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
     raise ConfigError(f"--decision decode needs the model in process (--scorer t5); "
                       f"--scorer {options.scorer} decides by --threshold")
   if options.model or options.tokenizer:
-    raise ConfigError(f"--model and --tokenizer are for --scorer t5; --scorer "
-                      f"{options.scorer} scores with the model its endpoint serves")
+    raise ConfigError(f"--model and --tokenizer are for --scorer t5 and "
+                      f"nli-classifier; --scorer {options.scorer} scores with the model its endpoint serves")
   if options.instances_per_request < 1:
     raise ConfigError("--instances_per_request must be positive")
   if options.scorer == REMOTE:

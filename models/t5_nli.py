@@ -156,32 +156,49 @@ def model_files(model_path: str) -> Dict[str, int]:
   return files
 
 
-def has_tokenizer(files: Dict[str, int]) -> bool:
-  return any(name in files for name in TOKENIZER_FILES)
+def _none_of(names: Sequence[str]) -> str:
+  if len(names) == 2:
+    return f"neither {names[0]} nor {names[1]}"
+  return f"none of {', '.join(names)}"
 
 
-def tokenizer_files(tokenizer_path: str) -> Dict[str, int]:
-  """{file name: size} of a `--tokenizer` directory; ModelError without one."""
+def has_tokenizer(files: Dict[str, int], names: Sequence[str] = TOKENIZER_FILES) -> bool:
+  return any(name in files for name in names)
+
+
+def read_model_json(model_path: str, name: str = "config.json") -> Any:
+  """A JSON file of a model directory (local or gs://), read without loading
+  the model; ModelError if it is not readable JSON."""
+  return _read_json(FileSystems.join(model_path.rstrip("/"), name), "--model", model_path)
+
+
+def tokenizer_files(tokenizer_path: str,
+                    names: Sequence[str] = TOKENIZER_FILES) -> Dict[str, int]:
+  """{file name: size} of a `--tokenizer` directory; ModelError without one
+  (one of `names`: the files a tokenizer of the family is built from)."""
   files = _list_dir(tokenizer_path, "--tokenizer")
   if not files:
     raise ModelError(f"--tokenizer {tokenizer_path}: no such directory (or it is empty)")
-  if not has_tokenizer(files):
-    raise ModelError(f"--tokenizer {tokenizer_path}: no tokenizer in it (neither "
-                     f"{' nor '.join(TOKENIZER_FILES)})")
+  if not has_tokenizer(files, names):
+    raise ModelError(f"--tokenizer {tokenizer_path}: no tokenizer in it ("
+                     f"{_none_of(names)})")
   return files
 
 
-def check_model_and_tokenizer(model_path: str, tokenizer_path: Optional[str]) -> None:
+def check_model_and_tokenizer(model_path: str, tokenizer_path: Optional[str],
+                              names: Sequence[str] = TOKENIZER_FILES,
+                              hint: str = " (TRUE's checkpoint uses T5's own)") -> None:
   """What can be checked of a model without loading it (at launch: listing
-  only, also for gs://)."""
+  only, also for gs://): the directory, config.json, safetensors weights (pickle
+  refused), and a tokenizer (one of `names`) there or in `tokenizer_path`."""
   files = model_files(model_path)
   if tokenizer_path:
-    tokenizer_files(tokenizer_path)
-  elif not has_tokenizer(files):
+    tokenizer_files(tokenizer_path, names)
+  elif not has_tokenizer(files, names):
     raise ModelError(
-        f"--model {model_path}: no tokenizer in the model directory (neither "
-        f"{' nor '.join(TOKENIZER_FILES)}); name the directory of the model's "
-        "tokenizer with --tokenizer DIR (TRUE's checkpoint uses T5's own)")
+        f"--model {model_path}: no tokenizer in the model directory ("
+        f"{_none_of(names)}); name the directory of the model's "
+        f"tokenizer with --tokenizer DIR{hint}")
 
 
 def _local_cache_root() -> str:
@@ -228,14 +245,16 @@ def local_model_dir(model_path: str) -> str:
   return _local_copy(model_path, model_files(model_path), "--model")
 
 
-def local_tokenizer_dir(model_path: str, tokenizer_path: Optional[str]) -> str:
+def local_tokenizer_dir(model_path: str, tokenizer_path: Optional[str],
+                        names: Sequence[str] = TOKENIZER_FILES) -> str:
   """A local directory holding the tokenizer: `--tokenizer`'s, else the model's."""
   if not tokenizer_path:
     return local_model_dir(model_path)
   if FileSystems.get_scheme(tokenizer_path) in (None, "file"):
-    tokenizer_files(tokenizer_path)
+    tokenizer_files(tokenizer_path, names)
     return tokenizer_path
-  return _local_copy(tokenizer_path, tokenizer_files(tokenizer_path), "--tokenizer")
+  return _local_copy(tokenizer_path, tokenizer_files(tokenizer_path, names),
+                     "--tokenizer")
 
 
 def weights_checksum(local_dir: str) -> str:
@@ -281,11 +300,11 @@ _TOKENIZER_SETTINGS = ("tokenizer_config.json", "special_tokens_map.json",
                        "added_tokens.json")
 
 
-def tokenizer_checksum(local_dir: str) -> str:
+def tokenizer_checksum(local_dir: str, names: Sequence[str] = TOKENIZER_FILES) -> str:
   """sha256 over the tokenizer's files (vocabulary and settings) in name order:
   the same weights read through another tokenizer score differently."""
   digest = hashlib.sha256()
-  for name in sorted(TOKENIZER_FILES + _TOKENIZER_SETTINGS):
+  for name in sorted(tuple(names) + _TOKENIZER_SETTINGS):
     path = os.path.join(local_dir, name)
     if os.path.exists(path):
       digest.update(name.encode("utf-8") + b"\0")
@@ -294,14 +313,14 @@ def tokenizer_checksum(local_dir: str) -> str:
   return digest.hexdigest()
 
 
-def load_tokenizer(local_dir: str, flag: str = "--model"):
+def load_tokenizer(local_dir: str, flag: str = "--model",
+                   names: Sequence[str] = TOKENIZER_FILES):
   """The fast tokenizer of a local directory. From spiece.model alone,
   transformers converts the SentencePiece model (bench/model_load.py: about
   0.3 s for T5's 32k pieces), once per loading process."""
   from transformers import AutoTokenizer  # pylint: disable=import-outside-toplevel
-  if not any(os.path.exists(os.path.join(local_dir, name)) for name in TOKENIZER_FILES):
-    raise ModelError(f"{flag} {local_dir}: no tokenizer (neither "
-                     f"{' nor '.join(TOKENIZER_FILES)})")
+  if not any(os.path.exists(os.path.join(local_dir, name)) for name in names):
+    raise ModelError(f"{flag} {local_dir}: no tokenizer ({_none_of(names)})")
   tokenizer = AutoTokenizer.from_pretrained(local_dir, use_fast=True,
                                             trust_remote_code=False)
   if not tokenizer.is_fast:
@@ -366,6 +385,33 @@ def _weight(linear):
   """A linear layer's weight matrix, dequantised for int8 dynamic layers."""
   weight = linear.weight
   return weight().dequantize() if callable(weight) else weight
+
+
+def token_budget_batches(lengths: Sequence[int], token_budget: int):
+  """Index lists of length-sorted sequences (by `lengths`), each within the
+  token budget once padded to its longest."""
+  order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+  batch, longest = [], 0
+  for index in order:
+    length = lengths[index]
+    if batch and (len(batch) + 1) * max(longest, length) > token_budget:
+      yield batch
+      batch, longest = [], 0
+    batch.append(index)
+    longest = max(longest, length)
+  if batch:
+    yield batch
+
+
+def pad_right(torch, sequences: Sequence[List[int]], pad_id: int, device: str):
+  """(ids, attention mask) tensors of `sequences` padded on the right."""
+  longest = max(len(s) for s in sequences)
+  ids = torch.full((len(sequences), longest), pad_id, dtype=torch.long)
+  mask = torch.zeros((len(sequences), longest), dtype=torch.long)
+  for row, sequence in enumerate(sequences):
+    ids[row, :len(sequence)] = torch.tensor(sequence, dtype=torch.long)
+    mask[row, :len(sequence)] = 1
+  return ids.to(device), mask.to(device)
 
 
 class EncodedExample(NamedTuple):
@@ -460,28 +506,10 @@ class T5NliModel:
   # -- scoring --------------------------------------------------------------
 
   def _batches(self, sequences: Sequence[List[int]]):
-    """Index lists of length-sorted sequences, each within the token budget."""
-    order = sorted(range(len(sequences)), key=lambda i: (len(sequences[i]), i))
-    batch, longest = [], 0
-    for index in order:
-      length = len(sequences[index])
-      if batch and (len(batch) + 1) * max(longest, length) > self.token_budget:
-        yield batch
-        batch, longest = [], 0
-      batch.append(index)
-      longest = max(longest, length)
-    if batch:
-      yield batch
+    return token_budget_batches([len(s) for s in sequences], self.token_budget)
 
   def _pad(self, sequences: Sequence[List[int]]):
-    torch = self._torch
-    longest = max(len(s) for s in sequences)
-    ids = torch.full((len(sequences), longest), self.pad_id, dtype=torch.long)
-    mask = torch.zeros((len(sequences), longest), dtype=torch.long)
-    for row, sequence in enumerate(sequences):
-      ids[row, :len(sequence)] = torch.tensor(sequence, dtype=torch.long)
-      mask[row, :len(sequence)] = 1
-    return ids.to(self.device), mask.to(self.device)
+    return pad_right(self._torch, sequences, self.pad_id, self.device)
 
   def encoder_states(self, ids, mask):
     """The encoder's last hidden states, as the model computes them."""
@@ -627,46 +655,38 @@ def load_t5_nli(model_path: str, dtype: str = "float32", device: str = "cpu",
                     token_budget or DEFAULT_TOKEN_BUDGET[device])
 
 
-class T5NliModelHandler(ModelHandler[AttributionExample, PredictionResult, T5NliModel]):
-  """RunInference handler: the model loads once per worker (once per machine
-  with `large_model`, shared across processes), batches are split by token
-  budget inside run_inference."""
+class LocalModelHandler(ModelHandler[AttributionExample, PredictionResult, Any]):
+  """What the RunInference handlers of models run in the job's workers share
+  (t5 here, nli-classifier in models/nli_classifier.py): the model loads once
+  per worker (once per machine with `large_model`, shared across processes),
+  batches of examples are split by token budget inside the model's `score`,
+  and `torch_threads` sets each process's threads. Subclasses load the model
+  (calling `_set_threads` first) and say how a batch is scored."""
 
-  def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
-               decision: str = "threshold", threshold: float = 0.5,
-               max_input_tokens: Optional[int] = None,
-               token_budget: Optional[int] = None, max_batch_size: int = 512,
-               large_model: bool = False, torch_threads: int = 0,
-               tokenizer_path: Optional[str] = None):
+  metrics_namespace = "autoais_model"
+
+  def __init__(self, model_path: str, threshold: float, max_batch_size: int,
+               large_model: bool, torch_threads: int):
     super().__init__()
-    check_dtype(dtype)
-    if decision not in DECISIONS:
-      raise ModelError(f"--decision {decision!r}: choose from {', '.join(DECISIONS)}")
     self._model_path = model_path
-    self._dtype = dtype
-    self._device = device
-    self._decision = decision
     self._threshold = threshold
-    self._max_input_tokens = max_input_tokens
-    self._token_budget = token_budget
     self._max_batch_size = max_batch_size
     self._large_model = large_model
     self._torch_threads = torch_threads
-    self._tokenizer_path = tokenizer_path
 
-  def load_model(self) -> T5NliModel:
+  def _set_threads(self) -> None:
     if self._torch_threads:
       import torch  # pylint: disable=import-outside-toplevel
       # Per process: several processes of one machine each running a model on
       # every core slow each other down.
       torch.set_num_threads(self._torch_threads)
-    return load_t5_nli(self._model_path, self._dtype, self._device,
-                       self._max_input_tokens, self._token_budget,
-                       tokenizer_path=self._tokenizer_path, decision=self._decision)
 
-  def run_inference(self, batch: Sequence[AttributionExample], model: T5NliModel,
+  def _score(self, batch: Sequence[AttributionExample], model) -> List[AttributionScore]:
+    raise NotImplementedError
+
+  def run_inference(self, batch: Sequence[AttributionExample], model,
                     inference_args: Optional[Dict[str, Any]] = None):
-    scores = model.score(batch, self._decision, self._threshold)
+    scores = self._score(batch, model)
     return [PredictionResult(example, score, self._model_path)
             for example, score in zip(batch, scores)]
 
@@ -680,7 +700,40 @@ class T5NliModelHandler(ModelHandler[AttributionExample, PredictionResult, T5Nli
     return self._large_model
 
   def get_metrics_namespace(self) -> str:
-    return "autoais_t5_nli"
+    return self.metrics_namespace
+
+
+class T5NliModelHandler(LocalModelHandler):
+  """RunInference handler of the T5 family (see LocalModelHandler)."""
+
+  metrics_namespace = "autoais_t5_nli"
+
+  def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
+               decision: str = "threshold", threshold: float = 0.5,
+               max_input_tokens: Optional[int] = None,
+               token_budget: Optional[int] = None, max_batch_size: int = 512,
+               large_model: bool = False, torch_threads: int = 0,
+               tokenizer_path: Optional[str] = None):
+    super().__init__(model_path, threshold, max_batch_size, large_model, torch_threads)
+    check_dtype(dtype)
+    if decision not in DECISIONS:
+      raise ModelError(f"--decision {decision!r}: choose from {', '.join(DECISIONS)}")
+    self._dtype = dtype
+    self._device = device
+    self._decision = decision
+    self._max_input_tokens = max_input_tokens
+    self._token_budget = token_budget
+    self._tokenizer_path = tokenizer_path
+
+  def load_model(self) -> T5NliModel:
+    self._set_threads()
+    return load_t5_nli(self._model_path, self._dtype, self._device,
+                       self._max_input_tokens, self._token_budget,
+                       tokenizer_path=self._tokenizer_path, decision=self._decision)
+
+  def _score(self, batch: Sequence[AttributionExample],
+             model: T5NliModel) -> List[AttributionScore]:
+    return model.score(batch, self._decision, self._threshold)
 
 
 def describe_model(model_path: str, max_input_tokens: Optional[int],

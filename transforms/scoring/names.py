@@ -4,4 +4,7 @@ STRING_MATCH = "string-match"
 T5 = "t5"
 REMOTE = "remote"
 VERTEX = "vertex"
-SCORERS = (STRING_MATCH, T5, REMOTE, VERTEX)
+NLI_CLASSIFIER = "nli-classifier"
+SCORERS = (STRING_MATCH, T5, NLI_CLASSIFIER, REMOTE, VERTEX)
+# The scorers that run a model directory (--model) in the job's workers.
+LOCAL_MODELS = (T5, NLI_CLASSIFIER)

@@ -1,10 +1,11 @@
 """Attribution scorers, chosen by name (`--scorer`): see transforms/scoring/scorer.py.
 
-The NLI scorer's modules import torch and transformers, so they are imported
-only when that scorer is chosen; the hosted scorers (remote, vertex) never
-import them.
+The local model scorers' modules (t5, nli-classifier) import torch and
+transformers, so they are imported only when one of them is chosen; the hosted
+scorers (remote, vertex) never import them.
 """
-from transforms.scoring.names import REMOTE, SCORERS, STRING_MATCH, T5, VERTEX
+from transforms.scoring.names import (NLI_CLASSIFIER, REMOTE, SCORERS, STRING_MATCH, T5,
+                                      VERTEX)
 from transforms.scoring.scorer import Scorer
 from transforms.scoring.string_match import StringMatchScorer
 
@@ -15,6 +16,9 @@ def make_scorer(name: str, threshold: float, **model_options) -> Scorer:
   if name == T5:
     from transforms.scoring.t5 import T5Scorer  # pylint: disable=import-outside-toplevel
     return T5Scorer(threshold=threshold, **model_options)
+  if name == NLI_CLASSIFIER:
+    from transforms.scoring.nli_classifier import NliClassifierScorer  # pylint: disable=import-outside-toplevel
+    return NliClassifierScorer(threshold=threshold, **model_options)
   if name == REMOTE:
     from transforms.scoring.hosted import RemoteScorer  # pylint: disable=import-outside-toplevel
     return RemoteScorer(threshold=threshold, **model_options)

@@ -1,0 +1,263 @@
+"""Sequence-classification NLI models (`--scorer nli-classifier`) as a Beam
+ModelHandler: any Hugging Face `*ForSequenceClassification` checkpoint with an
+NLI head (RoBERTa / DeBERTa / BERT MNLI-style, three-way or two-way).
+
+    autoais evaluate ... --scorer nli-classifier --model DIR [--positive_label NAME]
+
+The model reads the (premise, hypothesis) pair as its tokenizer encodes a text
+pair (`tokenizer(premise, hypothesis)`: `[CLS] premise [SEP] hypothesis [SEP]`,
+`<s> premise </s></s> hypothesis </s>`, ...). `nli_score` is the softmax
+probability of the supporting label over all the head's labels. The supporting
+label is `--positive_label` where given, else the one label of
+`config.id2label` that is one of SUPPORTING_LABELS (case-insensitive); none or
+several is a ConfigError at launch that lists the labels.
+
+A pair longer than `max_input_tokens` is never cut in the hypothesis: the
+premise's tokens are split into windows of `size` tokens (what is left of the
+input length after the hypothesis and the special tokens), window k starting at
+token k * (size - overlap) with overlap = size // 4, until a window reaches the
+premise's end; each window is paired with the whole hypothesis, every window is
+scored and the example takes the highest score (`n_windows` > 1,
+`truncated`). Only where the hypothesis leaves fewer than
+_MIN_WINDOW_TOKENS tokens for the premise are both cut to fit (one window,
+`truncated`).
+
+Checkpoints load as published, with the T5 family's checks (models/t5_nli.py):
+config.json, `model.safetensors` or shards named by
+`model.safetensors.index.json`, pickle-only weights refused with the conversion
+hint, never trust_remote_code; the tokenizer from any of CLASSIFIER_TOKENIZER_FILES
+(fast tokenizers only; transformers converts a slow vocabulary once per worker).
+"""
+import os
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence
+
+import numpy as np
+
+from models import t5_nli
+from schemas import AttributionExample, AttributionScore
+from schemas.errors import ConfigError, ModelError
+
+# Names of the supporting class in published NLI heads (MNLI "entailment",
+# FEVER / fact-checking "supported" / "support", some "entail"), compared
+# case-insensitively.
+SUPPORTING_LABELS = ("entailment", "entail", "supported", "support")
+DTYPES = ("float32", "bfloat16")
+CLASSIFIER_TOKENIZER_FILES = ("tokenizer.json", "spm.model", "spiece.model",
+                              "sentencepiece.bpe.model", "vocab.json", "vocab.txt")
+WINDOW_OVERLAP = 0.25
+_MIN_WINDOW_TOKENS = 16
+
+
+def check_dtype(dtype: str) -> None:
+  if dtype not in DTYPES:
+    raise ModelError(f"--dtype {dtype!r}: choose from {', '.join(DTYPES)}")
+
+
+def head_labels(config: Dict[str, Any], model_path: str) -> Dict[int, str]:
+  """{index: label name} of the classification head, from config.json."""
+  architectures = config.get("architectures") or []
+  if not any(str(name).endswith("ForSequenceClassification") for name in architectures):
+    raise ModelError(f"--model {model_path}: config.json's architectures "
+                     f"({', '.join(map(str, architectures)) or 'none'}) name no "
+                     "*ForSequenceClassification model: --scorer nli-classifier "
+                     "reads sequence-classification NLI heads")
+  id2label = config.get("id2label")
+  if not isinstance(id2label, dict) or len(id2label) < 2:
+    raise ModelError(f"--model {model_path}: config.json has no id2label of two or "
+                     "more labels")
+  try:
+    return {int(index): str(name) for index, name in id2label.items()}
+  except ValueError as error:
+    raise ModelError(f"--model {model_path}: config.json's id2label has a "
+                     f"non-integer index: {error}") from error
+
+
+def positive_index(labels: Dict[int, str], positive_label: Optional[str],
+                   model_path: str) -> int:
+  """The head index of the supporting label: `positive_label`'s, else the one
+  label among SUPPORTING_LABELS. ConfigError, listing the labels, otherwise."""
+  listed = ", ".join(f"{index}: {name!r}" for index, name in sorted(labels.items()))
+  wanted = ((positive_label.strip().lower(),) if positive_label else SUPPORTING_LABELS)
+  found = [index for index, name in sorted(labels.items())
+           if name.strip().lower() in wanted]
+  if len(found) == 1:
+    return found[0]
+  if positive_label:
+    raise ConfigError(f"--positive_label {positive_label!r}: the head of --model "
+                      f"{model_path} has {'no' if not found else 'several'} such "
+                      f"label(s); its labels are {{{listed}}}")
+  if not found:
+    raise ConfigError(
+        f"--model {model_path}: none of its labels {{{listed}}} is a supporting "
+        f"label ({', '.join(SUPPORTING_LABELS)}, any case); name the one whose "
+        "probability is the score with --positive_label NAME")
+  raise ConfigError(f"--model {model_path}: several of its labels {{{listed}}} are "
+                    "supporting labels; choose one with --positive_label NAME")
+
+
+def check_classifier(model_path: str, tokenizer_path: Optional[str],
+                     positive_label: Optional[str]) -> int:
+  """Launch-time checks without loading the model (listing and config.json
+  only, also for gs://); returns the supporting label's index."""
+  t5_nli.check_model_and_tokenizer(model_path, tokenizer_path,
+                                   CLASSIFIER_TOKENIZER_FILES, hint="")
+  labels = head_labels(t5_nli.read_model_json(model_path), model_path)
+  return positive_index(labels, positive_label, model_path)
+
+
+class EncodedPair(NamedTuple):
+  windows: List[Dict[str, List[int]]]  # model inputs of each window
+  truncated: bool
+
+
+class NliClassifierModel:
+  """A loaded classifier: pair encoding with premise windows, batched scoring."""
+
+  def __init__(self, model, tokenizer, device: str, max_input_tokens: int,
+               token_budget: int, positive: int):
+    import torch  # pylint: disable=import-outside-toplevel
+    self._torch = torch
+    self.model = model
+    self.tokenizer = tokenizer
+    self.device = device
+    self.max_input_tokens = max_input_tokens
+    self.token_budget = token_budget
+    self.positive = positive
+    self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    self._pair_specials = tokenizer.num_special_tokens_to_add(pair=True)
+
+  def encode(self, example: AttributionExample) -> EncodedPair:
+    tokenizer = self.tokenizer
+    whole = tokenizer(example.premise, example.hypothesis, verbose=False)
+    if len(whole["input_ids"]) <= self.max_input_tokens:
+      return EncodedPair([dict(whole)], False)
+    hypothesis = len(tokenizer(example.hypothesis, add_special_tokens=False,
+                               verbose=False)["input_ids"])
+    size = self.max_input_tokens - hypothesis - self._pair_specials
+    if size < _MIN_WINDOW_TOKENS:  # the hypothesis alone (nearly) fills the input
+      cut = tokenizer(example.premise, example.hypothesis, truncation="longest_first",
+                      max_length=self.max_input_tokens, verbose=False)
+      return EncodedPair([dict(cut)], True)
+    windows = tokenizer(example.premise, example.hypothesis, truncation="only_first",
+                        max_length=self.max_input_tokens,
+                        stride=int(size * WINDOW_OVERLAP),
+                        return_overflowing_tokens=True, verbose=False)
+    names = [name for name in windows.keys() if name != "overflow_to_sample_mapping"]
+    return EncodedPair([{name: windows[name][i] for name in names}
+                        for i in range(len(windows["input_ids"]))], True)
+
+  def probabilities(self, inputs: Sequence[Dict[str, List[int]]]) -> np.ndarray:
+    """P(supporting label), softmax over every label of the head, per input."""
+    torch = self._torch
+    out = np.empty(len(inputs), dtype=np.float64)
+    lengths = [len(item["input_ids"]) for item in inputs]
+    with torch.inference_mode():
+      for batch in t5_nli.token_budget_batches(lengths, self.token_budget):
+        ids, mask = t5_nli.pad_right(torch, [inputs[i]["input_ids"] for i in batch],
+                                     self.pad_id, self.device)
+        kwargs = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in inputs[batch[0]]:
+          kwargs["token_type_ids"], _ = t5_nli.pad_right(
+              torch, [inputs[i]["token_type_ids"] for i in batch], 0, self.device)
+        logits = self.model(**kwargs).logits.float()
+        out[batch] = torch.softmax(logits, dim=-1)[:, self.positive].cpu().numpy()
+    return out
+
+  def score(self, examples: Sequence[AttributionExample],
+            threshold: float) -> List[AttributionScore]:
+    encoded = [self.encode(example) for example in examples]
+    probabilities = self.probabilities([w for item in encoded for w in item.windows])
+    scores, position = [], 0
+    for item in encoded:
+      count = len(item.windows)
+      value = float(probabilities[position:position + count].max())
+      scores.append(AttributionScore(value, value > threshold, count, item.truncated))
+      position += count
+    return scores
+
+
+def load_nli_classifier(model_path: str, dtype: str = "float32", device: str = "cpu",
+                        max_input_tokens: Optional[int] = None,
+                        token_budget: Optional[int] = None, *,
+                        tokenizer_path: Optional[str] = None,
+                        positive_label: Optional[str] = None) -> NliClassifierModel:
+  import torch  # pylint: disable=import-outside-toplevel
+  from transformers import AutoModelForSequenceClassification  # pylint: disable=import-outside-toplevel
+  check_dtype(dtype)
+  if device not in t5_nli.DEVICES:
+    raise ModelError(f"--device {device!r}: choose from {', '.join(t5_nli.DEVICES)}")
+  if device == "cuda" and not torch.cuda.is_available():
+    raise ModelError("--device cuda: no CUDA device is available on this worker")
+  positive = check_classifier(model_path, tokenizer_path, positive_label)
+  local_dir = t5_nli.local_model_dir(model_path)
+  tokenizer = t5_nli.load_tokenizer(
+      t5_nli.local_tokenizer_dir(model_path, tokenizer_path, CLASSIFIER_TOKENIZER_FILES),
+      "--tokenizer" if tokenizer_path else "--model", CLASSIFIER_TOKENIZER_FILES)
+  model = AutoModelForSequenceClassification.from_pretrained(
+      local_dir, use_safetensors=True, trust_remote_code=False,
+      dtype=getattr(torch, dtype))
+  model.to(device)
+  model.eval()
+  return NliClassifierModel(model, tokenizer, device,
+                            t5_nli.resolve_max_input_tokens(tokenizer, max_input_tokens),
+                            token_budget or t5_nli.DEFAULT_TOKEN_BUDGET[device], positive)
+
+
+class NliClassifierModelHandler(t5_nli.LocalModelHandler):
+  """RunInference handler of the nli-classifier family (see
+  models.t5_nli.LocalModelHandler)."""
+
+  metrics_namespace = "autoais_nli_classifier"
+
+  def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
+               threshold: float = 0.5, max_input_tokens: Optional[int] = None,
+               token_budget: Optional[int] = None, max_batch_size: int = 512,
+               large_model: bool = False, torch_threads: int = 0,
+               tokenizer_path: Optional[str] = None,
+               positive_label: Optional[str] = None):
+    super().__init__(model_path, threshold, max_batch_size, large_model, torch_threads)
+    check_dtype(dtype)
+    self._load_args = (model_path, dtype, device, max_input_tokens, token_budget)
+    self._tokenizer_path = tokenizer_path
+    self._positive_label = positive_label
+
+  def load_model(self) -> NliClassifierModel:
+    self._set_threads()
+    return load_nli_classifier(*self._load_args, tokenizer_path=self._tokenizer_path,
+                               positive_label=self._positive_label)
+
+  def _score(self, batch: Sequence[AttributionExample],
+             model: NliClassifierModel) -> List[AttributionScore]:
+    return model.score(batch, self._threshold)
+
+
+def describe_classifier(model_path: str, max_input_tokens: Optional[int],
+                        tokenizer_path: Optional[str] = None,
+                        positive_label: Optional[str] = None) -> Dict[str, Any]:
+  """What run.json records of a classifier, read on a worker without loading
+  its weights: the head's labels, the supporting one, the checksums."""
+  local_dir = t5_nli.local_model_dir(model_path)
+  tokenizer_dir = t5_nli.local_tokenizer_dir(model_path, tokenizer_path,
+                                             CLASSIFIER_TOKENIZER_FILES)
+  tokenizer = t5_nli.load_tokenizer(tokenizer_dir,
+                                    "--tokenizer" if tokenizer_path else "--model",
+                                    CLASSIFIER_TOKENIZER_FILES)
+  config = t5_nli.read_model_json(local_dir)
+  labels = head_labels(config, model_path)
+  positive = positive_index(labels, positive_label, model_path)
+  return {
+      "model_type": config.get("model_type"),
+      "architectures": config.get("architectures"),
+      "labels": [labels[index] for index in sorted(labels)],
+      "positive_label": labels[positive],
+      "positive_label_id": positive,
+      "positive_label_source": "--positive_label" if positive_label else "id2label",
+      "weights_sha256": t5_nli.weights_checksum(local_dir),
+      "weight_files": len(t5_nli.weight_files(
+          local_dir, {n: 0 for n in os.listdir(local_dir)})),
+      "tokenizer_source": tokenizer_path or model_path,
+      "tokenizer_sha256": t5_nli.tokenizer_checksum(
+          tokenizer_dir, CLASSIFIER_TOKENIZER_FILES + ("merges.txt",)),
+      "max_input_tokens": t5_nli.resolve_max_input_tokens(tokenizer, max_input_tokens),
+      "window_overlap": WINDOW_OVERLAP,
+  }

@@ -1,0 +1,102 @@
+"""Tiny random sequence-classification NLI checkpoints (RoBERTa, DeBERTa-v2)
+with their own tokenizers trained here with the `tokenizers` library (no
+network, no hub), saved as published: config.json, model.safetensors,
+tokenizer.json and its settings.
+
+    build_tiny_classifier(directory, "roberta", {0: "entailment", 1: "neutral", 2: "contradiction"})
+
+RoBERTa gets a byte-level BPE (`<s> A </s></s> B </s>`), DeBERTa-v2 a WordPiece
+(`[CLS] A [SEP] B [SEP]`). `pair_ids(kind, tokenizer, premise_ids,
+hypothesis_ids)` writes a pair input out by hand from that template, so a test
+can build model inputs without the product's code.
+"""
+from typing import Dict, Iterable, List
+
+ARCHITECTURES = ("roberta", "deberta-v2")
+_ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+_WORDPIECE_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def _roberta_tokenizer(texts: Iterable[str], model_max_length: int):
+  from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers  # pylint: disable=import-outside-toplevel
+  from transformers import PreTrainedTokenizerFast  # pylint: disable=import-outside-toplevel
+  tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+  tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+  tokenizer.decoder = decoders.ByteLevel()
+  tokenizer.train_from_iterator(texts, trainers.BpeTrainer(
+      vocab_size=600, special_tokens=_ROBERTA_SPECIALS,
+      initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+  tokenizer.post_processor = processors.RobertaProcessing(
+      ("</s>", tokenizer.token_to_id("</s>")), ("<s>", tokenizer.token_to_id("<s>")))
+  return PreTrainedTokenizerFast(
+      tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", sep_token="</s>",
+      cls_token="<s>", unk_token="<unk>", pad_token="<pad>", mask_token="<mask>",
+      model_max_length=model_max_length)
+
+
+def _wordpiece_tokenizer(texts: Iterable[str], model_max_length: int):
+  from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers  # pylint: disable=import-outside-toplevel
+  from transformers import PreTrainedTokenizerFast  # pylint: disable=import-outside-toplevel
+  tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+  tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+  tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+  tokenizer.train_from_iterator(texts, trainers.WordPieceTrainer(
+      vocab_size=600, special_tokens=_WORDPIECE_SPECIALS))
+  cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+  tokenizer.post_processor = processors.TemplateProcessing(
+      single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+      special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+  return PreTrainedTokenizerFast(
+      tokenizer_object=tokenizer, cls_token="[CLS]", sep_token="[SEP]",
+      unk_token="[UNK]", pad_token="[PAD]", mask_token="[MASK]",
+      model_max_length=model_max_length)
+
+
+def build_tiny_classifier(directory: str, kind: str, id2label: Dict[int, str],
+                          texts: Iterable[str], model_max_length: int = 64,
+                          seed: int = 0) -> str:
+  """A random `kind` sequence classifier with head `id2label`, saved in
+  `directory` (safetensors); returns the directory."""
+  import torch  # pylint: disable=import-outside-toplevel
+  from transformers import (DebertaV2Config, DebertaV2ForSequenceClassification,  # pylint: disable=import-outside-toplevel
+                            RobertaConfig, RobertaForSequenceClassification)
+  texts = list(texts)
+  labels = {"id2label": {int(k): v for k, v in id2label.items()},
+            "label2id": {v: int(k) for k, v in id2label.items()}}
+  size = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+          "intermediate_size": 64}
+  torch.manual_seed(seed)
+  if kind == "roberta":
+    tokenizer = _roberta_tokenizer(texts, model_max_length)
+    config = RobertaConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+                           bos_token_id=tokenizer.cls_token_id,
+                           eos_token_id=tokenizer.sep_token_id,
+                           max_position_embeddings=model_max_length + 2, **size, **labels)
+    model = RobertaForSequenceClassification(config)
+  elif kind == "deberta-v2":
+    tokenizer = _wordpiece_tokenizer(texts, model_max_length)
+    config = DebertaV2Config(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
+                             max_position_embeddings=model_max_length,
+                             relative_attention=True, position_buckets=16,
+                             pos_att_type=["p2c", "c2p"], position_biased_input=False,
+                             type_vocab_size=0, **size, **labels)
+    model = DebertaV2ForSequenceClassification(config)
+  else:
+    raise ValueError(f"kind {kind!r}: one of {ARCHITECTURES}")
+  with torch.no_grad():  # spread the head's outputs so probabilities vary
+    for parameter in model.classifier.parameters():
+      parameter.mul_(20.0)
+  model.eval()
+  model.save_pretrained(directory, safe_serialization=True)
+  tokenizer.save_pretrained(directory)
+  return directory
+
+
+def pair_ids(kind: str, tokenizer, premise_ids: List[int],
+             hypothesis_ids: List[int]) -> List[int]:
+  """The model input of a (premise, hypothesis) pair from the kind's template."""
+  if kind == "roberta":
+    cls, sep = tokenizer.convert_tokens_to_ids(["<s>", "</s>"])
+    return [cls] + premise_ids + [sep, sep] + hypothesis_ids + [sep]
+  cls, sep = tokenizer.convert_tokens_to_ids(["[CLS]", "[SEP]"])
+  return [cls] + premise_ids + [sep] + hypothesis_ids + [sep]

@@ -1,0 +1,72 @@
+"""`--scorer nli-classifier`: a sequence-classification NLI model
+(models/nli_classifier.py) behind the Scorer interface, each distinct (model,
+premise, hypothesis) scored once per run, and with `--score_cache` once across
+runs."""
+from typing import Any, Dict, Optional
+
+import apache_beam as beam
+
+from models.nli_classifier import NliClassifierModelHandler, describe_classifier
+from transforms.scoring.fanout import ScoreUniqueExamples
+from transforms.scoring.names import NLI_CLASSIFIER
+from transforms.scoring.scorer import DescribeScorer, Scorer, score_cache_for
+
+
+class _DescribeClassifierFn(beam.DoFn):
+
+  def __init__(self, model_path, max_input_tokens, tokenizer_path, positive_label):
+    self._args = (model_path, max_input_tokens, tokenizer_path, positive_label)
+
+  def process(self, unused_impulse):
+    yield describe_classifier(*self._args)
+
+
+class NliClassifierScorer(Scorer):
+
+  name = NLI_CLASSIFIER
+
+  def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
+               threshold: float = 0.5, max_input_tokens: Optional[int] = None,
+               token_budget: Optional[int] = None, large_model: bool = False,
+               torch_threads: int = 0, tokenizer_path: Optional[str] = None,
+               positive_label: Optional[str] = None,
+               score_cache: Optional[str] = None):
+    handler_options = {
+        "dtype": dtype, "device": device, "threshold": threshold,
+        "max_input_tokens": max_input_tokens, "token_budget": token_budget,
+        "large_model": large_model, "torch_threads": torch_threads,
+        "tokenizer_path": tokenizer_path, "positive_label": positive_label}
+    self._options = {"model": model_path, **handler_options}
+    if score_cache:
+      self._options["score_cache"] = score_cache
+    self._handler = NliClassifierModelHandler(model_path, **handler_options)
+
+  def _describe_fn(self) -> beam.DoFn:
+    return _DescribeClassifierFn(self._options["model"], self._options["max_input_tokens"],
+                                 self._options["tokenizer_path"],
+                                 self._options["positive_label"])
+
+  def score_keyed(self) -> beam.PTransform:
+    return ScoreUniqueExamples(
+        self._handler, model_id=self._options["model"],
+        score_cache=score_cache_for(self, self._options.get("score_cache"),
+                                    self._describe_fn(), self._options["threshold"]))
+
+  def describe(self) -> Dict[str, Any]:
+    return {"name": NLI_CLASSIFIER, "family": NLI_CLASSIFIER, **self._options}
+
+  def model_info(self) -> beam.PTransform:
+    return DescribeScorer(self._describe_fn(),
+                          self if self._options.get("score_cache") else None)
+
+  def cache_identity(self, model_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The family, the weights and what changes a score computed from them:
+    the tokenizer, the dtype, the input length (premise windows and their
+    overlap) and the supporting label. Not the device (see T5Scorer)."""
+    return {"scorer": NLI_CLASSIFIER, "weights_sha256": model_info["weights_sha256"],
+            "tokenizer_sha256": model_info["tokenizer_sha256"],
+            "dtype": self._options["dtype"],
+            "max_input_tokens": model_info["max_input_tokens"],
+            "window_overlap": model_info["window_overlap"],
+            "positive_label_id": model_info["positive_label_id"],
+            "positive_label": model_info["positive_label"]}
