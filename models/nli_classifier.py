@@ -28,7 +28,6 @@ config.json, `model.safetensors` or shards named by
 hint, never trust_remote_code; the tokenizer from any of CLASSIFIER_TOKENIZER_FILES
 (fast tokenizers only; transformers converts a slow vocabulary once per worker).
 """
-import os
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -110,20 +109,13 @@ class EncodedPair(NamedTuple):
   truncated: bool
 
 
-class NliClassifierModel:
+class NliClassifierModel(t5_nli.TokenBudgetModel):
   """A loaded classifier: pair encoding with premise windows, batched scoring."""
 
   def __init__(self, model, tokenizer, device: str, max_input_tokens: int,
                token_budget: int, positive: int):
-    import torch  # pylint: disable=import-outside-toplevel
-    self._torch = torch
-    self.model = model
-    self.tokenizer = tokenizer
-    self.device = device
-    self.max_input_tokens = max_input_tokens
-    self.token_budget = token_budget
+    super().__init__(model, tokenizer, device, max_input_tokens, token_budget)
     self.positive = positive
-    self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     self._pair_specials = tokenizer.num_special_tokens_to_add(pair=True)
 
   def encode(self, example: AttributionExample) -> EncodedPair:
@@ -152,13 +144,12 @@ class NliClassifierModel:
     out = np.empty(len(inputs), dtype=np.float64)
     lengths = [len(item["input_ids"]) for item in inputs]
     with torch.inference_mode():
-      for batch in t5_nli.token_budget_batches(lengths, self.token_budget):
-        ids, mask = t5_nli.pad_right(torch, [inputs[i]["input_ids"] for i in batch],
-                                     self.pad_id, self.device)
+      for batch in self._batches(lengths):
+        ids, mask = self._pad([inputs[i]["input_ids"] for i in batch])
         kwargs = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in inputs[batch[0]]:
-          kwargs["token_type_ids"], _ = t5_nli.pad_right(
-              torch, [inputs[i]["token_type_ids"] for i in batch], 0, self.device)
+          kwargs["token_type_ids"], _ = self._pad(
+              [inputs[i]["token_type_ids"] for i in batch], pad_id=0)
         logits = self.model(**kwargs).logits.float()
         out[batch] = torch.softmax(logits, dim=-1)[:, self.positive].cpu().numpy()
     return out
@@ -184,15 +175,11 @@ def load_nli_classifier(model_path: str, dtype: str = "float32", device: str = "
   import torch  # pylint: disable=import-outside-toplevel
   from transformers import AutoModelForSequenceClassification  # pylint: disable=import-outside-toplevel
   check_dtype(dtype)
-  if device not in t5_nli.DEVICES:
-    raise ModelError(f"--device {device!r}: choose from {', '.join(t5_nli.DEVICES)}")
-  if device == "cuda" and not torch.cuda.is_available():
-    raise ModelError("--device cuda: no CUDA device is available on this worker")
+  t5_nli.check_device(device)
   positive = check_classifier(model_path, tokenizer_path, positive_label)
   local_dir = t5_nli.local_model_dir(model_path)
-  tokenizer = t5_nli.load_tokenizer(
-      t5_nli.local_tokenizer_dir(model_path, tokenizer_path, CLASSIFIER_TOKENIZER_FILES),
-      "--tokenizer" if tokenizer_path else "--model", CLASSIFIER_TOKENIZER_FILES)
+  _, tokenizer = t5_nli.open_tokenizer(model_path, tokenizer_path,
+                                       CLASSIFIER_TOKENIZER_FILES)
   model = AutoModelForSequenceClassification.from_pretrained(
       local_dir, use_safetensors=True, trust_remote_code=False,
       dtype=getattr(torch, dtype))
@@ -237,11 +224,8 @@ def describe_classifier(model_path: str, max_input_tokens: Optional[int],
   """What run.json records of a classifier, read on a worker without loading
   its weights: the head's labels, the supporting one, the checksums."""
   local_dir = t5_nli.local_model_dir(model_path)
-  tokenizer_dir = t5_nli.local_tokenizer_dir(model_path, tokenizer_path,
-                                             CLASSIFIER_TOKENIZER_FILES)
-  tokenizer = t5_nli.load_tokenizer(tokenizer_dir,
-                                    "--tokenizer" if tokenizer_path else "--model",
-                                    CLASSIFIER_TOKENIZER_FILES)
+  tokenizer_dir, tokenizer = t5_nli.open_tokenizer(model_path, tokenizer_path,
+                                                   CLASSIFIER_TOKENIZER_FILES)
   config = t5_nli.read_model_json(local_dir)
   labels = head_labels(config, model_path)
   positive = positive_index(labels, positive_label, model_path)
@@ -252,12 +236,8 @@ def describe_classifier(model_path: str, max_input_tokens: Optional[int],
       "positive_label": labels[positive],
       "positive_label_id": positive,
       "positive_label_source": "--positive_label" if positive_label else "id2label",
-      "weights_sha256": t5_nli.weights_checksum(local_dir),
-      "weight_files": len(t5_nli.weight_files(
-          local_dir, {n: 0 for n in os.listdir(local_dir)})),
-      "tokenizer_source": tokenizer_path or model_path,
-      "tokenizer_sha256": t5_nli.tokenizer_checksum(
-          tokenizer_dir, CLASSIFIER_TOKENIZER_FILES + ("merges.txt",)),
+      **t5_nli.checkpoint_checksums(local_dir, tokenizer_dir, tokenizer_path or model_path,
+                                    CLASSIFIER_TOKENIZER_FILES + ("merges.txt",)),
       "max_input_tokens": t5_nli.resolve_max_input_tokens(tokenizer, max_input_tokens),
       "window_overlap": WINDOW_OVERLAP,
   }

@@ -62,6 +62,15 @@ _WINDOW_OVERLAP = 0.25
 _MIN_WINDOW_TOKENS = 16
 
 
+def check_device(device: str) -> None:
+  """On the worker, before loading: a known device, and CUDA where it is asked for."""
+  import torch  # pylint: disable=import-outside-toplevel
+  if device not in DEVICES:
+    raise ModelError(f"--device {device!r}: choose from {', '.join(DEVICES)}")
+  if device == "cuda" and not torch.cuda.is_available():
+    raise ModelError("--device cuda: no CUDA device is available on this worker")
+
+
 def check_dtype(dtype: str) -> None:
   if dtype == "float16":
     raise ModelError("--dtype float16 is refused: T5 activations overflow in float16 "
@@ -313,6 +322,18 @@ def tokenizer_checksum(local_dir: str, names: Sequence[str] = TOKENIZER_FILES) -
   return digest.hexdigest()
 
 
+def checkpoint_checksums(local_dir: str, tokenizer_dir: str, tokenizer_source: str,
+                         names: Sequence[str] = TOKENIZER_FILES) -> Dict[str, Any]:
+  """What run.json records of a checkpoint's files, in this order: the weights'
+  sha256 and file count, where the tokenizer came from and its sha256."""
+  return {
+      "weights_sha256": weights_checksum(local_dir),
+      "weight_files": len(weight_files(local_dir, {n: 0 for n in os.listdir(local_dir)})),
+      "tokenizer_source": tokenizer_source,
+      "tokenizer_sha256": tokenizer_checksum(local_dir=tokenizer_dir, names=names),
+  }
+
+
 def load_tokenizer(local_dir: str, flag: str = "--model",
                    names: Sequence[str] = TOKENIZER_FILES):
   """The fast tokenizer of a local directory. From spiece.model alone,
@@ -327,6 +348,15 @@ def load_tokenizer(local_dir: str, flag: str = "--model",
     raise ModelError(f"{flag} {local_dir}: needs a fast tokenizer (tokenizer.json or "
                      "a SentencePiece spiece.model) for premise windows")
   return tokenizer
+
+
+def open_tokenizer(model_path: str, tokenizer_path: Optional[str],
+                   names: Sequence[str] = TOKENIZER_FILES):
+  """(local directory, fast tokenizer) of `--tokenizer`, else of the model's
+  directory (one of `names` there)."""
+  local_dir = local_tokenizer_dir(model_path, tokenizer_path, names)
+  return local_dir, load_tokenizer(local_dir, "--tokenizer" if tokenizer_path else "--model",
+                                   names)
 
 
 class LabelPieces(NamedTuple):
@@ -387,43 +417,14 @@ def _weight(linear):
   return weight().dequantize() if callable(weight) else weight
 
 
-def token_budget_batches(lengths: Sequence[int], token_budget: int):
-  """Index lists of length-sorted sequences (by `lengths`), each within the
-  token budget once padded to its longest."""
-  order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-  batch, longest = [], 0
-  for index in order:
-    length = lengths[index]
-    if batch and (len(batch) + 1) * max(longest, length) > token_budget:
-      yield batch
-      batch, longest = [], 0
-    batch.append(index)
-    longest = max(longest, length)
-  if batch:
-    yield batch
+class TokenBudgetModel:
+  """What the loaded models of every family share (T5NliModel here,
+  NliClassifierModel in models/nli_classifier.py): the torch model and its
+  tokenizer on `device`, the model input length, and batches of sequences
+  sorted by length, each within `token_budget` tokens once padded."""
 
-
-def pad_right(torch, sequences: Sequence[List[int]], pad_id: int, device: str):
-  """(ids, attention mask) tensors of `sequences` padded on the right."""
-  longest = max(len(s) for s in sequences)
-  ids = torch.full((len(sequences), longest), pad_id, dtype=torch.long)
-  mask = torch.zeros((len(sequences), longest), dtype=torch.long)
-  for row, sequence in enumerate(sequences):
-    ids[row, :len(sequence)] = torch.tensor(sequence, dtype=torch.long)
-    mask[row, :len(sequence)] = 1
-  return ids.to(device), mask.to(device)
-
-
-class EncodedExample(NamedTuple):
-  windows: List[List[int]]  # input ids of each window, EOS included
-  truncated: bool  # the premise had to be windowed
-
-
-class T5NliModel:
-  """A loaded NLI model: tokenisation with premise windows, batched scoring."""
-
-  def __init__(self, model, tokenizer, model_path: str, device: str,
-               max_input_tokens: int, token_budget: int):
+  def __init__(self, model, tokenizer, device: str, max_input_tokens: int,
+               token_budget: int):
     import torch  # pylint: disable=import-outside-toplevel
     self._torch = torch
     self.model = model
@@ -431,9 +432,50 @@ class T5NliModel:
     self.device = device
     self.max_input_tokens = max_input_tokens
     self.token_budget = token_budget
+    self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+  def _batches(self, lengths: Sequence[int]):
+    """Index lists of the sequences of `lengths`, sorted by length, each within
+    the token budget once padded to its longest."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    batch, longest = [], 0
+    for index in order:
+      length = lengths[index]
+      if batch and (len(batch) + 1) * max(longest, length) > self.token_budget:
+        yield batch
+        batch, longest = [], 0
+      batch.append(index)
+      longest = max(longest, length)
+    if batch:
+      yield batch
+
+  def _pad(self, sequences: Sequence[List[int]], pad_id: Optional[int] = None):
+    """(ids, attention mask) tensors of `sequences` padded on the right with
+    `pad_id` (the tokenizer's by default), on the model's device."""
+    torch = self._torch
+    longest = max(len(s) for s in sequences)
+    ids = torch.full((len(sequences), longest),
+                     self.pad_id if pad_id is None else pad_id, dtype=torch.long)
+    mask = torch.zeros((len(sequences), longest), dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+      ids[row, :len(sequence)] = torch.tensor(sequence, dtype=torch.long)
+      mask[row, :len(sequence)] = 1
+    return ids.to(self.device), mask.to(self.device)
+
+
+class EncodedExample(NamedTuple):
+  windows: List[List[int]]  # input ids of each window, EOS included
+  truncated: bool  # the premise had to be windowed
+
+
+class T5NliModel(TokenBudgetModel):
+  """A loaded NLI model: tokenisation with premise windows, batched scoring."""
+
+  def __init__(self, model, tokenizer, model_path: str, device: str,
+               max_input_tokens: int, token_budget: int):
+    super().__init__(model, tokenizer, device, max_input_tokens, token_budget)
     self.labels = label_pieces(tokenizer, model_path)
     self.one_id, self.zero_id = self.labels.one_id, self.labels.zero_id
-    self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     self.decoder_start_id = model.config.decoder_start_token_id
     config = model.config
     # T5 v1.0 scales the last decoder state by d_model^-0.5 before its tied
@@ -505,12 +547,6 @@ class T5NliModel:
 
   # -- scoring --------------------------------------------------------------
 
-  def _batches(self, sequences: Sequence[List[int]]):
-    return token_budget_batches([len(s) for s in sequences], self.token_budget)
-
-  def _pad(self, sequences: Sequence[List[int]]):
-    return pad_right(self._torch, sequences, self.pad_id, self.device)
-
   def encoder_states(self, ids, mask):
     """The encoder's last hidden states, as the model computes them."""
     return self.model.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state
@@ -578,7 +614,7 @@ class T5NliModel:
     probabilities = np.empty(len(sequences), dtype=np.float64)
     decoded = np.zeros(len(sequences), dtype=bool) if decode else None
     with torch.inference_mode():
-      for batch in self._batches(sequences):
+      for batch in self._batches([len(s) for s in sequences]):
         ids, mask = self._pad([sequences[i] for i in batch])
         encoded = self.encoder_states(ids, mask)
         pair = self.label_logits(ids, mask, encoded).float()
@@ -629,18 +665,14 @@ def load_t5_nli(model_path: str, dtype: str = "float32", device: str = "cpu",
   import torch  # pylint: disable=import-outside-toplevel
   from transformers import AutoConfig, AutoModelForSeq2SeqLM  # pylint: disable=import-outside-toplevel
   check_dtype(dtype)
-  if device not in DEVICES:
-    raise ModelError(f"--device {device!r}: choose from {', '.join(DEVICES)}")
-  if device == "cuda" and not torch.cuda.is_available():
-    raise ModelError("--device cuda: no CUDA device is available on this worker")
+  check_device(device)
   check_model_and_tokenizer(model_path, tokenizer_path)
   local_dir = local_model_dir(model_path)
   config = AutoConfig.from_pretrained(local_dir, trust_remote_code=False)
   if config.model_type not in SUPPORTED_MODEL_TYPES:
     raise ModelError(f"--model {model_path}: model type {config.model_type!r} is not "
                      f"one of {', '.join(SUPPORTED_MODEL_TYPES)}")
-  tokenizer = load_tokenizer(local_tokenizer_dir(model_path, tokenizer_path),
-                             "--tokenizer" if tokenizer_path else "--model")
+  _, tokenizer = open_tokenizer(model_path, tokenizer_path)
   # safetensors files are memory-mapped and each tensor is cast to `dtype` as
   # it is read: float32 weights load into bfloat16 without a float32 copy.
   model = AutoModelForSeq2SeqLM.from_pretrained(
@@ -742,8 +774,7 @@ def describe_model(model_path: str, max_input_tokens: Optional[int],
   its tokenizer, a checksum of its weights and its generation config (without
   loading the weights)."""
   local_dir = local_model_dir(model_path)
-  tokenizer_dir = local_tokenizer_dir(model_path, tokenizer_path)
-  tokenizer = load_tokenizer(tokenizer_dir, "--tokenizer" if tokenizer_path else "--model")
+  tokenizer_dir, tokenizer = open_tokenizer(model_path, tokenizer_path)
   labels = label_pieces(tokenizer, model_path)
   config = _read_json(os.path.join(local_dir, "config.json"), "--model", model_path)
   generation_path = os.path.join(local_dir, "generation_config.json")
@@ -752,10 +783,7 @@ def describe_model(model_path: str, max_input_tokens: Optional[int],
   return {
       "model_type": config.get("model_type"),
       "tie_word_embeddings": config.get("tie_word_embeddings", True),
-      "weights_sha256": weights_checksum(local_dir),
-      "weight_files": len(weight_files(local_dir, {n: 0 for n in os.listdir(local_dir)})),
-      "tokenizer_source": tokenizer_path or model_path,
-      "tokenizer_sha256": tokenizer_checksum(tokenizer_dir),
+      **checkpoint_checksums(local_dir, tokenizer_dir, tokenizer_path or model_path),
       "label_pieces": "first piece of the tokenizer's encoding of '1' and of '0'",
       "one_token_id": labels.one_id,
       "zero_token_id": labels.zero_id,

@@ -54,10 +54,6 @@ def scorer_side_inputs(pipeline, scorer, stats) -> Dict[str, Any]:
           "model_info": pipeline | "DescribeScorer" >> scorer.model_info()}
 
 
-def _camel(name: str) -> str:
-  return "".join(part.title() for part in name.split("_"))
-
-
 class WriteRunRecord(beam.PTransform):
   """The tail of every job: dead_letter.jsonl, then run.json, written last from
   `record` once every figure it names is complete (the scratch directory
@@ -97,7 +93,7 @@ class WriteRunRecord(beam.PTransform):
     for name, pcolls in self._counts.items():
       if pcolls is None:
         continue
-      label = _camel(name)
+      label = name.title().replace("_", "")  # as WriteDeadLetters names its steps
       if isinstance(pcolls, tuple):
         pcolls = (pcolls or (pipeline | f"No{label}" >> beam.Create([{}]),)
                   ) | f"Collect{label}" >> beam.Flatten()

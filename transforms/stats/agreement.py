@@ -431,6 +431,14 @@ _RESAMPLE_CHUNK = 50
 MEAN_METRICS = ("balanced_accuracy", "roc_auc")
 
 
+def _percentile_interval(values, level: float) -> Optional[List[float]]:
+  """The `level` percentile interval of bootstrap `values` (None without any)."""
+  if not len(values):
+    return None
+  tail = (1 - level) / 2 * 100
+  return [float(v) for v in np.percentile(values, [tail, 100 - tail])]
+
+
 def _group_rng(seed: int, metric: str, group: str) -> np.random.Generator:
   """The generator of one group's resamples of one figure: seeded by the seed
   and a digest of the names, so that a group's resamples do not depend on which
@@ -492,7 +500,6 @@ def mean_over_groups(counts: Dict[str, AgreementCounts],
   the group. A figure's resamples come from its own counts (confusion counts;
   positives and negatives per score); a resample in which some group lacks a
   class defines no mean and is left out (counted)."""
-  tail = (1 - level) / 2 * 100
   result = {"bootstrap": {"method": "percentile", "level": level, "samples": samples,
                           "seed": seed, "resampled": "items within each group, "
                           "with replacement"}}
@@ -513,8 +520,7 @@ def mean_over_groups(counts: Dict[str, AgreementCounts],
            for name in names], axis=1), axis=1)
       defined = means[~np.isnan(means)]
       entry["resamples_used"] = int(len(defined))
-      if len(defined):
-        entry["ci"] = [float(v) for v in np.percentile(defined, [tail, 100 - tail])]
+      entry["ci"] = _percentile_interval(defined, level)
     result[metric] = entry
   return result
 
@@ -557,12 +563,9 @@ def bootstrap_correlation_intervals(x_resamples: np.ndarray, y_resamples: np.nda
     values["pearson"].append(stats.pearsonr(x, y).statistic)
     values["spearman"].append(stats.spearmanr(x, y).statistic)
     values["kendall"].append(stats.kendalltau(x, y).statistic)
-  tail = (1 - level) / 2 * 100
-  intervals = {}
-  for name, samples in values.items():
-    samples = np.array([value for value in samples if not math.isnan(value)])
-    intervals[name] = ([float(v) for v in np.percentile(samples, [tail, 100 - tail])]
-                       if len(samples) else None)
+  intervals = {name: _percentile_interval(
+      np.array([value for value in samples if not math.isnan(value)]), level)
+                for name, samples in values.items()}
   return {"intervals": intervals, "resamples_used": len(x_resamples) - skipped,
           "resamples_skipped": skipped}
 
