@@ -5,7 +5,7 @@ scores agree with the human labels (SPEC 5.5).
         [--scorer string-match|t5 --model DIR ...] [--threshold 0.5] \
         [--scenario in-language|in-english] \
         [--calibrate_on PATH] [--calibrate_metric accuracy|balanced_accuracy] \
-        [--bootstrap_samples 1000] [--seed 0] [Beam options]
+        [--calibrate_per_dataset] [--bootstrap_samples 1000] [--seed 0] [Beam options]
     python -m beam_jobs.agreement ...
 
 Formats (transforms/labelled/readers.py): ratings, attributionbench, begin, wice,
@@ -14,7 +14,9 @@ over a claim's chunks) and compared with its human label, overall and per group
 (transforms/stats/agreement.py: accuracy, balanced accuracy, Cohen's kappa, ROC-AUC and
 PR-AUC of nli_score, per-label counts). `--calibrate_on` scores a second set of
 the same format and picks the threshold that maximises --calibrate_metric there;
-the input's figures at that threshold are reported beside those at --threshold.
+the input's figures at that threshold are reported beside those at --threshold;
+with --calibrate_per_dataset (aggrefact, true) each data set gets a threshold
+tuned on its own calibration rows.
 Where the groups are data sets (aggrefact, true), agreement.json also holds
 the unweighted mean over data sets of balanced accuracy and ROC-AUC, with
 percentile-bootstrap CIs (--bootstrap_samples resamples of the items within each
@@ -41,8 +43,8 @@ from beam_jobs.output_dir import OutputDir
 from schemas import AgreementRow
 from schemas.errors import ConfigError
 from transforms.agreement.steps import CALIBRATION, INPUT, ScoreItems
-from transforms.agreement.summary import (Calibrate, RowsFold, SummarizeAgreement,
-                                          apply_threshold)
+from transforms.agreement.summary import (MEAN_GROUPINGS, Calibrate, RowsFold,
+                                          SummarizeAgreement, apply_threshold)
 from transforms.io.inputs import match_files
 from transforms.io.manifest import reconcile
 from transforms.io.records import ReadRecords
@@ -76,6 +78,10 @@ class AgreementOptions(PipelineOptions):
     group.add_argument("--calibrate_metric", default="accuracy",
                        help="What the calibrated threshold maximises: accuracy "
                        "(default) or balanced_accuracy.")
+    group.add_argument("--calibrate_per_dataset", action="store_true", default=False,
+                       help="Formats aggrefact, true: tune a threshold on each data "
+                       "set's rows of --calibrate_on and decide that data set's "
+                       "input rows at it (as the LLM-AggreFact leaderboard does).")
     group.add_argument("--bootstrap_samples", type=int, default=1000,
                        help="Bootstrap resamples of the 95%% CIs of the means over "
                        "data sets (formats aggrefact, true; default 1000).")
@@ -116,6 +122,16 @@ class _Plan:
       self.calibration_files = match_files(options.calibrate_on)
       if not self.calibration_files:
         raise ConfigError(f"--calibrate_on {options.calibrate_on!r} matches no files")
+    self.per_dataset = bool(options.calibrate_per_dataset)
+    if self.per_dataset and not self.calibration_files:
+      raise ConfigError("--calibrate_per_dataset tunes thresholds on --calibrate_on: "
+                        "give it")
+    if self.per_dataset and self.format.groupings[:1] != MEAN_GROUPINGS[:1]:
+      dataset_formats = [name for name, spec in FORMATS.items()
+                         if spec.groupings[:1] == MEAN_GROUPINGS[:1]]
+      raise ConfigError(f"--calibrate_per_dataset: the groups of --format "
+                        f"{options.format} are not data sets (formats whose are: "
+                        f"{', '.join(dataset_formats)})")
     self.output = OutputDir(
         "agreement", options.output_dir, OUTPUT_FILES,
         reads={"--input": self.input_files, "--calibrate_on": self.calibration_files},
@@ -132,7 +148,8 @@ class _AgreementRecord(RunRecord):
     super().__init__(plan.scorer.describe())
     self._inputs = {"input": plan.input_files, "format": options.format,
                     "scenario": plan.scenario,
-                    "calibrate_on": plan.calibration_files or None}
+                    "calibrate_on": plan.calibration_files or None,
+                    "calibrate_per_dataset": plan.per_dataset}
 
   def fields(self, read_counts, rows, dead, scorer_stats, model_info, summary_info,
                calibration_read_counts=None, calibration_rows=None):
@@ -187,7 +204,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
     input_rows = split[0] | "InputRows" >> beam.Values()
     calibration_rows = split[1] | "CalibrationRows" >> beam.Values()
     calibration = calibration_rows | "Calibrate" >> Calibrate(
-        options.calibrate_metric, threshold, plan.calibration_files)
+        options.calibrate_metric, threshold, plan.calibration_files, plan.per_dataset)
     input_rows = input_rows | "ApplyCalibratedThreshold" >> beam.Map(
         apply_threshold, beam.pvalue.AsSingleton(calibration))
     dead_letters[CALIBRATION] = (calibration_read.dead_letter,

@@ -76,6 +76,25 @@ def tiny_t5(tmp_path_factory):
                          vocab_size=2000, seed=3)
 
 
+@pytest.fixture(scope="session")
+def tiny_nli_classifier(tmp_path_factory):
+  """A tiny random three-way RoBERTa NLI classifier (tests/support/nli_classifiers.py),
+  input length 128 tokens; skipped where torch is not installed."""
+  pytest.importorskip("torch")
+  pytest.importorskip("transformers")
+  from tests.support.nli_classifiers import build_tiny_classifier  # pylint: disable=import-outside-toplevel
+  return build_tiny_classifier(str(tmp_path_factory.mktemp("tiny_nli_classifier")),
+                               "roberta", {0: "entailment", 1: "neutral",
+                                           2: "contradiction"}, example_texts(), 128)
+
+
+@pytest.fixture(params=["t5", "nli-classifier"])
+def model_scorer(request):
+  """(family, model directory) of each local model scorer family."""
+  fixture = {"t5": "tiny_t5", "nli-classifier": "tiny_nli_classifier"}[request.param]
+  return request.param, request.getfixturevalue(fixture)
+
+
 # The reference-parity module (minutes, one module fixture) is collected first:
 # pytest-xdist hands each worker a run of consecutive tests to start with, so
 # its tests start together on one worker at once while the other takes the

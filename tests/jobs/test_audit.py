@@ -254,10 +254,11 @@ def test_outputs_are_byte_identical_across_runs_and_runners(audit_inputs,
   assert _digests(string_match_audit) == _digests(tmp_path / "multi")
 
 
-def test_identical_candidates_are_scored_once(audit_inputs, tiny_t5, tmp_path):
+def test_identical_candidates_are_scored_once(audit_inputs, model_scorer, tmp_path):
   """Two systems give the same answers with the same candidates, and a third
   system the same answers with some of them: one model call per distinct
-  (premise, hypothesis)."""
+  (premise, hypothesis). Each local model family."""
+  family, model = model_scorer
   oracle = nq_oracle_records()[:6]
   ids = [oracle_passage_id(i, record["ctxs"][0]["title"])
          for i, record in enumerate(oracle)]
@@ -276,9 +277,10 @@ def test_identical_candidates_are_scored_once(audit_inputs, tiny_t5, tmp_path):
   assert run_job(audit, "--answers", tmp_path / "answers.jsonl", "--candidates",
                  tmp_path / "candidates.jsonl", "--corpus", audit_inputs["corpus"],
                  "--output_dir", tmp_path / "out", "--bootstrap_samples", 20,
-                 "--scorer", "t5", "--model", tiny_t5) == 0
+                 "--scorer", family, "--model", model) == 0
   manifest = json.loads((tmp_path / "out" / "run.json").read_text())
   scorer = manifest["scorer"]
+  assert scorer["family"] == family
   assert (scorer["rows_scored_by_model"], scorer["unique_triples"]) == (6 * 7, 6 * 3)
   rows = pq.read_table(tmp_path / "out" / "audit_candidates.parquet").to_pylist()
   by_triple = collections.defaultdict(set)

@@ -24,7 +24,7 @@ from sklearn import metrics as skm
 from beam_jobs import agreement
 from tests.support.files import read_jsonl, write_jsonl
 from tests.support.jobs import run_job
-from tests.support.paths import shared_file
+from tests.support.paths import EXAMPLES, shared_file
 from transforms.labelled.readers import true_dataset_name
 from transforms.stats import agreement as stats
 
@@ -192,6 +192,9 @@ def check_benchmark_run(output, expected_counts, samples=1000, seed=0):
   assert counts["read"] == counts["scored"] + counts["rejected"] + counts["unmatched"]
   markdown = (output / "agreement.md").read_text()
   assert "Unweighted mean over the dataset groups" in markdown
+  report = (output / "report.html").read_text()
+  assert "Unweighted mean over the dataset groups" in report
+  assert f"<td>roc_auc</td><td>{means['roc_auc']['mean']:.3f}</td>" in report
   return rows, content, manifest
 
 
@@ -353,3 +356,136 @@ def test_bad_label_is_dead_lettered_and_counts_reconcile(real_rows, tmp_path):
   counts = manifest["counts"]
   assert (counts["read"], counts["scored"], counts["rejected"], counts["unmatched"]) == (
       len(rows), len(rows) - 2, 1, 1)
+
+
+# ----------------------------------------------------------------------------
+# A threshold tuned per data set on --calibrate_on (--calibrate_per_dataset),
+# with a tiny random classifier so that scores spread over (0, 1).
+
+
+def _split_for_calibration(real_rows, per_dataset=24):
+  """Input and calibration rows: the first `per_dataset` / 2 rows of each label
+  of each data set, shuffled by a digest (docs cut to 300 characters so the tiny model reads one window or two), the
+  even ones to the input, the odd ones to the calibration set; LFQA stays out
+  of the calibration set (decided at the overall threshold) and the
+  calibration set's ExpertQA rows are all of one label (no balanced accuracy
+  there: not tuned)."""
+  by_label = collections.defaultdict(list)
+  for dataset, doc, claim, label in real_rows:
+    if len(by_label[dataset, label]) < per_dataset // 2:
+      by_label[dataset, label].append((dataset, doc[:300], claim, label))
+  taken = collections.defaultdict(list)
+  for (dataset, _), rows in sorted(by_label.items()):
+    taken[dataset] += rows
+  inputs, calibration = [], []
+  for dataset, rows in sorted(taken.items()):
+    rows = sorted(rows, key=lambda row: hashlib.sha256(repr(row).encode()).digest())
+    inputs += rows[0::2]
+    if dataset == "LFQA":
+      continue
+    odd = rows[1::2]
+    if dataset == "ExpertQA":
+      odd = [row for row in odd if row[3] == 1]
+    calibration += odd
+  return inputs, calibration
+
+
+def _best_value(scores, human, metric):
+  """The most `metric` of `score > t` reaches over every t (sklearn's figure)."""
+  score_of = {"accuracy": skm.accuracy_score,
+              "balanced_accuracy": skm.balanced_accuracy_score}[metric]
+  cuts = [min(scores) - 1.0] + sorted(set(scores))
+  return max(score_of(human, np.asarray(scores) > cut) for cut in cuts)
+
+
+def test_threshold_tuned_per_dataset_on_the_calibration_set(real_rows,
+                                                            tiny_nli_classifier,
+                                                            tmp_path):
+  inputs, calibration = _split_for_calibration(real_rows)
+  assert {"LFQA", "ExpertQA"} <= {row[0] for row in inputs}
+  paths = {}
+  for name, rows in (("input", inputs), ("calibration", calibration)):
+    paths[name] = tmp_path / f"{name}.parquet"
+    pq.write_table(pa.Table.from_pandas(_aggrefact_frame(rows), preserve_index=False),
+                   paths[name])
+  scorer = ("--scorer", "nli-classifier", "--model", tiny_nli_classifier)
+  output = tmp_path / "out"
+  assert run_job(agreement, "--input", paths["input"], "--format", "aggrefact",
+                 "--output_dir", output, *scorer, "--calibrate_on",
+                 paths["calibration"], "--calibrate_metric", "balanced_accuracy",
+                 "--calibrate_per_dataset", "--bootstrap_samples", 100) == 0
+  # The calibration set's own scores: the same model on it as an input.
+  assert run_job(agreement, "--input", paths["calibration"], "--format", "aggrefact",
+                 "--output_dir", tmp_path / "calibration_scores", *scorer,
+                 "--bootstrap_samples", 10) == 0
+  calibration_rows = collections.defaultdict(list)
+  for row in pq.read_table(tmp_path / "calibration_scores" /
+                           "agreement_rows.parquet").to_pylist():
+    calibration_rows[row["group"]].append(row)
+  content = json.loads((output / "agreement.json").read_text())
+  chosen = content["calibration"]
+  per_dataset = chosen["per_dataset"]
+  assert per_dataset["grouping"] == "dataset"
+  assert set(per_dataset["not_tuned"]) == {"ExpertQA"}
+  assert per_dataset["decided_at_overall_threshold"] == ["ExpertQA", "LFQA"]
+  assert set(per_dataset["thresholds"]) == set(calibration_rows) - {"ExpertQA"}
+  # Each data set's threshold reaches the best balanced accuracy there is on its
+  # calibration rows, and the overall one on all of them.
+  for dataset, entry in per_dataset["thresholds"].items():
+    scores = [row["nli_score"] for row in calibration_rows[dataset]]
+    human = [row["human_attributable"] for row in calibration_rows[dataset]]
+    assert entry["value"] == pytest.approx(
+        _best_value(scores, human, "balanced_accuracy"), abs=1e-12)
+    assert entry["value"] == pytest.approx(skm.balanced_accuracy_score(
+        human, np.asarray(scores) > entry["threshold"]), abs=1e-12)
+  every = [row for rows in calibration_rows.values() for row in rows]
+  assert chosen["value"] == pytest.approx(_best_value(
+      [row["nli_score"] for row in every], [row["human_attributable"] for row in every],
+      "balanced_accuracy"), abs=1e-12)
+  # Thresholds differ across data sets (else the test shows nothing).
+  assert len({entry["threshold"] for entry in per_dataset["thresholds"].values()}) > 1
+  # Each input row is decided at its data set's threshold (the overall one where
+  # it has none), and the per-dataset figures and their mean follow.
+  rows = pq.read_table(output / "agreement_rows.parquet").to_pylist()
+  by_dataset = collections.defaultdict(list)
+  for row in rows:
+    threshold = per_dataset["thresholds"].get(row["group"], {}).get(
+        "threshold", chosen["threshold"])
+    assert row["calibrated_decision"] == ("Y" if row["nli_score"] > threshold else "N")
+    by_dataset[row["group"]].append(row)
+  balanced = {}
+  for dataset, selected in by_dataset.items():
+    human = [row["human_attributable"] for row in selected]
+    if 0 < sum(human) < len(human):
+      balanced[dataset] = skm.balanced_accuracy_score(
+          human, [row["calibrated_decision"] == "Y" for row in selected])
+      assert content["groups"]["dataset"][dataset]["at_calibrated_threshold"][
+          "balanced_accuracy"] == pytest.approx(balanced[dataset], abs=1e-12)
+  mean = content["group_means"]["dataset"][stats.CALIBRATED_MEAN]
+  assert mean["groups"] == sorted(balanced)
+  assert mean["mean"] == pytest.approx(np.mean(list(balanced.values())), abs=1e-12)
+  assert mean["ci"][0] <= mean["mean"] <= mean["ci"][1]
+  markdown = (output / "agreement.md").read_text()
+  assert "Thresholds tuned per dataset" in markdown
+  assert "ExpertQA | not tuned" in markdown
+  report = (output / "report.html").read_text()
+  assert "Thresholds tuned per dataset on the calibration set" in report
+  assert (f"<td>{stats.CALIBRATED_MEAN}</td><td>{mean['mean']:.3f}</td>" in report)
+  assert "<td>LFQA</td>" in report and "decided at the overall threshold" in report
+  manifest = json.loads((output / "run.json").read_text())
+  assert manifest["inputs"]["calibrate_per_dataset"] is True
+  assert manifest["counts"]["reconciled"] and manifest["calibration_counts"]["reconciled"]
+
+
+def test_calibrate_per_dataset_needs_datasets_and_a_calibration_set(tmp_path, capsys):
+  path = tmp_path / "bench.csv"
+  path.write_text("dataset,doc,claim,label\nd,a b,a,1\n", encoding="utf-8")
+  assert _run(tmp_path / "out", [path], "aggrefact", "--calibrate_per_dataset") == 2
+  assert "--calibrate_per_dataset tunes thresholds on --calibrate_on" in (
+      capsys.readouterr().err)
+  ratings = tmp_path / "ratings.csv"
+  ratings.write_text((EXAMPLES / "agreement" / "ratings.csv").read_text(encoding="utf-8"),
+                     encoding="utf-8")
+  assert _run(tmp_path / "out", [ratings], "ratings", "--calibrate_on", ratings,
+              "--calibrate_per_dataset") == 2
+  assert "the groups of --format ratings are not data sets" in capsys.readouterr().err

@@ -396,14 +396,18 @@ def _claim_lines(systems):
   return lines
 
 
-def test_identical_claims_across_systems_are_scored_once(tiny_t5, tmp_path):
+def test_identical_claims_across_systems_are_scored_once(model_scorer, tmp_path):
+  family, model = model_scorer
   path = write_jsonl(tmp_path / "flat.jsonl", _claim_lines(["a", "b"]) + [
       {"system_name": "c", "question": "q3", "claim": "Other.", "evidence": ["x."]}])
   assert run_job(claims, "--input", path, "--format", "jsonl", "--output_dir",
-                 tmp_path / "out", "--bootstrap_samples", 20, "--scorer", "t5",
-                 "--model", tiny_t5) == 0
+                 tmp_path / "out", "--bootstrap_samples", 20, "--scorer", family,
+                 "--model", model) == 0
   scorer = json.loads((tmp_path / "out" / "run.json").read_text())["scorer"]
+  assert scorer["family"] == family
   assert (scorer["rows_scored_by_model"], scorer["unique_triples"]) == (7, 4)
+  rows = pq.read_table(tmp_path / "out" / "claims_rows.parquet").to_pylist()
+  assert len(rows) == 7 and all(0 < row["nli_score"] < 1 for row in rows)
 
 
 def test_rerank_chooses_the_references_sentences(tiny_t5, tmp_path):

@@ -340,14 +340,15 @@ def test_embeddings_equal_sentence_transformers(tmp_path):
 
 
 @needs_embedding_model
-def test_t5_scorer_judges_the_sentences(tmp_path, tiny_t5):
+def test_model_scorers_judge_the_sentences(tmp_path, model_scorer):
+  family, model = model_scorer
   kg = sck_kg.write_kg(tmp_path / "kg.parquet", sck_kg.ALL_KG)
   answers = _write_answers(tmp_path / "answers.csv", [
       (sck_kg.OBAMA_QUESTION, sck_kg.OBAMA_ANSWER, ""),
       (sck_kg.CONFLICT_QUESTION, sck_kg.CONFLICT_ANSWER, "")])
   out = tmp_path / "out"
   assert run_job(sck_job, "--input", answers, "--kg", kg, "--output_dir", out,
-                 "--scorer", "t5", "--model", tiny_t5, "--threshold", "0.5") == 0
+                 "--scorer", family, "--model", model, "--threshold", "0.5") == 0
   rows = {row["question"]: row for row in _rows(out)}
   sentences = json.loads(rows[sck_kg.OBAMA_QUESTION]["sentences"])
   # The random tiny model's scores decide as the threshold says.
@@ -360,5 +361,5 @@ def test_t5_scorer_judges_the_sentences(tmp_path, tiny_t5):
   assert 0 < conflict["nli_score"] < 1
   assert (sentence["decision"] == "contradictory") == (conflict["nli_score"] > 0.5)
   manifest = json.loads((out / "run.json").read_text())
-  assert manifest["scorer"]["name"] == "t5"
+  assert manifest["scorer"]["name"] == manifest["scorer"]["family"] == family
   assert manifest["scorer"]["unique_triples"] == 4  # 3 supports, 1 conflict claim

@@ -40,9 +40,19 @@ def stats_inputs(row: AgreementRow, groupings: Tuple[str, ...]):
     yield (grouping, NO_GROUP if group is None else group), value
 
 
+def calibrated_threshold(calibration, group) -> float:
+  """The threshold a row of `group` is decided at: its data set's own where
+  thresholds were tuned per data set and its data set had one, else the one
+  tuned on the whole calibration set."""
+  per_group = calibration.get("per_dataset")
+  if per_group and group in per_group["thresholds"]:
+    return per_group["thresholds"][group]["threshold"]
+  return calibration["threshold"]
+
+
 def apply_threshold(row: AgreementRow, calibration) -> AgreementRow:
-  return row._replace(
-      calibrated_decision="Y" if row.nli_score > calibration["threshold"] else "N")
+  threshold = calibrated_threshold(calibration, row.group)
+  return row._replace(calibrated_decision="Y" if row.nli_score > threshold else "N")
 
 
 def _figure(value) -> str:
@@ -57,6 +67,13 @@ def summary(grouped_counts, groupings, header, calibration, bootstrap):
   groups = {grouping: {} for grouping in groupings}
   for (grouping, group), counts in sorted(by_key.items()):
     groups[grouping][group] = stats.agreement_statistics(counts)
+  if calibration and calibration.get("per_dataset"):
+    # Data sets of the input that the calibration set had no threshold for:
+    # decided at the threshold tuned on the whole calibration set.
+    tuned = calibration["per_dataset"]["thresholds"]
+    calibration = dict(calibration, per_dataset=dict(
+        calibration["per_dataset"], decided_at_overall_threshold=sorted(
+            set(groups.get(MEAN_GROUPINGS[0], {})) - set(tuned))))
   group_means = {
       grouping: stats.mean_over_groups(
           {group: counts for (name, group), counts in by_key.items()
@@ -106,9 +123,11 @@ def agreement_markdown(content) -> str:
               f"each {grouping}, seed {means['bootstrap']['seed']}):", "",
               f"| figure | mean | 95% CI | {grouping}s | left out |",
               "|---|---:|---:|---:|---|"]
-    for metric in stats.MEAN_METRICS:
+    for metric in (*stats.MEAN_METRICS, stats.CALIBRATED_MEAN):
+      if metric not in means:
+        continue
       entry = means[metric]
-      show = percent if metric == "balanced_accuracy" else _figure
+      show = _figure if metric == "roc_auc" else percent
       interval = ("" if entry["ci"] is None else
                   f"{show(entry['ci'][0])}–{show(entry['ci'][1])}")
       lines.append(f"| {metric} | {show(entry['mean'])} | {interval} | "
@@ -132,6 +151,23 @@ def agreement_markdown(content) -> str:
                    f"{percent(calibrated.get(name))} |")
     lines.append(f"| cohen_kappa | {_figure(default['cohen_kappa'])} | "
                  f"{_figure(calibrated.get('cohen_kappa'))} |")
+    per_group = calibration.get("per_dataset")
+    if per_group:
+      lines += ["", f"Thresholds tuned per {per_group['grouping']} (each maximises "
+                f"{calibration['metric']} on its own rows of the calibration set; the "
+                "row \"calibrated\" above and the calibrated columns decide each "
+                f"{per_group['grouping']} at its own threshold):", "",
+                f"| {per_group['grouping']} | threshold | {calibration['metric']} on the "
+                "calibration set | candidates |", "|---|---:|---:|---:|"]
+      for name, chosen in per_group["thresholds"].items():
+        lines.append(f"| {name} | {chosen['threshold']!r} | {percent(chosen['value'])} | "
+                     f"{chosen['candidates']} |")
+      for name, reason in per_group["not_tuned"].items():
+        lines.append(f"| {name} | not tuned: {reason} | | |")
+      if per_group.get("decided_at_overall_threshold"):
+        lines += ["", f"Decided at the overall threshold {calibration['threshold']!r} "
+                  f"(no threshold of their own): "
+                  f"{', '.join(per_group['decided_at_overall_threshold'])}."]
   overall = content["overall"]
   if not overall["auc_exact"]:
     lines += ["", f"AUCs over a 1/{stats.GRID_BINS} score grid: ROC-AUC within "
@@ -187,31 +223,52 @@ class _WriteSummaryFn(beam.DoFn):
                       content["groups"].items()}}
 
 
-def _calibration_summary(counts, metric, default, files):
+def _calibration_summary(counts, metric, default, files, per_group=None):
   if not counts.n:
     raise ValueError(f"--calibrate_on {', '.join(files)}: no item could be scored")
-  chosen = stats.best_threshold(counts.scores.flush(), metric, default)
-  return dict(chosen, calibrate_on=files)
+  chosen = dict(stats.best_threshold(counts.scores.flush(), metric, default),
+                calibrate_on=files)
+  if per_group is not None:
+    thresholds, not_tuned = {}, {}
+    for group, group_counts in sorted(per_group):
+      try:
+        thresholds[group] = stats.best_threshold(group_counts.scores.flush(), metric,
+                                                 default)
+      except ValueError as error:  # balanced accuracy of a one-label data set
+        not_tuned[group] = str(error)
+    chosen["per_dataset"] = {"grouping": MEAN_GROUPINGS[0], "thresholds": thresholds,
+                             "not_tuned": not_tuned}
+  return chosen
 
 
 class Calibrate(beam.PTransform):
   """PCollection[AgreementRow] of the calibration set -> a singleton: the
   threshold that maximises `metric` there (stats.best_threshold), with the
-  calibration files."""
+  calibration files; with `per_dataset`, also the threshold that maximises it
+  on each data set's rows (the rows' `group`), under "per_dataset"."""
 
-  def __init__(self, metric: str, default: float, files):
+  def __init__(self, metric: str, default: float, files, per_dataset: bool = False):
     super().__init__()
     self._metric = metric
     self._default = default
     self._files = files
+    self._per_dataset = per_dataset
 
   def expand(self, rows):
+    per_group = []
+    if self._per_dataset:
+      per_group = [beam.pvalue.AsSingleton(
+          rows
+          | "KeyCalibrationByDataset" >> beam.Map(lambda row: (row.group, counted(row)))
+          | "CountCalibrationPerDataset" >> beam.CombinePerKey(
+              stats.MergeAgreementCounts())
+          | "ListCalibrationDatasets" >> beam.combiners.ToList())]
     return (rows
             | "CalibrationCounts" >> beam.Map(counted)
             | "MergeCalibrationCounts" >> beam.CombineGlobally(
                 stats.MergeAgreementCounts())
             | "ChooseThreshold" >> beam.Map(_calibration_summary, self._metric,
-                                            self._default, self._files))
+                                            self._default, self._files, *per_group))
 
 
 class SummarizeAgreement(beam.PTransform):

@@ -46,7 +46,7 @@ class _HostedScorer(Scorer):
                                     self._describe_fn(), self._options["threshold"]))
 
   def describe(self) -> Dict[str, Any]:
-    return {"name": self.name, "decision": "threshold", **self._options}
+    return {"name": self.name, "family": self.name, "decision": "threshold", **self._options}
 
   def model_info(self) -> beam.PTransform:
     return DescribeScorer(self._describe_fn(),

@@ -84,5 +84,5 @@ class StringMatchScorer(Scorer):
     return _ScoreByStringMatch(self._threshold)
 
   def describe(self) -> Dict[str, Any]:
-    return {"name": STRING_MATCH, "model": None, "decision": "threshold",
+    return {"name": STRING_MATCH, "family": STRING_MATCH, "model": None, "decision": "threshold",
             "threshold": self._threshold}

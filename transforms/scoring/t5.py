@@ -56,7 +56,7 @@ class T5Scorer(Scorer):
                                     self._describe_fn(), threshold))
 
   def describe(self) -> Dict[str, Any]:
-    return {"name": T5, **self._options}
+    return {"name": T5, "family": T5, **self._options}
 
   def model_info(self) -> beam.PTransform:
     return DescribeScorer(self._describe_fn(),

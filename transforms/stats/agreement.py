@@ -429,6 +429,9 @@ def best_threshold(scores: ScoreCounts, metric: str, default: float) -> Dict[str
 
 _RESAMPLE_CHUNK = 50
 MEAN_METRICS = ("balanced_accuracy", "roc_auc")
+# With a calibration set: the mean of the data sets' balanced accuracy at the
+# calibrated threshold (one threshold, or each data set's own).
+CALIBRATED_MEAN = "balanced_accuracy_at_calibrated_threshold"
 
 
 def _percentile_interval(values, level: float) -> Optional[List[float]]:
@@ -493,7 +496,8 @@ def resampled_roc_auc(scores: ScoreCounts, samples: int,
 def mean_over_groups(counts: Dict[str, AgreementCounts],
                      statistics: Dict[str, Dict[str, object]], samples: int,
                      seed: int, level: float = 0.95) -> Dict[str, object]:
-  """For each of MEAN_METRICS: the unweighted mean over groups of the groups'
+  """For each of MEAN_METRICS, and CALIBRATED_MEAN where `statistics` have
+  figures at a calibrated threshold: the unweighted mean over groups of the groups'
   figures (`statistics`, agreement_statistics of `counts`), the groups where it
   is defined, and its percentile interval over `samples` resamples, each the
   mean of the groups' figures on their items resampled with replacement within
@@ -507,14 +511,21 @@ def mean_over_groups(counts: Dict[str, AgreementCounts],
       "balanced_accuracy": lambda c, rng: resampled_balanced_accuracy(
           c.confusion, samples, rng),
       "roc_auc": lambda c, rng: resampled_roc_auc(c.scores, samples, rng),
+      CALIBRATED_MEAN: lambda c, rng: resampled_balanced_accuracy(
+          c.calibrated, samples, rng),
   }
-  for metric in MEAN_METRICS:
-    names = sorted(name for name, entry in statistics.items()
-                   if entry[metric] is not None)
+  figures = {metric: {name: entry[metric] for name, entry in statistics.items()}
+             for metric in MEAN_METRICS}
+  if any("at_calibrated_threshold" in entry for entry in statistics.values()):
+    figures[CALIBRATED_MEAN] = {
+        name: entry.get("at_calibrated_threshold", {}).get("balanced_accuracy")
+        for name, entry in statistics.items()}
+  for metric, values in figures.items():
+    names = sorted(name for name, value in values.items() if value is not None)
     entry = {"mean": None, "ci": None, "n_groups": len(names), "groups": names,
              "left_out": sorted(set(statistics) - set(names)), "resamples_used": 0}
     if names:
-      entry["mean"] = float(np.mean([statistics[name][metric] for name in names]))
+      entry["mean"] = float(np.mean([values[name] for name in names]))
       means = np.mean(np.stack(
           [resamplers[metric](counts[name], _group_rng(seed, metric, name))
            for name in names], axis=1), axis=1)

@@ -222,6 +222,14 @@ def agreement_report_html(content: Dict, overall: AgreementCounts) -> str:
   """The page of `autoais agreement` (content: agreement.json's)."""
   from scipy import stats  # pylint: disable=import-outside-toplevel
   tables = [("Overall", _table(_ROW_HEADER, [_stats_row("overall", content["overall"])]))]
+  for grouping, means in content.get("group_means", {}).items():
+    tables.append((
+        f"Unweighted mean over the {grouping} groups, 95% percentile bootstrap CI "
+        f"({means['bootstrap']['samples']} resamples, seed {means['bootstrap']['seed']})",
+        _table(("figure", "mean", "CI low", "CI high", f"{grouping}s", "left out"), [
+            (metric, entry["mean"], *(entry["ci"] or (None, None)), entry["n_groups"],
+             ", ".join(entry["left_out"]))
+            for metric, entry in means.items() if metric != "bootstrap"])))
   figures = []
   more_tables = [(f"By {grouping}", _table(
       _ROW_HEADER, [_stats_row(name, entry) for name, entry in table.items()]))
@@ -267,6 +275,20 @@ def agreement_report_html(content: Dict, overall: AgreementCounts) -> str:
         f"{calibration['metric']} on {', '.join(calibration['calibrate_on'])}); "
         f"accuracy on the input {_cell(content['overall']['accuracy'])} at the default, "
         f"{_cell(calibrated.get('accuracy'))} at the calibrated threshold.")
+    per_group = calibration.get("per_dataset")
+    if per_group:
+      tables.append((f"Thresholds tuned per {per_group['grouping']} on the calibration set",
+                     _table((per_group["grouping"], "threshold",
+                             f"{calibration['metric']} there", "note"),
+                            [(name, entry["threshold"], entry["value"], "")
+                             for name, entry in per_group["thresholds"].items()]
+                            + [(name, None, None, f"not tuned: {reason}")
+                               for name, reason in per_group["not_tuned"].items()]
+                            + [(name, calibration["threshold"], None,
+                                "decided at the overall threshold")
+                               for name in per_group.get(
+                                   "decided_at_overall_threshold", ())
+                               if name not in per_group["not_tuned"]])))
   return _page(f"Agreement with human labels: {content['format']}", intro, tables,
                figures, more_tables)
 
