@@ -43,6 +43,7 @@ import hashlib
 import json
 import math
 import os
+import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
@@ -179,6 +180,9 @@ class Judge:
     self.client = client
     self.tokenizer = tokenizer
     self.pool = pool
+    # Beam may run bundles in several threads over one loaded model; a fast
+    # tokenizer called from two threads at once can fail ("Already borrowed").
+    self.tokenizer_lock = threading.Lock()
 
 
 def _api_key(variable: Optional[str]) -> Dict[str, str]:
@@ -283,14 +287,16 @@ class LlmJudgeModelHandler(ModelHandler[AttributionExample, PredictionResult, Ju
     plans = []
     asked: Dict[str, concurrent.futures.Future] = {}
     for example in batch:
-      chunks = document_chunks(example.premise, count_tokens, self._chunk_size,
-                               sentences.split_sentences)
-      claims = claim_sentences(example.hypothesis, sentences.split_sentences)
+      with model.tokenizer_lock:
+        chunks = document_chunks(example.premise, count_tokens, self._chunk_size,
+                                 sentences.split_sentences)
+        claims = claim_sentences(example.hypothesis, sentences.split_sentences)
+        bodies = [[request_body(self._api, self._model, chunk, claim, template)
+                   for claim in claims] for chunk in chunks]
       grid = []
-      for chunk in chunks:
+      for row_bodies in bodies:
         row = []
-        for claim in claims:
-          body = request_body(self._api, self._model, chunk, claim, template)
+        for body in row_bodies:
           key = json.dumps(body, sort_keys=True)
           if key not in asked:
             asked[key] = model.pool.submit(self._ask, model.client, body)

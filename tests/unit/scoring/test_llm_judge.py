@@ -113,7 +113,9 @@ def test_scores_equal_minichecks_llmcheck(api, server, judge_tokenizer, referenc
   chunks, with line breaks, and claims of several sentences."""
   inference, _ = reference
   tokenizer_dir, tokenizer = judge_tokenizer
-  chunk_size = 24
+  # A chunk size the first two sentences of _LONG fill exactly: the boundary.
+  chunk_size = sum(len(tokenizer(sentence, add_special_tokens=False)["input_ids"])
+                   for sentence in sentences.split_sentences(_LONG)[:2])
   docs = [_LONG, _LONG * 3, "A short one.", "", "Line one.\nLine two.\n",
           "Gold's symbol is Au. " * 30]
   claims = ["Mars has two moons. Olympus Mons is tall.", "The day lasts 24 hours.",
