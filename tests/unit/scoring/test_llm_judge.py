@@ -9,6 +9,8 @@ import json
 import math
 import socket
 import sys
+import threading
+import time
 import types
 
 import numpy as np
@@ -151,6 +153,29 @@ def test_scores_equal_minichecks_llmcheck(api, server, judge_tokenizer, referenc
   assert sorted(asked) == sorted(set(_Engine.prompts))
 
 
+def test_requests_run_concurrently_up_to_the_bound(judge_tokenizer):
+  tokenizer_dir, tokenizer = judge_tokenizer
+  lock, state = threading.Lock(), {"now": 0, "most": 0}
+
+  def slow_logprobs(text):
+    with lock:
+      state["now"] += 1
+      state["most"] = max(state["most"], state["now"])
+    time.sleep(0.05)
+    with lock:
+      state["now"] -= 1
+    return given_logprobs(text)
+
+  server = OpenAIServer(tokenizer, top_logprobs=slow_logprobs)
+  examples = [AttributionExample(f"Document {i}.", f"Claim {i}.", "", "") for i in range(12)]
+  try:
+    results = _score(_handler(server, tokenizer_dir, "chat", concurrency=3), examples)
+  finally:
+    server.close()
+  assert state["most"] == 3 and len(server.bodies) == 12
+  assert all(isinstance(r, AttributionScore) for r in results)
+
+
 # ----------------------------------------------------------------------------
 # Faults, as for --scorer remote.
 
@@ -259,8 +284,6 @@ def test_agreement_with_the_judge(tmp_path, judge_tokenizer, monkeypatch):
     assert _agreement(tmp_path, server, tokenizer_dir, "again", "--score_cache",
                       cache) == 0
     again_requests = len(server.bodies) - first_requests
-    assert _agreement(tmp_path, server, tokenizer_dir, "completions", "--judge_api",
-                      "completions", "--score_cache", cache) == 0
   finally:
     server.close()
   manifest = json.loads((tmp_path / "first" / "run.json").read_text())
@@ -288,11 +311,32 @@ def test_agreement_with_the_judge(tmp_path, judge_tokenizer, monkeypatch):
          {"role": "user", "content": user}], add_generation_prompt=True, tokenize=False)
     expected = sum(math.exp(lp) for t, lp in given_logprobs(text) if t.lower() == "yes")
     assert float(row["nli_score"]) == pytest.approx(expected, abs=1e-9)
-  # The cache: a rerun asks only what failed before; another API is another identity.
+  # The cache: a rerun asks only what failed before.
   again = json.loads((tmp_path / "again" / "run.json").read_text())["scorer"]
   assert again["cache_hits"] == 8 and again_requests == 2
-  other = json.loads((tmp_path / "completions" / "run.json").read_text())["scorer"]
-  assert other["cache_hits"] == 0 and other["score_cache_key"] != again["score_cache_key"]
+  assert again["score_cache_key"] == scorer["score_cache_key"]
+
+
+def test_the_cache_identity_names_endpoint_model_api_and_prompt(judge_tokenizer):
+  from transforms.scoring.llm_judge import LlmJudgeScorer  # pylint: disable=import-outside-toplevel
+  tokenizer_dir, _ = judge_tokenizer
+  settings = {"url": "http://h:8000/v1", "model": MODEL, "api": "chat", "chunk_size": 100,
+              "concurrency": 2}
+  info = llm_judge.describe_judge(tokenizer_dir)
+  assert info["prompt_sha256"] == llm_judge.prompt_digest()
+
+  def identity(worker=None, **changed):
+    scorer = LlmJudgeScorer(tokenizer_path=tokenizer_dir, **{**settings, **changed})
+    return scorer.cache_identity(dict(info, **(worker or {})))
+
+  base = identity()
+  assert base == identity(concurrency=9)  # how it is asked is not what is asked
+  for changed in ({"url": "http://other:8000/v1"}, {"model": "another/judge"},
+                  {"api": "completions"}, {"chunk_size": 50},
+                  {"worker": {"prompt_sha256": "0" * 64}},
+                  {"worker": {"tokenizer_sha256": "1" * 64}},
+                  {"worker": {"splitter": "nltk-punkt-english"}}):
+    assert identity(**changed) != base, changed
 
 
 def test_launch_checks(tmp_path, judge_tokenizer, capsys):
