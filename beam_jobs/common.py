@@ -21,7 +21,8 @@ from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOp
                                                   StandardOptions, _BeamArgumentParser)
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from transforms.scoring.names import NLI_CLASSIFIER, REMOTE, SCORERS, STRING_MATCH, VERTEX
+from transforms.scoring.names import (JUDGE_APIS, LLM_JUDGE, NLI_CLASSIFIER, REMOTE, SCORERS,
+                                      STRING_MATCH, VERTEX)
 from transforms.scoring.scorer import Scorer
 from transforms.scoring.registry import make_scorer
 from schemas.errors import ConfigError, CorpusError, InputError, ModelError
@@ -89,7 +90,9 @@ class ScorerOptions(PipelineOptions):
                        help="For --scorer t5 / nli-classifier: the tokenizer's "
                        "directory (local or gs://; tokenizer.json, or spiece.model "
                        "with tokenizer_config.json) where the model directory has "
-                       "none. Default: the model directory.")
+                       "none. Default: the model directory. For --scorer llm-judge "
+                       "(required): the judge's tokenizer (tokenizer.json and its "
+                       "chat template), which counts the chunks' tokens.")
     group.add_argument("--positive_label", default=None,
                        help="For --scorer nli-classifier: the head's label (a name in "
                        "config.json's id2label, any case) whose probability is the "
@@ -124,14 +127,14 @@ class ScorerOptions(PipelineOptions):
                        "Vertex AI prediction format (`autoais serve`), e.g. "
                        "http://10.0.0.5:8080 (POST {endpoint}/predict).")
     group.add_argument("--request_timeout", type=float, default=60.0,
-                       help="--scorer remote: seconds before a request times out "
+                       help="--scorer remote / llm-judge: seconds before a request times out "
                        "(then retried). Default 60.")
     group.add_argument("--max_retries", type=int, default=8,
-                       help="--scorer remote: retries of a request after a 5xx, 429, "
+                       help="--scorer remote / llm-judge: retries of a request after a 5xx, 429, "
                        "timeout or dropped connection, before its rows go to dead "
                        "letter. Default 8.")
     group.add_argument("--retry_backoff", type=float, default=1.0,
-                       help="--scorer remote: first retry delay in seconds, doubled "
+                       help="--scorer remote / llm-judge: first retry delay in seconds, doubled "
                        "at each retry (with jitter; at most 60). Default 1.")
     group.add_argument("--instances_per_request", type=int, default=32,
                        help="--scorer remote/vertex: instances per prediction "
@@ -142,6 +145,26 @@ class ScorerOptions(PipelineOptions):
     group.add_argument("--location", default=None,
                        help="For --scorer vertex: the endpoint's region, e.g. "
                        "us-central1.")
+    group.add_argument("--judge_url", default=None,
+                       help="For --scorer llm-judge: the base URL of an OpenAI-"
+                       "compatible endpoint (`vllm serve`), e.g. http://HOST:8000/v1.")
+    group.add_argument("--judge_model", default=None,
+                       help="For --scorer llm-judge: the model name sent in each "
+                       "request, e.g. bespokelabs/Bespoke-MiniCheck-7B.")
+    group.add_argument("--judge_api", default="chat", choices=JUDGE_APIS,
+                       help="For --scorer llm-judge: chat (the server applies the "
+                       "chat template) or completions (rendered here with "
+                       "--tokenizer's chat template). Default %(default)s.")
+    group.add_argument("--judge_api_key_env", default=None,
+                       help="For --scorer llm-judge: the NAME of an environment "
+                       "variable holding the endpoint's API key (sent as a Bearer "
+                       "token; set it on the workers). Never the key itself.")
+    group.add_argument("--judge_chunk_size", type=int, default=32468,
+                       help="For --scorer llm-judge: tokens of the judge's tokenizer "
+                       "per document chunk (MiniCheck's default, 32768 - 300).")
+    group.add_argument("--judge_concurrency", type=int, default=16,
+                       help="For --scorer llm-judge: requests in flight at once per "
+                       "worker process (the server batches them). Default 16.")
     group.add_argument("--score_cache", default=None,
                        help="Score cache directory (local or gs://): scores of "
                        "(model, premise, hypothesis) kept across runs, so a rerun "
@@ -170,6 +193,9 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
   if options.positive_label is not None and options.scorer != NLI_CLASSIFIER:
     raise ConfigError(f"--positive_label is for --scorer nli-classifier, not "
                       f"--scorer {options.scorer}")
+  if options.scorer != LLM_JUDGE and (options.judge_url or options.judge_model):
+    raise ConfigError(f"--judge_url and --judge_model are for --scorer llm-judge, not "
+                      f"--scorer {options.scorer}")
   if options.scorer == STRING_MATCH:
     if options.decision != "threshold":
       raise ConfigError("--decision decode needs an NLI model (--scorer t5)")
@@ -181,6 +207,8 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
     check_cache_dir(options.score_cache)
   if options.scorer in (REMOTE, VERTEX):
     return _hosted_scorer(options, local_run)
+  if options.scorer == LLM_JUDGE:
+    return _judge_scorer(options, local_run)
   require(options, "model")
   from models import t5_nli  # pylint: disable=import-outside-toplevel
   if options.device not in t5_nli.DEVICES:
@@ -253,14 +281,8 @@ def _hosted_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
     raise ConfigError("--instances_per_request must be positive")
   if options.scorer == REMOTE:
     require(options, "endpoint")
-    parsed = urllib.parse.urlparse(options.endpoint)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-      raise ConfigError(f"--endpoint {options.endpoint!r}: expected an http:// or "
-                        "https:// URL")
-    if options.request_timeout <= 0 or options.retry_backoff < 0 or (
-        options.max_retries < 0):
-      raise ConfigError("--request_timeout must be positive, --retry_backoff and "
-                        "--max_retries not negative")
+    _check_http_url("--endpoint", options.endpoint)
+    _check_retries(options)
     if local_run:
       from models.remote import fetch_health  # pylint: disable=import-outside-toplevel
       fetch_health(options.endpoint, options.request_timeout)
@@ -280,6 +302,62 @@ def _hosted_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
   except ValueError as error:  # Beam's handler: no such endpoint, or no model on it
     raise ConfigError(f"--scorer vertex --endpoint_id {options.endpoint_id}: "
                       f"{error}") from error
+
+
+def _check_http_url(flag: str, url: str) -> None:
+  parsed = urllib.parse.urlparse(url)
+  if parsed.scheme not in ("http", "https") or not parsed.netloc:
+    raise ConfigError(f"{flag} {url!r}: expected an http:// or https:// URL")
+
+
+def _check_retries(options: "ScorerOptions") -> None:
+  if options.request_timeout <= 0 or options.retry_backoff < 0 or (
+      options.max_retries < 0):
+    raise ConfigError("--request_timeout must be positive, --retry_backoff and "
+                      "--max_retries not negative")
+
+
+def _judge_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
+  """--scorer llm-judge: the flags checked, the tokenizer directory listed; on a
+  local run the tokenizer loaded (its chat template for --judge_api
+  completions), the API key's variable set, and the endpoint asked whether it
+  serves --judge_model."""
+  from models import llm_judge, t5_nli  # pylint: disable=import-outside-toplevel
+  if options.decision != "threshold":
+    raise ConfigError("--decision decode is the T5 family's; --scorer llm-judge "
+                      "decides by --threshold")
+  if options.model:
+    raise ConfigError("--model is for --scorer t5 and nli-classifier; --scorer "
+                      "llm-judge scores with the model its endpoint serves "
+                      "(--judge_model)")
+  require(options, "judge_url", "judge_model", "tokenizer")
+  _check_http_url("--judge_url", options.judge_url)
+  _check_retries(options)
+  if options.judge_chunk_size < 1 or options.judge_concurrency < 1:
+    raise ConfigError("--judge_chunk_size and --judge_concurrency must be positive")
+  if options.judge_api_key_env and local_run and not os.environ.get(
+      options.judge_api_key_env):
+    raise ConfigError(f"--judge_api_key_env {options.judge_api_key_env}: the "
+                      "environment variable is not set")
+  t5_nli.tokenizer_files(options.tokenizer, llm_judge.TOKENIZER_NAMES)
+  if local_run:
+    if options.judge_api == "completions" and FileSystems.get_scheme(
+        options.tokenizer) in (None, "file"):
+      _, tokenizer = llm_judge.open_judge_tokenizer(options.tokenizer)
+      llm_judge.check_chat_template(tokenizer, options.tokenizer)
+    served = llm_judge.served_models(options.judge_url, options.request_timeout,
+                                     options.judge_api_key_env)
+    if options.judge_model not in served:
+      raise ConfigError(f"--judge_model {options.judge_model}: {options.judge_url} "
+                        f"serves {', '.join(served) or 'no model'}")
+  return make_scorer(LLM_JUDGE, options.threshold, url=options.judge_url,
+                     model=options.judge_model, tokenizer_path=options.tokenizer,
+                     api=options.judge_api, chunk_size=options.judge_chunk_size,
+                     concurrency=options.judge_concurrency,
+                     timeout=options.request_timeout, max_retries=options.max_retries,
+                     backoff=options.retry_backoff,
+                     api_key_env=options.judge_api_key_env,
+                     score_cache=options.score_cache)
 
 
 def check_cache_dir(path: str) -> None:

@@ -47,6 +47,7 @@ import http.client
 import json
 import random
 import socket
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -129,15 +130,18 @@ def score_in_requests(examples: Sequence[AttributionExample], per_request: int,
   return results
 
 
-class _HttpClient:
-  """One worker's connection settings, retry loop and throttler."""
+class HttpClient:
+  """One worker's connection settings, retry loop and throttler, for every
+  scorer that posts JSON to an HTTP endpoint (`remote` here, `llm-judge` in
+  models/llm_judge.py). Thread-safe: several threads may post at once."""
 
-  def __init__(self, endpoint: str, timeout: float, max_retries: int, backoff: float,
-               namespace: str):
-    self.predict_url = endpoint.rstrip("/") + PREDICT_ROUTE
+  def __init__(self, base_url: str, timeout: float, max_retries: int, backoff: float,
+               namespace: str, headers: Optional[Dict[str, str]] = None):
+    self.base_url = base_url.rstrip("/")
     self.timeout = timeout
     self.max_retries = max_retries
     self.backoff = backoff
+    self.headers = {"Content-Type": "application/json", **(headers or {})}
     self.throttler = AdaptiveThrottler(window_ms=60000, bucket_ms=1000,
                                        overload_ratio=2)
     # Between two throttling decisions; short where retries are (tests).
@@ -146,15 +150,15 @@ class _HttpClient:
     # The counter Dataflow's autoscaler reads (whole seconds).
     self.throttled_seconds = Metrics.counter(namespace, "cumulativeThrottlingSeconds")
     self._unreported_throttling = 0.0
+    self._lock = threading.Lock()
     self.retries = Metrics.counter(namespace, "request_retries")
     self.failures = Metrics.counter(namespace, "requests_failed")
     self._random = random.Random()
 
-  def _post_once(self, body: bytes):
+  def _post_once(self, url: str, body: bytes):
     """-> (status, body, retry-after seconds or None); raises OSError-like
     errors for timeouts and dropped connections."""
-    request = urllib.request.Request(self.predict_url, data=body, method="POST",
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(url, data=body, method="POST", headers=self.headers)
     try:
       with urllib.request.urlopen(request, timeout=self.timeout) as response:
         return response.status, response.read(), None
@@ -166,33 +170,38 @@ class _HttpClient:
         payload = b""
       return error.code, payload, _seconds(retry_after)
 
-  def predict(self, instances: List[Dict[str, str]]) -> List[Any]:
-    body = json.dumps({"instances": instances}, ensure_ascii=False).encode("utf-8")
+  def post_json(self, route: str, payload: Any) -> Any:
+    """POSTs `payload` as JSON to base_url + route, retrying as the module
+    docstring says; -> the answer's JSON. RequestFailed when it fails for good
+    (status 200 where the answer is not JSON), EndpointMisconfigured on 401,
+    403, 404 or 405."""
+    url = self.base_url + route
+    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
     attempt = 0
     while True:
       self._throttle()
       started = time.time()
       try:
-        status, payload, retry_after = self._post_once(body)
+        status, answer, retry_after = self._post_once(url, body)
         problem = None
       except (socket.timeout, TimeoutError) as error:
-        status, payload, retry_after, problem = 0, b"", None, f"timed out: {error}"
+        status, answer, retry_after, problem = 0, b"", None, f"timed out: {error}"
       except (urllib.error.URLError, http.client.HTTPException, ConnectionError,
               OSError) as error:
         reason = getattr(error, "reason", error)
-        status, payload, retry_after, problem = 0, b"", None, (
+        status, answer, retry_after, problem = 0, b"", None, (
             f"no response: {type(reason).__name__}: {reason}")
       if status == 200:
-        self.throttler.successful_request(started * 1000)
+        with self._lock:
+          self.throttler.successful_request(started * 1000)
         try:
-          predictions = json.loads(payload.decode("utf-8"))["predictions"]
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
+          return json.loads(answer.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as error:
           raise RequestFailed(200, f"malformed response: {error}") from error
-        return predictions
-      message = problem or _error_text(payload)
+      message = problem or _error_text(answer)
       if status in FATAL_STATUSES:
         raise EndpointMisconfigured(
-            f"{self.predict_url} answered HTTP {status}: {message} (the endpoint "
+            f"{url} answered HTTP {status}: {message} (the endpoint "
             "or its route is wrong, or access is refused)")
       retryable = status == 0 or status in RETRYABLE_STATUSES
       if not retryable or attempt >= self.max_retries:
@@ -202,22 +211,34 @@ class _HttpClient:
       attempt += 1
       self.retries.inc()
       delay = min(_MAX_BACKOFF_SECONDS, self.backoff * 2 ** (attempt - 1))
-      delay *= 0.5 + self._random.random()
+      with self._lock:
+        delay *= 0.5 + self._random.random()
       time.sleep(max(delay, retry_after or 0.0))
+
+  def predict(self, instances: List[Dict[str, str]]) -> List[Any]:
+    """The serve format's POST /predict -> its predictions."""
+    answer = self.post_json(PREDICT_ROUTE, {"instances": instances})
+    try:
+      return answer["predictions"]
+    except (KeyError, TypeError) as error:
+      raise RequestFailed(200, f"malformed response: no predictions: {error}") from error
 
   def _throttle(self) -> None:
     # Asked once per request sent: the throttler counts each question as a
     # request, so asking again in a loop of short waits would count phantom
     # requests and throttle on and on. The wait happens with the probability
     # the SRE book's rule gives: (requests - 2 x accepted) / (requests + 1).
-    if self.throttler.throttle_request(time.time() * 1000):
+    with self._lock:
+      throttled = self.throttler.throttle_request(time.time() * 1000)
+    if throttled:
       time.sleep(self.throttle_delay)
       self.throttled_msecs.inc(int(self.throttle_delay * 1000))
-      self._unreported_throttling += self.throttle_delay
-      if self._unreported_throttling >= 1:
+      with self._lock:
+        self._unreported_throttling += self.throttle_delay
         whole = int(self._unreported_throttling)
-        self.throttled_seconds.inc(whole)
         self._unreported_throttling -= whole
+      if whole:
+        self.throttled_seconds.inc(whole)
 
 
 def _seconds(value: Optional[str]) -> Optional[float]:
@@ -232,24 +253,37 @@ def _error_text(payload: bytes) -> str:
   try:
     parsed = json.loads(text)
     if isinstance(parsed, dict) and "error" in parsed:
-      return str(parsed["error"])[:500]
+      error = parsed["error"]
+      # OpenAI-compatible servers (vLLM) nest it: {"error": {"message": ...}}.
+      if isinstance(error, dict) and "message" in error:
+        error = error["message"]
+      return str(error)[:500]
+    if isinstance(parsed, dict) and parsed.get("object") == "error" and "message" in parsed:
+      return str(parsed["message"])[:500]
   except ValueError:
     pass
   return text[:500] or "no message"
 
 
-def fetch_health(endpoint: str, timeout: float) -> Dict[str, Any]:
-  """GET {endpoint}/health -> its JSON (what `autoais serve` says of its model)."""
-  url = endpoint.rstrip("/") + HEALTH_ROUTE
+def get_json(url: str, timeout: float, flag: str,
+             headers: Optional[Dict[str, str]] = None) -> Any:
+  """GET url -> its JSON, once (a launch check); ModelError naming `flag` (the
+  flag that gave the URL) if it does not answer with JSON."""
+  request = urllib.request.Request(url, headers=headers or {})
   try:
-    with urllib.request.urlopen(url, timeout=timeout) as response:
+    with urllib.request.urlopen(request, timeout=timeout) as response:
       return json.loads(response.read().decode("utf-8"))
   except (OSError, ValueError, http.client.HTTPException) as error:
-    raise ModelError(f"--endpoint {endpoint}: {url} does not answer: {error}") from error
+    raise ModelError(f"{flag}: {url} does not answer: {error}") from error
+
+
+def fetch_health(endpoint: str, timeout: float) -> Dict[str, Any]:
+  """GET {endpoint}/health -> its JSON (what `autoais serve` says of its model)."""
+  return get_json(endpoint.rstrip("/") + HEALTH_ROUTE, timeout, f"--endpoint {endpoint}")
 
 
 class RemoteNliModelHandler(ModelHandler[AttributionExample, PredictionResult,
-                                         _HttpClient]):
+                                         HttpClient]):
   """RunInference handler that scores over HTTP (see the module docstring)."""
 
   def __init__(self, endpoint: str, *, threshold: float = 0.5, timeout: float = 60.0,
@@ -263,11 +297,11 @@ class RemoteNliModelHandler(ModelHandler[AttributionExample, PredictionResult,
     self._backoff = backoff
     self._per_request = instances_per_request
 
-  def load_model(self) -> _HttpClient:
-    return _HttpClient(self._endpoint, self._timeout, self._max_retries, self._backoff,
+  def load_model(self) -> HttpClient:
+    return HttpClient(self._endpoint, self._timeout, self._max_retries, self._backoff,
                        self.get_metrics_namespace())
 
-  def run_inference(self, batch: Sequence[AttributionExample], model: _HttpClient,
+  def run_inference(self, batch: Sequence[AttributionExample], model: HttpClient,
                     inference_args: Optional[Dict[str, Any]] = None):
     results = score_in_requests(batch, self._per_request, model.predict, self._threshold)
     return [PredictionResult(example, result, self._endpoint)

@@ -36,7 +36,7 @@ class FaultServer(http.server.ThreadingHTTPServer):
   daemon_threads = True
 
   def __init__(self, faults=(), delay: float = 1.5, refuse_marker: str = "REFUSE-ME",
-               every: int = 1, truncate_over: Optional[int] = None):
+               every: int = 1, truncate_over: Optional[int] = None, handler=None):
     self.faults = list(faults)
     self.every = every
     self.requests = 0
@@ -45,7 +45,8 @@ class FaultServer(http.server.ThreadingHTTPServer):
     self.truncate_over = truncate_over
     self.log = []
     self.lock = threading.Lock()
-    super().__init__(("127.0.0.1", 0), _FaultHandler)
+    # `handler`: another protocol with the same faults (tests/support/openai_server.py).
+    super().__init__(("127.0.0.1", 0), handler or FaultHandler)
     self._thread = threading.Thread(target=self.serve_forever, daemon=True)
     self._thread.start()
 
@@ -68,7 +69,7 @@ class FaultServer(http.server.ThreadingHTTPServer):
     self.server_close()
 
 
-class _FaultHandler(http.server.BaseHTTPRequestHandler):
+class FaultHandler(http.server.BaseHTTPRequestHandler):
 
   protocol_version = "HTTP/1.1"
   server: FaultServer
@@ -86,24 +87,28 @@ class _FaultHandler(http.server.BaseHTTPRequestHandler):
   def do_GET(self):  # pylint: disable=invalid-name
     self._reply(200, {"status": "ok", "model": {"name": "digest"}})
 
+  def inject(self, fault) -> bool:
+    """Answers as `fault` says (module docstring); False where there is none."""
+    if fault is None:
+      return False
+    if fault == "drop":
+      self.close_connection = True
+      self.connection.shutdown(2)  # no status line: the client sees a dropped connection
+    elif fault == "timeout":
+      time.sleep(self.server.delay)
+      self.close_connection = True  # the client gave up long ago
+    elif fault == "429":
+      self._reply(429, {"error": "too many requests"}, [("Retry-After", "0")])
+    else:
+      self._reply(int(fault), {"error": f"injected {fault}"})
+    return True
+
   def do_POST(self):  # pylint: disable=invalid-name
     body = self.rfile.read(int(self.headers["Content-Length"]))
     instances = json.loads(body)["instances"]
     fault = self.server.next_fault()
     self.server.log.append((fault or "ok", len(instances)))
-    if fault == "drop":
-      self.close_connection = True
-      self.connection.shutdown(2)  # no status line: the client sees a dropped connection
-      return
-    if fault == "timeout":
-      time.sleep(self.server.delay)
-      self.close_connection = True
-      return  # the client gave up long ago
-    elif fault == "429":
-      self._reply(429, {"error": "too many requests"}, [("Retry-After", "0")])
-      return
-    elif fault is not None:
-      self._reply(int(fault), {"error": f"injected {fault}"})
+    if self.inject(fault):
       return
     marker = self.server.refuse_marker
     if any(marker in item["premise"] or marker in item["hypothesis"]

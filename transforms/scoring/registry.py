@@ -2,10 +2,11 @@
 
 The local model scorers' modules (t5, nli-classifier) import torch and
 transformers, so they are imported only when one of them is chosen; the hosted
-scorers (remote, vertex) never import them.
+scorers (remote, vertex) never import them; llm-judge imports transformers'
+tokenizer only.
 """
-from transforms.scoring.names import (NLI_CLASSIFIER, REMOTE, SCORERS, STRING_MATCH, T5,
-                                      VERTEX)
+from transforms.scoring.names import (LLM_JUDGE, NLI_CLASSIFIER, REMOTE, SCORERS,
+                                      STRING_MATCH, T5, VERTEX)
 from transforms.scoring.scorer import Scorer
 from transforms.scoring.string_match import StringMatchScorer
 
@@ -25,4 +26,7 @@ def make_scorer(name: str, threshold: float, **model_options) -> Scorer:
   if name == VERTEX:
     from transforms.scoring.hosted import VertexScorer  # pylint: disable=import-outside-toplevel
     return VertexScorer(threshold=threshold, **model_options)
+  if name == LLM_JUDGE:
+    from transforms.scoring.llm_judge import LlmJudgeScorer  # pylint: disable=import-outside-toplevel
+    return LlmJudgeScorer(threshold=threshold, **model_options)
   raise ValueError(f"unknown scorer {name!r} (choose from {', '.join(SCORERS)})")
