@@ -134,6 +134,7 @@ def parse_args(argv):
 
 
 def _check(args) -> None:
+  from transforms.serve.http import MAX_JSON_DEPTH_LIMIT  # pylint: disable=import-outside-toplevel
   if not args.model:
     raise ConfigError("missing required option --model")
   if not 0 <= args.port < 65536:
@@ -143,6 +144,9 @@ def _check(args) -> None:
                "max_body_bytes", "max_json_depth"):
     if getattr(args, name) < 1:
       raise ConfigError(f"--{name} {getattr(args, name)}: must be positive")
+  if args.max_json_depth > MAX_JSON_DEPTH_LIMIT:
+    raise ConfigError(f"--max_json_depth {args.max_json_depth}: at most "
+                      f"{MAX_JSON_DEPTH_LIMIT} (Python's parser stops near a thousand)")
   for name in ("max_wait_ms", "request_deadline", "stuck_seconds", "drain_seconds"):
     if not getattr(args, name) >= 0:
       raise ConfigError(f"--{name} {getattr(args, name)}: must be zero or more")

@@ -268,42 +268,45 @@ class Batcher:
       if not jobs:
         continue
       started = time.monotonic()
-      try:
-        self._run(jobs)
-      finally:
-        with self._lock:
-          stats = self.stats
-          stats.batches += 1
-          stats.requests += len(jobs)
-          stats.instances += sum(len(job.items) for job in jobs)
-          count = sum(job.windows for job in jobs)
-          stats.windows += count
-          stats.requests_per_batch[len(jobs)] += 1
-          stats.windows_per_batch[count] += 1
-          stats.model_seconds += time.monotonic() - started
-          self._busy_since = None
+      outcomes = self._run(jobs)
+      # The figures first, then the answers: a client that reads /metrics or
+      # /health after its answer sees its batch counted and the model idle.
+      with self._lock:
+        stats = self.stats
+        stats.batches += 1
+        stats.requests += len(jobs)
+        stats.instances += sum(len(job.items) for job in jobs)
+        count = sum(job.windows for job in jobs)
+        stats.windows += count
+        stats.requests_per_batch[len(jobs)] += 1
+        stats.windows_per_batch[count] += 1
+        stats.failed += sum(isinstance(outcome, Exception) for outcome in outcomes)
+        stats.model_seconds += time.monotonic() - started
+        self._busy_since = None
+      for job, outcome in zip(jobs, outcomes):
+        if isinstance(outcome, Exception):
+          job.future.set_exception(outcome)
+        else:
+          job.future.set_result(outcome)
 
-  def _run(self, jobs: List[_Job]) -> None:
+  def _run(self, jobs: List[_Job]) -> List[Any]:
+    """Each job's results, or the exception that scoring it raised."""
     try:
       results = self._score([item for job in jobs for item in job.items])
     except Exception as error:  # pylint: disable=broad-except
       if len(jobs) == 1:
-        self._fail(jobs[0], error)
-        return
+        return [error]
       # One request's instances may be what fails: score each alone, so that
       # only that request gets the error.
+      outcomes = []
       for job in jobs:
         try:
-          job.future.set_result(self._score(job.items))
+          outcomes.append(self._score(job.items))
         except Exception as alone:  # pylint: disable=broad-except
-          self._fail(job, alone)
-      return
-    position = 0
+          outcomes.append(alone)
+      return outcomes
+    outcomes, position = [], 0
     for job in jobs:
-      job.future.set_result(results[position:position + len(job.items)])
+      outcomes.append(results[position:position + len(job.items)])
       position += len(job.items)
-
-  def _fail(self, job: _Job, error: Exception) -> None:
-    with self._lock:
-      self.stats.failed += 1
-    job.future.set_exception(error)
+    return outcomes

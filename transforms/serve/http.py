@@ -21,8 +21,9 @@ add their paths to /predict and /health):
     GET /metrics   Prometheus text (?format=json: the same as JSON): requests
                    by status, latencies, queue depth, batch sizes, model time
 
-How work is bounded: the body is read only up to --max_body_bytes; its
-nesting is measured before it is parsed; parsing and tokenising run on one
+How work is bounded: the body is read only up to --max_body_bytes; a
+body nested past what Python's parser takes (it recurses) is a 400, as is one
+nested past --max_json_depth; parsing and tokenising run on one
 thread beside the event loop (the tokenizer is not shared across threads),
 and every limit is checked before the request reaches the model
 (models/serving.py). Requests arriving together share the model's batches
@@ -36,12 +37,10 @@ import collections
 import concurrent.futures
 import json
 import logging
-import re
 import signal
 import time
 from typing import Any, Callable, Deque, Dict, List, NamedTuple, Optional, Sequence
 
-import numpy as np
 from aiohttp import web
 
 from models.serving import Batcher, Limits, Overloaded, ServedModel, windows
@@ -52,6 +51,7 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 # The format nests three levels ({"instances": [{...}]}); anything much deeper
 # is not a prediction request, and Python's parser recurses on nesting.
 MAX_JSON_DEPTH = 32
+MAX_JSON_DEPTH_LIMIT = 500
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 _RECENT_LATENCIES = 10000
@@ -69,31 +69,35 @@ class Settings(NamedTuple):
   health_routes: Sequence[str] = ("/health",)
 
 
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-
-
-def json_depth(body: bytes) -> int:
-  """The deepest nesting of arrays and objects in a JSON text (brackets inside
-  strings do not count), measured without parsing it."""
-  bare = np.frombuffer(_JSON_STRING.sub(b'""', body), dtype=np.uint8)
-  if not bare.size:
-    return 0
-  steps = (np.isin(bare, (ord("["), ord("{"))).astype(np.int64)
-           - np.isin(bare, (ord("]"), ord("}"))))
-  return int(np.cumsum(steps).max(initial=0))
+def json_depth(value: Any) -> int:
+  """The deepest nesting of arrays and objects in a parsed JSON value (walked
+  without recursion)."""
+  deepest, stack = 0, [(value, 1)] if isinstance(value, (list, dict)) else []
+  while stack:
+    item, depth = stack.pop()
+    deepest = max(deepest, depth)
+    children = item.values() if isinstance(item, dict) else item
+    stack.extend((child, depth + 1) for child in children
+                 if isinstance(child, (list, dict)))
+  return deepest
 
 
 def parse_instances(body: bytes, max_instances: int,
                     max_depth: int = MAX_JSON_DEPTH) -> List[AttributionExample]:
   """A predict request body -> examples; BadRequest naming what is wrong."""
-  depth = json_depth(body)
-  if depth > max_depth:
-    raise BadRequest(400, f"the body nests arrays and objects {depth} deep: at most "
-                     f"{max_depth} (--max_json_depth)")
+  too_deep = (f"at most {max_depth} (--max_json_depth)")
   try:
     request = json.loads(body.decode("utf-8"))
-  except (UnicodeDecodeError, ValueError, RecursionError) as error:
+  except RecursionError as error:
+    # Python's parser recurses on nesting and stops near a thousand levels,
+    # far past any --max_json_depth (at most MAX_JSON_DEPTH_LIMIT).
+    raise BadRequest(400, "the body nests arrays and objects more than "
+                     f"{MAX_JSON_DEPTH_LIMIT} deep: {too_deep}") from error
+  except (UnicodeDecodeError, ValueError) as error:
     raise BadRequest(400, f"the body is not JSON: {error}") from error
+  depth = json_depth(request)
+  if depth > max_depth:
+    raise BadRequest(400, f"the body nests arrays and objects {depth} deep: {too_deep}")
   if not isinstance(request, dict) or not isinstance(request.get("instances"), list):
     raise BadRequest(400, 'expected {"instances": [{"premise": ..., "hypothesis": '
                      '...}, ...]}')

@@ -12,6 +12,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from models.serving import Batcher, Limits, Overloaded, ServedModel
+from schemas.errors import BadRequest
 from tests.support.served_models import FakeWindowModel, expected_score
 from transforms.serve import http
 
@@ -126,10 +127,16 @@ def test_limits_are_checked_before_any_scoring():
   assert sorted(len(call) for call in inner.calls) == [1]
 
 
-def test_json_depth_ignores_brackets_in_strings():
-  assert http.json_depth(b'{"instances": [{"premise": "[[[\\"{{", "h": "]"}]}') == 3
-  assert http.json_depth(b"[" * 100_000) == 100_000
-  assert http.json_depth(b'"no nesting"') == 0
+def test_json_depth_of_parsed_bodies_and_of_bodies_the_parser_refuses():
+  assert http.json_depth({"instances": [{"premise": "[[[{{", "h": "]"}]}) == 3
+  assert http.json_depth([[], [[[]]], {"a": [1]}]) == 4
+  assert http.json_depth("no nesting") == 0
+  for body in (b"[" * 100_000 + b"]" * 100_000, b"[" * 100_000):
+    with pytest.raises(BadRequest, match=(
+        "^the body nests arrays and objects more than 500 deep: at most 32 "
+        r"\(--max_json_depth\)$")) as refused:
+      http.parse_instances(body, 10)
+    assert refused.value.status == 400
 
 
 def test_deadline_answers_504_and_drops_the_waiting_request():
