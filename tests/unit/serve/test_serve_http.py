@@ -8,6 +8,7 @@ import threading
 import time
 
 import aiohttp
+import aiohttp.web
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
@@ -285,3 +286,50 @@ def test_batcher_queue_bound_and_prometheus_text():
                "autoais_serve_queue_windows", "autoais_serve_batch_requests_bucket",
                "autoais_serve_batch_windows_count", "autoais_serve_ready 1"):
     assert name in text, name
+
+
+def test_remote_reads_the_model_of_a_server_that_is_not_ready():
+  """`--scorer remote` reads the served model's identity at launch; a server
+  draining (503) still says what it serves. A 503 without it is an error."""
+  from models import remote  # pylint: disable=import-outside-toplevel
+  from schemas.errors import ModelError  # pylint: disable=import-outside-toplevel
+  service, _ = _service()
+
+  async def scenario(client):
+    url = str(client.make_url("")).rstrip("/")
+    loop = asyncio.get_running_loop()
+    ready = await loop.run_in_executor(None, remote.fetch_health, url, 5)
+    service.draining = True
+    draining = await loop.run_in_executor(None, remote.fetch_health, url, 5)
+    return ready, draining
+
+  ready, draining = _run(service, scenario)
+  assert ready == {"status": "ok", "model": {"name": "fake"}}
+  assert draining["status"] == "not ready" and draining["model"] == {"name": "fake"}
+  async def down(unused_request):
+    return aiohttp.web.json_response({"status": "down"}, status=503)
+
+  bare = aiohttp.web.Application()
+  bare.router.add_get("/health", down)
+
+  async def refused(client):
+    url = str(client.make_url("")).rstrip("/")
+    with pytest.raises(ModelError, match="does not answer: HTTP Error 503"):
+      await asyncio.get_running_loop().run_in_executor(None, remote.fetch_health, url, 5)
+
+  async def main():
+    async with TestClient(TestServer(bare)) as client:
+      await refused(client)
+  asyncio.run(main())
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--max_json_depth", "600"], "--max_json_depth 600: at most 500"),
+    (["--max_batch_windows", "0"], "--max_batch_windows 0: must be positive"),
+    (["--request_deadline", "-1"], "--request_deadline -1.0: must be zero or more"),
+    (["--port", "70000"], "--port 70000: must be in [0, 65535]"),
+])
+def test_serve_refuses_bad_flags_before_loading(flags, message, tmp_path, capsys):
+  from beam_jobs import serve  # pylint: disable=import-outside-toplevel
+  assert serve.run(["--model", str(tmp_path / "absent"), *flags]) == 2
+  assert message in capsys.readouterr().err
