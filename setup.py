@@ -21,6 +21,10 @@ REQUIRED = [
     "scipy>=1.11",
     "scikit-learn>=1.4",
     "matplotlib>=3.8",
+    # `autoais serve` (transforms/serve/http.py): chosen by measurement against
+    # LitServe, BentoML and Ray Serve (docs/serve.md); 3.9 added
+    # handler_cancellation (a disconnected client's work is dropped).
+    "aiohttp>=3.9,<4",
 ]
 
 PACKAGES = [f"{name}{suffix}" for name in ("beam_jobs", "transforms", "models", "schemas",

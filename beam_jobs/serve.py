@@ -1,23 +1,34 @@
-"""serve: the T5/mT5 NLI scorer over HTTP, in the Vertex AI prediction format.
+"""serve: an NLI scorer over HTTP, in the Vertex AI prediction format, for
+`--scorer remote` and Vertex AI; requests arriving together share model batches.
 
-    autoais serve --model DIR [--tokenizer DIR] [--host 127.0.0.1] [--port 8080]
+    autoais serve --model DIR [--scorer t5|nli-classifier] [--tokenizer DIR]
+        [--positive_label NAME] [--host 127.0.0.1] [--port 8080]
         [--dtype float32|bfloat16] [--device cpu|cuda] [--max_input_tokens N]
-        [--token_budget N] [--max_instances 1024]
+        [--token_budget N] [--max_batch_windows 256] [--max_wait_ms 5]
+        [--max_queue_windows 4096] [--max_instances 1024]
+        [--max_instance_chars 200000] [--max_instance_windows 64]
+        [--max_request_windows 2048] [--max_body_bytes 67108864]
+        [--max_json_depth 32] [--request_deadline 60] [--stuck_seconds 60]
+        [--drain_seconds 30]
     python -m beam_jobs.serve ...
 
-Routes:
+Routes (transforms/serve/http.py has their statuses):
 
     POST /predict  {"instances": [{"premise": "...", "hypothesis": "..."}, ...]}
       200 -> {"predictions": [{"nli_score": 0.93, "n_windows": 1,
                                "truncated": false}, ...]}
-      400 a body that is not that (the message names the instance and field),
-      411 no Content-Length, 413 too many instances or bytes, 500 scoring failed
-    GET /health    200 -> {"status": "ok", "model": {weights_sha256, dtype, ...}}
+    GET /health    readiness (503 with the reasons while not ready), and the
+                   model's description: {"status": "ok", "model": {...}}
+    GET /live      liveness;   GET /metrics   Prometheus text (?format=json)
 
-`nli_score` is the model's P("1") renormalised over {"1", "0"} (models/t5_nli.py),
+`nli_score` is the family's score (models/t5_nli.py, models/nli_classifier.py),
 windows and all; the client decides auto_ais with its threshold. The model
-loads once, before the port opens; requests are scored one at a time (one
-model), each in token-budget batches.
+loads once, before the port opens; one thread owns it and scores the
+instances of concurrent requests together (models/serving.py). Every request
+is bounded before it reaches the model: body bytes, JSON depth, instances,
+characters and windows per instance, windows per request (413 or 400 naming
+the limit and the instance), and a deadline (504); a request whose client
+disconnects is dropped unscored.
 
 As a Vertex AI custom-container model: the container runs `autoais serve
 --host 0.0.0.0` (launch/Dockerfile.serve); Vertex's AIP_HTTP_PORT,
@@ -27,7 +38,8 @@ On a GPU or TPU VM, run it with --device cuda and point `autoais evaluate
 --scorer remote --endpoint http://VM:PORT` at it.
 
 `--port 0` takes a free port; the line "autoais serve: listening on URL" on
-stderr tells which. SIGTERM or Ctrl-C stops the server.
+stderr tells which. SIGTERM or Ctrl-C stops taking requests, lets those in
+flight finish (up to --drain_seconds) and exits 0.
 """
 if __name__ == "__main__":
   import sys
@@ -35,119 +47,16 @@ if __name__ == "__main__":
   sys.exit(run())
 
 import argparse
-import http.server
-import json
+import asyncio
 import logging
 import os
-import signal
 import sys
-import threading
-from typing import Any, Dict, List, Optional
+from typing import Optional
 
 from beam_jobs.common import EXIT_CONFIG_ERROR
-from schemas import AttributionExample
-from schemas.errors import BadRequest, ModelError
+from schemas.errors import ConfigError, ModelError
 
 DEFAULT_PORT = 8080
-MAX_BODY_BYTES = 64 * 1024 * 1024
-
-
-def parse_instances(body: bytes, max_instances: int) -> List[AttributionExample]:
-  """A predict request body -> examples; BadRequest naming what is wrong."""
-  try:
-    request = json.loads(body.decode("utf-8"))
-  except (UnicodeDecodeError, ValueError) as error:
-    raise BadRequest(400, f"the body is not JSON: {error}") from error
-  if not isinstance(request, dict) or not isinstance(request.get("instances"), list):
-    raise BadRequest(400, 'expected {"instances": [{"premise": ..., "hypothesis": '
-                     '...}, ...]}')
-  instances = request["instances"]
-  if len(instances) > max_instances:
-    raise BadRequest(413, f"{len(instances)} instances: at most {max_instances} a "
-                     "request")
-  examples = []
-  for index, item in enumerate(instances):
-    if not isinstance(item, dict):
-      raise BadRequest(400, f"instance {index}: expected an object with premise and "
-                       "hypothesis")
-    for field in ("premise", "hypothesis"):
-      if not isinstance(item.get(field), str):
-        raise BadRequest(400, f"instance {index}: field '{field}' must be a string")
-    examples.append(AttributionExample(item["premise"], item["hypothesis"], "", ""))
-  return examples
-
-
-class NliServer(http.server.ThreadingHTTPServer):
-  """An HTTP server holding one loaded model."""
-
-  daemon_threads = True
-
-  def __init__(self, address, model, description: Dict[str, Any], *,
-               predict_routes=("/predict",), health_routes=("/health",),
-               max_instances: int = 1024):
-    self.model = model
-    self.description = description
-    self.predict_routes = frozenset(predict_routes)
-    self.health_routes = frozenset(health_routes)
-    self.max_instances = max_instances
-    self.lock = threading.Lock()
-    super().__init__(address, _Handler)
-
-  def predict(self, examples: List[AttributionExample]) -> List[Dict[str, Any]]:
-    with self.lock:
-      scores = self.model.score(examples, "threshold", 0.5)
-    return [{"nli_score": score.nli_score, "n_windows": score.n_windows,
-             "truncated": score.truncated} for score in scores]
-
-
-class _Handler(http.server.BaseHTTPRequestHandler):
-
-  protocol_version = "HTTP/1.1"
-  server: NliServer
-
-  def _reply(self, status: int, payload: Dict[str, Any]) -> None:
-    body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-    self.send_response(status)
-    self.send_header("Content-Type", "application/json")
-    self.send_header("Content-Length", str(len(body)))
-    self.end_headers()
-    self.wfile.write(body)
-
-  def do_GET(self):  # pylint: disable=invalid-name
-    if self.path.split("?")[0] in self.server.health_routes:
-      self._reply(200, {"status": "ok", "model": self.server.description})
-    else:
-      self._reply(404, {"error": f"no route {self.path}"})
-
-  def do_POST(self):  # pylint: disable=invalid-name
-    if self.path.split("?")[0] not in self.server.predict_routes:
-      self._reply(404, {"error": f"no route {self.path}"})
-      return
-    length = self.headers.get("Content-Length")
-    if length is None or not length.isdigit():
-      self.close_connection = True
-      self._reply(411, {"error": "a Content-Length header is required"})
-      return
-    if int(length) > MAX_BODY_BYTES:
-      self.close_connection = True
-      self._reply(413, {"error": f"{length} bytes: at most {MAX_BODY_BYTES}"})
-      return
-    body = self.rfile.read(int(length))
-    try:
-      examples = parse_instances(body, self.server.max_instances)
-    except BadRequest as error:
-      self._reply(error.status, {"error": str(error)})
-      return
-    try:
-      predictions = self.server.predict(examples)
-    except Exception as error:  # pylint: disable=broad-except
-      logging.exception("scoring failed")
-      self._reply(500, {"error": f"scoring failed: {type(error).__name__}: {error}"})
-      return
-    self._reply(200, {"predictions": predictions})
-
-  def log_message(self, format, *args):  # pylint: disable=redefined-builtin
-    logging.debug("%s " + format, self.address_string(), *args)
 
 
 def _route(value: Optional[str], default: str) -> tuple:
@@ -155,15 +64,21 @@ def _route(value: Optional[str], default: str) -> tuple:
 
 
 def parse_args(argv):
+  from models.serving import FAMILIES, Limits  # pylint: disable=import-outside-toplevel
+  from transforms.serve.http import MAX_BODY_BYTES, MAX_JSON_DEPTH  # pylint: disable=import-outside-toplevel
   env = os.environ
   parser = argparse.ArgumentParser(prog="autoais serve", description=__doc__.split(
       "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--model", default=env.get("AIP_STORAGE_URI"),
                       help="NLI model directory (local or gs://); default "
                       "$AIP_STORAGE_URI (Vertex AI).")
+  parser.add_argument("--scorer", default="t5", choices=FAMILIES,
+                      help="The model's family (default t5).")
   parser.add_argument("--tokenizer", default=None,
                       help="The tokenizer's directory (local or gs://) where the "
                       "model directory has none (default: the model directory).")
+  parser.add_argument("--positive_label", default=None,
+                      help="nli-classifier: the head's supporting label.")
   parser.add_argument("--host", default="127.0.0.1",
                       help="Address to listen on (default 127.0.0.1; 0.0.0.0 in a "
                       "container).")
@@ -177,57 +92,108 @@ def parse_args(argv):
   parser.add_argument("--token_budget", type=int, default=None,
                       help="Padded tokens per model batch (default 2048 on cpu, "
                       "16384 on cuda).")
-  parser.add_argument("--max_instances", type=int, default=1024,
+  batching = parser.add_argument_group("batching across requests")
+  batching.add_argument("--max_batch_windows", type=int, default=256,
+                        help="Most model inputs (windows) of the requests scored "
+                        "together (default 256).")
+  batching.add_argument("--max_wait_ms", type=float, default=5.0,
+                        help="How long the oldest waiting request waits for others "
+                        "to share its batch (default 5 ms).")
+  batching.add_argument("--max_queue_windows", type=int, default=4096,
+                        help="Most model inputs waiting; more: 503 (default 4096).")
+  limits = parser.add_argument_group("limits of one request")
+  defaults = Limits()
+  limits.add_argument("--max_instances", type=int, default=defaults.max_instances,
                       help="Most instances in one request (more: 413).")
+  limits.add_argument("--max_instance_chars", type=int,
+                      default=defaults.max_instance_chars,
+                      help="Most characters of premise and hypothesis of an instance, "
+                      "checked before tokenising (more: 413).")
+  limits.add_argument("--max_instance_windows", type=int,
+                      default=defaults.max_instance_windows,
+                      help="Most premise windows (model inputs) of an instance "
+                      "(more: 413).")
+  limits.add_argument("--max_request_windows", type=int,
+                      default=defaults.max_request_windows,
+                      help="Most model inputs of one request (more: 413).")
+  limits.add_argument("--max_body_bytes", type=int, default=MAX_BODY_BYTES,
+                      help="Most bytes of a request body (more: 413).")
+  limits.add_argument("--max_json_depth", type=int, default=MAX_JSON_DEPTH,
+                      help="Deepest nesting of the body (deeper: 400).")
+  limits.add_argument("--request_deadline", type=float, default=60.0,
+                      help="Seconds a request may take before it is answered 504 "
+                      "and its work dropped (default 60).")
+  health = parser.add_argument_group("health and shutdown")
+  health.add_argument("--stuck_seconds", type=float, default=60.0,
+                      help="Not ready while a batch has run, or a request waited, "
+                      "longer (default 60).")
+  health.add_argument("--drain_seconds", type=float, default=30.0,
+                      help="On SIGTERM, how long requests in flight may finish "
+                      "(default 30).")
   return parser.parse_args(argv)
+
+
+def _check(args) -> None:
+  from transforms.serve.http import MAX_JSON_DEPTH_LIMIT  # pylint: disable=import-outside-toplevel
+  if not args.model:
+    raise ConfigError("missing required option --model")
+  if not 0 <= args.port < 65536:
+    raise ConfigError(f"--port {args.port}: must be in [0, 65535]")
+  for name in ("max_batch_windows", "max_queue_windows", "max_instances",
+               "max_instance_chars", "max_instance_windows", "max_request_windows",
+               "max_body_bytes", "max_json_depth"):
+    if getattr(args, name) < 1:
+      raise ConfigError(f"--{name} {getattr(args, name)}: must be positive")
+  if args.max_json_depth > MAX_JSON_DEPTH_LIMIT:
+    raise ConfigError(f"--max_json_depth {args.max_json_depth}: at most "
+                      f"{MAX_JSON_DEPTH_LIMIT} (Python's parser stops near a thousand)")
+  for name in ("max_wait_ms", "request_deadline", "stuck_seconds", "drain_seconds"):
+    if not getattr(args, name) >= 0:
+      raise ConfigError(f"--{name} {getattr(args, name)}: must be zero or more")
 
 
 def run(argv=None) -> int:
   logging.getLogger().setLevel(logging.INFO)
   args = parse_args(sys.argv[1:] if argv is None else argv)
-  if not args.model:
-    print("autoais serve: error: missing required option --model", file=sys.stderr)
-    return EXIT_CONFIG_ERROR
-  if not 0 <= args.port < 65536 or args.max_instances < 1:
-    print("autoais serve: error: --port must be in [0, 65535] and --max_instances "
-          "positive", file=sys.stderr)
-    return EXIT_CONFIG_ERROR
-  from models import t5_nli  # pylint: disable=import-outside-toplevel
   try:
-    model = t5_nli.load_t5_nli(args.model, args.dtype, args.device,
-                               args.max_input_tokens, args.token_budget,
-                               tokenizer_path=args.tokenizer)
-    description = dict(t5_nli.describe_model(args.model, args.max_input_tokens,
-                                             args.tokenizer),
-                       model=args.model, dtype=args.dtype, device=args.device)
-  except ModelError as error:
+    _check(args)
+  except ConfigError as error:
+    print(f"autoais serve: error: {error}", file=sys.stderr)
+    return EXIT_CONFIG_ERROR
+  # pylint: disable=import-outside-toplevel
+  from models.serving import Limits, load_served_model
+  from transforms.serve import http
+  try:
+    model, description = load_served_model(
+        args.scorer, args.model, dtype=args.dtype, device=args.device,
+        max_input_tokens=args.max_input_tokens, token_budget=args.token_budget,
+        tokenizer_path=args.tokenizer, positive_label=args.positive_label)
+  except (ModelError, ConfigError) as error:
     print(f"autoais serve: error: {error}", file=sys.stderr)
     return EXIT_CONFIG_ERROR
   env = os.environ
+  settings = http.Settings(
+      limits=Limits(args.max_instances, args.max_instance_chars,
+                    args.max_instance_windows, args.max_request_windows),
+      max_body_bytes=args.max_body_bytes, max_json_depth=args.max_json_depth,
+      request_deadline=args.request_deadline, stuck_seconds=args.stuck_seconds,
+      drain_seconds=args.drain_seconds,
+      predict_routes=_route(env.get("AIP_PREDICT_ROUTE"), "/predict"),
+      health_routes=_route(env.get("AIP_HEALTH_ROUTE"), "/health"))
+  service = http.NliService(model, description, settings,
+                            max_batch_windows=args.max_batch_windows,
+                            max_wait=args.max_wait_ms / 1000,
+                            max_queue_windows=args.max_queue_windows)
+
+  def listening(host, port):
+    print(f"autoais serve: listening on http://{host}:{port} (model {args.model}, "
+          f"{args.scorer}, {args.dtype}, {args.device})", file=sys.stderr, flush=True)
+
   try:
-    server = NliServer((args.host, args.port), model, description,
-                       predict_routes=_route(env.get("AIP_PREDICT_ROUTE"), "/predict"),
-                       health_routes=_route(env.get("AIP_HEALTH_ROUTE"), "/health"),
-                       max_instances=args.max_instances)
+    asyncio.run(http.serve(service, args.host, args.port, listening))
   except OSError as error:
+    service.close()
     print(f"autoais serve: error: cannot listen on {args.host}:{args.port}: {error}",
           file=sys.stderr)
     return EXIT_CONFIG_ERROR
-  host, port = server.server_address[:2]
-  stop = threading.Event()
-
-  def _stop(unused_signum, unused_frame):
-    stop.set()
-
-  if threading.current_thread() is threading.main_thread():
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
-  thread = threading.Thread(target=server.serve_forever, name="autoais-serve",
-                            daemon=True)
-  thread.start()
-  print(f"autoais serve: listening on http://{host}:{port} (model {args.model}, "
-        f"{args.dtype}, {args.device})", file=sys.stderr, flush=True)
-  stop.wait()
-  server.shutdown()
-  server.server_close()
   return 0

@@ -158,13 +158,7 @@ class NliClassifierModel(t5_nli.TokenBudgetModel):
             threshold: float) -> List[AttributionScore]:
     encoded = [self.encode(example) for example in examples]
     probabilities = self.probabilities([w for item in encoded for w in item.windows])
-    scores, position = [], 0
-    for item in encoded:
-      count = len(item.windows)
-      value = float(probabilities[position:position + count].max())
-      scores.append(AttributionScore(value, value > threshold, count, item.truncated))
-      position += count
-    return scores
+    return self.window_scores(encoded, probabilities, threshold)
 
 
 def load_nli_classifier(model_path: str, dtype: str = "float32", device: str = "cpu",

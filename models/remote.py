@@ -278,8 +278,21 @@ def get_json(url: str, timeout: float, flag: str,
 
 
 def fetch_health(endpoint: str, timeout: float) -> Dict[str, Any]:
-  """GET {endpoint}/health -> its JSON (what `autoais serve` says of its model)."""
-  return get_json(endpoint.rstrip("/") + HEALTH_ROUTE, timeout, f"--endpoint {endpoint}")
+  """GET {endpoint}/health -> its JSON (what `autoais serve` says of its model).
+  A server that is busy at this moment answers 503 "not ready" with the same
+  description of its model: that is read too (requests will be retried)."""
+  try:
+    return get_json(endpoint.rstrip("/") + HEALTH_ROUTE, timeout, f"--endpoint {endpoint}")
+  except ModelError as error:
+    refused = error.__cause__
+    if isinstance(refused, urllib.error.HTTPError) and refused.code == 503:
+      try:
+        health = json.loads(refused.read().decode("utf-8"))
+      except (OSError, ValueError, http.client.HTTPException):
+        health = None
+      if isinstance(health, dict) and isinstance(health.get("model"), dict):
+        return health
+    raise
 
 
 class RemoteNliModelHandler(ModelHandler[AttributionExample, PredictionResult,

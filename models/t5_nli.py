@@ -449,6 +449,24 @@ class TokenBudgetModel:
     if batch:
       yield batch
 
+  @staticmethod
+  def window_scores(encoded: Sequence[Any], probabilities: np.ndarray, threshold: float,
+                    decoded: Optional[np.ndarray] = None) -> List[AttributionScore]:
+    """One AttributionScore per encoded example (its `windows`, `truncated`),
+    from the probabilities of all their windows in order: the best window's
+    score; attributable above `threshold`, or where a window decoded "1"."""
+    scores, position = [], 0
+    for item in encoded:
+      count = len(item.windows)
+      score = float(probabilities[position:position + count].max())
+      if decoded is None:
+        attributable = score > threshold
+      else:
+        attributable = bool(decoded[position:position + count].any())
+      scores.append(AttributionScore(score, attributable, count, item.truncated))
+      position += count
+    return scores
+
   def _pad(self, sequences: Sequence[List[int]], pad_id: Optional[int] = None):
     """(ids, attention mask) tensors of `sequences` padded on the right with
     `pad_id` (the tokenizer's by default), on the model's device."""
@@ -634,17 +652,7 @@ class T5NliModel(TokenBudgetModel):
     encoded = [self.encode(example, windowed) for example in examples]
     sequences = [window for item in encoded for window in item.windows]
     probabilities, decoded = self._run(sequences, decode=decision == "decode")
-    scores, position = [], 0
-    for item in encoded:
-      count = len(item.windows)
-      score = float(probabilities[position:position + count].max())
-      if decoded is None:
-        attributable = score > threshold
-      else:
-        attributable = bool(decoded[position:position + count].any())
-      scores.append(AttributionScore(score, attributable, count, item.truncated))
-      position += count
-    return scores
+    return self.window_scores(encoded, probabilities, threshold, decoded)
 
 
 def resolve_max_input_tokens(tokenizer, requested: Optional[int]) -> int:

@@ -1,0 +1,53 @@
+"""Test-only: a stand-in for a loaded model of `autoais serve` (models/serving.py
+ServedModel wraps it), whose cost and numbers the test chooses.
+
+    inner = FakeWindowModel(delay=0.2)    # every probabilities() call sleeps 0.2 s
+    model = ServedModel(inner, "fake")
+
+An example's premise is split at "|" into its windows; a window's probability
+is tests.support.scorers.hash_score of (window, hypothesis), so the expected
+score of an example is the best of its windows. `inner.calls` records the
+windows of every probabilities() call (what the model was asked to score).
+"""
+import threading
+import time
+from typing import List, NamedTuple
+
+import numpy as np
+
+from models.t5_nli import TokenBudgetModel
+from tests.support.scorers import hash_score
+
+
+class FakeEncoded(NamedTuple):
+  windows: List[tuple]
+  truncated: bool
+
+
+class FakeWindowModel:
+
+  max_input_tokens = 512
+  window_scores = staticmethod(TokenBudgetModel.window_scores)
+
+  def __init__(self, delay: float = 0.0, fail_marker: str = "FAIL-ME"):
+    self.delay = delay
+    self.fail_marker = fail_marker
+    self.calls: List[List[tuple]] = []
+    self.started = threading.Event()  # set when a probabilities() call begins
+
+  def encode(self, example) -> FakeEncoded:
+    parts = example.premise.split("|")
+    return FakeEncoded([(part, example.hypothesis) for part in parts], len(parts) > 1)
+
+  def probabilities(self, windows) -> np.ndarray:
+    self.calls.append(list(windows))
+    self.started.set()
+    if self.delay:
+      time.sleep(self.delay)
+    if any(self.fail_marker in premise for premise, _ in windows):
+      raise RuntimeError("the model failed on this input")
+    return np.array([hash_score(p, h) for p, h in windows], dtype=np.float64)
+
+
+def expected_score(premise: str, hypothesis: str) -> float:
+  return max(hash_score(part, hypothesis) for part in premise.split("|"))
