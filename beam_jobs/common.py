@@ -21,7 +21,8 @@ from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOp
                                                   StandardOptions, _BeamArgumentParser)
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from transforms.scoring.names import NLI_CLASSIFIER, REMOTE, SCORERS, STRING_MATCH, VERTEX
+from transforms.scoring.names import (MINICHECK, NLI_CLASSIFIER, REMOTE, SCORERS,
+                                      STRING_MATCH, VERTEX)
 from transforms.scoring.scorer import Scorer
 from transforms.scoring.registry import make_scorer
 from schemas.errors import ConfigError, CorpusError, InputError, ModelError
@@ -84,9 +85,11 @@ class ScorerOptions(PipelineOptions):
                        "(model.safetensors, or shards with "
                        "model.safetensors.index.json) with its tokenizer: for "
                        "--scorer t5 a T5/mT5 checkpoint, for --scorer nli-classifier "
-                       "a sequence-classification NLI checkpoint.")
+                       "a sequence-classification NLI checkpoint, for --scorer "
+                       "minicheck a MiniCheck checkpoint (Flan-T5, RoBERTa or "
+                       "DeBERTa).")
     group.add_argument("--tokenizer", default=None,
-                       help="For --scorer t5 / nli-classifier: the tokenizer's "
+                       help="For --scorer t5 / nli-classifier / minicheck: the tokenizer's "
                        "directory (local or gs://; tokenizer.json, or spiece.model "
                        "with tokenizer_config.json) where the model directory has "
                        "none. Default: the model directory.")
@@ -95,6 +98,11 @@ class ScorerOptions(PipelineOptions):
                        "config.json's id2label, any case) whose probability is the "
                        "score. Default: the one label named entailment, entail, "
                        "supported or support.")
+    group.add_argument("--chunk_size", type=int, default=None,
+                       help="For --scorer minicheck: the size of the document chunks "
+                       "the claim is checked against (whitespace words for "
+                       "MiniCheck-Flan-T5, tokens for -RoBERTa and -DeBERTa). "
+                       "Default MiniCheck's: 500 words, 400 tokens.")
     group.add_argument("--dtype", default="float32",
                        help="float32 or bfloat16 (float16 is refused: T5 overflows).")
     group.add_argument("--device", default="cpu", help="cpu or cuda.")
@@ -170,6 +178,9 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
   if options.positive_label is not None and options.scorer != NLI_CLASSIFIER:
     raise ConfigError(f"--positive_label is for --scorer nli-classifier, not "
                       f"--scorer {options.scorer}")
+  if options.chunk_size is not None and options.scorer != MINICHECK:
+    raise ConfigError(f"--chunk_size is for --scorer minicheck, not "
+                      f"--scorer {options.scorer}")
   if options.scorer == STRING_MATCH:
     if options.decision != "threshold":
       raise ConfigError("--decision decode needs an NLI model (--scorer t5)")
@@ -192,6 +203,8 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
                       f"{options.torch_threads}")
   if options.scorer == NLI_CLASSIFIER:
     return _classifier_scorer(options, local_run)
+  if options.scorer == MINICHECK:
+    return _minicheck_scorer(options, local_run)
   t5_nli.check_dtype(options.dtype)
   if options.decision not in t5_nli.DECISIONS:
     raise ConfigError(f"--decision {options.decision!r}: choose from threshold, decode")
@@ -208,7 +221,8 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
 
 
 def _local_model_options(options: "ScorerOptions") -> Dict[str, Any]:
-  """The flags every scorer of a model run in the workers takes (t5, nli-classifier)."""
+  """The flags every scorer of a model run in the workers takes (t5,
+  nli-classifier, minicheck)."""
   return {"model_path": options.model, "dtype": options.dtype, "device": options.device,
           "max_input_tokens": options.max_input_tokens,
           "token_budget": options.token_budget, "large_model": options.large_model,
@@ -240,6 +254,23 @@ def _classifier_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
                      **_local_model_options(options))
 
 
+def _minicheck_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
+  """--scorer minicheck: the checkpoint listed and its config.json read (also
+  on gs://), its architecture one of MiniCheck's, nothing loaded."""
+  from models import minicheck, nli_classifier  # pylint: disable=import-outside-toplevel
+  if options.decision != "threshold":
+    raise ConfigError("--decision decode is the T5 family's (--scorer t5); --scorer "
+                      "minicheck decides by --threshold")
+  if options.chunk_size is not None and options.chunk_size < 1:
+    raise ConfigError(f"--chunk_size must be positive, got {options.chunk_size}")
+  nli_classifier.check_dtype(options.dtype)
+  minicheck.check_minicheck(options.model, options.tokenizer)
+  if local_run:
+    _check_cuda(options.device)
+  return make_scorer(MINICHECK, options.threshold, chunk_size=options.chunk_size,
+                     **_local_model_options(options))
+
+
 def _hosted_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
   """--scorer remote / vertex: validated, and where the endpoint can be
   reached from here (a local run, or vertex's own check), checked to answer."""
@@ -247,8 +278,8 @@ def _hosted_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
     raise ConfigError(f"--decision decode needs the model in process (--scorer t5); "
                       f"--scorer {options.scorer} decides by --threshold")
   if options.model or options.tokenizer:
-    raise ConfigError(f"--model and --tokenizer are for --scorer t5 and "
-                      f"nli-classifier; --scorer {options.scorer} scores with the model its endpoint serves")
+    raise ConfigError(f"--model and --tokenizer are for --scorer t5, "
+                      f"nli-classifier and minicheck; --scorer {options.scorer} scores with the model its endpoint serves")
   if options.instances_per_request < 1:
     raise ConfigError("--instances_per_request must be positive")
   if options.scorer == REMOTE:

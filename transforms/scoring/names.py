@@ -5,6 +5,7 @@ T5 = "t5"
 REMOTE = "remote"
 VERTEX = "vertex"
 NLI_CLASSIFIER = "nli-classifier"
-SCORERS = (STRING_MATCH, T5, NLI_CLASSIFIER, REMOTE, VERTEX)
+MINICHECK = "minicheck"
+SCORERS = (STRING_MATCH, T5, NLI_CLASSIFIER, MINICHECK, REMOTE, VERTEX)
 # The scorers that run a model directory (--model) in the job's workers.
-LOCAL_MODELS = (T5, NLI_CLASSIFIER)
+LOCAL_MODELS = (T5, NLI_CLASSIFIER, MINICHECK)

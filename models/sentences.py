@@ -1,0 +1,61 @@
+"""Sentence splitting for document chunking (`--scorer minicheck`).
+
+    splitter = sentence_splitter()        # on a worker: NLTK punkt where its data is
+    splitter.split("One. Two.")           # installed, else syntok
+    splitter.name, splitter.version       # recorded in run.json and the score cache
+
+MiniCheck's own code splits with NLTK's `sent_tokenize`, whose punkt data is a
+separate download. Where that data is installed (found at run time by NLTK's
+own lookup), it is used, so scores are MiniCheck's exactly. Elsewhere the
+splitter is syntok (PyPI, pure Python, no data to download), chosen on real
+passages (docs/scorers.md says why). Both are called as `sent_tokenize` is: one
+block of text without line breaks in, its sentences out, stripped, none empty.
+"""
+import importlib.metadata
+from typing import Callable, List, NamedTuple
+
+NLTK_PUNKT = "nltk-punkt"
+SYNTOK = "syntok"
+# Where nltk >= 3.9's sent_tokenize reads English punkt parameters.
+_PUNKT_RESOURCE = "tokenizers/punkt_tab/english/"
+
+
+class SentenceSplitter(NamedTuple):
+  name: str
+  version: str
+  split: Callable[[str], List[str]]
+
+  def describe(self):
+    return {"name": self.name, "version": self.version}
+
+
+def syntok_sentences(block: str) -> List[str]:
+  """The sentences of `block` as syntok segments it, each an exact, stripped
+  slice of the block: cut at the offset of each sentence's first token (syntok's
+  token values can differ from the text, e.g. "n't" read as "not"), so no
+  character is changed or lost."""
+  from syntok import segmenter  # pylint: disable=import-outside-toplevel
+  starts = [sentence[0].offset for paragraph in segmenter.analyze(block)
+            for sentence in paragraph if sentence]
+  pieces = (block[start:end].strip()
+            for start, end in zip(starts, starts[1:] + [len(block)]))
+  return [piece for piece in pieces if piece]
+
+
+def punkt_installed() -> bool:
+  """Whether NLTK's English punkt parameters are found where NLTK looks."""
+  try:
+    import nltk  # pylint: disable=import-outside-toplevel
+    nltk.data.find(_PUNKT_RESOURCE)
+  except (ImportError, LookupError):
+    return False
+  return True
+
+
+def sentence_splitter() -> SentenceSplitter:
+  """NLTK's punkt (MiniCheck's own splitter) where its data is installed on
+  this machine, else syntok."""
+  if punkt_installed():
+    from nltk.tokenize import sent_tokenize  # pylint: disable=import-outside-toplevel
+    return SentenceSplitter(NLTK_PUNKT, importlib.metadata.version("nltk"), sent_tokenize)
+  return SentenceSplitter(SYNTOK, importlib.metadata.version("syntok"), syntok_sentences)
