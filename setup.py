@@ -17,6 +17,9 @@ REQUIRED = [
     "safetensors>=0.4",
     # sentencepiece 0.2.1+ breaks seqio (protobuf clash with TensorFlow/Beam).
     "sentencepiece==0.2.0",
+    # `--scorer minicheck`'s sentence splitter where NLTK's punkt data is not
+    # installed (pure Python, no data to download; docs/scorers.md says why).
+    "syntok>=1.4.4,<2",
     # Agreement statistics, calibration and the HTML report (SPEC 5.5).
     "scipy>=1.11",
     "scikit-learn>=1.4",

@@ -37,8 +37,8 @@ if __name__ == "__main__":
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
-                              run_job, scorer_from_options)
+from beam_jobs.common import (JobArguments, ScorerOptions, boolean_flag, is_local_runner,
+                              require, run_job, scorer_from_options)
 from beam_jobs.output_dir import OutputDir
 from schemas import AgreementRow
 from schemas.errors import ConfigError
@@ -78,8 +78,10 @@ class AgreementOptions(PipelineOptions):
     group.add_argument("--calibrate_metric", default="accuracy",
                        help="What the calibrated threshold maximises: accuracy "
                        "(default) or balanced_accuracy.")
-    group.add_argument("--calibrate_per_dataset", action="store_true", default=False,
-                       help="Formats aggrefact, true: tune a threshold on each data "
+    group.add_argument("--calibrate_per_dataset", type=boolean_flag, nargs="?",
+                       const=True, default=False,
+                       help="true (or the bare flag), formats aggrefact and true: "
+                       "tune a threshold on each data "
                        "set's rows of --calibrate_on and decide that data set's "
                        "input rows at it (as the LLM-AggreFact leaderboard does).")
     group.add_argument("--bootstrap_samples", type=int, default=1000,

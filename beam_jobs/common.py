@@ -21,8 +21,8 @@ from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOp
                                                   StandardOptions, _BeamArgumentParser)
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from transforms.scoring.names import (JUDGE_APIS, LLM_JUDGE, NLI_CLASSIFIER, REMOTE, SCORERS,
-                                      STRING_MATCH, VERTEX)
+from transforms.scoring.names import (JUDGE_APIS, LLM_JUDGE, MINICHECK, NLI_CLASSIFIER,
+                                      REMOTE, SCORERS, STRING_MATCH, VERTEX)
 from transforms.scoring.scorer import Scorer
 from transforms.scoring.registry import make_scorer
 from schemas.errors import ConfigError, CorpusError, InputError, ModelError
@@ -60,7 +60,7 @@ class JobArguments:
                        f"{(kwargs.get('type'), kwargs.get('default'))}")
 
 
-def _flag(value: str) -> bool:
+def boolean_flag(value: str) -> bool:
   """A boolean flag that takes a value (Flex Templates pass --name=value)."""
   lowered = value.strip().lower()
   if lowered in ("true", "1", "yes"):
@@ -85,9 +85,11 @@ class ScorerOptions(PipelineOptions):
                        "(model.safetensors, or shards with "
                        "model.safetensors.index.json) with its tokenizer: for "
                        "--scorer t5 a T5/mT5 checkpoint, for --scorer nli-classifier "
-                       "a sequence-classification NLI checkpoint.")
+                       "a sequence-classification NLI checkpoint, for --scorer "
+                       "minicheck a MiniCheck checkpoint (Flan-T5, RoBERTa or "
+                       "DeBERTa).")
     group.add_argument("--tokenizer", default=None,
-                       help="For --scorer t5 / nli-classifier: the tokenizer's "
+                       help="For --scorer t5 / nli-classifier / minicheck: the tokenizer's "
                        "directory (local or gs://; tokenizer.json, or spiece.model "
                        "with tokenizer_config.json) where the model directory has "
                        "none. Default: the model directory. For --scorer llm-judge "
@@ -98,6 +100,12 @@ class ScorerOptions(PipelineOptions):
                        "config.json's id2label, any case) whose probability is the "
                        "score. Default: the one label named entailment, entail, "
                        "supported or support.")
+    group.add_argument("--chunk_size", type=int, default=None,
+                       help="For --scorer minicheck and llm-judge: the size of the "
+                       "document chunks the claim is checked against (whitespace "
+                       "words for MiniCheck-Flan-T5, tokens for -RoBERTa and "
+                       "-DeBERTa, tokens of the judge's tokenizer for llm-judge). "
+                       "Default MiniCheck's: 500 words, 400 tokens, 32468 tokens.")
     group.add_argument("--dtype", default="float32",
                        help="float32 or bfloat16 (float16 is refused: T5 overflows).")
     group.add_argument("--device", default="cpu", help="cpu or cuda.")
@@ -119,7 +127,7 @@ class ScorerOptions(PipelineOptions):
                        "each with its own model (Dataflow runs one SDK process per "
                        "vCPU; --direct_num_workers locally), 1 keeps them from "
                        "competing for the cores.")
-    group.add_argument("--large_model", type=_flag, default=False,
+    group.add_argument("--large_model", type=boolean_flag, default=False,
                        help="true: load one model per machine, shared across worker "
                        "processes (for 11B checkpoints). Default false.")
     group.add_argument("--endpoint", default=None,
@@ -159,9 +167,6 @@ class ScorerOptions(PipelineOptions):
                        help="For --scorer llm-judge: the NAME of an environment "
                        "variable holding the endpoint's API key (sent as a Bearer "
                        "token; set it on the workers). Never the key itself.")
-    group.add_argument("--judge_chunk_size", type=int, default=32468,
-                       help="For --scorer llm-judge: tokens of the judge's tokenizer "
-                       "per document chunk (MiniCheck's default, 32768 - 300).")
     group.add_argument("--judge_concurrency", type=int, default=16,
                        help="For --scorer llm-judge: requests in flight at once per "
                        "worker process (the server batches them). Default 16.")
@@ -196,6 +201,11 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
   if options.scorer != LLM_JUDGE and (options.judge_url or options.judge_model):
     raise ConfigError(f"--judge_url and --judge_model are for --scorer llm-judge, not "
                       f"--scorer {options.scorer}")
+  if options.chunk_size is not None and options.scorer not in (MINICHECK, LLM_JUDGE):
+    raise ConfigError(f"--chunk_size is for --scorer minicheck and llm-judge, not "
+                      f"--scorer {options.scorer}")
+  if options.chunk_size is not None and options.chunk_size < 1:
+    raise ConfigError(f"--chunk_size must be positive, got {options.chunk_size}")
   if options.scorer == STRING_MATCH:
     if options.decision != "threshold":
       raise ConfigError("--decision decode needs an NLI model (--scorer t5)")
@@ -220,6 +230,8 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
                       f"{options.torch_threads}")
   if options.scorer == NLI_CLASSIFIER:
     return _classifier_scorer(options, local_run)
+  if options.scorer == MINICHECK:
+    return _minicheck_scorer(options, local_run)
   t5_nli.check_dtype(options.dtype)
   if options.decision not in t5_nli.DECISIONS:
     raise ConfigError(f"--decision {options.decision!r}: choose from threshold, decode")
@@ -236,7 +248,8 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
 
 
 def _local_model_options(options: "ScorerOptions") -> Dict[str, Any]:
-  """The flags every scorer of a model run in the workers takes (t5, nli-classifier)."""
+  """The flags every scorer of a model run in the workers takes (t5,
+  nli-classifier, minicheck)."""
   return {"model_path": options.model, "dtype": options.dtype, "device": options.device,
           "max_input_tokens": options.max_input_tokens,
           "token_budget": options.token_budget, "large_model": options.large_model,
@@ -268,6 +281,21 @@ def _classifier_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
                      **_local_model_options(options))
 
 
+def _minicheck_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
+  """--scorer minicheck: the checkpoint listed and its config.json read (also
+  on gs://), its architecture one of MiniCheck's, nothing loaded."""
+  from models import minicheck, nli_classifier  # pylint: disable=import-outside-toplevel
+  if options.decision != "threshold":
+    raise ConfigError("--decision decode is the T5 family's (--scorer t5); --scorer "
+                      "minicheck decides by --threshold")
+  nli_classifier.check_dtype(options.dtype)
+  minicheck.check_minicheck(options.model, options.tokenizer)
+  if local_run:
+    _check_cuda(options.device)
+  return make_scorer(MINICHECK, options.threshold, chunk_size=options.chunk_size,
+                     **_local_model_options(options))
+
+
 def _hosted_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
   """--scorer remote / vertex: validated, and where the endpoint can be
   reached from here (a local run, or vertex's own check), checked to answer."""
@@ -275,8 +303,8 @@ def _hosted_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
     raise ConfigError(f"--decision decode needs the model in process (--scorer t5); "
                       f"--scorer {options.scorer} decides by --threshold")
   if options.model or options.tokenizer:
-    raise ConfigError(f"--model and --tokenizer are for --scorer t5 and "
-                      f"nli-classifier; --scorer {options.scorer} scores with the model its endpoint serves")
+    raise ConfigError(f"--model and --tokenizer are for --scorer t5, "
+                      f"nli-classifier and minicheck; --scorer {options.scorer} scores with the model its endpoint serves")
   if options.instances_per_request < 1:
     raise ConfigError("--instances_per_request must be positive")
   if options.scorer == REMOTE:
@@ -333,8 +361,8 @@ def _judge_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
   require(options, "judge_url", "judge_model", "tokenizer")
   _check_http_url("--judge_url", options.judge_url)
   _check_retries(options)
-  if options.judge_chunk_size < 1 or options.judge_concurrency < 1:
-    raise ConfigError("--judge_chunk_size and --judge_concurrency must be positive")
+  if options.judge_concurrency < 1:
+    raise ConfigError("--judge_concurrency must be positive")
   if options.judge_api_key_env and local_run and not os.environ.get(
       options.judge_api_key_env):
     raise ConfigError(f"--judge_api_key_env {options.judge_api_key_env}: the "
@@ -352,7 +380,8 @@ def _judge_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
                         f"serves {', '.join(served) or 'no model'}")
   return make_scorer(LLM_JUDGE, options.threshold, url=options.judge_url,
                      model=options.judge_model, tokenizer_path=options.tokenizer,
-                     api=options.judge_api, chunk_size=options.judge_chunk_size,
+                     api=options.judge_api,
+                     chunk_size=options.chunk_size or llm_judge.DEFAULT_CHUNK_SIZE,
                      concurrency=options.judge_concurrency,
                      timeout=options.request_timeout, max_retries=options.max_retries,
                      backoff=options.retry_backoff,

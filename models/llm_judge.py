@@ -6,7 +6,7 @@ transforms/scoring/llm_judge.py).
     autoais evaluate ... --scorer llm-judge --judge_url http://HOST:8000/v1 \\
         --judge_model bespokelabs/Bespoke-MiniCheck-7B --tokenizer TOKENIZER_DIR \\
         [--judge_api chat|completions] [--judge_api_key_env VAR] \\
-        [--judge_chunk_size 32468] [--judge_concurrency 16] \\
+        [--chunk_size 32468] [--judge_concurrency 16] \\
         [--request_timeout 60] [--max_retries 8] [--retry_backoff 1]
 
 What MiniCheck does (../shared/reference/minicheck/inference.py, LLMCheck), and
@@ -48,7 +48,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
-from models import sentences, t5_nli
+from models import t5_nli
+from models.sentences import sentence_splitter
 from models.remote import HttpClient
 from schemas import AttributionExample, AttributionScore, ScoringFailure
 from schemas.errors import ModelError, RequestFailed
@@ -172,14 +173,16 @@ def combine(probabilities: Sequence[Sequence[float]]) -> float:
 
 
 class Judge:
-  """What a worker holds: the HTTP client, the tokenizer, the thread pool (a
-  class, not a tuple: Beam keeps a weak reference to a loaded model)."""
+  """What a worker holds: the HTTP client, the tokenizer, the thread pool, the
+  sentence splitter (a class, not a tuple: Beam keeps a weak reference to a
+  loaded model)."""
 
   def __init__(self, client: HttpClient, tokenizer: Any,
                pool: concurrent.futures.ThreadPoolExecutor):
     self.client = client
     self.tokenizer = tokenizer
     self.pool = pool
+    self.splitter = sentence_splitter()
     # Beam may run bundles in several threads over one loaded model; a fast
     # tokenizer called from two threads at once can fail ("Already borrowed").
     self.tokenizer_lock = threading.Lock()
@@ -213,7 +216,8 @@ def describe_judge(tokenizer_path: str) -> Dict[str, Any]:
   return {"tokenizer_sha256": t5_nli.tokenizer_checksum(local_dir,
                                                         _TOKENIZER_CHECKSUM_NAMES),
           "chat_template": bool(getattr(tokenizer, "chat_template", None)),
-          "prompt_sha256": prompt_digest(), **sentences.splitter_info()}
+          "prompt_sha256": prompt_digest(),
+          "sentence_splitter": sentence_splitter().describe()}
 
 
 def served_models(url: str, timeout: float, api_key_env: Optional[str]) -> List[str]:
@@ -289,8 +293,8 @@ class LlmJudgeModelHandler(ModelHandler[AttributionExample, PredictionResult, Ju
     for example in batch:
       with model.tokenizer_lock:
         chunks = document_chunks(example.premise, count_tokens, self._chunk_size,
-                                 sentences.split_sentences)
-        claims = claim_sentences(example.hypothesis, sentences.split_sentences)
+                                 model.splitter.split)
+        claims = claim_sentences(example.hypothesis, model.splitter.split)
         bodies = [[request_body(self._api, self._model, chunk, claim, template)
                    for claim in claims] for chunk in chunks]
       grid = []

@@ -165,12 +165,21 @@ def load_nli_classifier(model_path: str, dtype: str = "float32", device: str = "
                         max_input_tokens: Optional[int] = None,
                         token_budget: Optional[int] = None, *,
                         tokenizer_path: Optional[str] = None,
-                        positive_label: Optional[str] = None) -> NliClassifierModel:
+                        positive_label: Optional[str] = None,
+                        positive_id: Optional[int] = None) -> NliClassifierModel:
+  """Loads a classifier for scoring; the supporting label is `positive_id`
+  where given (a head whose labels name no class: MiniCheck's, label 1), else
+  resolved from id2label or `positive_label`."""
   import torch  # pylint: disable=import-outside-toplevel
   from transformers import AutoModelForSequenceClassification  # pylint: disable=import-outside-toplevel
   check_dtype(dtype)
   t5_nli.check_device(device)
-  positive = check_classifier(model_path, tokenizer_path, positive_label)
+  if positive_id is None:
+    positive = check_classifier(model_path, tokenizer_path, positive_label)
+  else:
+    t5_nli.check_model_and_tokenizer(model_path, tokenizer_path,
+                                     CLASSIFIER_TOKENIZER_FILES, hint="")
+    positive = positive_id
   local_dir = t5_nli.local_model_dir(model_path)
   _, tokenizer = t5_nli.open_tokenizer(model_path, tokenizer_path,
                                        CLASSIFIER_TOKENIZER_FILES)

@@ -1,37 +1,61 @@
-"""The sentence splitter of the scorers that chunk documents by sentence as
-MiniCheck does (`--scorer llm-judge`, models/llm_judge.py).
+"""Sentence splitting for document chunking (`--scorer minicheck`).
 
-MiniCheck splits with NLTK's `sent_tokenize` (Punkt's English model, which
-must be downloaded: `nltk.download("punkt_tab")`). Where that model is
-installed it is used, and the scores are MiniCheck's; where it is not, NLTK's
-Punkt algorithm runs untrained (no learned abbreviations: "Dr. Smith" may be cut
-after "Dr."), which needs no downloaded data. Which one ran is recorded
-(`splitter_info`) in run.json and in the score cache's identity, since another
-split can change a score.
+    splitter = sentence_splitter()        # on a worker: NLTK punkt where its data is
+    splitter.split("One. Two.")           # installed, else syntok
+    splitter.name, splitter.version       # recorded in run.json and the score cache
+
+MiniCheck's own code splits with NLTK's `sent_tokenize`, whose punkt data is a
+separate download. Where that data is installed (found at run time by NLTK's
+own lookup), it is used, so scores are MiniCheck's exactly. Elsewhere the
+splitter is syntok (PyPI, pure Python, no data to download), chosen on real
+passages (docs/scorers.md says why). Both are called as `sent_tokenize` is: one
+block of text without line breaks in, its sentences out, stripped, none empty.
 """
-import functools
-from typing import Callable, Dict, List
+import importlib.metadata
+from typing import Callable, List, NamedTuple
+
+NLTK_PUNKT = "nltk-punkt"
+SYNTOK = "syntok"
+# Where nltk >= 3.9's sent_tokenize reads English punkt parameters.
+_PUNKT_RESOURCE = "tokenizers/punkt_tab/english/"
 
 
-@functools.lru_cache(maxsize=1)
-def _punkt() -> Callable[[str], List[str]]:
-  import nltk  # pylint: disable=import-outside-toplevel
+class SentenceSplitter(NamedTuple):
+  name: str
+  version: str
+  split: Callable[[str], List[str]]
+
+  def describe(self):
+    return {"name": self.name, "version": self.version}
+
+
+def syntok_sentences(block: str) -> List[str]:
+  """The sentences of `block` as syntok segments it, each an exact, stripped
+  slice of the block: cut at the offset of each sentence's first token (syntok's
+  token values can differ from the text, e.g. "n't" read as "not"), so no
+  character is changed or lost."""
+  from syntok import segmenter  # pylint: disable=import-outside-toplevel
+  starts = [sentence[0].offset for paragraph in segmenter.analyze(block)
+            for sentence in paragraph if sentence]
+  pieces = (block[start:end].strip()
+            for start, end in zip(starts, starts[1:] + [len(block)]))
+  return [piece for piece in pieces if piece]
+
+
+def punkt_installed() -> bool:
+  """Whether NLTK's English punkt parameters are found where NLTK looks."""
   try:
-    nltk.data.find("tokenizers/punkt_tab/english/")
-  except LookupError:
-    from nltk.tokenize.punkt import PunktSentenceTokenizer  # pylint: disable=import-outside-toplevel
-    return PunktSentenceTokenizer().tokenize
-  return functools.partial(nltk.sent_tokenize, language="english")
+    import nltk  # pylint: disable=import-outside-toplevel
+    nltk.data.find(_PUNKT_RESOURCE)
+  except (ImportError, LookupError):
+    return False
+  return True
 
 
-def split_sentences(text: str) -> List[str]:
-  """The sentences of `text` (whitespace between them dropped)."""
-  return _punkt()(text)
-
-
-def splitter_info() -> Dict[str, str]:
-  """Which splitter runs in this process, and NLTK's version."""
-  import nltk  # pylint: disable=import-outside-toplevel
-  trained = isinstance(_punkt(), functools.partial)
-  return {"splitter": "nltk-punkt-english" if trained else "nltk-punkt-untrained",
-          "splitter_version": nltk.__version__}
+def sentence_splitter() -> SentenceSplitter:
+  """NLTK's punkt (MiniCheck's own splitter) where its data is installed on
+  this machine, else syntok."""
+  if punkt_installed():
+    from nltk.tokenize import sent_tokenize  # pylint: disable=import-outside-toplevel
+    return SentenceSplitter(NLTK_PUNKT, importlib.metadata.version("nltk"), sent_tokenize)
+  return SentenceSplitter(SYNTOK, importlib.metadata.version("syntok"), syntok_sentences)

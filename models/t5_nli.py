@@ -38,7 +38,7 @@ import hashlib
 import json
 import os
 import tempfile
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 from apache_beam.io.filesystem import CompressionTypes
@@ -490,11 +490,20 @@ class T5NliModel(TokenBudgetModel):
   """A loaded NLI model: tokenisation with premise windows, batched scoring."""
 
   def __init__(self, model, tokenizer, model_path: str, device: str,
-               max_input_tokens: int, token_budget: int):
+               max_input_tokens: int, token_budget: int,
+               label_ids: Optional[Tuple[int, int]] = None,
+               decoder_start_id: Optional[int] = None):
+    """`label_ids` (the "1" and "0" ids) and `decoder_start_id`, where given,
+    replace the tokenizer's label pieces and the config's start id (MiniCheck's
+    Flan-T5 reads fixed ids from a fixed start: models/minicheck.py)."""
     super().__init__(model, tokenizer, device, max_input_tokens, token_budget)
-    self.labels = label_pieces(tokenizer, model_path)
+    if label_ids is None:
+      self.labels = label_pieces(tokenizer, model_path)
+    else:
+      self.labels = LabelPieces(*label_ids, *tokenizer.convert_ids_to_tokens(list(label_ids)))
     self.one_id, self.zero_id = self.labels.one_id, self.labels.zero_id
-    self.decoder_start_id = model.config.decoder_start_token_id
+    self.decoder_start_id = (model.config.decoder_start_token_id
+                             if decoder_start_id is None else decoder_start_id)
     config = model.config
     # T5 v1.0 scales the last decoder state by d_model^-0.5 before its tied
     # output layer; v1.1 and mT5 do not (transformers 5 says so in
@@ -668,8 +677,11 @@ def load_t5_nli(model_path: str, dtype: str = "float32", device: str = "cpu",
                 max_input_tokens: Optional[int] = None,
                 token_budget: Optional[int] = None, *,
                 tokenizer_path: Optional[str] = None,
-                decision: str = "threshold") -> T5NliModel:
-  """Loads a T5/mT5 NLI model for scoring (see the module docstring)."""
+                decision: str = "threshold",
+                label_ids: Optional[Tuple[int, int]] = None,
+                decoder_start_id: Optional[int] = None) -> T5NliModel:
+  """Loads a T5/mT5 NLI model for scoring (see the module docstring);
+  `label_ids` and `decoder_start_id` as T5NliModel takes them."""
   import torch  # pylint: disable=import-outside-toplevel
   from transformers import AutoConfig, AutoModelForSeq2SeqLM  # pylint: disable=import-outside-toplevel
   check_dtype(dtype)
@@ -692,7 +704,8 @@ def load_t5_nli(model_path: str, dtype: str = "float32", device: str = "cpu",
   model.eval()
   return T5NliModel(model, tokenizer, model_path, device,
                     resolve_max_input_tokens(tokenizer, max_input_tokens),
-                    token_budget or DEFAULT_TOKEN_BUDGET[device])
+                    token_budget or DEFAULT_TOKEN_BUDGET[device], label_ids,
+                    decoder_start_id)
 
 
 class LocalModelHandler(ModelHandler[AttributionExample, PredictionResult, Any]):

@@ -6,7 +6,7 @@ tokenizer.json and its settings.
     build_tiny_classifier(directory, "roberta", {0: "entailment", 1: "neutral", 2: "contradiction"})
 
 RoBERTa gets a byte-level BPE (`<s> A </s></s> B </s>`), DeBERTa-v2 a WordPiece
-(`[CLS] A [SEP] B [SEP]`). `pair_ids(kind, tokenizer, premise_ids,
+(`[CLS] A [SEP] B [SEP]`, eos `[SEP]` as DeBERTa-v3's). `pair_ids(kind, tokenizer, premise_ids,
 hypothesis_ids)` writes a pair input out by hand from that template, so a test
 can build model inputs without the product's code.
 """
@@ -46,17 +46,22 @@ def _wordpiece_tokenizer(texts: Iterable[str], model_max_length: int):
   tokenizer.post_processor = processors.TemplateProcessing(
       single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
       special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+  # bos and eos as DeBERTa-v3's tokenizer names them (MiniCheck joins a
+  # document and its claim with the eos token).
   return PreTrainedTokenizerFast(
       tokenizer_object=tokenizer, cls_token="[CLS]", sep_token="[SEP]",
-      unk_token="[UNK]", pad_token="[PAD]", mask_token="[MASK]",
-      model_max_length=model_max_length)
+      bos_token="[CLS]", eos_token="[SEP]", unk_token="[UNK]", pad_token="[PAD]",
+      mask_token="[MASK]", model_max_length=model_max_length)
 
 
 def build_tiny_classifier(directory: str, kind: str, id2label: Dict[int, str],
                           texts: Iterable[str], model_max_length: int = 64,
-                          seed: int = 0) -> str:
+                          seed: int = 0, attention_scale: float = 1.0) -> str:
   """A random `kind` sequence classifier with head `id2label`, saved in
-  `directory` (safetensors); returns the directory."""
+  `directory` (safetensors); returns the directory. `attention_scale`
+  multiplies the attention's query, key and value weights: a random RoBERTa's
+  first token otherwise attends to all tokens nearly alike, and its
+  probabilities barely move from input to input."""
   import torch  # pylint: disable=import-outside-toplevel
   from transformers import (DebertaV2Config, DebertaV2ForSequenceClassification,  # pylint: disable=import-outside-toplevel
                             RobertaConfig, RobertaForSequenceClassification)
@@ -86,6 +91,11 @@ def build_tiny_classifier(directory: str, kind: str, id2label: Dict[int, str],
   with torch.no_grad():  # spread the head's outputs so probabilities vary
     for parameter in model.classifier.parameters():
       parameter.mul_(20.0)
+    for name, parameter in model.named_parameters():
+      if ".attention." in name and name.endswith(("query.weight", "key.weight",
+                                                  "value.weight", "query_proj.weight",
+                                                  "key_proj.weight", "value_proj.weight")):
+        parameter.mul_(attention_scale)
   model.eval()
   model.save_pretrained(directory, safe_serialization=True)
   tokenizer.save_pretrained(directory)

@@ -2,7 +2,7 @@
 
     names, registry   the scorers of `--scorer` and make_scorer
     scorer            the Scorer interface, its run.json description and cache identity
-    string_match, t5, nli_classifier, hosted
+    string_match, t5, nli_classifier, minicheck, hosted
                       the scorers (the models themselves: models/)
     examples          model inputs of attributed answers and claims
     attribution       ScoreAttribution (scored / failed outputs) and failure helpers

@@ -30,7 +30,7 @@ class LlmJudgeScorer(Scorer):
                timeout: float = 60.0, max_retries: int = 8, backoff: float = 1.0,
                api_key_env: Optional[str] = None, score_cache: Optional[str] = None):
     self._options = {"judge_url": url, "judge_model": model, "judge_api": api,
-                     "tokenizer": tokenizer_path, "judge_chunk_size": chunk_size,
+                     "tokenizer": tokenizer_path, "chunk_size": chunk_size,
                      "judge_concurrency": concurrency, "request_timeout": timeout,
                      "max_retries": max_retries, "retry_backoff": backoff,
                      # The variable's name only: the key never leaves the worker.
@@ -69,6 +69,5 @@ class LlmJudgeScorer(Scorer):
             "judge_api": self._options["judge_api"],
             "prompt_sha256": model_info["prompt_sha256"],
             "tokenizer_sha256": model_info["tokenizer_sha256"],
-            "judge_chunk_size": self._options["judge_chunk_size"],
-            "splitter": model_info["splitter"],
-            "splitter_version": model_info["splitter_version"]}
+            "chunk_size": self._options["chunk_size"],
+            "sentence_splitter": model_info["sentence_splitter"]}

@@ -6,8 +6,9 @@ REMOTE = "remote"
 VERTEX = "vertex"
 NLI_CLASSIFIER = "nli-classifier"
 LLM_JUDGE = "llm-judge"
-SCORERS = (STRING_MATCH, T5, NLI_CLASSIFIER, REMOTE, VERTEX, LLM_JUDGE)
+MINICHECK = "minicheck"
+SCORERS = (STRING_MATCH, T5, NLI_CLASSIFIER, MINICHECK, REMOTE, VERTEX, LLM_JUDGE)
 # The scorers that run a model directory (--model) in the job's workers.
-LOCAL_MODELS = (T5, NLI_CLASSIFIER)
+LOCAL_MODELS = (T5, NLI_CLASSIFIER, MINICHECK)
 # --judge_api: the OpenAI-compatible APIs an llm-judge is asked through.
 JUDGE_APIS = ("chat", "completions")

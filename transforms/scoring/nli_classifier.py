@@ -7,21 +7,11 @@ from typing import Any, Dict, Optional
 import apache_beam as beam
 
 from models.nli_classifier import NliClassifierModelHandler, describe_classifier
-from transforms.scoring.fanout import ScoreUniqueExamples
 from transforms.scoring.names import NLI_CLASSIFIER
-from transforms.scoring.scorer import DescribeScorer, Scorer, score_cache_for
+from transforms.scoring.scorer import CallDescribe, WorkerModelScorer
 
 
-class _DescribeClassifierFn(beam.DoFn):
-
-  def __init__(self, model_path, max_input_tokens, tokenizer_path, positive_label):
-    self._args = (model_path, max_input_tokens, tokenizer_path, positive_label)
-
-  def process(self, unused_impulse):
-    yield describe_classifier(*self._args)
-
-
-class NliClassifierScorer(Scorer):
+class NliClassifierScorer(WorkerModelScorer):
 
   name = NLI_CLASSIFIER
 
@@ -31,33 +21,18 @@ class NliClassifierScorer(Scorer):
                torch_threads: int = 0, tokenizer_path: Optional[str] = None,
                positive_label: Optional[str] = None,
                score_cache: Optional[str] = None):
-    handler_options = {
+    options = {
         "dtype": dtype, "device": device, "threshold": threshold,
         "max_input_tokens": max_input_tokens, "token_budget": token_budget,
         "large_model": large_model, "torch_threads": torch_threads,
         "tokenizer_path": tokenizer_path, "positive_label": positive_label}
-    self._options = {"model": model_path, **handler_options}
-    if score_cache:
-      self._options["score_cache"] = score_cache
-    self._handler = NliClassifierModelHandler(model_path, **handler_options)
+    super().__init__(NliClassifierModelHandler(model_path, **options), model_path,
+                     options, score_cache)
 
   def _describe_fn(self) -> beam.DoFn:
-    return _DescribeClassifierFn(self._options["model"], self._options["max_input_tokens"],
-                                 self._options["tokenizer_path"],
-                                 self._options["positive_label"])
-
-  def score_keyed(self) -> beam.PTransform:
-    return ScoreUniqueExamples(
-        self._handler, model_id=self._options["model"],
-        score_cache=score_cache_for(self, self._options.get("score_cache"),
-                                    self._describe_fn(), self._options["threshold"]))
-
-  def describe(self) -> Dict[str, Any]:
-    return {"name": NLI_CLASSIFIER, "family": NLI_CLASSIFIER, **self._options}
-
-  def model_info(self) -> beam.PTransform:
-    return DescribeScorer(self._describe_fn(),
-                          self if self._options.get("score_cache") else None)
+    return CallDescribe(describe_classifier, self._options["model"],
+                        self._options["max_input_tokens"],
+                        self._options["tokenizer_path"], self._options["positive_label"])
 
   def cache_identity(self, model_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The family, the weights and what changes a score computed from them:

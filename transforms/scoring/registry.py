@@ -1,11 +1,11 @@
 """Attribution scorers, chosen by name (`--scorer`): see transforms/scoring/scorer.py.
 
-The local model scorers' modules (t5, nli-classifier) import torch and
+The local model scorers' modules (t5, nli-classifier, minicheck) import torch and
 transformers, so they are imported only when one of them is chosen; the hosted
 scorers (remote, vertex) never import them; llm-judge imports transformers'
 tokenizer only.
 """
-from transforms.scoring.names import (LLM_JUDGE, NLI_CLASSIFIER, REMOTE, SCORERS,
+from transforms.scoring.names import (LLM_JUDGE, MINICHECK, NLI_CLASSIFIER, REMOTE, SCORERS,
                                       STRING_MATCH, T5, VERTEX)
 from transforms.scoring.scorer import Scorer
 from transforms.scoring.string_match import StringMatchScorer
@@ -20,6 +20,9 @@ def make_scorer(name: str, threshold: float, **model_options) -> Scorer:
   if name == NLI_CLASSIFIER:
     from transforms.scoring.nli_classifier import NliClassifierScorer  # pylint: disable=import-outside-toplevel
     return NliClassifierScorer(threshold=threshold, **model_options)
+  if name == MINICHECK:
+    from transforms.scoring.minicheck import MiniCheckScorer  # pylint: disable=import-outside-toplevel
+    return MiniCheckScorer(threshold=threshold, **model_options)
   if name == REMOTE:
     from transforms.scoring.hosted import RemoteScorer  # pylint: disable=import-outside-toplevel
     return RemoteScorer(threshold=threshold, **model_options)

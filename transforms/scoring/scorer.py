@@ -21,6 +21,7 @@ from typing import Any, Dict, Optional
 import apache_beam as beam
 
 from transforms.scoring.cache import ScoreCache, identity_key
+from transforms.scoring.fanout import ScoreUniqueExamples
 
 
 class Scorer(abc.ABC):
@@ -88,3 +89,48 @@ def score_cache_for(scorer: Scorer, directory: Optional[str], describe_fn: beam.
 
 def _cache_identity(described: Dict[str, Any], scorer: Scorer) -> Dict[str, Any]:
   return scorer.cache_identity(described)
+
+
+class CallDescribe(beam.DoFn):
+  """Yields `describe(*args)` (a model module's describe function: what it
+  reads of a checkpoint on a worker) once per impulse."""
+
+  def __init__(self, describe, *args):
+    self._describe = describe
+    self._args = args
+
+  def process(self, unused_impulse):
+    yield self._describe(*self._args)
+
+
+class WorkerModelScorer(Scorer):
+  """A family whose model runs in the job's workers through its ModelHandler
+  (nli-classifier, minicheck): each distinct example scored once per run, and
+  with `--score_cache` once across runs, decisions retaken with this run's
+  threshold; run.json's block is the name, the family, the options and what
+  `_describe_fn` reads on a worker. Subclasses give the handler, the options
+  and `_describe_fn`, and say what names their scores (`cache_identity`)."""
+
+  def __init__(self, handler, model_path: str, options: Dict[str, Any],
+               score_cache: Optional[str]):
+    self._handler = handler
+    self._options = {"model": model_path, **options}
+    if score_cache:
+      self._options["score_cache"] = score_cache
+
+  @abc.abstractmethod
+  def _describe_fn(self) -> beam.DoFn:
+    """The DoFn (CallDescribe) that reads the model's run.json fields on a worker."""
+
+  def score_keyed(self) -> beam.PTransform:
+    return ScoreUniqueExamples(
+        self._handler, model_id=self._options["model"],
+        score_cache=score_cache_for(self, self._options.get("score_cache"),
+                                    self._describe_fn(), self._options["threshold"]))
+
+  def describe(self) -> Dict[str, Any]:
+    return {"name": self.name, "family": self.name, **self._options}
+
+  def model_info(self) -> beam.PTransform:
+    return DescribeScorer(self._describe_fn(),
+                          self if self._options.get("score_cache") else None)

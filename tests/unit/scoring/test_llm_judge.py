@@ -8,7 +8,6 @@ import csv
 import json
 import math
 import socket
-import sys
 import threading
 import time
 import types
@@ -17,12 +16,13 @@ import numpy as np
 import pytest
 
 from beam_jobs import agreement
-from models import llm_judge, sentences
+from models import llm_judge
+from models.sentences import sentence_splitter
 from schemas import AttributionExample, AttributionScore, ScoringFailure
 from schemas.errors import EndpointMisconfigured
 from tests.support.jobs import run_job
 from tests.support.openai_server import MODEL, OpenAIServer, build_judge_tokenizer, given_logprobs
-from tests.support.paths import shared_reference
+from tests.support.minicheck_reference import import_minicheck
 
 APIS = ("chat", "completions")
 FAST = {"backoff": 0.01, "timeout": 1.0, "max_retries": 6}
@@ -46,16 +46,7 @@ def reference(monkeypatch):
   """MiniCheck's inference and utils modules, imported without running its
   package's __init__ (which downloads NLTK data), `sent_tokenize` replaced by
   our splitter as the issue says."""
-  directory = shared_reference("minicheck/inference.py").parent
-  package = types.ModuleType("minicheck")
-  package.__path__ = [str(directory)]
-  monkeypatch.setitem(sys.modules, "minicheck", package)
-  for name in ("minicheck.utils", "minicheck.inference"):
-    monkeypatch.delitem(sys.modules, name, raising=False)
-  from minicheck import inference, utils  # pylint: disable=import-outside-toplevel
-  monkeypatch.setattr(inference, "sent_tokenize", sentences.split_sentences)
-  monkeypatch.setattr(inference.nltk, "sent_tokenize", sentences.split_sentences)
-  return inference, utils
+  return import_minicheck(monkeypatch, sentence_splitter().split)
 
 
 def _handler(server, tokenizer_dir, api, **options):
@@ -117,7 +108,7 @@ def test_scores_equal_minichecks_llmcheck(api, server, judge_tokenizer, referenc
   tokenizer_dir, tokenizer = judge_tokenizer
   # A chunk size the first two sentences of _LONG fill exactly: the boundary.
   chunk_size = sum(len(tokenizer(sentence, add_special_tokens=False)["input_ids"])
-                   for sentence in sentences.split_sentences(_LONG)[:2])
+                   for sentence in sentence_splitter().split(_LONG)[:2])
   docs = [_LONG, _LONG * 3, "A short one.", "", "Line one.\nLine two.\n",
           "Gold's symbol is Au. " * 30]
   claims = ["Mars has two moons. Olympus Mons is tall.", "The day lasts 24 hours.",
@@ -335,7 +326,7 @@ def test_the_cache_identity_names_endpoint_model_api_and_prompt(judge_tokenizer)
                   {"api": "completions"}, {"chunk_size": 50},
                   {"worker": {"prompt_sha256": "0" * 64}},
                   {"worker": {"tokenizer_sha256": "1" * 64}},
-                  {"worker": {"splitter": "nltk-punkt-english"}}):
+                  {"worker": {"sentence_splitter": {"name": "nltk-punkt", "version": "3.9"}}}):
     assert identity(**changed) != base, changed
 
 

@@ -1,0 +1,286 @@
+"""MiniCheck fact checkers (`--scorer minicheck`) as a Beam ModelHandler: the
+three published checkpoints MiniCheck-Flan-T5-Large, MiniCheck-RoBERTa-Large
+and MiniCheck-DeBERTa-v3-Large, scored as MiniCheck's own `Inferencer` scores
+them (`../shared/reference/minicheck/inference.py`).
+
+    autoais agreement ... --scorer minicheck --model DIR [--chunk_size N]
+
+The architecture named in the checkpoint's config.json picks the variant
+(VARIANTS): its input, its default input length and chunk size.
+
+* Flan-T5 (`T5ForConditionalGeneration`): `predict: {doc}{eos}{claim}`, one
+  decoder step from start id 0, softmax over the logits of ids 3 and 209 (the
+  ids MiniCheck reads: `▁` and `▁1` in T5's vocabulary), P(support) = id 209's.
+  The one step is models/t5_nli.py's T5NliModel, given those ids.
+* RoBERTa / DeBERTa (`*ForSequenceClassification`, two labels):
+  `{doc}{eos}{claim}` as one text, softmax over the head, P(label 1), through
+  models/nli_classifier.py's NliClassifierModel.
+
+The document is chunked first: split into line-break blocks, each block into
+sentences (models/sentences.py), a line break kept as a sentence of its own;
+sentences packed greedily into chunks of `chunk_size` (whitespace words for
+Flan-T5, tokens for the classifiers), chunks joined by a space, line breaks
+restored and blank chunks dropped; every chunk is paired with the whole claim
+and the score is the max over chunks. An input longer than the input length
+is cut at its end, as MiniCheck's tokenizer call cuts it (`truncated`). A blank
+document gives no chunk, which MiniCheck's Inferencer cannot score either: it
+comes back as a ScoringFailure (the row goes to dead letter). Chunks of all the
+examples of a call are scored together, in token-budget batches.
+"""
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Union
+
+from models import nli_classifier, t5_nli
+from models.sentences import SentenceSplitter, sentence_splitter
+from schemas import AttributionExample, AttributionScore, ScoringFailure
+from schemas.errors import ConfigError, ModelError
+
+# The vocabulary ids whose first-step logits MiniCheck's Flan-T5 reads
+# (unsupported, supported), and its decoder start id.
+T5_LABEL_IDS = (3, 209)
+T5_DECODER_START_ID = 0
+# The classifiers' supporting label.
+SUPPORTED_LABEL_ID = 1
+WORDS, TOKENS = "words", "tokens"
+
+
+class Variant(NamedTuple):
+  """A MiniCheck checkpoint kind, with MiniCheck's defaults for it."""
+  name: str  # MiniCheck's model_name
+  seq2seq: bool
+  max_input_tokens: int  # MiniCheck's max_model_len
+  chunk_size: int
+  chunk_unit: str
+  prefix: str
+
+
+VARIANTS = {
+    "T5ForConditionalGeneration": Variant("flan-t5-large", True, 2048, 500, WORDS,
+                                          "predict: "),
+    "RobertaForSequenceClassification": Variant("roberta-large", False, 512, 400,
+                                                TOKENS, ""),
+    "DebertaV2ForSequenceClassification": Variant("deberta-v3-large", False, 2048, 400,
+                                                  TOKENS, ""),
+}
+
+
+def variant_of(config: Dict[str, Any], model_path: str) -> Variant:
+  """The variant config.json's architectures name; ConfigError for any other
+  architecture, a classifier head without exactly two labels, or a T5
+  vocabulary without MiniCheck's label ids."""
+  architectures = [str(name) for name in config.get("architectures") or []]
+  known = [VARIANTS[name] for name in architectures if name in VARIANTS]
+  if not known:
+    raise ConfigError(
+        f"--model {model_path}: config.json's architectures "
+        f"({', '.join(architectures) or 'none'}) are none of MiniCheck's "
+        f"({', '.join(VARIANTS)}): --scorer minicheck reads MiniCheck-Flan-T5, "
+        "-RoBERTa and -DeBERTa checkpoints")
+  variant = known[0]
+  if variant.seq2seq:
+    if int(config.get("vocab_size") or 0) <= max(T5_LABEL_IDS):
+      raise ConfigError(f"--model {model_path}: a vocabulary of "
+                        f"{config.get('vocab_size')} ids lacks the ids MiniCheck "
+                        f"reads ({T5_LABEL_IDS[0]} and {T5_LABEL_IDS[1]})")
+  else:
+    id2label = config.get("id2label")
+    labels = len(id2label) if isinstance(id2label, dict) else config.get("num_labels", 2)
+    if labels != 2:
+      raise ConfigError(f"--model {model_path}: a head of {labels} labels; MiniCheck's "
+                        "classifiers have two (label 1: supported)")
+  return variant
+
+
+def check_minicheck(model_path: str, tokenizer_path: Optional[str]) -> Variant:
+  """Launch-time checks without loading the model (listing and config.json
+  only, also for gs://): the directory, safetensors weights (pickle refused
+  with the conversion hint), a tokenizer, and a MiniCheck architecture."""
+  t5_nli.check_model_and_tokenizer(model_path, tokenizer_path,
+                                   nli_classifier.CLASSIFIER_TOKENIZER_FILES, hint="")
+  return variant_of(t5_nli.read_model_json(model_path), model_path)
+
+
+def pack_sentences(sentences: Sequence[str], sizes: Sequence[int],
+                   chunk_size: int) -> List[str]:
+  """MiniCheck's chunks: sentences added to the chunk until the next would
+  take it past `chunk_size` (a sentence larger than that starts a chunk of its
+  own, leaving an empty one behind), each chunk joined by spaces, a line
+  break's surrounding spaces removed, blank chunks dropped."""
+  chunks, current, total = [], [], 0
+  for sentence, size in zip(sentences, sizes):
+    if total + size > chunk_size:
+      chunks.append(" ".join(current))
+      current, total = [], 0
+    current.append(sentence)
+    total += size
+  if current:
+    chunks.append(" ".join(current))
+  cleaned = (chunk.replace(" \n ", "\n").strip() for chunk in chunks)
+  return [chunk for chunk in cleaned if chunk]
+
+
+class MiniCheckModel:
+  """A loaded MiniCheck checkpoint: document chunks, inputs, batched scores."""
+
+  def __init__(self, variant: Variant, scorer: t5_nli.TokenBudgetModel,
+               chunk_size: int, splitter: SentenceSplitter, model_path: str):
+    self.variant = variant
+    self.scorer = scorer  # T5NliModel (Flan-T5) or NliClassifierModel
+    self.tokenizer = scorer.tokenizer
+    self.max_input_tokens = scorer.max_input_tokens
+    self.chunk_size = chunk_size
+    self.splitter = splitter
+    if self.tokenizer.eos_token is None:
+      raise ModelError(f"--model {model_path}: its tokenizer has no eos token, which "
+                       "MiniCheck puts between the document and the claim")
+
+  def sentences(self, document: str) -> List[str]:
+    """The document's sentences, block by block, a line break between blocks
+    kept as a sentence; [""] for a document with none."""
+    sentences = []
+    for block in document.split("\n"):
+      sentences.extend(self.splitter.split(block))
+      sentences.append("\n")
+    return sentences[:-1] or [""]
+
+  def _sizes(self, sentences: List[str]) -> List[int]:
+    if self.variant.chunk_unit == WORDS:
+      return [len(sentence.split()) for sentence in sentences]
+    ids = self.tokenizer(sentences, add_special_tokens=False, truncation=True,
+                         max_length=self.max_input_tokens, verbose=False)["input_ids"]
+    return [len(sentence_ids) for sentence_ids in ids]
+
+  def chunks(self, document: str) -> List[str]:
+    sentences = self.sentences(document)
+    return pack_sentences(sentences, self._sizes(sentences), self.chunk_size)
+
+  def encode(self, texts: List[str]):
+    """(model inputs, cut) per text: its tokens, cut at the end to the input
+    length where longer (as MiniCheck's `truncation=True` does)."""
+    if not texts:
+      return [], []
+    encoded = self.tokenizer(texts, verbose=False)
+    names = list(encoded.keys())
+    inputs, cut = [], []
+    for index, text in enumerate(texts):
+      if len(encoded["input_ids"][index]) <= self.max_input_tokens:
+        inputs.append({name: encoded[name][index] for name in names})
+        cut.append(False)
+      else:
+        inputs.append(dict(self.tokenizer(text, truncation=True, verbose=False,
+                                          max_length=self.max_input_tokens)))
+        cut.append(True)
+    return inputs, cut
+
+  def probabilities(self, inputs: Sequence[Dict[str, List[int]]]):
+    """P(supported) per model input."""
+    if self.variant.seq2seq:
+      return self.scorer.probabilities([item["input_ids"] for item in inputs])
+    return self.scorer.probabilities(inputs)
+
+  def score(self, examples: Sequence[AttributionExample], threshold: float
+            ) -> List[Union[AttributionScore, ScoringFailure]]:
+    eos, prefix = self.tokenizer.eos_token, self.variant.prefix
+    chunks_of: Dict[str, List[str]] = {}  # examples of a call often share a document
+    texts, counts = [], []
+    for example in examples:
+      if example.premise not in chunks_of:
+        chunks_of[example.premise] = self.chunks(example.premise)
+      chunks = chunks_of[example.premise]
+      texts.extend(f"{prefix}{chunk}{eos}{example.hypothesis}" for chunk in chunks)
+      counts.append(len(chunks))
+    inputs, cut = self.encode(texts)
+    probabilities = self.probabilities(inputs) if inputs else []
+    scores, position = [], 0
+    for count in counts:
+      if not count:
+        scores.append(ScoringFailure(0, "minicheck: the document is blank (no chunk "
+                                     "to check the claim against; MiniCheck's "
+                                     "Inferencer cannot score it either)"))
+        continue
+      value = float(max(probabilities[position:position + count]))
+      truncated = count > 1 or any(cut[position:position + count])
+      scores.append(AttributionScore(value, value > threshold, count, truncated))
+      position += count
+    return scores
+
+
+def load_minicheck(model_path: str, dtype: str = "float32", device: str = "cpu",
+                   max_input_tokens: Optional[int] = None,
+                   token_budget: Optional[int] = None, *,
+                   tokenizer_path: Optional[str] = None,
+                   chunk_size: Optional[int] = None) -> MiniCheckModel:
+  """Loads a MiniCheck checkpoint (see the module docstring); input length
+  and chunk size default to MiniCheck's for the variant."""
+  variant = check_minicheck(model_path, tokenizer_path)
+  length = max_input_tokens or variant.max_input_tokens
+  if variant.seq2seq:
+    scorer = t5_nli.load_t5_nli(model_path, dtype, device, length, token_budget,
+                                tokenizer_path=tokenizer_path,
+                                label_ids=(T5_LABEL_IDS[1], T5_LABEL_IDS[0]),
+                                decoder_start_id=T5_DECODER_START_ID)
+  else:
+    scorer = nli_classifier.load_nli_classifier(
+        model_path, dtype, device, length, token_budget, tokenizer_path=tokenizer_path,
+        positive_id=SUPPORTED_LABEL_ID)
+  return MiniCheckModel(variant, scorer, chunk_size or variant.chunk_size,
+                        sentence_splitter(), model_path)
+
+
+class MiniCheckModelHandler(t5_nli.LocalModelHandler):
+  """RunInference handler of the minicheck family (see
+  models.t5_nli.LocalModelHandler). A blank document's example comes back as a
+  ScoringFailure."""
+
+  metrics_namespace = "autoais_minicheck"
+
+  def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
+               threshold: float = 0.5, max_input_tokens: Optional[int] = None,
+               token_budget: Optional[int] = None, max_batch_size: int = 512,
+               large_model: bool = False, torch_threads: int = 0,
+               tokenizer_path: Optional[str] = None, chunk_size: Optional[int] = None):
+    super().__init__(model_path, threshold, max_batch_size, large_model, torch_threads)
+    nli_classifier.check_dtype(dtype)
+    self._load_args = (model_path, dtype, device, max_input_tokens, token_budget)
+    self._tokenizer_path = tokenizer_path
+    self._chunk_size = chunk_size
+
+  def load_model(self) -> MiniCheckModel:
+    self._set_threads()
+    return load_minicheck(*self._load_args, tokenizer_path=self._tokenizer_path,
+                          chunk_size=self._chunk_size)
+
+  def _score(self, batch: Sequence[AttributionExample], model: MiniCheckModel):
+    return model.score(batch, self._threshold)
+
+
+def describe_minicheck(model_path: str, max_input_tokens: Optional[int],
+                       tokenizer_path: Optional[str] = None,
+                       chunk_size: Optional[int] = None) -> Dict[str, Any]:
+  """What run.json records of a MiniCheck checkpoint, read on a worker without
+  loading its weights: the variant and its settings, the label ids, the
+  sentence splitter, the checksums."""
+  local_dir = t5_nli.local_model_dir(model_path)
+  names = nli_classifier.CLASSIFIER_TOKENIZER_FILES
+  tokenizer_dir, tokenizer = t5_nli.open_tokenizer(model_path, tokenizer_path, names)
+  config = t5_nli.read_model_json(local_dir)
+  variant = variant_of(config, model_path)
+  if variant.seq2seq:
+    pieces = tokenizer.convert_ids_to_tokens(list(T5_LABEL_IDS))
+    labels = {"label_token_ids": list(T5_LABEL_IDS), "label_tokens": pieces,
+              "supported_token_id": T5_LABEL_IDS[1],
+              "decoder_start_token_id": T5_DECODER_START_ID}
+  else:
+    labels = {"supported_label_id": SUPPORTED_LABEL_ID}
+  return {
+      "variant": variant.name,
+      "model_type": config.get("model_type"),
+      "architectures": config.get("architectures"),
+      **labels,
+      **t5_nli.checkpoint_checksums(local_dir, tokenizer_dir, tokenizer_path or model_path,
+                                    names + ("merges.txt",)),
+      "max_input_tokens": max_input_tokens or variant.max_input_tokens,
+      "chunk_size": chunk_size or variant.chunk_size,
+      "chunk_unit": variant.chunk_unit,
+      "input_format": f"{variant.prefix}{{doc}}{tokenizer.eos_token}{{claim}}",
+      "sentence_splitter": sentence_splitter().describe(),
+  }

@@ -1,0 +1,47 @@
+"""`--scorer minicheck`: MiniCheck's Flan-T5, RoBERTa and DeBERTa checkers
+(models/minicheck.py) behind the Scorer interface, each distinct (model,
+premise, hypothesis) scored once per run, and with `--score_cache` once across
+runs. A blank premise is a scoring failure (its row goes to dead letter)."""
+from typing import Any, Dict, Optional
+
+import apache_beam as beam
+
+from models.minicheck import MiniCheckModelHandler, describe_minicheck
+from transforms.scoring.names import MINICHECK
+from transforms.scoring.scorer import CallDescribe, WorkerModelScorer
+
+
+class MiniCheckScorer(WorkerModelScorer):
+
+  name = MINICHECK
+
+  def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
+               threshold: float = 0.5, max_input_tokens: Optional[int] = None,
+               token_budget: Optional[int] = None, large_model: bool = False,
+               torch_threads: int = 0, tokenizer_path: Optional[str] = None,
+               chunk_size: Optional[int] = None, score_cache: Optional[str] = None):
+    options = {
+        "dtype": dtype, "device": device, "threshold": threshold,
+        "max_input_tokens": max_input_tokens, "token_budget": token_budget,
+        "large_model": large_model, "torch_threads": torch_threads,
+        "tokenizer_path": tokenizer_path, "chunk_size": chunk_size}
+    super().__init__(MiniCheckModelHandler(model_path, **options), model_path, options,
+                     score_cache)
+
+  def _describe_fn(self) -> beam.DoFn:
+    return CallDescribe(describe_minicheck, self._options["model"],
+                        self._options["max_input_tokens"],
+                        self._options["tokenizer_path"], self._options["chunk_size"])
+
+  def cache_identity(self, model_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The family and variant, the weights and what changes a score computed
+    from them: the tokenizer, the dtype, the input length, the chunk size and
+    the sentence splitter (its name and version: another splitter, other
+    chunks). Not the device (see T5Scorer)."""
+    return {"scorer": MINICHECK, "variant": model_info["variant"],
+            "weights_sha256": model_info["weights_sha256"],
+            "tokenizer_sha256": model_info["tokenizer_sha256"],
+            "dtype": self._options["dtype"],
+            "max_input_tokens": model_info["max_input_tokens"],
+            "chunk_size": model_info["chunk_size"],
+            "sentence_splitter": model_info["sentence_splitter"]}
