@@ -10,7 +10,7 @@ RoBERTa gets a byte-level BPE (`<s> A </s></s> B </s>`), DeBERTa-v2 a WordPiece
 hypothesis_ids)` writes a pair input out by hand from that template, so a test
 can build model inputs without the product's code.
 """
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable, List, Optional
 
 ARCHITECTURES = ("roberta", "deberta-v2")
 _ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
@@ -56,20 +56,23 @@ def _wordpiece_tokenizer(texts: Iterable[str], model_max_length: int):
 
 def build_tiny_classifier(directory: str, kind: str, id2label: Dict[int, str],
                           texts: Iterable[str], model_max_length: int = 64,
-                          seed: int = 0, attention_scale: float = 1.0) -> str:
+                          seed: int = 0, attention_scale: float = 1.0,
+                          size: Optional[Dict[str, int]] = None) -> str:
   """A random `kind` sequence classifier with head `id2label`, saved in
   `directory` (safetensors); returns the directory. `attention_scale`
   multiplies the attention's query, key and value weights: a random RoBERTa's
   first token otherwise attends to all tokens nearly alike, and its
-  probabilities barely move from input to input."""
+  probabilities barely move from input to input. `size`: the encoder's shape
+  (hidden_size, num_hidden_layers, num_attention_heads, intermediate_size;
+  default a tiny one)."""
   import torch  # pylint: disable=import-outside-toplevel
   from transformers import (DebertaV2Config, DebertaV2ForSequenceClassification,  # pylint: disable=import-outside-toplevel
                             RobertaConfig, RobertaForSequenceClassification)
   texts = list(texts)
   labels = {"id2label": {int(k): v for k, v in id2label.items()},
             "label2id": {v: int(k) for k, v in id2label.items()}}
-  size = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
-          "intermediate_size": 64}
+  size = size or {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+                  "intermediate_size": 64}
   torch.manual_seed(seed)
   if kind == "roberta":
     tokenizer = _roberta_tokenizer(texts, model_max_length)
