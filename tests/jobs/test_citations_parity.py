@@ -40,7 +40,7 @@ from transforms.scoring.sentences import split_sentences  # pylint: disable=wron
 
 ITEMS = range(0, 24)
 # The model's probes: other questions.
-PROBES = range(1000, 1020)
+PROBES = range(1000, 1040)
 ALL_SYSTEMS = SYSTEMS + (QAMPARI_SYSTEM, ELI5_SYSTEM)
 # The figures eval.py writes and the leaderboard column of each.
 FIGURES = {"citation_rec": "citation_rec", "citation_prec": "citation_prec",

@@ -9,6 +9,7 @@ SYSTEMS = ("single", "multiple", "messy")
 QAMPARI_SYSTEM = "lists-qampari"
 ELI5_SYSTEM = "eli5-claims"
 DOCS_PER_ITEM = 4
+DIRECTIONS, ONE_SHARE = 2000, 0.45
 
 
 def build_mixing_t5(directory: str, texts, probes, seed: int = 3) -> str:
@@ -16,11 +17,10 @@ def build_mixing_t5(directory: str, texts, probes, seed: int = 3) -> str:
   `▁1` or `</s>`: the row of `▁1` is a vector v, the row of `</s>` is -v, every
   other row 0. Greedy decoding reads "1" iff the first step says `▁1` and the
   second `</s>`: the signs of v against two decoder states, which depend on the
-  whole input. v is a random direction made orthogonal to the mean decoder
-  state of each step over `probes` (model inputs like those to be scored), so
-  that each sign splits inputs about evenly and decisions mix (about a quarter
-  "1") without training. P("1") at the first step is over {`▁1`, `▁`}, `▁`'s
-  logit being 0."""
+  whole input. v is, of DIRECTIONS random directions, the one whose decisions
+  on `probes` (model inputs like those to be scored) are "1" closest to
+  ONE_SHARE of the time: decisions mix without training. P("1") at the first
+  step is over {`▁1`, `▁`}, `▁`'s logit being 0."""
   import torch  # pylint: disable=import-outside-toplevel
   from transformers import AutoModelForSeq2SeqLM, AutoTokenizer  # pylint: disable=import-outside-toplevel
   build_random_t5(directory, texts, vocab_size=2000, version="1.1", seed=seed)
@@ -37,11 +37,14 @@ def build_mixing_t5(directory: str, texts, probes, seed: int = 3) -> str:
       last = out.decoder_hidden_states[-1][0]
       states[1].append(last[0])
       states[2].append(last[1])
-    v = torch.randn(model.lm_head.weight.shape[1], generator=generator)
-    for step in (1, 2):
-      mean = torch.stack(states[step]).mean(dim=0)
-      mean = mean / mean.norm()
-      v = v - (v @ mean) * mean
+    first, second = torch.stack(states[1]), torch.stack(states[2])
+    best, best_gap = None, None
+    for _ in range(DIRECTIONS):
+      v = torch.randn(first.shape[1], generator=generator)
+      says_one = ((first @ v > 0) & (second @ v < 0)).float().mean().item()
+      if best is None or abs(says_one - ONE_SHARE) < best_gap:
+        best, best_gap = v, abs(says_one - ONE_SHARE)
+    v = best
     weight = torch.zeros_like(model.lm_head.weight)
     weight[one] = v
     weight[EOS_ID] = -v
