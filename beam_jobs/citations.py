@@ -41,7 +41,8 @@ from schemas.errors import ConfigError
 from transforms.citations.readers import read_alce_document, read_alce_lines
 from transforms.citations.steps import ScoreCitations
 from transforms.citations.tables import ItemsFold, SentencesFold, SummarizeCitations
-from transforms.io.inputs import check_input_file, data_format, match_files
+from transforms.io.inputs import (check_input_file, data_format, match_files,
+                                  uncompressed_name)
 from transforms.io.manifest import reconcile
 from transforms.io.records import ReadRecords
 from transforms.rows.merge import WriteMergedRows
@@ -59,9 +60,7 @@ def file_format(path: str, chosen: str) -> str:
   an ALCE result file (compression suffixes aside)."""
   if chosen:
     return chosen
-  name = path.lower()
-  for suffix in (".gz", ".bz2", ".xz", ".lzma", ".deflate", ".zst"):
-    name = name.removesuffix(suffix)
+  name = uncompressed_name(path).lower()
   return "jsonl" if name.endswith((".jsonl", ".ndjson")) else "alce"
 
 

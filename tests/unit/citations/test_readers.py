@@ -80,3 +80,11 @@ def test_json_lines_variant_with_system_names_and_gzip(tmp_path):
       ("a", 0, 1), ("runs", 1, 3)]
   assert (parsed[2].field, parsed[2].source_line) == ("system_name", 4)
   assert (parsed[3].reason, parsed[3].source_line) == ("malformed_json", 5)
+
+
+def test_format_by_suffix_unless_chosen():
+  from beam_jobs.citations import file_format  # pylint: disable=import-outside-toplevel
+  assert [file_format(p, None) for p in ("a.json", "a.jsonl.gz", "b.ndjson.zst",
+                                         "c.JSON.bz2")] == ["alce", "jsonl", "jsonl",
+                                                            "alce"]
+  assert file_format("a.json", "jsonl") == "jsonl"
