@@ -28,8 +28,6 @@ REQUIRED = [
     # LitServe, BentoML and Ray Serve (docs/serve.md); 3.9 added
     # handler_cancellation (a disconnected client's work is dropped).
     "aiohttp>=3.9,<4",
-    # The sentence splitter (transforms/scoring/sentences.py): rules, no data files.
-    "pysbd>=0.3.4",
 ]
 
 PACKAGES = [f"{name}{suffix}" for name in ("beam_jobs", "transforms", "models", "schemas",

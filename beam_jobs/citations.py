@@ -38,6 +38,7 @@ from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, requ
                               run_job, scorer_from_options)
 from beam_jobs.output_dir import OutputDir
 from schemas.errors import ConfigError
+from transforms.citations.alce import splitter
 from transforms.citations.readers import read_alce_document, read_alce_lines
 from transforms.citations.steps import ScoreCitations
 from transforms.citations.tables import ItemsFold, SentencesFold, SummarizeCitations
@@ -139,7 +140,10 @@ class _CitationsRecord(RunRecord):
     self._inputs = {"input": plan.files,
                     "formats": [plan.formats[path] for path in plan.files],
                     "qampari": options.qampari,
-                    "at_most_citations": options.at_most_citations}
+                    "at_most_citations": options.at_most_citations,
+                    # As chosen on the launching machine; workers choose the same
+                    # way (models/sentences.py).
+                    "sentence_splitter": splitter().describe()}
 
   def fields(self, read_counts, items, sentences, dead, summary, scorer_stats,
              model_info):

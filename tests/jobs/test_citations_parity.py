@@ -13,7 +13,8 @@ runs it with `--decision decode`, the rule eval.py applies (generate, == "1").
 
 eval.py loads `google/t5_xxl_true_nli_mixture` in bfloat16 from the hub: its
 loaders are pointed at the tiny model's directory (float32, as ours) and its
-`sent_tokenize` (NLTK Punkt, downloaded data) is the project's splitter. Its
+`sent_tokenize` is the project's splitter (models/sentences.py: Punkt itself
+where its data is installed, else syntok). Its
 `main()` runs per file, as its users run it (`--citations --no_rouge`, and
 `--claims_nli` for the ELI5 file), and its `.score` file is compared with our
 leaderboard. Its model calls are counted and printed beside ours.
@@ -36,7 +37,7 @@ from tests.support.citations import (ELI5_SYSTEM, QAMPARI_SYSTEM, SYSTEMS,  # py
 from tests.support.jobs import run_job  # pylint: disable=wrong-import-position
 from tests.support.nq import nq_oracle_records  # pylint: disable=wrong-import-position
 from tests.support.paths import shared_reference  # pylint: disable=wrong-import-position
-from transforms.scoring.sentences import split_sentences  # pylint: disable=wrong-import-position
+from transforms.citations.alce import splitter  # pylint: disable=wrong-import-position
 
 ITEMS = range(0, 24)
 # The model's probes: other questions.
@@ -73,7 +74,7 @@ def _load_eval(monkeypatch, model_dir):
   monkeypatch.setattr(module, "AutoModelForSeq2SeqLM", _Model)
   monkeypatch.setattr(module, "AutoTokenizer", _Tokenizer)
   monkeypatch.setattr(module, "get_max_memory", lambda: None)
-  monkeypatch.setattr(module, "sent_tokenize", split_sentences)
+  monkeypatch.setattr(module, "sent_tokenize", splitter().split)
   calls = {"n": 0}
   original = module._run_nli_autoais  # pylint: disable=protected-access
 

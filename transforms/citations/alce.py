@@ -9,11 +9,12 @@ docs/citations.md lists the oddities of ALCE's code kept here for parity.
     plan.premise, plan.hypothesis                      # the recall pair
     precision_pairs(item, plan)                        # [(alone, without it)] per citation
 """
+import functools
 import re
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
+from models.sentences import sentence_splitter
 from schemas import CitationItem
-from transforms.scoring.sentences import split_sentences
 from transforms.stats.squad import normalize_answer
 
 # What ALCE removes from an output before anything else.
@@ -25,6 +26,10 @@ _SPACED_CITATION = re.compile(r" \[\d+")
 
 SCORED, NO_CITATION, OUT_OF_RANGE = "scored", "no_citation", "out_of_range"
 QAMPARI_TOP = 5
+
+# The project's splitter (NLTK's punkt, ALCE's own, where its data is installed,
+# else syntok), chosen once per worker process.
+splitter = functools.lru_cache(maxsize=None)(sentence_splitter)
 
 
 def format_document(title: str, text: str) -> str:
@@ -58,7 +63,7 @@ def answer_units(question: str, output: str, qampari: bool) -> List[str]:
   if qampari:
     items = output.rstrip().rstrip(".").rstrip(",").split(",")
     return [f"{question} {item.strip()}" for item in items]
-  return split_sentences(output)
+  return splitter().split(output)
 
 
 class SentencePlan(NamedTuple):
