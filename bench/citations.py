@@ -43,7 +43,8 @@ def write_items(directory: str, n_items: int, n_systems: int, words: Words) -> N
           doc = (q + s) % DOCS
           text = docs[doc]["text"].split()
           start = (own * 7 + s * 3) % (len(text) - SENTENCE_WORDS)
-          sentence = " ".join(text[start:start + SENTENCE_WORDS])
+          # Capitalised, as sentences are (syntok starts one only there).
+          sentence = " ".join(text[start:start + SENTENCE_WORDS]).capitalize()
           sentences.append(f"{sentence} [{doc + 1}][{(doc + 1) % DOCS + 1}].")
         f.write(json.dumps({"question": f"question {q}", "output": " ".join(sentences),
                             "docs": docs}) + "\n")
