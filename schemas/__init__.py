@@ -8,7 +8,7 @@ its owner:
   common           types several jobs share (predictions, gold answers, scorer
                    inputs and outputs, score cache entries, dead letters)
   corpus           the passage corpus (build-corpus; joined by evaluate and audit)
-  evaluate, agreement, ais_annotations, claims, audit, sck
+  evaluate, agreement, ais_annotations, claims, citations, audit, sck
                    the types of that one job
   registry         `SCHEMAS` (every type with its schema), their Beam RowCoders,
                    and the conversions between rows and Arrow record batches
@@ -36,6 +36,10 @@ from schemas.ais_annotations import (AIS_AGREEMENT_SCHEMA, AIS_ANNOTATION_SCHEMA
                                      AisTableRow)
 from schemas.claims import (CLAIMS_SYSTEM_SCHEMA, CLAIM_INPUT_SCHEMA, CLAIM_ROW_SCHEMA,
                             ClaimInput, ClaimRow, ClaimsSystemRow)
+from schemas.citations import (CITATION_ITEM_ROW_SCHEMA, CITATION_ITEM_SCHEMA,
+                               CITATION_SENTENCE_SCHEMA, CITATIONS_SYSTEM_SCHEMA,
+                               CitationItem, CitationItemRow, CitationSentenceRow,
+                               CitationsSystemRow)
 from schemas.audit import (AUDIT_ANSWER_ROW_SCHEMA, AUDIT_ANSWER_SCHEMA,
                            AUDIT_CANDIDATE_SCHEMA, AUDIT_PAIR_SCHEMA, AUDIT_SYSTEM_SCHEMA,
                            CANDIDATE_SCHEMA, TOPIC_SCHEMA, AuditAnswer, AuditAnswerRow,
@@ -59,7 +63,9 @@ __all__ = [
     "LABELLED_ITEM_SCHEMA", "AgreementRow", "LabelledItem", "AIS_AGREEMENT_SCHEMA",
     "AIS_ANNOTATION_SCHEMA", "AIS_TABLE_SCHEMA", "AisAgreementRow", "AisAnnotation",
     "AisTableRow", "CLAIMS_SYSTEM_SCHEMA", "CLAIM_INPUT_SCHEMA", "CLAIM_ROW_SCHEMA",
-    "ClaimInput", "ClaimRow", "ClaimsSystemRow", "AUDIT_ANSWER_ROW_SCHEMA",
+    "ClaimInput", "ClaimRow", "ClaimsSystemRow", "CITATION_ITEM_ROW_SCHEMA",
+    "CITATION_ITEM_SCHEMA", "CITATION_SENTENCE_SCHEMA", "CITATIONS_SYSTEM_SCHEMA",
+    "CitationItem", "CitationItemRow", "CitationSentenceRow", "CitationsSystemRow", "AUDIT_ANSWER_ROW_SCHEMA",
     "AUDIT_ANSWER_SCHEMA", "AUDIT_CANDIDATE_SCHEMA", "AUDIT_PAIR_SCHEMA",
     "AUDIT_SYSTEM_SCHEMA", "CANDIDATE_SCHEMA", "TOPIC_SCHEMA", "AuditAnswer",
     "AuditAnswerRow", "AuditCandidateRow", "AuditPair", "AuditSystemRow", "Candidate",

@@ -9,8 +9,8 @@ from typing import Sequence, Type
 import apache_beam as beam
 import pyarrow as pa
 
-from schemas import (agreement, ais_annotations, audit, claims, common, corpus, evaluate,
-                     sck)
+from schemas import (agreement, ais_annotations, audit, citations, claims, common, corpus,
+                     evaluate, sck)
 
 # In the order of the single module that held every type before issue 16 split it,
 # so that coders are registered, and tests listed, as before.
@@ -37,6 +37,10 @@ SCHEMAS = {
     claims.ClaimInput: claims.CLAIM_INPUT_SCHEMA,
     claims.ClaimRow: claims.CLAIM_ROW_SCHEMA,
     claims.ClaimsSystemRow: claims.CLAIMS_SYSTEM_SCHEMA,
+    citations.CitationItem: citations.CITATION_ITEM_SCHEMA,
+    citations.CitationSentenceRow: citations.CITATION_SENTENCE_SCHEMA,
+    citations.CitationItemRow: citations.CITATION_ITEM_ROW_SCHEMA,
+    citations.CitationsSystemRow: citations.CITATIONS_SYSTEM_SCHEMA,
     audit.AuditAnswer: audit.AUDIT_ANSWER_SCHEMA,
     audit.Candidate: audit.CANDIDATE_SCHEMA,
     audit.Topic: audit.TOPIC_SCHEMA,

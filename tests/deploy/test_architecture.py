@@ -22,8 +22,8 @@ from tests.support.paths import PROJECT_ROOT
 
 LAYERS = ("schemas", "models", "transforms", "beam_jobs", "launch")
 
-JOBS = ("agreement", "ais-annotations", "audit", "build-corpus", "claims", "evaluate",
-        "sck", "serve")
+JOBS = ("agreement", "ais-annotations", "audit", "build-corpus", "citations", "claims",
+        "evaluate", "sck", "serve")
 # A module belongs to a job when its path is transforms/<job>/..., beam_jobs/<job>.py
 # or launch/<job>_main.py (the job's name with '_' for '-').
 JOB_MODULES = {job: (f"transforms.{job.replace('-', '_')}",

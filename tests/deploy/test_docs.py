@@ -31,8 +31,8 @@ from tests.support.paths import PROJECT_ROOT
 ROOT = PROJECT_ROOT
 DOCS = ROOT / "docs"
 EXAMPLES = ROOT / "examples"
-JOBS = ("build-corpus", "evaluate", "agreement", "ais-annotations", "claims", "audit",
-        "sck", "serve")
+JOBS = ("build-corpus", "evaluate", "agreement", "ais-annotations", "claims",
+        "citations", "audit", "sck", "serve")
 NOT_RUN = {
     "serve": "serves a T5 NLI model over HTTP until stopped; no model is bundled",
 }

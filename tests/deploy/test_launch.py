@@ -25,6 +25,7 @@ from beam_jobs.agreement import AgreementOptions
 from beam_jobs.ais_annotations import AisAnnotationsOptions
 from beam_jobs.audit import AuditOptions
 from beam_jobs.build_corpus import BuildCorpusOptions
+from beam_jobs.citations import CitationsOptions
 from beam_jobs.claims import ClaimsOptions
 from beam_jobs.sck import SckOptions
 from beam_jobs.common import ScorerOptions, parse_options
@@ -49,6 +50,8 @@ JOBS = {
                   {"input", "format", "output_dir"}),
     "claims": ((ClaimsOptions, ScorerOptions), "claims_metadata.json", "claims_main.py",
                "beam_jobs.claims", {"input", "output_dir"}),
+    "citations": ((CitationsOptions, ScorerOptions), "citations_metadata.json",
+                  "citations_main.py", "beam_jobs.citations", {"input", "output_dir"}),
     "audit": ((AuditOptions, ScorerOptions), "audit_metadata.json", "audit_main.py",
               "beam_jobs.audit", {"answers", "candidates", "output_dir"}),
     "sck": ((SckOptions, ScorerOptions), "sck_metadata.json", "sck_main.py",

@@ -61,6 +61,11 @@ def _compression_suffix(path: str):
   return path, ""
 
 
+def uncompressed_name(path: str) -> str:
+  """The path without its compression suffix (what names its format)."""
+  return _compression_suffix(path)[0]
+
+
 def system_name_from_path(path: str) -> str:
   """The file stem, the default system name of a predictions file."""
   name = _compression_suffix(os.path.basename(path.rstrip("/")))[0]

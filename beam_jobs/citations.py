@@ -1,0 +1,195 @@
+"""citations: ALCE citation recall and precision of long answers with inline
+citations, per system, at leaderboard scale (SPEC 5.10; issue 18).
+
+    autoais citations --input 'runs/*.json' --output_dir out/ \
+        [--format alce|jsonl] [--qampari auto|true|false] [--at_most_citations 3] \
+        [--scorer string-match|t5 --model DIR --decision decode ...] \
+        [--bootstrap_samples 1000] [--seed 0]
+    python -m beam_jobs.citations ...
+
+Input: ALCE result files ({"data": [{question, output, docs, qa_pairs?, answers?,
+claims?}]}, one system a file, named by the file stem) or their JSON Lines
+variant (one item a line, `system_name` or the file stem); see
+transforms/citations/readers.py. The definitions are ALCE's eval.py's
+(transforms/citations/alce.py); every distinct (premise, hypothesis) pair is
+scored once in the run, across sentences, precision checks and systems
+(transforms/citations/steps.py).
+
+Outputs in --output_dir: citations_rows.parquet / .csv (one row per sentence),
+citations_items.parquet / .csv (one row per answer), citations.csv / .json /
+.md (per system: citation_rec, citation_prec, STR-EM / STR-Hit, QAMPARI figures,
+claims NLI, length, with 95% bootstrap CIs over questions, paired across
+systems), dead_letter.jsonl, and run.json, written last, whose item counts
+reconcile (read = scored + rejected + unmatched) and which gives the sentences,
+citations, model calls (the distinct pairs scored) and the calls ALCE's eval.py
+would make.
+"""
+if __name__ == "__main__":
+  # `python -m beam_jobs.citations`: run the package module (Beam pickles DoFns
+  # by reference).
+  import sys
+  from beam_jobs.citations import run
+  sys.exit(run())
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
+                              run_job, scorer_from_options)
+from beam_jobs.output_dir import OutputDir
+from schemas.errors import ConfigError
+from transforms.citations.alce import splitter
+from transforms.citations.readers import read_alce_document, read_alce_lines
+from transforms.citations.steps import ScoreCitations
+from transforms.citations.tables import ItemsFold, SentencesFold, SummarizeCitations
+from transforms.io.inputs import (check_input_file, data_format, match_files,
+                                  uncompressed_name)
+from transforms.io.manifest import reconcile
+from transforms.io.records import ReadRecords
+from transforms.rows.merge import WriteMergedRows
+from transforms.rows.record import RunRecord, WriteRunRecord
+
+OUTPUT_FILES = ("run.json", "citations_rows.parquet", "citations_rows.csv",
+                "citations_items.parquet", "citations_items.csv", "citations.csv",
+                "citations.json", "citations.md", "dead_letter.jsonl")
+FORMATS = ("alce", "jsonl")
+QAMPARI = {"auto": None, "true": True, "false": False}
+
+
+def file_format(path: str, chosen: str) -> str:
+  """--format, or by the file's suffix: .jsonl / .ndjson are JSON Lines, .json
+  an ALCE result file (compression suffixes aside)."""
+  if chosen:
+    return chosen
+  name = uncompressed_name(path).lower()
+  return "jsonl" if name.endswith((".jsonl", ".ndjson")) else "alce"
+
+
+class _ReadItems:
+  """read_file for ReadRecords: each file by its format (picklable)."""
+
+  def __init__(self, formats, qampari):
+    self._formats = dict(formats)
+    self._qampari = qampari
+
+  def __call__(self, path):
+    read = read_alce_lines if self._formats[path] == "jsonl" else read_alce_document
+    return read(path, self._qampari)
+
+
+class CitationsOptions(PipelineOptions):
+  """citations' own flags; the scorer flags are beam_jobs.common.ScorerOptions."""
+
+  @classmethod
+  def _add_argparse_args(cls, parser):
+    group = JobArguments(parser, "citations")
+    group.add_argument("--input", help="ALCE result files: path, glob or comma list "
+                       "(.json, or .jsonl for one item a line; optionally "
+                       "compressed), local or gs://.")
+    group.add_argument("--output_dir", help="Directory for the outputs.")
+    # No argparse default: other jobs share --format, without one.
+    group.add_argument("--format", help="alce: ALCE's result file {\"data\": [...]}; "
+                       "jsonl: one item a line with an optional system_name "
+                       "(default: by suffix, .jsonl / .ndjson are jsonl).")
+    group.add_argument("--qampari", default="auto",
+                       help="true: split answers into comma-separated list items "
+                       "(QAMPARI); false: into sentences; auto: QAMPARI where the "
+                       "file name holds 'qampari', as ALCE decides "
+                       "(default %(default)s).")
+    group.add_argument("--at_most_citations", type=int, default=3,
+                       help="Documents scored per sentence: its first N citations "
+                       "(ALCE's default %(default)s).")
+    group.add_argument("--bootstrap_samples", type=int, default=1000,
+                       help="Bootstrap resamples for 95%% CIs (default 1000).")
+    group.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
+
+
+class _Plan:
+
+  def __init__(self, options: CitationsOptions, runner):
+    require(options, "input", "output_dir")
+    if options.format is not None and options.format not in FORMATS:
+      raise ConfigError(f"--format {options.format!r}: choose from {', '.join(FORMATS)}")
+    if options.qampari not in QAMPARI:
+      raise ConfigError(f"--qampari {options.qampari!r}: choose from "
+                        f"{', '.join(QAMPARI)}")
+    if options.at_most_citations < 1:
+      raise ConfigError("--at_most_citations must be positive")
+    if options.bootstrap_samples < 1:
+      raise ConfigError("--bootstrap_samples must be positive")
+    self.scorer = scorer_from_options(options, is_local_runner(runner))
+    self.files = match_files(options.input)
+    if not self.files:
+      raise ConfigError(f"--input {options.input!r} matches no files")
+    self.formats = {}
+    for path in self.files:
+      if data_format(path) != "jsonl":
+        raise ConfigError(f"{path}: ALCE results are read from .json or .jsonl files")
+      check_input_file(path)
+      self.formats[path] = file_format(path, options.format)
+    self.output = OutputDir(
+        "citations", options.output_dir, OUTPUT_FILES, reads={"--input": self.files},
+        read_dirs={"--model": options.view_as(ScorerOptions).model})
+
+
+class _CitationsRecord(RunRecord):
+  job = "citations"
+
+  def __init__(self, options: CitationsOptions, plan: _Plan):
+    super().__init__(plan.scorer.describe())
+    self._inputs = {"input": plan.files,
+                    "formats": [plan.formats[path] for path in plan.files],
+                    "qampari": options.qampari,
+                    "at_most_citations": options.at_most_citations,
+                    # As chosen on the launching machine; workers choose the same
+                    # way (models/sentences.py).
+                    "sentence_splitter": splitter().describe()}
+
+  def fields(self, read_counts, items, sentences, dead, summary, scorer_stats,
+             model_info):
+    return {
+        "counts": reconcile(read_counts.get("read", 0), items["scored"],
+                            dead["items"]),
+        "systems": summary["systems"],
+        "sentences": sentences["sentences"],
+        "citations": items["citations"],
+        "model_calls": scorer_stats.get("model_calls", 0),
+        "unique_pairs": scorer_stats.get("unique_pairs", 0),
+        "reference_model_calls": items["reference_model_calls"],
+        "inputs": dict(self._inputs),
+        "scorer": self.scorer_fields(model_info, scorer_stats),
+    }
+
+
+def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputDir:
+  """Validates the options, claims the output directory, then adds the
+  citations steps to `pipeline`; returns the claimed OutputDir."""
+  options = options.view_as(CitationsOptions)
+  plan = _Plan(options, pipeline.runner)
+  record = _CitationsRecord(options, plan)
+  work_dir = plan.output.claim()
+
+  read = pipeline | "ReadItems" >> ReadRecords(
+      plan.files, _ReadItems(plan.formats, QAMPARI[options.qampari]))
+  scored = read.records | "ScoreCitations" >> ScoreCitations(
+      plan.scorer, options.at_most_citations)
+  sentences = scored["sentences"] | "WriteSentenceRows" >> WriteMergedRows(
+      SentencesFold, options.output_dir, work_dir)
+  items = scored["items"] | "WriteItemRows" >> WriteMergedRows(
+      ItemsFold, options.output_dir, work_dir)
+  summary = items["outcomes"] | "SummarizeCitations" >> SummarizeCitations(
+      options.output_dir, {"at_most_citations": options.at_most_citations},
+      options.bootstrap_samples, options.seed)
+  _ = pipeline | "WriteRunRecord" >> WriteRunRecord(
+      options.output_dir, work_dir, record,
+      {"items": (read.dead_letter, scored["dead_letter"], items["dead_letter"],
+                 sentences["dead_letter"])},
+      counts={"read_counts": read.counts},
+      values={"items": items["stats"], "sentences": sentences["stats"],
+              "summary": summary},
+      scorer=plan.scorer, scorer_stats=scored["stats"])
+  return plan.output
+
+
+def run(argv=None) -> int:
+  return run_job("citations", argv, CitationsOptions, build_pipeline)

@@ -1,0 +1,235 @@
+"""Readers of ALCE result files (`autoais citations`).
+
+    read_alce_document(path, qampari)  ALCE's result file: one JSON object whose
+                                       `data` list holds the items (other keys,
+                                       such as `args`, are ignored); system =
+                                       the file stem
+    read_alce_lines(path, qampari)     the JSON Lines variant: one item a line,
+                                       system = its `system_name` field or the
+                                       file stem
+
+An item: `question`, `output` (strings), `docs` (a list of {title, text} or
+{title, sent}; `sent` wins, as in ALCE), and optionally `qa_pairs` (ASQA: a
+list of {short_answers: [...]}), `answers` (QAMPARI: a list of alias lists) and
+`claims` (ELI5: a list of strings). `qampari` (True / False / None) says whether
+the items are QAMPARI answers; None decides by the file name, as ALCE does
+("qampari" in it). Each reader yields, per item, a `CitationItem` or a
+`DeadLetter` naming the file, the line where the item starts and the field; a
+bad item never raises. In a result file whose JSON is broken, the items before
+the break are read and the break is one dead letter (nothing after it can be).
+"""
+import json
+import os
+from typing import Iterator, List, Optional, Union
+
+from schemas import CitationItem, DeadLetter
+from transforms.citations.alce import format_document
+from transforms.io.fields import has_surrogates, json_record, raw_record, rejected
+from transforms.io.inputs import UTF8_BOM, open_input, system_name_from_path
+from transforms.io.records import jsonl_records
+
+_WHITESPACE = " \t\n\r"
+
+
+class _BadField(Exception):
+
+  def __init__(self, field: str, reason: str, message: str):
+    super().__init__(message)
+    self.field, self.reason, self.message = field, reason, message
+
+
+def is_qampari_file(path: str) -> bool:
+  """ALCE's rule: a file whose name holds "qampari" holds QAMPARI answers (the
+  name only here; ALCE tests the whole path it is given)."""
+  return "qampari" in os.path.basename(path)
+
+
+def _text(value, field: str, required: bool = True) -> Optional[str]:
+  if value is None:
+    if required:
+      raise _BadField(field, "missing_field", "required field is missing")
+    return None
+  if not isinstance(value, str):
+    raise _BadField(field, "wrong_type", f"expected a string, found {type(value).__name__}")
+  if has_surrogates(value):
+    raise _BadField(field, "non_utf8", "bytes that are not UTF-8")
+  return value
+
+
+def _list(value, field: str) -> list:
+  if not isinstance(value, list):
+    raise _BadField(field, "wrong_type", f"expected a list, found {type(value).__name__}")
+  return value
+
+
+def _docs(value) -> List[str]:
+  docs = []
+  for index, doc in enumerate(_list(value, "docs")):
+    name = f"docs[{index}]"
+    if not isinstance(doc, dict):
+      raise _BadField(name, "wrong_type", "a document is an object {title, text}")
+    title = _text(doc.get("title"), f"{name}.title")
+    if "sent" in doc:
+      body = _text(doc.get("sent"), f"{name}.sent")
+    else:
+      body = _text(doc.get("text"), f"{name}.text")
+    docs.append(format_document(title, body))
+  return docs
+
+
+def _string_lists(value, field: str, inner: Optional[str] = None) -> List[List[str]]:
+  """A non-empty list of non-empty string lists (`inner`: the key holding each
+  list in an object, as qa_pairs' short_answers)."""
+  lists = []
+  for index, entry in enumerate(_list(value, field)):
+    name = f"{field}[{index}]"
+    if inner is not None:
+      if not isinstance(entry, dict):
+        raise _BadField(name, "wrong_type", f"expected an object with {inner!r}")
+      entry, name = entry.get(inner), f"{name}.{inner}"
+    strings = [_text(text, f"{name}[{k}]") for k, text in enumerate(_list(entry, name))]
+    lists.append(strings)
+  if not lists:
+    raise _BadField(field, "empty_field", "an empty list (ALCE divides by its length)")
+  return lists
+
+
+def parse_item(fields, system: str, index: int, qampari: bool, path: str,
+               line: int) -> Union[CitationItem, DeadLetter]:
+  if not isinstance(fields, dict):
+    return rejected(path, line, "malformed_item", f"item {index} is not a JSON object",
+                    raw_record(json.dumps(fields, ensure_ascii=False, default=str)))
+  try:
+    question = _text(fields.get("question"), "question")
+    output = _text(fields.get("output"), "output")
+    docs = _docs(fields.get("docs"))
+    qa_pairs = (None if fields.get("qa_pairs") is None else
+                _string_lists(fields["qa_pairs"], "qa_pairs", "short_answers"))
+    # Only QAMPARI reads `answers` (ASQA's and ELI5's hold other things).
+    answers = (_string_lists(fields["answers"], "answers")
+               if qampari and fields.get("answers") is not None else None)
+    claims = None
+    if fields.get("claims") is not None:
+      claims = [_text(claim, f"claims[{k}]")
+                for k, claim in enumerate(_list(fields["claims"], "claims"))]
+      if not claims:
+        raise _BadField("claims", "empty_field",
+                        "an empty list (ALCE divides by its length)")
+  except _BadField as bad:
+    return rejected(path, line, bad.reason, f"item {index}: {bad.message}",
+                    json_record(fields), bad.field)
+  return CitationItem(system, question, index, output, docs, qa_pairs, answers, claims,
+                      qampari, path, line)
+
+
+def read_alce_lines(path: str, qampari: Optional[bool] = None
+                    ) -> Iterator[Union[CitationItem, DeadLetter]]:
+  default_system = system_name_from_path(path)
+  qampari = is_qampari_file(path) if qampari is None else qampari
+  index = 0
+  for item in jsonl_records(path):
+    if isinstance(item, DeadLetter):
+      yield item
+      continue
+    line, fields = item
+    system = fields.get("system_name", default_system)
+    if not isinstance(system, str) or not system.strip() or has_surrogates(system):
+      yield rejected(path, line, "empty_system_name" if isinstance(system, str)
+                     else "wrong_type", "the system name is empty or not a string",
+                     json_record(fields), "system_name")
+      continue
+    yield parse_item(fields, system.strip(), index, qampari, path, line)
+    index += 1
+
+
+class _Lines:
+  """Line numbers of positions in a text."""
+
+  def __init__(self, text: str):
+    self._text, self._position, self._line = text, 0, 1
+
+  def at(self, position: int) -> int:
+    if position < self._position:
+      self._position, self._line = 0, 1
+    self._line += self._text.count("\n", self._position, position)
+    self._position = position
+    return self._line
+
+
+class _Walker:
+  """A cursor over a JSON document: punctuation checked here, values decoded by
+  json's own decoder."""
+
+  def __init__(self, text: str):
+    self.text, self.position = text, 0
+    self._decoder = json.JSONDecoder()
+
+  def _skip(self) -> None:
+    text, position = self.text, self.position
+    while position < len(text) and text[position] in _WHITESPACE:
+      position += 1
+    self.position = position
+
+  def at(self, character: str) -> bool:
+    self._skip()
+    return self.text.startswith(character, self.position)
+
+  def expect(self, characters: str, what: str) -> None:
+    self._skip()
+    if self.position >= len(self.text) or self.text[self.position] not in characters:
+      raise json.JSONDecodeError(f"expected {what}", self.text, self.position)
+    self.position += 1
+
+  def start(self) -> int:
+    self._skip()
+    return self.position
+
+  def value(self):
+    value, self.position = self._decoder.raw_decode(self.text, self.start())
+    return value
+
+
+def read_alce_document(path: str, qampari: Optional[bool] = None
+                       ) -> Iterator[Union[CitationItem, DeadLetter]]:
+  """The items of `data`, each located at the line where it starts: the
+  document is walked member by member (json's own decoder for each value) so
+  that an item's line is known and the items before a break are kept."""
+  system = system_name_from_path(path)
+  qampari = is_qampari_file(path) if qampari is None else qampari
+  with open_input(path) as binary:
+    raw = binary.read()
+  if raw.startswith(UTF8_BOM):
+    raw = raw[len(UTF8_BOM):]
+  text = raw.decode("utf-8", "surrogateescape")
+  walker, lines = _Walker(text), _Lines(text)
+  found, index = False, 0
+  try:
+    walker.expect("{", 'a JSON object {"data": [...]}')
+    while not walker.at("}"):
+      key = walker.value()
+      walker.expect(":", "':'")
+      if key == "data" and walker.at("["):
+        found = True
+        walker.expect("[", "'['")
+        while not walker.at("]"):
+          if index:
+            walker.expect(",", "',' or ']'")
+          line = lines.at(walker.start())
+          yield parse_item(walker.value(), system, index, qampari, path, line)
+          index += 1
+        walker.expect("]", "']'")
+      else:
+        walker.value()
+      if walker.at("}"):
+        break
+      walker.expect(",", "',' or '}'")
+  except (json.JSONDecodeError, RecursionError) as error:
+    where = max(getattr(error, "pos", walker.position), walker.position)
+    after = f" (after item {index - 1})" if found and index else ""
+    yield rejected(path, lines.at(where), "malformed_json",
+                   f"not a JSON document{after}: {error}",
+                   raw_record(text[where:where + 200]), "data" if found else None)
+    return
+  if not found:
+    yield rejected(path, 1, "missing_field", "an ALCE result file holds its items in "
+                   "a 'data' list", raw_record(text[:200]), "data")

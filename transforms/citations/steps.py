@@ -1,0 +1,280 @@
+"""Citation recall and precision (ALCE; SPEC 5.10) at leaderboard scale: the
+model pairs of every item asked in three rounds, each distinct (premise,
+hypothesis) scored once in the whole run, and each item's sentence rows and
+figures assembled from the answers.
+
+Rounds (ALCE asks the later ones only where the earlier answers call for them):
+  1. recall: each cited sentence against its cited documents joined (and, for
+     ELI5 items with `claims`, each gold claim against the answer);
+  2. precision, alone: for a supported sentence with several citations, each
+     cited document alone;
+  3. precision, without: where a document alone does not entail the sentence,
+     the other cited documents without it (the citation is not needed if they
+     do).
+A pair asked in an earlier round (another sentence's, another system's) is not
+asked again: each round's pairs are joined, by their digest, with the answers
+of the rounds before it, and only the others go to the scorer (whose fan-out
+scores each distinct pair of its round once, transforms/scoring/fanout.py). The
+scorer's model calls are therefore the distinct pairs of the run. Each item's
+`reference_calls` counts the calls ALCE's eval.py makes for it (one per pair
+asked, repeats included), for comparison.
+"""
+from typing import Dict, List, Optional, Tuple
+
+import apache_beam as beam
+
+from schemas import (AttributionScore, CitationItem, CitationItemRow,
+                     CitationSentenceRow, ScoringFailure)
+from transforms.citations import alce
+from transforms.scoring.attribution import (ScoreAttribution, first_failure,
+                                            scoring_failed)
+from transforms.scoring.examples import claim_example
+from transforms.scoring.fanout import example_digest
+
+RECALL, CLAIM, ALONE, WITHOUT = "recall", "claim", "alone", "without"
+
+
+def item_id(item: CitationItem) -> Tuple[str, int]:
+  return (item.source_file, item.item_index)
+
+
+def _recall_examples(item: CitationItem, at_most_citations: Optional[int]):
+  """((item id, RECALL, sentence, checks), example) per cited sentence, where
+  checks = (hypothesis, [(alone, without), ...]) for a sentence with several
+  used citations (the later rounds' premises), else None; ((item id, CLAIM,
+  claim, None), example) per gold claim."""
+  key = item_id(item)
+  output = alce.scored_output(item.output)
+  for plan in alce.plan_sentences(item, output, at_most_citations):
+    if plan.status != alce.SCORED:
+      continue
+    checks = None
+    if len(plan.used) > 1:
+      checks = (plan.hypothesis, tuple(alce.precision_pairs(item, plan)))
+    yield (key, RECALL, plan.index, checks), claim_example(plan.premise, plan.hypothesis)
+  if item.claims:
+    premise = alce.remove_citations(output)
+    for index, claim in enumerate(item.claims):
+      yield (key, CLAIM, index, None), claim_example(premise, claim)
+
+
+def _alone_examples(keyed_outcome):
+  (key, kind, index, checks), outcome = keyed_outcome
+  if kind != RECALL or checks is None or not _supported(outcome):
+    return
+  hypothesis, pairs = checks
+  for position, (alone, without) in enumerate(pairs):
+    yield ((key, ALONE, (index, position), (hypothesis, without)),
+           claim_example(alone, hypothesis))
+
+
+def _without_examples(keyed_outcome):
+  (key, _, where, (hypothesis, without)), outcome = keyed_outcome
+  if isinstance(outcome, AttributionScore) and not outcome.attributable:
+    yield (key, WITHOUT, where, None), claim_example(without, hypothesis)
+
+
+def _supported(outcome) -> bool:
+  return isinstance(outcome, AttributionScore) and outcome.attributable
+
+
+class _SplitKnownFn(beam.DoFn):
+  """(digest, {"asked": [(key, example)], "known": [outcome]}) -> (key, outcome)
+  where an earlier round answered the pair, else ((key, digest), example) on
+  "new"."""
+
+  def process(self, grouped):
+    digest, groups = grouped
+    known = list(groups["known"])
+    for key, example in groups["asked"]:
+      if known:
+        yield key, known[0]
+      else:
+        yield beam.pvalue.TaggedOutput("new", ((key, digest), example))
+
+
+class _ScoreRound(beam.PTransform):
+  """PCollection[(key, example)] -> {"outcomes": (key, AttributionScore or
+  ScoringFailure), "known": (digest, outcome) of the pairs scored in this round,
+  "stats": the scorer's counts, {"unique_pairs": distinct pairs scored in this
+  round} and, with `known` (the earlier rounds' answers, whose pairs are not
+  scored again), {"pairs_reused": asked pairs they answered}}."""
+
+  def __init__(self, scorer, known=None):
+    super().__init__()
+    self._scorer = scorer
+    self._known = known
+
+  def expand(self, asked):
+    keyed = asked | "KeyByDigest" >> beam.Map(
+        lambda pair: (example_digest(pair[1].premise, pair[1].hypothesis), pair))
+    if self._known is None:
+      new = keyed | "KeepKeys" >> beam.MapTuple(
+          lambda digest, pair: ((pair[0], digest), pair[1]))
+      reused = None
+    else:
+      split = ({"asked": keyed, "known": self._known}
+               | "JoinEarlierAnswers" >> beam.CoGroupByKey()
+               | "SplitKnown" >> beam.ParDo(_SplitKnownFn()).with_outputs(
+                   "new", main="reused"))
+      new, reused = split.new, split.reused
+    scored = new | "ScorePairs" >> ScoreAttribution(self._scorer)
+    answered = ((scored["scored"], scored["failed"])
+                | "CollectAnswers" >> beam.Flatten())
+    known = answered | "KnownByDigest" >> beam.MapTuple(
+        lambda key, outcome: (key[1], outcome))
+    outcomes = answered | "DropDigests" >> beam.MapTuple(
+        lambda key, outcome: (key[0], outcome))
+    unique = (new
+              | "Digests" >> beam.Map(lambda pair: pair[0][1])
+              | "DistinctPairs" >> beam.Distinct()
+              | "CountPairs" >> beam.combiners.Count.Globally()
+              | "PairStats" >> beam.Map(lambda n: {"unique_pairs": n}))
+    stats = [scored["stats"], unique]
+    if reused is not None:
+      stats.append(reused
+                   | "CountReused" >> beam.combiners.Count.Globally()
+                   | "ReusedStats" >> beam.Map(lambda n: {"pairs_reused": n}))
+      outcomes = (outcomes, reused) | "WithReused" >> beam.Flatten()
+    stats = tuple(stats) | "CollectStats" >> beam.Flatten()
+    return {"outcomes": outcomes, "known": known, "stats": stats}
+
+
+# ----------------------------------------------------------------------------
+# One item's rows and figures from its answers.
+
+
+def _citation_list(numbers) -> str:
+  return ",".join(str(number) for number in numbers)
+
+
+def assemble_item(item: CitationItem, answers: Dict[tuple, AttributionScore],
+                  at_most_citations: Optional[int], scorer: str
+                  ) -> Tuple[List[CitationSentenceRow], CitationItemRow]:
+  """`answers`: {(kind, where): outcome} of the item's pairs (all scored)."""
+  output = alce.scored_output(item.output)
+  plans = alce.plan_sentences(item, output, at_most_citations)
+  rows, supported, needed = [], [], []
+  n_multi = n_multi_supported = n_overcited = calls = 0
+  for plan in plans:
+    score = answers[(RECALL, plan.index)] if plan.status == alce.SCORED else None
+    ok = score is not None and score.attributable
+    calls += score is not None
+    flags = None
+    # ALCE counts a sentence as multi-citation by its citations as found: the
+    # used ones where scored, every one where out of range.
+    n_multi += (len(plan.used) if plan.status == alce.SCORED else len(plan.cited)) > 1
+    if ok and len(plan.used) > 1:
+      n_multi_supported += 1
+      flags = []
+      for position in range(len(plan.used)):
+        calls += 1
+        if answers[(ALONE, (plan.index, position))].attributable:
+          flags.append(True)
+        else:
+          calls += 1
+          flags.append(not answers[(WITHOUT, (plan.index, position))].attributable)
+      n_overcited += flags.count(False)
+    supported.append(ok)
+    needed.append(flags)
+    credit = sum(flags) if flags is not None else int(ok)
+    rows.append(CitationSentenceRow(
+        item.system_name, item.question, item.item_index, plan.index, plan.sentence,
+        plan.hypothesis, _citation_list(plan.cited),
+        _citation_list(doc + 1 for doc in plan.used), plan.status, ok,
+        None if score is None else score.nli_score,
+        "" if flags is None else ",".join("Y" if flag else "N" for flag in flags),
+        credit, scorer, item.source_file, item.source_line))
+  credit, total = alce.item_precision(plans, supported, needed)
+  n = len(plans)
+  normalized = alce.remove_citations(output)
+  em = hit = None
+  if item.qa_pairs:
+    em, hit = alce.str_em(normalized, item.qa_pairs)
+  qampari = (None,) * 6
+  if item.qampari and item.answers:
+    qampari = tuple(alce.qampari_figures(normalized, item.answers))
+  claims_nli = None
+  if item.claims:
+    entailed = sum(answers[(CLAIM, index)].attributable
+                   for index in range(len(item.claims)))
+    claims_nli = entailed / len(item.claims)
+    calls += len(item.claims)
+  row = CitationItemRow(
+      item.system_name, item.question, item.item_index, n, total, sum(supported),
+      sum(supported) / n if n else None,
+      (credit / total if total > 0 else 0) if n else None,
+      n_multi, n_multi_supported, n_overcited, em, hit, *qampari,
+      len(item.claims or ()), claims_nli, alce.length(normalized), calls,
+      item.source_file, item.source_line)
+  return rows, row
+
+
+class _AssembleItemFn(beam.DoFn):
+  """(item id, {"item": [CitationItem], "answers": [(kind, where, outcome)]})
+  -> its CitationSentenceRows, its CitationItemRow on "items", or its dead
+  letter where scoring one of its pairs failed."""
+
+  def __init__(self, at_most_citations: Optional[int], scorer: str):
+    self._at_most = at_most_citations
+    self._scorer = scorer
+
+  def process(self, grouped):
+    _, groups = grouped
+    (item,) = groups["item"]
+    answers = {(kind, where): outcome for kind, where, outcome in groups["answers"]}
+    failure = first_failure(answers.values())
+    if failure is not None:
+      yield beam.pvalue.TaggedOutput("dead_letter", scoring_failed(
+          item.source_file, item.source_line, "output",
+          f"item {item.item_index} of system {item.system_name!r}", failure,
+          {"system_name": item.system_name, "question": item.question,
+           "item_index": item.item_index}))
+      return
+    rows, row = assemble_item(item, answers, self._at_most, self._scorer)
+    yield from rows
+    yield beam.pvalue.TaggedOutput("items", row)
+
+
+def _by_item(keyed_outcome):
+  (key, kind, where, _), outcome = keyed_outcome
+  return key, (kind, where, outcome)
+
+
+class ScoreCitations(beam.PTransform):
+  """PCollection[CitationItem] -> {"sentences": PCollection[CitationSentenceRow],
+  "items": PCollection[CitationItemRow], "dead_letter": PCollection[DeadLetter]
+  of items one of whose pairs could not be scored, "stats": PCollection[dict] of
+  the scorer's counts over the three rounds (model_calls: distinct pairs sent
+  to the model) and pairs_reused (pairs an earlier round had answered)}."""
+
+  def __init__(self, scorer, at_most_citations: Optional[int]):
+    super().__init__()
+    self._scorer = scorer
+    self._at_most = at_most_citations
+    self._name = scorer.describe()["name"]
+
+  def expand(self, items):
+    recall = (items
+              | "AskRecall" >> beam.FlatMap(_recall_examples, self._at_most)
+              | "ScoreRecall" >> _ScoreRound(self._scorer))
+    alone = (recall["outcomes"]
+             | "AskAlone" >> beam.FlatMap(_alone_examples)
+             | "ScoreAlone" >> _ScoreRound(self._scorer, recall["known"]))
+    known = (recall["known"], alone["known"]) | "KnownSoFar" >> beam.Flatten()
+    without = (alone["outcomes"]
+               | "AskWithout" >> beam.FlatMap(_without_examples)
+               | "ScoreWithout" >> _ScoreRound(self._scorer, known))
+    answers = ((recall["outcomes"], alone["outcomes"], without["outcomes"])
+               | "CollectAnswers" >> beam.Flatten()
+               | "KeyAnswersByItem" >> beam.Map(_by_item))
+    assembled = ({"item": items | "KeyItems" >> beam.Map(lambda i: (item_id(i), i)),
+                  "answers": answers}
+                 | "GroupByItem" >> beam.CoGroupByKey()
+                 | "AssembleItems" >> beam.ParDo(
+                     _AssembleItemFn(self._at_most, self._name)).with_outputs(
+                         "items", "dead_letter", main="sentences"))
+    stats = ((recall["stats"], alone["stats"], without["stats"])
+             | "CollectScorerStats" >> beam.Flatten())
+    return {"sentences": assembled.sentences, "items": assembled.items,
+            "dead_letter": assembled.dead_letter, "stats": stats}

@@ -1,0 +1,232 @@
+"""citations' outputs: citations_rows.parquet / .csv (one row per sentence) and
+citations_items.parquet / .csv (one row per answer) from the merged rows (the
+job skeleton, transforms/rows/), and the per-system leaderboard
+citations.{csv,json,md} with bootstrap CIs over questions.
+
+Figures are ALCE's: 100 x np.mean of the per-item values in file order (the
+reference's arithmetic), length as words / items. CIs: a percentile bootstrap
+over the union of the questions of every system, the same resamples for every
+system (transforms/stats/metrics.py BootstrapWeights), so that systems
+answering the same questions are compared on the same resamples (paired); a
+system's figure in a resample is the mean over its items whose questions were
+drawn.
+"""
+from typing import List, NamedTuple, Optional
+
+import apache_beam as beam
+import numpy as np
+
+from schemas import (CITATION_ITEM_ROW_SCHEMA, CITATION_SENTENCE_SCHEMA,
+                     CITATIONS_SYSTEM_SCHEMA, CitationItemRow, CitationSentenceRow,
+                     CitationsSystemRow)
+from transforms.rows.merge import RowFold, RowTable
+from transforms.rows.summary import WriteSummary
+from transforms.stats.metrics import BootstrapWeights
+
+ITEM_KEY = ("system_name", "source_file", "item_index")
+SENTENCE_KEY = ITEM_KEY + ("sentence_index",)
+
+
+class _MergedSentence(NamedTuple):
+  system_name: str
+  source_file: str
+  item_index: int
+  sentence_index: int
+
+
+class SentencesFold(RowFold):
+  """Writes citations_rows.parquet / .csv in item and sentence order."""
+  row_type = CitationSentenceRow
+  merged_type = _MergedSentence
+  sort_key = SENTENCE_KEY
+  run_name = "sentences"
+  tables = (RowTable("citations_rows", CITATION_SENTENCE_SCHEMA),)
+  by_system = False
+
+  def __init__(self):
+    self._sentences = 0
+
+  def add(self, row, ref, tables):
+    tables["citations_rows"].add(ref)
+    self._sentences += 1
+    return ()
+
+  def stats(self):
+    return {"sentences": self._sentences}
+
+
+class ItemsFold(RowFold):
+  """Writes citations_items.parquet / .csv and gives each system's items, in
+  file order, as a list of CitationItemRow."""
+  row_type = CitationItemRow
+  merged_type = CitationItemRow
+  sort_key = ITEM_KEY
+  run_name = "items"
+  tables = (RowTable("citations_items", CITATION_ITEM_ROW_SCHEMA),)
+
+  def __init__(self):
+    self._items = None
+    self._counts = {"scored": 0, "citations": 0, "reference_model_calls": 0}
+
+  def start_system(self, system_name):
+    self._items = []
+
+  def add(self, row, ref, tables):
+    tables["citations_items"].add(ref)
+    self._items.append(row)
+    self._counts["scored"] += 1
+    self._counts["citations"] += row.n_citations
+    self._counts["reference_model_calls"] += row.reference_calls
+    return ()
+
+  def end_system(self, tables):
+    yield self._items
+
+  def stats(self):
+    return dict(self._counts)
+
+
+# ----------------------------------------------------------------------------
+# The leaderboard.
+
+# (figure, CI columns) of the figures with a CI.
+_WITH_CI = ("citation_rec", "citation_prec", "str_em", "qampari_f1", "claims_nli")
+
+
+def _percent_mean(values: List[float]) -> Optional[float]:
+  return float(100 * np.mean(values)) if values else None
+
+
+def _share(part: int, whole: int) -> Optional[float]:
+  return 100 * part / whole if whole else None
+
+
+def citations_system_rows(systems: List[List[CitationItemRow]], bootstrap_samples: int,
+                          seed: int) -> List[CitationsSystemRow]:
+  questions = sorted({item.question for items in systems for item in items})
+  position = {question: index for index, question in enumerate(questions)}
+  bootstrap = BootstrapWeights(max(len(questions), 1), bootstrap_samples, seed)
+  rows = []
+  for items in systems:
+    where = np.array([position[item.question] for item in items], dtype=np.int64)
+    values = {
+        "citation_rec": [item.citation_rec for item in items],
+        "citation_prec": [item.citation_prec for item in items],
+        "str_em": [item.str_em for item in items],
+        "qampari_f1": [item.qampari_f1 for item in items],
+        "claims_nli": [item.claims_nli for item in items],
+    }
+    ratios, present = [], {}
+    for name in _WITH_CI:
+      kept = [k for k, value in enumerate(values[name]) if value is not None]
+      present[name] = [values[name][k] for k in kept]
+      numerator = np.bincount(where[kept], weights=np.array(present[name], dtype=float),
+                              minlength=len(questions))
+      denominator = np.bincount(where[kept], minlength=len(questions)).astype(float)
+      ratios.append((numerator, denominator))
+    intervals = dict(zip(_WITH_CI, bootstrap.ratio_intervals(ratios)))
+
+    def figure(name):
+      interval = intervals[name] if present[name] else None
+      low, high = (None, None) if interval is None else (100 * interval[0],
+                                                         100 * interval[1])
+      return _percent_mean(present[name]), low, high
+
+    with_sentences = [item for item in items if item.n_sentences]
+    n_sentences = sum(item.n_sentences for item in items)
+    multi = sum(item.n_multi_citation for item in items)
+    multi_supported = sum(item.n_multi_supported for item in items)
+    overcited = sum(item.n_overcited for item in items)
+    qampari = [item for item in items if item.qampari_f1 is not None]
+    with_qa = [item for item in items if item.str_em is not None]
+    rows.append(CitationsSystemRow(
+        items[0].system_name, len(items), len(with_sentences), n_sentences,
+        sum(item.n_citations for item in items),
+        *figure("citation_rec"), *figure("citation_prec"),
+        _share(multi, n_sentences), _share(multi_supported, multi),
+        _share(overcited, multi_supported),
+        len(with_qa), *figure("str_em"),
+        _percent_mean([float(item.str_hit) for item in with_qa]),
+        len(qampari),
+        float(np.mean([item.qampari_num_preds for item in qampari])) if qampari else None,
+        _percent_mean([item.qampari_prec for item in qampari]),
+        _percent_mean([item.qampari_rec for item in qampari]),
+        _percent_mean([item.qampari_rec_top5 for item in qampari]),
+        *figure("qampari_f1"),
+        _percent_mean([item.qampari_f1_top5 for item in qampari]),
+        sum(1 for item in items if item.claims_nli is not None), *figure("claims_nli"),
+        sum(item.length for item in items) / len(items),
+        sum(item.reference_calls for item in items)))
+  return rows
+
+
+def _number(value: Optional[float], low: Optional[float] = None,
+            high: Optional[float] = None) -> str:
+  if value is None:
+    return ""
+  text = f"{value:.2f}"
+  if low is not None:
+    text += f" [{low:.2f}, {high:.2f}]"
+  return text
+
+
+def citations_markdown(rows) -> str:
+  lines = [
+      "Citation recall and precision (ALCE), in % as ALCE prints them (100 x the "
+      "mean over answers with at least one sentence); 95% bootstrap CIs over "
+      "questions in brackets, the same resamples for every system. STR-EM / "
+      "STR-Hit over answers with `qa_pairs`, QAMPARI over QAMPARI answers with "
+      "`answers`, claims NLI over answers with `claims`; length in words.",
+      "",
+      "| system | items | sentences | citations | citation_rec | citation_prec | "
+      "multi-citation % | supported % | overcite % | str_em | str_hit | qampari_f1 | "
+      "qampari_f1_top5 | claims_nli | length | eval.py calls |",
+      "|---|---:|---:|---:|---|---|---:|---:|---:|---|---:|---|---:|---|---:|---:|",
+  ]
+  for row in rows:
+    lines.append(
+        f"| {row.system_name} | {row.n_items} | {row.n_sentences} | {row.n_citations} | "
+        f"{_number(row.citation_rec, row.citation_rec_ci_low, row.citation_rec_ci_high)} | "
+        f"{_number(row.citation_prec, row.citation_prec_ci_low, row.citation_prec_ci_high)}"
+        f" | {_number(row.multi_citation_share)} | {_number(row.multi_supported_share)} | "
+        f"{_number(row.overcite_share)} | "
+        f"{_number(row.str_em, row.str_em_ci_low, row.str_em_ci_high)} | "
+        f"{_number(row.str_hit)} | "
+        f"{_number(row.qampari_f1, row.qampari_f1_ci_low, row.qampari_f1_ci_high)} | "
+        f"{_number(row.qampari_f1_top5)} | "
+        f"{_number(row.claims_nli, row.claims_nli_ci_low, row.claims_nli_ci_high)} | "
+        f"{row.length:.2f} | {row.reference_calls} |")
+  return "\n".join(lines) + "\n"
+
+
+def _system_rows(systems, bootstrap_samples: int, seed: int):
+  return citations_system_rows(sorted(systems, key=lambda items: items[0].system_name),
+                               bootstrap_samples, seed)
+
+
+def _describe(rows):
+  return {"systems": len(rows), "items": sum(row.n_items for row in rows)}
+
+
+class SummarizeCitations(beam.PTransform):
+  """PCollection[list of a system's CitationItemRow] -> citations.{csv,json,md};
+  returns WriteSummary's singleton (systems and items)."""
+
+  def __init__(self, output_dir: str, header: dict, bootstrap_samples: int, seed: int):
+    super().__init__()
+    self._output_dir = output_dir
+    self._header = dict(header, bootstrap={
+        "method": "percentile", "level": 0.95, "samples": bootstrap_samples,
+        "seed": seed, "unit": "question", "paired": True})
+    self._samples = bootstrap_samples
+    self._seed = seed
+
+  def expand(self, systems):
+    return (systems
+            | "ListSystems" >> beam.combiners.ToList()
+            | "SummarizeSystems" >> beam.FlatMap(_system_rows, self._samples,
+                                                 self._seed)
+            | "WriteSummary" >> WriteSummary(
+                self._output_dir, "citations", CITATIONS_SYSTEM_SCHEMA,
+                dict(self._header, units={"figures": "percent", "length": "words"}),
+                citations_markdown, describe=_describe))
