@@ -12,6 +12,7 @@ passages (docs/scorers.md says why). Both are called as `sent_tokenize` is: one
 block of text without line breaks in, its sentences out, stripped, none empty.
 """
 import importlib.metadata
+import re
 from typing import Callable, List, NamedTuple
 
 NLTK_PUNKT = "nltk-punkt"
@@ -29,14 +30,37 @@ class SentenceSplitter(NamedTuple):
     return {"name": self.name, "version": self.version}
 
 
+# Citation markers as ALCE's answers write them ("[1]", "[12]").
+_CITATION = re.compile(r"\[\d+\]")
+
+
+def _mask_citations(block: str) -> str:
+  """`block` with each citation marker replaced by as many capitals ("[1]" ->
+  "XXX"), and its first character by a space where it follows a full stop,
+  question or exclamation mark directly: syntok otherwise reads "Paris [1][2].
+  It" as one sentence and "Paris.[1] It" as one word, where punkt (the
+  reference scripts' splitter) cuts both. Same length: offsets are kept."""
+  def mask(match):
+    start, end = match.span()
+    gap = start > 0 and block[start - 1] in ".?!"
+    return (" " if gap else "X") + "X" * (end - start - 1)
+  return _CITATION.sub(mask, block)
+
+
 def syntok_sentences(block: str) -> List[str]:
-  """The sentences of `block` as syntok segments it, each an exact, stripped
-  slice of the block: cut at the offset of each sentence's first token (syntok's
-  token values can differ from the text, e.g. "n't" read as "not"), so no
-  character is changed or lost."""
+  """The sentences of `block` as syntok segments it (citation markers masked,
+  see _mask_citations), each an exact, stripped slice of the block: cut at the
+  offset of each sentence's first token (syntok's token values can differ from
+  the text, e.g. "n't" read as "not"), moved to the start of the citation
+  marker it falls in, so no character is changed or lost."""
   from syntok import segmenter  # pylint: disable=import-outside-toplevel
-  starts = [sentence[0].offset for paragraph in segmenter.analyze(block)
-            for sentence in paragraph if sentence]
+  markers = [match.span() for match in _CITATION.finditer(block)]
+  starts = []
+  for paragraph in segmenter.analyze(_mask_citations(block)):
+    for sentence in paragraph:
+      if sentence:
+        start = sentence[0].offset
+        starts.append(next((a for a, b in markers if a < start < b), start))
   pieces = (block[start:end].strip()
             for start, end in zip(starts, starts[1:] + [len(block)]))
   return [piece for piece in pieces if piece]

@@ -24,7 +24,7 @@ from typing import Dict, List, Optional, Tuple
 import apache_beam as beam
 
 from schemas import (AttributionScore, CitationItem, CitationItemRow,
-                     CitationSentenceRow, ScoringFailure)
+                     CitationSentenceRow)
 from transforms.citations import alce
 from transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             scoring_failed)

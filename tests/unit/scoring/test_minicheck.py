@@ -172,6 +172,25 @@ def test_syntok_sentences_keep_the_text():
   assert sentences.syntok_sentences("") == sentences.syntok_sentences("   ") == []
 
 
+@pytest.mark.parametrize("text, expected", [
+    # Stacked citations before a full stop: syntok alone keeps one sentence.
+    ("It is in Paris [1][2]. It has a tower [3].",
+     ["It is in Paris [1][2].", "It has a tower [3]."]),
+    # A citation right after a full stop goes with the next sentence, as in
+    # punkt; one after the last full stop is a sentence of its own (ALCE's
+    # oddity, docs/citations.md).
+    ("It is in Paris.[1][2] It has.", ["It is in Paris.", "[1][2] It has."]),
+    ("It is in Paris. [1] It has.", ["It is in Paris.", "[1] It has."]),
+    ("It was built in 1902. [2]", ["It was built in 1902.", "[2]"]),
+    # Brackets that are not citation markers are left to syntok.
+    ("Values [1, 2]. Next.", ["Values [1, 2].", "Next."]),
+])
+def test_syntok_cuts_at_citation_markers_as_punkt(text, expected):
+  split = sentences.syntok_sentences(text)
+  assert split == expected
+  assert "".join(split).replace(" ", "") == text.replace(" ", "")  # nothing lost
+
+
 def test_punkt_is_used_where_its_data_is_installed(tmp_path, monkeypatch):
   import nltk
   monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])
