@@ -88,10 +88,22 @@ def tiny_nli_classifier(tmp_path_factory):
                                            2: "contradiction"}, example_texts(), 128)
 
 
-@pytest.fixture(params=["t5", "nli-classifier"])
+@pytest.fixture(scope="session")
+def tiny_minicheck(tmp_path_factory):
+  """A tiny random T5 v1.1 that --scorer minicheck reads as MiniCheck-Flan-T5
+  (its vocabulary holds ids 3 and 209); skipped where torch is not installed."""
+  pytest.importorskip("torch")
+  pytest.importorskip("transformers")
+  from models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+  return build_random_t5(str(tmp_path_factory.mktemp("tiny_minicheck") / "model"),
+                         example_texts(), version="1.1", seed=5)
+
+
+@pytest.fixture(params=["t5", "nli-classifier", "minicheck"])
 def model_scorer(request):
   """(family, model directory) of each local model scorer family."""
-  fixture = {"t5": "tiny_t5", "nli-classifier": "tiny_nli_classifier"}[request.param]
+  fixture = {"t5": "tiny_t5", "nli-classifier": "tiny_nli_classifier",
+             "minicheck": "tiny_minicheck"}[request.param]
   return request.param, request.getfixturevalue(fixture)
 
 

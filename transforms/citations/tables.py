@@ -20,7 +20,7 @@ from schemas import (CITATION_ITEM_ROW_SCHEMA, CITATION_SENTENCE_SCHEMA,
                      CITATIONS_SYSTEM_SCHEMA, CitationItemRow, CitationSentenceRow,
                      CitationsSystemRow)
 from transforms.rows.merge import RowFold, RowTable
-from transforms.rows.summary import WriteSummary
+from transforms.rows.summary import WriteSummary, percent
 from transforms.stats.metrics import BootstrapWeights
 
 ITEM_KEY = ("system_name", "source_file", "item_index")
@@ -162,12 +162,8 @@ def citations_system_rows(systems: List[List[CitationItemRow]], bootstrap_sample
 
 def _number(value: Optional[float], low: Optional[float] = None,
             high: Optional[float] = None) -> str:
-  if value is None:
-    return ""
-  text = f"{value:.2f}"
-  if low is not None:
-    text += f" [{low:.2f}, {high:.2f}]"
-  return text
+  """A figure that is a percentage already, to 2 decimals, as ALCE prints it."""
+  return percent(value, low, high, scale=1, digits=2)
 
 
 def citations_markdown(rows) -> str:

@@ -17,14 +17,16 @@ from transforms.io.summary import write_summary_files
 
 
 def percent(value: Optional[float], low: Optional[float] = None,
-            high: Optional[float] = None) -> str:
+            high: Optional[float] = None, *, scale: float = 100,
+            digits: int = 1) -> str:
   """A fraction as a percentage with one decimal ("" for none), with its
-  interval in brackets where `low` is given."""
+  interval in brackets where `low` is given; `scale` 1 and `digits` 2 for a
+  value that is a percentage already, as ALCE prints them."""
   if value is None:
     return ""
-  text = f"{value * 100:.1f}"
+  text = f"{value * scale:.{digits}f}"
   if low is not None:
-    text += f" [{low * 100:.1f}, {high * 100:.1f}]"
+    text += f" [{low * scale:.{digits}f}, {high * scale:.{digits}f}]"
   return text
 
 
