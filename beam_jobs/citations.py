@@ -140,13 +140,10 @@ class _CitationsRecord(RunRecord):
     self._inputs = {"input": plan.files,
                     "formats": [plan.formats[path] for path in plan.files],
                     "qampari": options.qampari,
-                    "at_most_citations": options.at_most_citations,
-                    # As chosen on the launching machine; workers choose the same
-                    # way (models/sentences.py).
-                    "sentence_splitter": splitter().describe()}
+                    "at_most_citations": options.at_most_citations}
 
   def fields(self, read_counts, items, sentences, dead, summary, scorer_stats,
-             model_info):
+             model_info, sentence_splitter):
     return {
         "counts": reconcile(read_counts.get("read", 0), items["scored"],
                             dead["items"]),
@@ -156,9 +153,14 @@ class _CitationsRecord(RunRecord):
         "model_calls": scorer_stats.get("model_calls", 0),
         "unique_pairs": scorer_stats.get("unique_pairs", 0),
         "reference_model_calls": items["reference_model_calls"],
-        "inputs": dict(self._inputs),
+        # As a worker chose it (punkt where its data is installed there).
+        "inputs": dict(self._inputs, sentence_splitter=sentence_splitter),
         "scorer": self.scorer_fields(model_info, scorer_stats),
     }
+
+
+def _describe_splitter(unused_impulse):
+  return splitter().describe()
 
 
 def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputDir:
@@ -180,13 +182,16 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   summary = items["outcomes"] | "SummarizeCitations" >> SummarizeCitations(
       options.output_dir, {"at_most_citations": options.at_most_citations},
       options.bootstrap_samples, options.seed)
+  sentence_splitter = (pipeline
+                       | "StartSplitterInfo" >> beam.Create([None])
+                       | "DescribeSplitter" >> beam.Map(_describe_splitter))
   _ = pipeline | "WriteRunRecord" >> WriteRunRecord(
       options.output_dir, work_dir, record,
       {"items": (read.dead_letter, scored["dead_letter"], items["dead_letter"],
                  sentences["dead_letter"])},
       counts={"read_counts": read.counts},
       values={"items": items["stats"], "sentences": sentences["stats"],
-              "summary": summary},
+              "summary": summary, "sentence_splitter": sentence_splitter},
       scorer=plan.scorer, scorer_stats=scored["stats"])
   return plan.output
 
