@@ -2,15 +2,18 @@
 citations, per system, at leaderboard scale (SPEC 5.10; issue 18).
 
     autoais citations --input 'runs/*.json' --output_dir out/ \
-        [--format alce|jsonl] [--qampari auto|true|false] [--at_most_citations 3] \
+        [--format alce|jsonl|human_eval] [--qampari auto|true|false] [--at_most_citations 3] \
         [--scorer string-match|t5 --model DIR --decision decode ...] \
         [--bootstrap_samples 1000] [--seed 0]
     python -m beam_jobs.citations ...
 
 Input: ALCE result files ({"data": [{question, output, docs, qa_pairs?, answers?,
 claims?}]}, one system a file, named by the file stem) or their JSON Lines
-variant (one item a line, `system_name` or the file stem); see
-transforms/citations/readers.py. The definitions are ALCE's eval.py's
+variant (one item a line, `system_name` or the file stem), or ALCE's
+human_eval layout ({dataset: {system file: {question id: item}}}); see
+transforms/citations/readers.py. Items may carry human citation judgements
+(ALCE's human_eval format), checked against the automatic ones
+(transforms/citations/human.py). The definitions are ALCE's eval.py's
 (transforms/citations/alce.py); every distinct (premise, hypothesis) pair is
 scored once in the run, across sentences, precision checks and systems
 (transforms/citations/steps.py).
@@ -19,7 +22,8 @@ Outputs in --output_dir: citations_rows.parquet / .csv (one row per sentence),
 citations_items.parquet / .csv (one row per answer), citations.csv / .json /
 .md (per system: citation_rec, citation_prec, STR-EM / STR-Hit, QAMPARI figures,
 claims NLI, length, with 95% bootstrap CIs over questions, paired across
-systems), dead_letter.jsonl, and run.json, written last, whose item counts
+systems), citations_human.csv / .json / .md (the human check),
+dead_letter.jsonl, and run.json, written last, whose item counts
 reconcile (read = scored + rejected + unmatched) and which gives the sentences,
 citations, model calls (the distinct pairs scored) and the calls ALCE's eval.py
 would make.
@@ -31,6 +35,8 @@ if __name__ == "__main__":
   from beam_jobs.citations import run
   sys.exit(run())
 
+import os
+
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -39,7 +45,9 @@ from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, requ
 from beam_jobs.output_dir import OutputDir
 from schemas.errors import ConfigError
 from transforms.citations.alce import splitter
-from transforms.citations.readers import read_alce_document, read_alce_lines
+from transforms.citations.human import CheckAgainstHumans
+from transforms.citations.readers import (read_alce_document, read_alce_human_eval,
+                                          read_alce_lines)
 from transforms.citations.steps import ScoreCitations
 from transforms.citations.tables import ItemsFold, SentencesFold, SummarizeCitations
 from transforms.io.inputs import (check_input_file, data_format, match_files,
@@ -51,18 +59,24 @@ from transforms.rows.record import RunRecord, WriteRunRecord
 
 OUTPUT_FILES = ("run.json", "citations_rows.parquet", "citations_rows.csv",
                 "citations_items.parquet", "citations_items.csv", "citations.csv",
-                "citations.json", "citations.md", "dead_letter.jsonl")
-FORMATS = ("alce", "jsonl")
+                "citations.json", "citations.md", "citations_human.csv",
+                "citations_human.json", "citations_human.md", "dead_letter.jsonl")
+FORMATS = ("alce", "jsonl", "human_eval")
+_READERS = {"alce": read_alce_document, "jsonl": read_alce_lines,
+            "human_eval": read_alce_human_eval}
 QAMPARI = {"auto": None, "true": True, "false": False}
 
 
 def file_format(path: str, chosen: str) -> str:
-  """--format, or by the file's suffix: .jsonl / .ndjson are JSON Lines, .json
+  """--format, or by the file's name: .jsonl / .ndjson are JSON Lines, a name
+  holding "human_eval" ALCE's human evaluation file (as it publishes it), others
   an ALCE result file (compression suffixes aside)."""
   if chosen:
     return chosen
   name = uncompressed_name(path).lower()
-  return "jsonl" if name.endswith((".jsonl", ".ndjson")) else "alce"
+  if name.endswith((".jsonl", ".ndjson")):
+    return "jsonl"
+  return "human_eval" if "human_eval" in os.path.basename(name) else "alce"
 
 
 class _ReadItems:
@@ -73,8 +87,7 @@ class _ReadItems:
     self._qampari = qampari
 
   def __call__(self, path):
-    read = read_alce_lines if self._formats[path] == "jsonl" else read_alce_document
-    return read(path, self._qampari)
+    return _READERS[self._formats[path]](path, self._qampari)
 
 
 class CitationsOptions(PipelineOptions):
@@ -89,8 +102,11 @@ class CitationsOptions(PipelineOptions):
     group.add_argument("--output_dir", help="Directory for the outputs.")
     # No argparse default: other jobs share --format, without one.
     group.add_argument("--format", help="alce: ALCE's result file {\"data\": [...]}; "
-                       "jsonl: one item a line with an optional system_name "
-                       "(default: by suffix, .jsonl / .ndjson are jsonl).")
+                       "jsonl: one item a line with an optional system_name; "
+                       "human_eval: ALCE's human evaluation file {dataset: {system "
+                       "file: {question id: item}}} (default: by suffix, .jsonl / "
+                       ".ndjson are jsonl, a name holding human_eval human_eval, "
+                       "others alce).")
     group.add_argument("--qampari", default="auto",
                        help="true: split answers into comma-separated list items "
                        "(QAMPARI); false: into sentences; auto: QAMPARI where the "
@@ -143,7 +159,7 @@ class _CitationsRecord(RunRecord):
                     "at_most_citations": options.at_most_citations}
 
   def fields(self, read_counts, items, sentences, dead, summary, scorer_stats,
-             model_info, sentence_splitter):
+             model_info, sentence_splitter, human_check):
     return {
         "counts": reconcile(read_counts.get("read", 0), items["scored"],
                             dead["items"]),
@@ -153,6 +169,7 @@ class _CitationsRecord(RunRecord):
         "model_calls": scorer_stats.get("model_calls", 0),
         "unique_pairs": scorer_stats.get("unique_pairs", 0),
         "reference_model_calls": items["reference_model_calls"],
+        "human_check": human_check,
         # As a worker chose it (punkt where its data is installed there).
         "inputs": dict(self._inputs, sentence_splitter=sentence_splitter),
         "scorer": self.scorer_fields(model_info, scorer_stats),
@@ -182,6 +199,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   summary = items["outcomes"] | "SummarizeCitations" >> SummarizeCitations(
       options.output_dir, {"at_most_citations": options.at_most_citations},
       options.bootstrap_samples, options.seed)
+  human_check = ({"sentences": scored["sentences"], "systems": items["outcomes"]}
+                 | "CheckAgainstHumans" >> CheckAgainstHumans(options.output_dir))
   sentence_splitter = (pipeline
                        | "StartSplitterInfo" >> beam.Create([None])
                        | "DescribeSplitter" >> beam.Map(_describe_splitter))
@@ -191,7 +210,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
                  sentences["dead_letter"])},
       counts={"read_counts": read.counts},
       values={"items": items["stats"], "sentences": sentences["stats"],
-              "summary": summary, "sentence_splitter": sentence_splitter},
+              "summary": summary, "sentence_splitter": sentence_splitter,
+              "human_check": human_check},
       scorer=plan.scorer, scorer_stats=scored["stats"])
   return plan.output
 

@@ -37,9 +37,9 @@ from schemas.ais_annotations import (AIS_AGREEMENT_SCHEMA, AIS_ANNOTATION_SCHEMA
 from schemas.claims import (CLAIMS_SYSTEM_SCHEMA, CLAIM_INPUT_SCHEMA, CLAIM_ROW_SCHEMA,
                             ClaimInput, ClaimRow, ClaimsSystemRow)
 from schemas.citations import (CITATION_ITEM_ROW_SCHEMA, CITATION_ITEM_SCHEMA,
-                               CITATION_SENTENCE_SCHEMA, CITATIONS_SYSTEM_SCHEMA,
-                               CitationItem, CitationItemRow, CitationSentenceRow,
-                               CitationsSystemRow)
+                               CITATION_SENTENCE_SCHEMA, CITATIONS_HUMAN_SCHEMA,
+                               CITATIONS_SYSTEM_SCHEMA, CitationItem, CitationItemRow,
+                               CitationSentenceRow, CitationsHumanRow, CitationsSystemRow)
 from schemas.audit import (AUDIT_ANSWER_ROW_SCHEMA, AUDIT_ANSWER_SCHEMA,
                            AUDIT_CANDIDATE_SCHEMA, AUDIT_PAIR_SCHEMA, AUDIT_SYSTEM_SCHEMA,
                            CANDIDATE_SCHEMA, TOPIC_SCHEMA, AuditAnswer, AuditAnswerRow,
@@ -65,7 +65,8 @@ __all__ = [
     "AisTableRow", "CLAIMS_SYSTEM_SCHEMA", "CLAIM_INPUT_SCHEMA", "CLAIM_ROW_SCHEMA",
     "ClaimInput", "ClaimRow", "ClaimsSystemRow", "CITATION_ITEM_ROW_SCHEMA",
     "CITATION_ITEM_SCHEMA", "CITATION_SENTENCE_SCHEMA", "CITATIONS_SYSTEM_SCHEMA",
-    "CitationItem", "CitationItemRow", "CitationSentenceRow", "CitationsSystemRow", "AUDIT_ANSWER_ROW_SCHEMA",
+    "CitationItem", "CitationItemRow", "CitationSentenceRow", "CitationsSystemRow",
+    "CITATIONS_HUMAN_SCHEMA", "CitationsHumanRow", "AUDIT_ANSWER_ROW_SCHEMA",
     "AUDIT_ANSWER_SCHEMA", "AUDIT_CANDIDATE_SCHEMA", "AUDIT_PAIR_SCHEMA",
     "AUDIT_SYSTEM_SCHEMA", "CANDIDATE_SCHEMA", "TOPIC_SCHEMA", "AuditAnswer",
     "AuditAnswerRow", "AuditCandidateRow", "AuditPair", "AuditSystemRow", "Candidate",

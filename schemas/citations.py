@@ -19,6 +19,12 @@ class CitationItem(NamedTuple):
   answers: Optional[List[List[str]]]  # QAMPARI: the aliases of each gold answer
   claims: Optional[List[str]]  # ELI5: the gold claims
   qampari: bool  # split the answer into list items (file name or --qampari)
+  # Human judgements in ALCE's human_eval format, where the item carries them
+  # (its `sentences`): per sentence, `sentence_recall_score` (1: the cited
+  # documents fully support it) and the `citation_precision_score` of each
+  # judged citation (2 fully, 1 partly, 0 not supporting).
+  human_recall: Optional[List[int]]
+  human_citations: Optional[List[List[int]]]
   source_file: str
   source_line: int  # where the item starts
 
@@ -33,6 +39,8 @@ CITATION_ITEM_SCHEMA = pa.schema([
     pa.field("answers", pa.list_(pa.list_(pa.string()))),
     pa.field("claims", pa.list_(pa.string())),
     pa.field("qampari", pa.bool_(), nullable=False),
+    pa.field("human_recall", pa.list_(pa.int64())),
+    pa.field("human_citations", pa.list_(pa.list_(pa.int64()))),
     pa.field("source_file", pa.string(), nullable=False),
     pa.field("source_line", pa.int64(), nullable=False),
 ])
@@ -54,6 +62,11 @@ class CitationSentenceRow(NamedTuple):
   nli_score: Optional[float]  # of the joint premise; None where not scored
   needed: str  # per used citation, Y / N (precision test); "" where not applicable
   precision_credit: int  # needed citations this sentence adds to precision
+  # The human judgements of an item whose judgements align with its sentences
+  # (CitationItemRow.human_check "aligned"): the sentence fully supported, and
+  # the citation_precision_score (0 / 1 / 2) of each used citation; else None, "".
+  human_supported: Optional[bool]
+  human_citation_scores: str
   scorer: str
   source_file: str
   source_line: int
@@ -73,6 +86,8 @@ CITATION_SENTENCE_SCHEMA = pa.schema([
     pa.field("nli_score", pa.float64()),
     pa.field("needed", pa.string(), nullable=False),
     pa.field("precision_credit", pa.int64(), nullable=False),
+    pa.field("human_supported", pa.bool_()),
+    pa.field("human_citation_scores", pa.string(), nullable=False),
     pa.field("scorer", pa.string(), nullable=False),
     pa.field("source_file", pa.string(), nullable=False),
     pa.field("source_line", pa.int64(), nullable=False),
@@ -105,6 +120,11 @@ class CitationItemRow(NamedTuple):
   claims_nli: Optional[float]  # fraction of gold claims the answer entails
   length: int  # words of the answer, citations removed
   reference_calls: int  # model calls ALCE's eval.py makes for this item
+  # HUMAN_CHECKS: whether the item's human judgements align with its sentences
+  # and used citations (only aligned items enter the human check).
+  human_check: str
+  human_citation_rec: Optional[float]  # as citation_rec, from the judgements
+  human_citation_prec: Optional[float]
   source_file: str
   source_line: int
 
@@ -133,6 +153,9 @@ CITATION_ITEM_ROW_SCHEMA = pa.schema([
     pa.field("claims_nli", pa.float64()),
     pa.field("length", pa.int64(), nullable=False),
     pa.field("reference_calls", pa.int64(), nullable=False),
+    pa.field("human_check", pa.string(), nullable=False),
+    pa.field("human_citation_rec", pa.float64()),
+    pa.field("human_citation_prec", pa.float64()),
     pa.field("source_file", pa.string(), nullable=False),
     pa.field("source_line", pa.int64(), nullable=False),
 ])
@@ -199,3 +222,58 @@ CITATIONS_SYSTEM_SCHEMA = pa.schema(
         "claims_nli", "claims_nli_ci_low", "claims_nli_ci_high")] +
     [pa.field("length", pa.float64(), nullable=False),
      pa.field("reference_calls", pa.int64(), nullable=False)])
+
+
+class CitationsHumanRow(NamedTuple):
+  """The human check of one system (system_name None: every system pooled):
+  citations_human.csv / .json / .md. Over the items whose human judgements
+  (ALCE's human_eval format) align with their sentences and used citations:
+  the human and the automatic citation recall and precision in % (ALCE's
+  arithmetic on the same items), and the agreement job's statistics of the
+  automatic decisions against the human ones, per sentence for recall (the
+  sentence supported) and per used citation for precision (a citation counts
+  where the human found the sentence supported and the document supporting
+  it fully or partly, as ALCE's analysis; automatically, where ALCE's
+  precision credits it). Confusion counts with the human judgement as truth,
+  supported (1) the positive class."""
+  system_name: Optional[str]
+  n_items: int
+  n_items_judged: int
+  n_items_aligned: int
+  n_sentences: int
+  n_citations: int
+  human_citation_rec: Optional[float]
+  citation_rec: Optional[float]
+  human_citation_prec: Optional[float]
+  citation_prec: Optional[float]
+  recall_accuracy: Optional[float]
+  recall_balanced_accuracy: Optional[float]
+  recall_cohen_kappa: Optional[float]
+  recall_roc_auc: Optional[float]  # of nli_score, over the sentences scored
+  recall_tp: int
+  recall_fp: int
+  recall_tn: int
+  recall_fn: int
+  precision_accuracy: Optional[float]
+  precision_balanced_accuracy: Optional[float]
+  precision_cohen_kappa: Optional[float]
+  precision_tp: int
+  precision_fp: int
+  precision_tn: int
+  precision_fn: int
+
+
+CITATIONS_HUMAN_SCHEMA = pa.schema(
+    [pa.field("system_name", pa.string())] +
+    [pa.field(name, pa.int64(), nullable=False) for name in (
+        "n_items", "n_items_judged", "n_items_aligned", "n_sentences", "n_citations")] +
+    [pa.field(name, pa.float64()) for name in (
+        "human_citation_rec", "citation_rec", "human_citation_prec", "citation_prec",
+        "recall_accuracy", "recall_balanced_accuracy", "recall_cohen_kappa",
+        "recall_roc_auc")] +
+    [pa.field(name, pa.int64(), nullable=False) for name in (
+        "recall_tp", "recall_fp", "recall_tn", "recall_fn")] +
+    [pa.field(name, pa.float64()) for name in (
+        "precision_accuracy", "precision_balanced_accuracy", "precision_cohen_kappa")] +
+    [pa.field(name, pa.int64(), nullable=False) for name in (
+        "precision_tp", "precision_fp", "precision_tn", "precision_fn")])

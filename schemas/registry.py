@@ -41,6 +41,7 @@ SCHEMAS = {
     citations.CitationSentenceRow: citations.CITATION_SENTENCE_SCHEMA,
     citations.CitationItemRow: citations.CITATION_ITEM_ROW_SCHEMA,
     citations.CitationsSystemRow: citations.CITATIONS_SYSTEM_SCHEMA,
+    citations.CitationsHumanRow: citations.CITATIONS_HUMAN_SCHEMA,
     audit.AuditAnswer: audit.AUDIT_ANSWER_SCHEMA,
     audit.Candidate: audit.CANDIDATE_SCHEMA,
     audit.Topic: audit.TOPIC_SCHEMA,

@@ -7,11 +7,19 @@
     read_alce_lines(path, qampari)     the JSON Lines variant: one item a line,
                                        system = its `system_name` field or the
                                        file stem
+    read_alce_human_eval(path, qampari)
+                                       ALCE's human_eval layout, {dataset:
+                                       {system file: {question id: item,
+                                       "overall_results": ...}}}: system = the
+                                       system file's stem
 
 An item: `question`, `output` (strings), `docs` (a list of {title, text} or
 {title, sent}; `sent` wins, as in ALCE), and optionally `qa_pairs` (ASQA: a
 list of {short_answers: [...]}), `answers` (QAMPARI: a list of alias lists) and
-`claims` (ELI5: a list of strings). `qampari` (True / False / None) says whether
+`claims` (ELI5: a list of strings), and human judgements in ALCE's human_eval
+format, `sentences`: a list, per sentence of the answer, of
+{sentence_recall_score: 0 | 1, citations: [{citation_precision_score: 0 | 1 |
+2}, ...]} (other keys of those objects are not read). `qampari` (True / False / None) says whether
 the items are QAMPARI answers; None decides by the file name, as ALCE does
 ("qampari" in it). Each reader yields, per item, a `CitationItem` or a
 `DeadLetter` naming the file, the line where the item starts and the field; a
@@ -94,6 +102,39 @@ def _string_lists(value, field: str, inner: Optional[str] = None) -> List[List[s
   return lists
 
 
+def _judged_score(judged, name: str, key: str, allowed: range) -> int:
+  """`judged[key]` of the judged object at field `name`, one of `allowed`."""
+  if not isinstance(judged, dict):
+    raise _BadField(name, "wrong_type", f"a judgement is an object {{{key}, ...}}")
+  field, value = f"{name}.{key}", judged.get(key)
+  if value is None:
+    raise _BadField(field, "missing_field", "required field is missing")
+  # bool is an int in Python (True == 1), as in ALCE's own checks.
+  if isinstance(value, float) and value.is_integer():
+    value = int(value)
+  if not isinstance(value, int) or value not in allowed:
+    raise _BadField(field, "invalid_value" if isinstance(value, int) else "wrong_type",
+                    f"expected one of {', '.join(map(str, allowed))}, found {value!r}")
+  return int(value)
+
+
+def _human_judgements(value):
+  """(per sentence recall score, per sentence the citation precision scores)
+  of `sentences`, or (None, None) without it."""
+  if value is None:
+    return None, None
+  recall, citations = [], []
+  for index, sentence in enumerate(_list(value, "sentences")):
+    name = f"sentences[{index}]"
+    recall.append(_judged_score(sentence, name, "sentence_recall_score", range(2)))
+    citations.append([
+        _judged_score(citation, f"{name}.citations[{k}]", "citation_precision_score",
+                      range(3))
+        for k, citation in enumerate(_list(sentence.get("citations", []),
+                                           f"{name}.citations"))])
+  return recall, citations
+
+
 def parse_item(fields, system: str, index: int, qampari: bool, path: str,
                line: int) -> Union[CitationItem, DeadLetter]:
   if not isinstance(fields, dict):
@@ -115,11 +156,12 @@ def parse_item(fields, system: str, index: int, qampari: bool, path: str,
       if not claims:
         raise _BadField("claims", "empty_field",
                         "an empty list (ALCE divides by its length)")
+    human_recall, human_citations = _human_judgements(fields.get("sentences"))
   except _BadField as bad:
     return rejected(path, line, bad.reason, f"item {index}: {bad.message}",
                     json_record(fields), bad.field)
   return CitationItem(system, question, index, output, docs, qa_pairs, answers, claims,
-                      qampari, path, line)
+                      qampari, human_recall, human_citations, path, line)
 
 
 def read_alce_lines(path: str, qampari: Optional[bool] = None
@@ -140,6 +182,16 @@ def read_alce_lines(path: str, qampari: Optional[bool] = None
       continue
     yield parse_item(fields, system.strip(), index, qampari, path, line)
     index += 1
+
+
+def _document_text(path: str) -> str:
+  """A JSON document's text, BOM dropped, bytes that are not UTF-8 kept as
+  surrogates (the readers name them per field)."""
+  with open_input(path) as binary:
+    raw = binary.read()
+  if raw.startswith(UTF8_BOM):
+    raw = raw[len(UTF8_BOM):]
+  return raw.decode("utf-8", "surrogateescape")
 
 
 class _Lines:
@@ -196,11 +248,7 @@ def read_alce_document(path: str, qampari: Optional[bool] = None
   that an item's line is known and the items before a break are kept."""
   system = system_name_from_path(path)
   qampari = is_qampari_file(path) if qampari is None else qampari
-  with open_input(path) as binary:
-    raw = binary.read()
-  if raw.startswith(UTF8_BOM):
-    raw = raw[len(UTF8_BOM):]
-  text = raw.decode("utf-8", "surrogateescape")
+  text = _document_text(path)
   walker, lines = _Walker(text), _Lines(text)
   found, index = False, 0
   try:
@@ -232,4 +280,67 @@ def read_alce_document(path: str, qampari: Optional[bool] = None
     return
   if not found:
     yield rejected(path, 1, "missing_field", "an ALCE result file holds its items in "
-                   "a 'data' list", raw_record(text[:200]), "data")
+                   "a 'data' list (ALCE's human_eval files: --format human_eval)",
+                   raw_record(text[:200]), "data")
+
+
+# The key of ALCE's human_eval files that holds a system's summary, not an item.
+OVERALL_RESULTS = "overall_results"
+
+
+def read_alce_human_eval(path: str, qampari: Optional[bool] = None
+                         ) -> Iterator[Union[CitationItem, DeadLetter]]:
+  """The items of ALCE's human_eval layout, {dataset: {system file: {question
+  id: item, "overall_results": ...}}}, each located at the line where it
+  starts; system = the system file's stem; QAMPARI (qampari None) where the
+  file, dataset or system name holds "qampari". Walked as read_alce_document."""
+  text = _document_text(path)
+  walker, lines = _Walker(text), _Lines(text)
+  index = 0
+  where = "{dataset: {system: {question id: item}}}"
+  try:
+    walker.expect("{", f"a JSON object {where}")
+    for dataset in _members(walker, where):
+      walker.expect("{", f"dataset {dataset!r}: an object {{system: ...}}")
+      for system_file in _members(walker, where):
+        walker.expect("{", f"system {system_file!r}: an object {{question id: item}}")
+        system = system_name_from_path(system_file)
+        is_qampari = qampari
+        if is_qampari is None:
+          is_qampari = any("qampari" in name for name in (
+              os.path.basename(path), str(dataset), system_file))
+        for key in _members(walker, where):
+          if key == OVERALL_RESULTS:
+            walker.value()
+            continue
+          line = lines.at(walker.start())
+          fields = walker.value()
+          if not system.strip() or has_surrogates(system):
+            yield rejected(path, line, "empty_system_name", f"item {index}: the system "
+                           f"key {system_file!r} names no system", json_record(fields))
+          else:
+            yield parse_item(fields, system.strip(), index, is_qampari, path, line)
+          index += 1
+  except (json.JSONDecodeError, RecursionError) as error:
+    at = max(getattr(error, "pos", walker.position), walker.position)
+    after = f" (after item {index - 1})" if index else ""
+    yield rejected(path, lines.at(at), "malformed_json",
+                   f"not ALCE's human_eval layout {where}{after}: {error}",
+                   raw_record(text[at:at + 200]))
+
+
+def _members(walker: _Walker, where: str) -> Iterator[str]:
+  """The keys of the object the walker has just entered, the walker left at
+  each key's value (which the caller reads); consumes the closing brace."""
+  first = True
+  while not walker.at("}"):
+    if not first:
+      walker.expect(",", "',' or '}'")
+    first = False
+    key = walker.value()
+    if not isinstance(key, str):
+      raise json.JSONDecodeError(f"expected a key of {where}", walker.text,
+                                 walker.position)
+    walker.expect(":", "':'")
+    yield key
+  walker.expect("}", "'}'")

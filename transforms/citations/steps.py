@@ -148,12 +148,51 @@ def _citation_list(numbers) -> str:
   return ",".join(str(number) for number in numbers)
 
 
+ALIGNED, NO_JUDGEMENTS = "aligned", "no_judgements"
+SENTENCE_COUNT_DIFFERS, CITATION_COUNT_DIFFERS = ("sentence_count_differs",
+                                                  "citation_count_differs")
+HUMAN_CHECKS = (ALIGNED, NO_JUDGEMENTS, SENTENCE_COUNT_DIFFERS, CITATION_COUNT_DIFFERS)
+
+
+def human_check(item: CitationItem, plans) -> str:
+  """Whether the item's human judgements can be read against its sentences:
+  one judged sentence per sentence split here, and per sentence one judged
+  citation per used citation (ALCE's judges rated every valid citation: in
+  range and among the first --at_most_citations). A splitter that cuts the
+  answer otherwise than the judges' does not align."""
+  if item.human_recall is None:
+    return NO_JUDGEMENTS
+  if len(item.human_recall) != len(plans):
+    return SENTENCE_COUNT_DIFFERS
+  if any(len(scores) != len(plan.used)
+         for scores, plan in zip(item.human_citations, plans)):
+    return CITATION_COUNT_DIFFERS
+  return ALIGNED
+
+
+def human_figures(human_recall, human_citations) -> Tuple[Optional[float], Optional[float]]:
+  """(citation recall, citation precision) of an answer from its judgements, as
+  ALCE's analysis of them: recall the mean of the sentences' scores; a judged
+  citation counts for precision where its sentence is supported and the
+  document supports it fully or partly (score 1 or 2), over the answer's
+  judged citations (0 without any); None, None without sentences."""
+  if not human_recall:
+    return None, None
+  counted = [min(score, 1) if supported else 0
+             for supported, scores in zip(human_recall, human_citations)
+             for score in scores]
+  return (sum(human_recall) / len(human_recall),
+          sum(counted) / len(counted) if counted else 0)
+
+
 def assemble_item(item: CitationItem, answers: Dict[tuple, AttributionScore],
                   at_most_citations: Optional[int], scorer: str
                   ) -> Tuple[List[CitationSentenceRow], CitationItemRow]:
   """`answers`: {(kind, where): outcome} of the item's pairs (all scored)."""
   output = alce.scored_output(item.output)
   plans = alce.plan_sentences(item, output, at_most_citations)
+  check = human_check(item, plans)
+  aligned = check == ALIGNED
   rows, supported, needed = [], [], []
   n_multi = n_multi_supported = n_overcited = calls = 0
   for plan in plans:
@@ -184,7 +223,9 @@ def assemble_item(item: CitationItem, answers: Dict[tuple, AttributionScore],
         _citation_list(doc + 1 for doc in plan.used), plan.status, ok,
         None if score is None else score.nli_score,
         "" if flags is None else ",".join("Y" if flag else "N" for flag in flags),
-        credit, scorer, item.source_file, item.source_line))
+        credit, bool(item.human_recall[plan.index]) if aligned else None,
+        _citation_list(item.human_citations[plan.index]) if aligned else "",
+        scorer, item.source_file, item.source_line))
   credit, total = alce.item_precision(plans, supported, needed)
   n = len(plans)
   normalized = alce.remove_citations(output)
@@ -205,7 +246,9 @@ def assemble_item(item: CitationItem, answers: Dict[tuple, AttributionScore],
       sum(supported) / n if n else None,
       (credit / total if total > 0 else 0) if n else None,
       n_multi, n_multi_supported, n_overcited, em, hit, *qampari,
-      len(item.claims or ()), claims_nli, alce.length(normalized), calls,
+      len(item.claims or ()), claims_nli, alce.length(normalized), calls, check,
+      *(human_figures(item.human_recall, item.human_citations) if aligned
+        else (None, None)),
       item.source_file, item.source_line)
   return rows, row
 

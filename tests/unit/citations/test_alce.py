@@ -10,7 +10,7 @@ from transforms.citations import alce
 def _item(output, docs=("Title: A\na", "Title: B\nb", "Title: C\nc"), qampari=False,
           question="q?"):
   return CitationItem("s", question, 0, output, list(docs), None, None, None, qampari,
-                      "f.json", 1)
+                      None, None, "f.json", 1)
 
 
 def test_output_is_stripped_then_cut_at_its_first_line_then_unmarked():

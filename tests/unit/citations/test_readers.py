@@ -4,7 +4,8 @@ import gzip
 import json
 
 from schemas import CitationItem, DeadLetter
-from transforms.citations.readers import read_alce_document, read_alce_lines
+from transforms.citations.readers import (read_alce_document, read_alce_human_eval,
+                                          read_alce_lines)
 
 GOOD = {"question": "q", "output": "o [1].", "docs": [{"title": "T", "text": "x"}]}
 
@@ -88,3 +89,93 @@ def test_format_by_suffix_unless_chosen():
                                          "c.JSON.bz2")] == ["alce", "jsonl", "jsonl",
                                                             "alce"]
   assert file_format("a.json", "jsonl") == "jsonl"
+  # ALCE publishes its human evaluation as human_eval_citations_completed.json.
+  assert [file_format(p, None) for p in (
+      "r/human_eval_citations_completed.json", "gs://b/HUMAN_EVAL.json.gz",
+      "human_eval/run.json", "human_eval.jsonl")] == [
+          "human_eval", "human_eval", "alce", "jsonl"]
+
+
+JUDGED = dict(GOOD, id="-7013890438520559398", sentences=[
+    {"sentence": "o [1].", "sentence_recall_score": 1, "sentence_precision_score": 1,
+     "citations": [{"citation_precision_score": 2}]}],
+    automatic_recall_scores=[1], automatic_precision_scores=[1],
+    automatic_citation_precision_scores=[[1]])
+
+
+def test_judgements_are_read_from_an_items_sentences(tmp_path):
+  second = dict(GOOD, sentences=[{"sentence_recall_score": 0},
+                                 {"sentence_recall_score": True, "citations": [
+                                     {"citation_precision_score": 1.0},
+                                     {"citation_precision_score": 0}]}])
+  path = _write(tmp_path / "s.jsonl", json.dumps(JUDGED) + "\n" + json.dumps(second)
+                + "\n" + json.dumps(GOOD) + "\n")
+  first, second, plain = read_alce_lines(path)
+  assert (first.human_recall, first.human_citations) == ([1], [[2]])
+  assert (second.human_recall, second.human_citations) == ([0, 1], [[], [1, 0]])
+  assert (plain.human_recall, plain.human_citations) == (None, None)
+
+
+def test_bad_judgements_are_dead_letters_naming_the_field(tmp_path):
+  bad = [
+      dict(GOOD, sentences={"sentence_recall_score": 1}),
+      dict(GOOD, sentences=[{"citations": []}]),
+      dict(GOOD, sentences=[{"sentence_recall_score": 2}]),
+      dict(GOOD, sentences=[{"sentence_recall_score": 1},
+                            {"sentence_recall_score": 1,
+                             "citations": [{"citation_precision_score": 3}]}]),
+      dict(GOOD, sentences=[{"sentence_recall_score": "1"}]),
+      dict(GOOD, sentences=[{"sentence_recall_score": 1, "citations": [2]}]),
+      dict(GOOD, sentences=[{"sentence_recall_score": 0.5}]),
+  ]
+  path = _write(tmp_path / "s.jsonl", "".join(json.dumps(item) + "\n" for item in bad))
+  dead = list(read_alce_lines(path))
+  assert all(isinstance(d, DeadLetter) for d in dead)
+  assert [(d.source_line, d.field, d.reason) for d in dead] == [
+      (1, "sentences", "wrong_type"),
+      (2, "sentences[0].sentence_recall_score", "missing_field"),
+      (3, "sentences[0].sentence_recall_score", "invalid_value"),
+      (4, "sentences[1].citations[0].citation_precision_score", "invalid_value"),
+      (5, "sentences[0].sentence_recall_score", "wrong_type"),
+      (6, "sentences[0].citations[0]", "wrong_type"),
+      (7, "sentences[0].sentence_recall_score", "wrong_type")]
+  assert "expected one of 0, 1, 2, found 3" in dead[3].message
+
+
+def _human_eval(document):
+  return json.dumps(document, indent=4)
+
+
+def test_human_eval_layout_systems_lines_and_summaries_skipped(tmp_path):
+  document = {
+      "asqa": {"asqa-turbo-ndoc5.json": {"1": JUDGED, "overall_results": {"x": [1, 2]},
+                                         "2": dict(JUDGED, question="q2")}},
+      "qampari": {"qampari-run.json": {"3": dict(JUDGED, answers=[["a"]])}},
+  }
+  path = _write(tmp_path / "human_eval_citations_completed.json", _human_eval(document))
+  first, second, third = read_alce_human_eval(path)
+  assert [i.system_name for i in (first, second, third)] == [
+      "asqa-turbo-ndoc5", "asqa-turbo-ndoc5", "qampari-run"]
+  assert [i.item_index for i in (first, second, third)] == [0, 1, 2]
+  assert second.question == "q2" and first.human_citations == [[2]]
+  assert not first.qampari and third.qampari and third.answers == [["a"]]
+  lines = (tmp_path / "human_eval_citations_completed.json").read_text().splitlines()
+  for item in (first, second, third):
+    assert lines[item.source_line - 1].rstrip().endswith("{")
+    assert lines[item.source_line].strip().startswith('"question"')
+  assert (first.source_line, second.source_line) == (4, 44)
+
+
+def test_human_eval_layout_breaks_and_bad_items(tmp_path):
+  text = _human_eval({"asqa": {"s.json": {"1": JUDGED, "2": dict(JUDGED, docs=7)}}})
+  path = _write(tmp_path / "h.json", text[:-2])
+  parsed = list(read_alce_human_eval(path))
+  assert isinstance(parsed[0], CitationItem)
+  assert (parsed[1].field, parsed[1].reason) == ("docs", "wrong_type")
+  assert parsed[2].reason == "malformed_json" and "after item 1" in parsed[2].message
+  path = _write(tmp_path / "g.json", json.dumps({"asqa": [JUDGED]}))
+  (dead,) = read_alce_human_eval(path)
+  assert dead.reason == "malformed_json" and "dataset 'asqa'" in dead.message
+  path = _write(tmp_path / "e.json", json.dumps({"asqa": {"": {"1": JUDGED}}}))
+  (dead,) = read_alce_human_eval(path)
+  assert dead.reason == "empty_system_name"

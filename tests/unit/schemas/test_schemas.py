@@ -83,17 +83,20 @@ def _example(element_type):
           0.7, 0.5, None),
       schemas.CitationItem: schemas.CitationItem(
           "sys", "q?", 0, "a [1].", ["Title: t\nx"], [["a"], ["b", "c"]], None, ["c"],
-          False, "f.json", 3),
+          False, [1, 0], [[2], []], "f.json", 3),
       schemas.CitationSentenceRow: schemas.CitationSentenceRow(
           "sys", "q?", 0, 1, "a [1][2].", "a.", "1,2", "1,2", "scored", True, 0.75,
-          "Y,N", 1, "t5", "f.json", 3),
+          "Y,N", 1, True, "2,0", "t5", "f.json", 3),
       schemas.CitationItemRow: schemas.CitationItemRow(
           "sys", "q?", 0, 2, 3, 1, 0.5, 1 / 3, 1, 1, 1, None, None, 3, 0.5, 0.5, 1.0,
-          0.5, 0.75, 0, None, 7, 4, "f.json", 3),
+          0.5, 0.75, 0, None, 7, 4, "aligned", 0.5, 0.25, "f.json", 3),
       schemas.CitationsSystemRow: schemas.CitationsSystemRow(
           "sys", 3, 2, 5, 6, 50.0, 20.0, 80.0, 40.0, 10.0, 70.0, 20.0, 50.0, 0.0, 0,
           None, None, None, None, 0, None, None, None, None, None, None, None, None, 1,
           33.3, 0.0, 100.0, 12.5, 9),
+      schemas.CitationsHumanRow: schemas.CitationsHumanRow(
+          None, 4, 3, 2, 5, 6, 60.0, 40.0, 50.0, 50.0, 0.8, 0.75, 0.5, None, 2, 1, 2, 0,
+          0.5, 0.5, 0.0, 1, 2, 2, 1),
       schemas.ArticleEntry: schemas.ArticleEntry("http://w/A", "http://w/A#A#1"),
       schemas.AuditAnswer: schemas.AuditAnswer(None, "q?", "q1", "a", 1.0, 1.0, "a.csv",
                                                2),
