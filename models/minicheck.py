@@ -31,7 +31,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Union
 
 from models import nli_classifier, t5_nli
 from models.sentences import SentenceSplitter, sentence_splitter
-from schemas import AttributionExample, AttributionScore, ScoringFailure
+from schemas import LOCAL_FAILURE, AttributionExample, AttributionScore, ScoringFailure
 from schemas.errors import ConfigError, ModelError
 
 # The vocabulary ids whose first-step logits MiniCheck's Flan-T5 reads
@@ -193,7 +193,7 @@ class MiniCheckModel:
     scores, position = [], 0
     for count in counts:
       if not count:
-        scores.append(ScoringFailure(0, "minicheck: the document is blank (no chunk "
+        scores.append(ScoringFailure(LOCAL_FAILURE, "minicheck: the document is blank (no chunk "
                                      "to check the claim against; MiniCheck's "
                                      "Inferencer cannot score it either)"))
         continue

@@ -22,7 +22,8 @@ from schemas.common import (ATTRIBUTION_EXAMPLE_SCHEMA, ATTRIBUTION_SCORE_SCHEMA
                             DEAD_LETTER_SCHEMA, GOLD_ANSWER_SCHEMA, PREDICTION_SCHEMA,
                             REJECTED, SCORE_CACHE_ENTRY_SCHEMA, SCORING_FAILURE_SCHEMA,
                             UNMATCHED, AttributionExample, AttributionScore, DeadLetter,
-                            GoldAnswer, Prediction, ScoreCacheEntry, ScoringFailure)
+                            GoldAnswer, LOCAL_FAILURE, Prediction, ScoreCacheEntry,
+                            ScoringFailure)
 from schemas.corpus import (ARTICLE_ENTRY_SCHEMA, CORPUS_PASSAGE_SCHEMA,
                             CORPUS_RECORD_SCHEMA, ArticleEntry, CorpusPassage,
                             CorpusRecord)
@@ -55,7 +56,7 @@ __all__ = [
     "ATTRIBUTION_EXAMPLE_SCHEMA", "ATTRIBUTION_SCORE_SCHEMA", "DEAD_LETTER_SCHEMA",
     "GOLD_ANSWER_SCHEMA", "PREDICTION_SCHEMA", "REJECTED", "SCORE_CACHE_ENTRY_SCHEMA",
     "SCORING_FAILURE_SCHEMA", "UNMATCHED", "AttributionExample", "AttributionScore",
-    "DeadLetter", "GoldAnswer", "Prediction", "ScoreCacheEntry", "ScoringFailure",
+    "DeadLetter", "GoldAnswer", "Prediction", "ScoreCacheEntry", "ScoringFailure", "LOCAL_FAILURE",
     "ARTICLE_ENTRY_SCHEMA", "CORPUS_PASSAGE_SCHEMA", "CORPUS_RECORD_SCHEMA",
     "ArticleEntry", "CorpusPassage", "CorpusRecord", "GOLD_MATCH_SCHEMA",
     "HUMAN_RATING_SCHEMA", "LEADERBOARD_SCHEMA", "RATING_SCHEMA", "GoldMatch",

@@ -85,10 +85,16 @@ ATTRIBUTION_SCORE_SCHEMA = pa.schema([
 
 class ScoringFailure(NamedTuple):
   """Why a scorer could not score an example (a remote endpoint refused it, or
-  kept failing after every retry). `status` is the HTTP status of the last
-  answer, 0 where none came (a timeout, a dropped connection)."""
+  kept failing after every retry; a local model cannot score it). `status` is
+  the HTTP status of the last answer, 0 where none came (a timeout, a dropped
+  connection), LOCAL_FAILURE where no HTTP was involved."""
   status: int
   message: str
+
+
+# ScoringFailure.status of an example a model on the worker cannot score (a
+# MiniCheck document with no sentence to chunk).
+LOCAL_FAILURE = -1
 
 
 SCORING_FAILURE_SCHEMA = pa.schema([

@@ -5,7 +5,7 @@ from typing import Any, Iterable, Optional, Tuple
 
 import apache_beam as beam
 
-from schemas import REJECTED, DeadLetter, ScoringFailure
+from schemas import LOCAL_FAILURE, REJECTED, DeadLetter, ScoringFailure
 from transforms.io.fields import json_record
 
 
@@ -55,6 +55,8 @@ def first_failure(outcomes: Iterable) -> Optional[ScoringFailure]:
 
 def scoring_failed_message(failure: ScoringFailure) -> str:
   """The dead-letter message of a row whose scoring failed permanently."""
+  if failure.status == LOCAL_FAILURE:
+    return f"the model cannot score it: {failure.message}"
   status = f"HTTP {failure.status}" if failure.status else "no HTTP response"
   return f"scoring failed permanently ({status}): {failure.message}"
 
@@ -67,4 +69,5 @@ def scoring_failed(source_file: str, source_line: int, field: Optional[str], wha
   return DeadLetter(
       source_file, source_line, REJECTED, "scoring_failed", field,
       f"{source_file}:{source_line}: {named}{what}: {scoring_failed_message(failure)}",
-      json_record(dict(record, http_status=failure.status)))
+      json_record(dict(record, http_status=None if failure.status == LOCAL_FAILURE
+                       else failure.status)))

@@ -152,6 +152,12 @@ def test_a_blank_document_fails_as_in_minicheck(models, monkeypatch):
   assert isinstance(scored[0], ScoringFailure) and isinstance(scored[2], ScoringFailure)
   assert "the document is blank" in scored[0].message
   assert scored[1].n_windows == 1
+  # Its dead letter says the model refused it, not that an HTTP call failed.
+  from transforms.scoring.attribution import scoring_failed  # pylint: disable=import-outside-toplevel
+  dead = scoring_failed("c.jsonl", 3, "evidence", "claim 0", scored[0], {"id": "x"})
+  assert dead.message == ("c.jsonl:3: field 'evidence': claim 0: the model cannot "
+                          f"score it: {scored[0].message}")
+  assert '"http_status": null' in dead.record
 
 
 def test_pack_sentences_as_minicheck():
