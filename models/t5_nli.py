@@ -34,10 +34,12 @@ float32 load into `--dtype bfloat16` tensor by tensor from the memory-mapped
 files: no float32 copy of the model is held (bench/model_load.py measures it).
 """
 import fcntl
+import functools
 import hashlib
 import json
 import os
 import tempfile
+import threading
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
@@ -417,6 +419,44 @@ def _weight(linear):
   return weight().dequantize() if callable(weight) else weight
 
 
+class LockedTokenizer:
+  """A tokenizer that one thread calls at a time; attributes read through.
+
+  Beam's RunInference shares one loaded model among the threads of a worker
+  process. A fast tokenizer keeps its truncation and padding settings in
+  shared state and sets them on each call: two threads calling it with
+  different settings corrupted each other's encodings (tests/unit/scoring/
+  test_thread_safety.py: "index 130 is out of bounds" with the NLI
+  classifier's windows) or fail ("Already borrowed"). Encoding is a small
+  share of a batch's time, and the model runs outside the lock."""
+
+  def __init__(self, tokenizer):
+    self.unlocked = tokenizer
+    self._lock = threading.RLock()
+
+  def __call__(self, *args, **kwargs):
+    with self._lock:
+      return self.unlocked(*args, **kwargs)
+
+  def __len__(self) -> int:
+    return len(self.unlocked)
+
+  def __getattr__(self, name: str):
+    if name.startswith("__") or name in ("unlocked", "_lock"):
+      # Not found on the instance (copy and pickle probe before __init__).
+      raise AttributeError(name)
+    value = getattr(self.unlocked, name)
+    if not callable(value):
+      return value
+
+    @functools.wraps(value)
+    def locked(*args, **kwargs):
+      with self._lock:
+        return value(*args, **kwargs)
+
+    return locked
+
+
 class TokenBudgetModel:
   """What the loaded models of every family share (T5NliModel here,
   NliClassifierModel in models/nli_classifier.py): the torch model and its
@@ -428,7 +468,8 @@ class TokenBudgetModel:
     import torch  # pylint: disable=import-outside-toplevel
     self._torch = torch
     self.model = model
-    self.tokenizer = tokenizer
+    self.tokenizer = (tokenizer if isinstance(tokenizer, LockedTokenizer)
+                      else LockedTokenizer(tokenizer))
     self.device = device
     self.max_input_tokens = max_input_tokens
     self.token_budget = token_budget
