@@ -1,12 +1,17 @@
 """Tiny random sequence-classification NLI checkpoints (RoBERTa, DeBERTa-v2)
-with their own tokenizers trained here with the `tokenizers` library (no
-network, no hub), saved as published: config.json, model.safetensors,
-tokenizer.json and its settings.
+with their own tokenizers trained here (no network, no hub), saved as
+published: config.json, model.safetensors and the tokenizer.
 
     build_tiny_classifier(directory, "roberta", {0: "entailment", 1: "neutral", 2: "contradiction"})
 
-RoBERTa gets a byte-level BPE (`<s> A </s></s> B </s>`), DeBERTa-v2 a WordPiece
-(`[CLS] A [SEP] B [SEP]`, eos `[SEP]` as DeBERTa-v3's). `pair_ids(kind, tokenizer, premise_ids,
+RoBERTa gets a byte-level BPE trained with the `tokenizers` library
+(`<s> A </s></s> B </s>`, saved as tokenizer.json and its settings). DeBERTa-v2
+gets what microsoft/deberta-v3-* publish: a SentencePiece unigram `spm.model`
+([PAD] 0, [CLS] 1, [SEP] 2, [UNK] 3; [MASK] added after the pieces) and a
+tokenizer_config.json of {"do_lower_case": false, "vocab_type": "spm"} plus the
+model_max_length that a fine-tuned checkpoint saved by transformers carries; no
+tokenizer.json, so that transformers converts the SentencePiece model when it
+loads it (`[CLS] A [SEP] B [SEP]`, eos `[SEP]`). `pair_ids(kind, tokenizer, premise_ids,
 hypothesis_ids)` writes a pair input out by hand from that template, so a test
 can build model inputs without the product's code.
 """
@@ -14,7 +19,6 @@ from typing import Dict, Iterable, List, Optional
 
 ARCHITECTURES = ("roberta", "deberta-v2")
 _ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-_WORDPIECE_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
 def _roberta_tokenizer(texts: Iterable[str], model_max_length: int):
@@ -34,24 +38,27 @@ def _roberta_tokenizer(texts: Iterable[str], model_max_length: int):
       model_max_length=model_max_length)
 
 
-def _wordpiece_tokenizer(texts: Iterable[str], model_max_length: int):
-  from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers  # pylint: disable=import-outside-toplevel
-  from transformers import PreTrainedTokenizerFast  # pylint: disable=import-outside-toplevel
-  tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-  tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
-  tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-  tokenizer.train_from_iterator(texts, trainers.WordPieceTrainer(
-      vocab_size=600, special_tokens=_WORDPIECE_SPECIALS))
-  cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
-  tokenizer.post_processor = processors.TemplateProcessing(
-      single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-      special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
-  # bos and eos as DeBERTa-v3's tokenizer names them (MiniCheck joins a
-  # document and its claim with the eos token).
-  return PreTrainedTokenizerFast(
-      tokenizer_object=tokenizer, cls_token="[CLS]", sep_token="[SEP]",
-      bos_token="[CLS]", eos_token="[SEP]", unk_token="[UNK]", pad_token="[PAD]",
-      mask_token="[MASK]", model_max_length=model_max_length)
+def _deberta_v3_spm(texts: Iterable[str], directory: str, model_max_length: int) -> None:
+  """spm.model and tokenizer_config.json in `directory`, as DeBERTa-v3's."""
+  import json  # pylint: disable=import-outside-toplevel
+  import os  # pylint: disable=import-outside-toplevel
+  import tempfile  # pylint: disable=import-outside-toplevel
+  import sentencepiece as spm  # pylint: disable=import-outside-toplevel
+  os.makedirs(directory, exist_ok=True)
+  with tempfile.TemporaryDirectory() as scratch:
+    corpus = os.path.join(scratch, "corpus.txt")
+    with open(corpus, "w", encoding="utf-8") as f:
+      for text in texts:
+        f.write(" ".join(text.split()) + "\n")
+    spm.SentencePieceTrainer.train(
+        input=corpus, model_prefix=os.path.join(scratch, "spm"), vocab_size=600,
+        model_type="unigram", character_coverage=1.0, pad_id=0, pad_piece="[PAD]",
+        bos_id=1, bos_piece="[CLS]", eos_id=2, eos_piece="[SEP]", unk_id=3,
+        unk_piece="[UNK]", hard_vocab_limit=False, minloglevel=2, num_threads=2)
+    os.replace(os.path.join(scratch, "spm.model"), os.path.join(directory, "spm.model"))
+  with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+    json.dump({"do_lower_case": False, "vocab_type": "spm",
+               "model_max_length": model_max_length}, f)
 
 
 def build_tiny_classifier(directory: str, kind: str, id2label: Dict[int, str],
@@ -67,7 +74,8 @@ def build_tiny_classifier(directory: str, kind: str, id2label: Dict[int, str],
   default a tiny one)."""
   import torch  # pylint: disable=import-outside-toplevel
   from transformers import (DebertaV2Config, DebertaV2ForSequenceClassification,  # pylint: disable=import-outside-toplevel
-                            RobertaConfig, RobertaForSequenceClassification)
+                            DebertaV2Tokenizer, RobertaConfig,
+                            RobertaForSequenceClassification)
   texts = list(texts)
   labels = {"id2label": {int(k): v for k, v in id2label.items()},
             "label2id": {v: int(k) for k, v in id2label.items()}}
@@ -82,7 +90,10 @@ def build_tiny_classifier(directory: str, kind: str, id2label: Dict[int, str],
                            max_position_embeddings=model_max_length + 2, **size, **labels)
     model = RobertaForSequenceClassification(config)
   elif kind == "deberta-v2":
-    tokenizer = _wordpiece_tokenizer(texts, model_max_length)
+    _deberta_v3_spm(texts, directory, model_max_length)
+    # By its class: AutoTokenizer finds it through config.json's model_type,
+    # which is written below (as the product loads it).
+    tokenizer = DebertaV2Tokenizer.from_pretrained(directory)
     config = DebertaV2Config(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
                              max_position_embeddings=model_max_length,
                              relative_attention=True, position_buckets=16,
@@ -101,7 +112,8 @@ def build_tiny_classifier(directory: str, kind: str, id2label: Dict[int, str],
         parameter.mul_(attention_scale)
   model.eval()
   model.save_pretrained(directory, safe_serialization=True)
-  tokenizer.save_pretrained(directory)
+  if kind == "roberta":
+    tokenizer.save_pretrained(directory)
   return directory
 
 

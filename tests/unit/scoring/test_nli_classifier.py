@@ -36,6 +36,7 @@ from transforms.scoring.t5 import T5Scorer  # pylint: disable=wrong-import-posit
 THREE_WAY = {0: "entailment", 1: "neutral", 2: "contradiction"}
 TWO_WAY = {0: "not_entailment", 1: "Entailment"}  # another order, another case
 MAX_TOKENS = 64
+MIN_WINDOW = 16  # models/nli_classifier.py _MIN_WINDOW_TOKENS
 
 
 @pytest.fixture(scope="module")
@@ -67,13 +68,21 @@ def _examples():
 def _direct_windows(kind, tokenizer, example):
   """The model inputs of an example, built here: the pair from the kind's
   template; a premise too long split into windows of the tokens left beside the
-  hypothesis, each starting a quarter of a window before the last one ends."""
+  hypothesis, each starting a quarter of a window before the last one ends;
+  where fewer than MIN_WINDOW tokens are left, one input, the longer of the two
+  cut a token at a time (the hypothesis on ties) until the pair fits."""
   premise = tokenizer(example.premise, add_special_tokens=False)["input_ids"]
   hypothesis = tokenizer(example.hypothesis, add_special_tokens=False)["input_ids"]
   whole = pair_ids(kind, tokenizer, premise, hypothesis)
   if len(whole) <= MAX_TOKENS:
     return [whole]
+  specials = len(whole) - len(premise) - len(hypothesis)
   size = MAX_TOKENS - (len(whole) - len(premise))
+  if size < MIN_WINDOW:
+    premise, hypothesis = list(premise), list(hypothesis)
+    while len(premise) + len(hypothesis) + specials > MAX_TOKENS:
+      (premise if len(premise) > len(hypothesis) else hypothesis).pop()
+    return [pair_ids(kind, tokenizer, premise, hypothesis)]
   step = size - size // 4
   windows, start = [], 0
   while True:
