@@ -1,6 +1,7 @@
 """`autoais citations`: the same inputs give byte-identical outputs across runs
-and between the in-process and the multi-process DirectRunner; the counts of
-run.json reconcile on files with a bad item and a broken one."""
+and between the in-process and the multi-process DirectRunner (the human check
+included: one system's items carry judgements); the counts of run.json
+reconcile on files with a bad item and a broken one."""
 import hashlib
 import json
 
@@ -14,6 +15,7 @@ from tests.support.nq import nq_oracle_records
 ITEMS = range(0, 50)
 COMPARED = ("citations_rows.parquet", "citations_rows.csv", "citations_items.parquet",
             "citations_items.csv", "citations.csv", "citations.json", "citations.md",
+            "citations_human.csv", "citations_human.json", "citations_human.md",
             "dead_letter.jsonl")
 
 
@@ -30,6 +32,10 @@ def runs(tmp_path_factory):
   for system in SYSTEMS:
     items = alce_items(records, system, ITEMS)
     items[7]["docs"] = "not a list"
+    if system == "single":  # three sentences of one citation each
+      for k, item in enumerate(items):
+        item["sentences"] = [{"sentence_recall_score": (k + s) % 3 > 0, "citations": [
+            {"citation_precision_score": (k * s) % 3}]} for s in range(3)]
     write_alce(root / "runs" / f"{system}.json", items)
   # A file whose JSON breaks after two items.
   broken = json.dumps({"data": alce_items(records, "single", range(200, 203))}, indent=1)
@@ -67,5 +73,7 @@ def test_counts_reconcile_and_outputs_are_not_trivial(runs):
   recall = {row["system_name"]: row["citation_rec"] for row in summary["systems"]}
   assert set(recall) == set(SYSTEMS) | {"broken"}
   assert 0 < recall["single"] < 100
+  human = json.loads((runs["first"] / "citations_human.json").read_text(encoding="utf-8"))
+  assert human["items_by_check"]["aligned"] > 40
   # String matching calls no model; the pairs are counted all the same.
   assert run["model_calls"] == 0 and run["unique_pairs"] > 0
