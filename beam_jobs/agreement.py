@@ -38,7 +38,8 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_jobs.common import (JobArguments, ScorerOptions, boolean_flag, is_local_runner,
-                              require, run_job, scorer_from_options)
+                              require, require_choice, run_job,
+                              scorer_from_options)
 from beam_jobs.output_dir import OutputDir
 from schemas import AgreementRow
 from schemas.errors import ConfigError
@@ -96,21 +97,15 @@ class _Plan:
 
   def __init__(self, options: AgreementOptions, runner):
     require(options, "input", "format", "output_dir")
-    if options.format not in FORMATS:
-      raise ConfigError(f"--format {options.format!r}: choose from "
-                        f"{', '.join(FORMATS)}")
+    require_choice("--format", options.format, FORMATS)
     self.format = FORMATS[options.format]
     self.scenario = options.scenario
     if options.format == "xor-attriqa":
       self.scenario = self.scenario or SCENARIOS[0]
-      if self.scenario not in SCENARIOS:
-        raise ConfigError(f"--scenario {self.scenario!r}: choose from "
-                          f"{', '.join(SCENARIOS)}")
+      require_choice("--scenario", self.scenario, SCENARIOS)
     elif self.scenario is not None:
       raise ConfigError("--scenario applies to --format xor-attriqa only")
-    if options.calibrate_metric not in METRICS:
-      raise ConfigError(f"--calibrate_metric {options.calibrate_metric!r}: choose from "
-                        f"{', '.join(METRICS)}")
+    require_choice("--calibrate_metric", options.calibrate_metric, METRICS)
     if options.bootstrap_samples < 1:
       raise ConfigError("--bootstrap_samples must be positive")
     if options.seed < 0:

@@ -43,7 +43,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
-                              run_job, scorer_from_options)
+                              require_choice, run_job, scorer_from_options)
 from beam_jobs.output_dir import OutputDir
 from schemas.errors import ConfigError, InputError
 from transforms.audit.readers import (ANSWER_FIELDS, candidates_format,
@@ -98,9 +98,7 @@ class _Plan:
 
   def __init__(self, options: AuditOptions, runner):
     require(options, "answers", "candidates", "output_dir")
-    if options.candidates_from not in CANDIDATE_SOURCES:
-      raise ConfigError(f"--candidates_from {options.candidates_from!r}: choose from "
-                        f"{', '.join(CANDIDATE_SOURCES)}")
+    require_choice("--candidates_from", options.candidates_from, CANDIDATE_SOURCES)
     if options.top_k is not None and options.top_k < 1:
       raise ConfigError("--top_k must be positive")
     if options.bootstrap_samples < 1:

@@ -41,7 +41,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
-                              run_job, scorer_from_options)
+                              require_choice, run_job, scorer_from_options)
 from beam_jobs.output_dir import OutputDir
 from schemas.errors import ConfigError
 from transforms.citations.alce import splitter
@@ -124,11 +124,9 @@ class _Plan:
 
   def __init__(self, options: CitationsOptions, runner):
     require(options, "input", "output_dir")
-    if options.format is not None and options.format not in FORMATS:
-      raise ConfigError(f"--format {options.format!r}: choose from {', '.join(FORMATS)}")
-    if options.qampari not in QAMPARI:
-      raise ConfigError(f"--qampari {options.qampari!r}: choose from "
-                        f"{', '.join(QAMPARI)}")
+    if options.format is not None:
+      require_choice("--format", options.format, FORMATS)
+    require_choice("--qampari", options.qampari, tuple(QAMPARI))
     if options.at_most_citations < 1:
       raise ConfigError("--at_most_citations must be positive")
     if options.bootstrap_samples < 1:

@@ -33,7 +33,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
-                              run_job, scorer_from_options)
+                              require_choice, run_job, scorer_from_options)
 from beam_jobs.output_dir import OutputDir
 from schemas.errors import ConfigError
 from transforms.claims.readers import read_claims_jsonl
@@ -81,12 +81,8 @@ class _Plan:
   def __init__(self, options: ClaimsOptions, runner):
     require(options, "input", "output_dir")
     self.format = options.format or DEFAULT_FORMAT
-    if self.format not in FORMATS:
-      raise ConfigError(f"--format {self.format!r}: choose from "
-                        f"{', '.join(sorted(FORMATS))}")
-    if options.evidence_mode not in EVIDENCE_MODES:
-      raise ConfigError(f"--evidence_mode {options.evidence_mode!r}: choose from "
-                        f"{', '.join(EVIDENCE_MODES)}")
+    require_choice("--format", self.format, sorted(FORMATS))
+    require_choice("--evidence_mode", options.evidence_mode, EVIDENCE_MODES)
     self.scorer = scorer_from_options(options, is_local_runner(runner))
     if options.bootstrap_samples < 1:
       raise ConfigError("--bootstrap_samples must be positive")

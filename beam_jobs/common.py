@@ -221,8 +221,7 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
     return _judge_scorer(options, local_run)
   require(options, "model")
   from models import t5_nli  # pylint: disable=import-outside-toplevel
-  if options.device not in t5_nli.DEVICES:
-    raise ConfigError(f"--device {options.device!r}: choose from cpu, cuda")
+  require_choice("--device", options.device, t5_nli.DEVICES)
   if options.token_budget is not None and options.token_budget < 1:
     raise ConfigError("--token_budget must be positive")
   if options.torch_threads < 0:
@@ -233,8 +232,7 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
   if options.scorer == MINICHECK:
     return _minicheck_scorer(options, local_run)
   t5_nli.check_dtype(options.dtype)
-  if options.decision not in t5_nli.DECISIONS:
-    raise ConfigError(f"--decision {options.decision!r}: choose from threshold, decode")
+  require_choice("--decision", options.decision, t5_nli.DECISIONS)
   t5_nli.check_model_and_tokenizer(options.model, options.tokenizer)
   if options.decision == "decode":
     t5_nli.check_decode_generation(options.model)
@@ -418,6 +416,13 @@ def require(options, *names: str) -> None:
   missing = [f"--{name}" for name in names if not getattr(options, name, None)]
   if missing:
     raise ConfigError(f"missing required option(s): {', '.join(missing)}")
+
+
+def require_choice(flag: str, value, choices) -> None:
+  """Refuses `value` of `flag` unless it is one of `choices` (listed in the
+  message in their order)."""
+  if value not in choices:
+    raise ConfigError(f"{flag} {value!r}: choose from {', '.join(choices)}")
 
 
 _LOCAL_RUNNER_NAMES = (None, "DirectRunner", "SwitchingDirectRunner")
