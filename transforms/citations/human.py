@@ -97,14 +97,14 @@ def _percent_mean(values) -> Optional[float]:
   return float(100 * np.mean(values)) if values else None
 
 
-def _system_row(name: Optional[str], items, counts: Dict[str, AgreementCounts]
-                ) -> CitationsHumanRow:
-  """`items`: CitationItemRows of the system (or of all), in file order."""
+def _system_row(name: Optional[str], items, counts: Dict[str, AgreementCounts],
+                statistics: Dict[str, Dict[str, object]]) -> CitationsHumanRow:
+  """`items`: CitationItemRows of the system (or of all), in file order;
+  `statistics`: agreement_statistics of each kind's `counts`."""
   judged = [item for item in items if item.human_check != NO_JUDGEMENTS]
   aligned = [item for item in judged if item.human_check == ALIGNED]
   figured = [item for item in aligned if item.human_citation_rec is not None]
-  recall = agreement_statistics(counts[RECALL])
-  precision = agreement_statistics(counts[PRECISION])
+  recall, precision = statistics[RECALL], statistics[PRECISION]
   return CitationsHumanRow(
       name, len(items), len(judged), len(aligned), counts[RECALL].n,
       counts[PRECISION].n,
@@ -120,6 +120,10 @@ def _system_row(name: Optional[str], items, counts: Dict[str, AgreementCounts]
 
 def _empty_counts():
   return _CountJudgementsFn().create_accumulator()
+
+
+def _statistics(counts: Dict[str, AgreementCounts]) -> Dict[str, Dict[str, object]]:
+  return {kind: agreement_statistics(counts[kind]) for kind in (RECALL, PRECISION)}
 
 
 def human_check_markdown(rows: List[CitationsHumanRow]) -> str:
@@ -178,18 +182,16 @@ class _WriteHumanCheckFn(beam.DoFn):
     pooled = _empty_counts()
     for name, groups in sorted(systems):
       items = [item for chunk in groups["items"] for item in chunk]
-      counts = _empty_counts()
-      for found in groups["counts"]:
-        counts = found
+      # One accumulator per system (CombinePerKey); none where no sentence of
+      # the system was judged.
+      counts = next(iter(groups["counts"]), None) or _empty_counts()
       for kind in (RECALL, PRECISION):
         pooled[kind].merge(counts[kind])
       pooled_items.extend(items)
-      rows.append(_system_row(name, items, counts))
-      statistics[name] = {kind: agreement_statistics(counts[kind])
-                          for kind in (RECALL, PRECISION)}
-    rows.append(_system_row(None, pooled_items, pooled))
-    statistics[ALL_SYSTEMS] = {kind: agreement_statistics(pooled[kind])
-                               for kind in (RECALL, PRECISION)}
+      statistics[name] = _statistics(counts)
+      rows.append(_system_row(name, items, counts, statistics[name]))
+    statistics[ALL_SYSTEMS] = _statistics(pooled)
+    rows.append(_system_row(None, pooled_items, pooled, statistics[ALL_SYSTEMS]))
     by_check = {check: sum(item.human_check == check for item in pooled_items)
                 for check in HUMAN_CHECKS}
     document = {
