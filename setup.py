@@ -3,7 +3,15 @@
 Install locally with `make run` / `make test`; ship to Dataflow workers with
 `--setup_file ./setup.py` (see launch/README.md).
 """
+import pathlib
+import re
+
 import setuptools
+
+# The version is autoais/__init__.py's (`autoais --version`, `autoais.__version__`).
+_INIT = pathlib.Path(__file__).resolve().parent / "autoais" / "__init__.py"
+VERSION = re.search(r'^__version__ = "([^"]+)"$', _INIT.read_text(encoding="utf-8"),
+                    re.M).group(1)
 
 REQUIRED = [
     "apache-beam[gcp]>=2.77,<3",
@@ -30,8 +38,18 @@ REQUIRED = [
     "aiohttp>=3.9,<4",
 ]
 
-PACKAGES = [f"{name}{suffix}" for name in ("beam_jobs", "transforms", "models", "schemas",
-                                         "launch") for suffix in ("", ".*")]
+# One import name: the distribution installs only `autoais` into site-packages.
+# The layers keep their top-level folders in the repository (SPEC 2) and are
+# mapped into the package (`autoais.models` is models/, ...), so a user's own
+# `models` or `schemas` never meets ours.
+LAYERS = ("schemas", "models", "transforms", "beam_jobs", "launch")
+PACKAGE_DIR = {"autoais": "autoais", **{f"autoais.{layer}": layer for layer in LAYERS}}
+# Every package under the layers, found rather than listed: a subpackage left
+# out would import in tests and be missing on Dataflow workers.
+PACKAGES = ["autoais"] + [
+    f"autoais.{layer}" + (f".{sub}" if sub else "")
+    for layer in LAYERS
+    for sub in [""] + setuptools.find_packages(where=layer)]
 
 EXTRAS = {
     "test": [
@@ -66,13 +84,12 @@ EXTRAS = {
 
 setuptools.setup(
     name="autoais-beam",
-    version="0.1.0",
+    version=VERSION,
     description="Apache Beam jobs that score attributed question answering (AutoAIS, SQuAD EM/F1).",
     python_requires=">=3.10",
-    # Every package under these, found rather than listed: a subpackage left out
-    # would import in tests and be missing on Dataflow workers.
-    packages=setuptools.find_packages(include=PACKAGES),
+    packages=PACKAGES,
+    package_dir=PACKAGE_DIR,
     install_requires=REQUIRED,
     extras_require=EXTRAS,
-    entry_points={"console_scripts": ["autoais = beam_jobs.cli:main"]},
+    entry_points={"console_scripts": ["autoais = autoais.beam_jobs.cli:main"]},
 )

@@ -6,7 +6,7 @@ scores agree with the human labels (SPEC 5.5).
         [--scenario in-language|in-english] \
         [--calibrate_on PATH] [--calibrate_metric accuracy|balanced_accuracy] \
         [--calibrate_per_dataset] [--bootstrap_samples 1000] [--seed 0] [Beam options]
-    python -m beam_jobs.agreement ...
+    python -m autoais.beam_jobs.agreement ...
 
 Formats (transforms/labelled/readers.py): ratings, attributionbench, begin, wice,
 expertqa, xor-attriqa, aggrefact (LLM-AggreFact), true (the TRUE benchmark). Each item is scored with the chosen scorer (WiCE: the max
@@ -31,29 +31,29 @@ each).
 if __name__ == "__main__":
   # Run the package module (Beam pickles DoFns by reference).
   import sys
-  from beam_jobs.agreement import run
+  from autoais.beam_jobs.agreement import run
   sys.exit(run())
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (JobArguments, ScorerOptions, boolean_flag, is_local_runner,
+from autoais.beam_jobs.common import (JobArguments, ScorerOptions, boolean_flag, is_local_runner,
                               require, require_choice, run_job,
                               scorer_from_options)
-from beam_jobs.output_dir import OutputDir
-from schemas import AgreementRow
-from schemas.errors import ConfigError
-from transforms.agreement.steps import CALIBRATION, INPUT, ScoreItems
-from transforms.agreement.summary import (MEAN_GROUPINGS, Calibrate, RowsFold,
+from autoais.beam_jobs.output_dir import OutputDir
+from autoais.schemas import AgreementRow
+from autoais.schemas.errors import ConfigError
+from autoais.transforms.agreement.steps import CALIBRATION, INPUT, ScoreItems
+from autoais.transforms.agreement.summary import (MEAN_GROUPINGS, Calibrate, RowsFold,
                                           SummarizeAgreement, apply_threshold)
-from transforms.io.inputs import match_files
-from transforms.io.manifest import reconcile
-from transforms.io.records import ReadRecords
-from transforms.labelled.readers import (FORMATS, SCENARIOS, check_labelled_file,
+from autoais.transforms.io.inputs import match_files
+from autoais.transforms.io.manifest import reconcile
+from autoais.transforms.io.records import ReadRecords
+from autoais.transforms.labelled.readers import (FORMATS, SCENARIOS, check_labelled_file,
                                          labelled_reader)
-from transforms.rows.merge import WriteMergedRows
-from transforms.rows.record import RunRecord, WriteRunRecord
-from transforms.stats.agreement import METRICS
+from autoais.transforms.rows.merge import WriteMergedRows
+from autoais.transforms.rows.record import RunRecord, WriteRunRecord
+from autoais.transforms.stats.agreement import METRICS
 
 OUTPUT_FILES = ("run.json", "agreement_rows.parquet", "agreement_rows.csv",
                 "agreement.json", "agreement.md", "report.html", "dead_letter.jsonl")

@@ -3,7 +3,7 @@ from the released annotations and compared with the printed cells.
 
     autoais ais-annotations --input '../shared/data/ais_annotations/ann_*.csv' \
         --output_dir OUT [--alpha 0.01] [--sampled_outputs 200] [Beam options]
-    python -m beam_jobs.ais_annotations ...
+    python -m autoais.beam_jobs.ais_annotations ...
 
 Input: the release's consensus files (CSV, or JSONL / Parquet with the same
 columns), one data set per file, named by the file: ann_qrecc.csv -> qrecc.
@@ -22,26 +22,26 @@ dead_letter.jsonl, and run.json, written last, whose counts reconcile:
 read = used + rejected.
 """
 if __name__ == "__main__":
-  # `python -m beam_jobs.ais_annotations`: run the package module instead of
+  # `python -m autoais.beam_jobs.ais_annotations`: run the package module instead of
   # defining this one's classes a second time under __main__.
   import sys
-  from beam_jobs.ais_annotations import run
+  from autoais.beam_jobs.ais_annotations import run
   sys.exit(run())
 
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import JobArguments, require, run_job
-from beam_jobs.output_dir import OutputDir
-from schemas.errors import ConfigError, InputError
-from transforms.ais_annotations import readers, steps
-from transforms.ais_annotations.paper import PAPER, SAMPLED_ITEMS, SIGNIFICANCE_LEVEL
-from transforms.ais_annotations.tables import WriteAisTables
-from transforms.io.inputs import check_input_file, data_format, match_files
-from transforms.io.manifest import reconcile
-from transforms.io.records import ReadRecords, read_header
-from transforms.rows.record import RunRecord, WriteRunRecord
+from autoais.beam_jobs.common import JobArguments, require, run_job
+from autoais.beam_jobs.output_dir import OutputDir
+from autoais.schemas.errors import ConfigError, InputError
+from autoais.transforms.ais_annotations import readers, steps
+from autoais.transforms.ais_annotations.paper import PAPER, SAMPLED_ITEMS, SIGNIFICANCE_LEVEL
+from autoais.transforms.ais_annotations.tables import WriteAisTables
+from autoais.transforms.io.inputs import check_input_file, data_format, match_files
+from autoais.transforms.io.manifest import reconcile
+from autoais.transforms.io.records import ReadRecords, read_header
+from autoais.transforms.rows.record import RunRecord, WriteRunRecord
 
 OUTPUT_FILES = ("run.json", "ais_tables.csv", "ais_tables.json", "ais_tables.md",
                 "ais_agreement.csv", "dead_letter.jsonl")

@@ -6,7 +6,7 @@
         [--gold ../shared/data/nq_open/NQ-open.dev.jsonl] \
         [--candidates_from run|article] [--top_k K] \
         [--scorer string-match|t5 --model DIR ...] [--bootstrap_samples 1000]
-    python -m beam_jobs.audit ...
+    python -m autoais.beam_jobs.audit ...
 
 Answers: rows `system_name, question, answer` (CSV / JSONL / Parquet; an
 optional `query_id` where candidates are keyed by id; without `system_name`,
@@ -33,34 +33,34 @@ reconcile for answers and for candidates: read = scored + rejected + unmatched
 (+ candidates below --top_k, + candidates replaced by their article).
 """
 if __name__ == "__main__":
-  # `python -m beam_jobs.audit`: run the package module (Beam pickles DoFns by
+  # `python -m autoais.beam_jobs.audit`: run the package module (Beam pickles DoFns by
   # reference).
   import sys
-  from beam_jobs.audit import run
+  from autoais.beam_jobs.audit import run
   sys.exit(run())
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
+from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
                               require_choice, run_job, scorer_from_options)
-from beam_jobs.output_dir import OutputDir
-from schemas.errors import ConfigError, InputError
-from transforms.audit.readers import (ANSWER_FIELDS, candidates_format,
+from autoais.beam_jobs.output_dir import OutputDir
+from autoais.schemas.errors import ConfigError, InputError
+from autoais.transforms.audit.readers import (ANSWER_FIELDS, candidates_format,
                                       read_audit_answers, read_candidates)
-from transforms.audit.stages import (ExpandToArticles, GradeAnswers, IndexTopics,
+from autoais.transforms.audit.stages import (ExpandToArticles, GradeAnswers, IndexTopics,
                                      JoinCandidatePassages, MatchCandidates,
                                      RateCandidates)
-from transforms.audit.steps import ARTICLE, CANDIDATE_SOURCES, RUN, BuildAnswerIndex
-from transforms.audit.tables import AuditFold, SummarizeAudit
-from transforms.corpus import store
-from transforms.io.gold import TFDS_PREFIX, check_gold_source
-from transforms.io.inputs import (check_input_file, check_text_file, data_format,
+from autoais.transforms.audit.steps import ARTICLE, CANDIDATE_SOURCES, RUN, BuildAnswerIndex
+from autoais.transforms.audit.tables import AuditFold, SummarizeAudit
+from autoais.transforms.corpus import store
+from autoais.transforms.io.gold import TFDS_PREFIX, check_gold_source
+from autoais.transforms.io.inputs import (check_input_file, check_text_file, data_format,
                                   match_files)
-from transforms.io.manifest import reconcile
-from transforms.io.records import ReadRecords, read_header
-from transforms.rows.merge import WriteMergedRows
-from transforms.rows.record import RunRecord, WriteRunRecord
+from autoais.transforms.io.manifest import reconcile
+from autoais.transforms.io.records import ReadRecords, read_header
+from autoais.transforms.rows.merge import WriteMergedRows
+from autoais.transforms.rows.record import RunRecord, WriteRunRecord
 
 OUTPUT_FILES = ("run.json", "audit_candidates.parquet", "audit_answers.parquet",
                 "audit_answers.csv", "audit.csv", "audit.json", "audit.md",

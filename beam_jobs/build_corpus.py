@@ -3,7 +3,7 @@ the sharded, id-sorted Parquet corpus that `evaluate` joins against.
 
     autoais build-corpus --input 'wiki/*.jsonl.gz' --output gs://bucket/corpus \
         --num_shards 256 [--row_group_size 32] [Beam options]
-    python -m beam_jobs.build_corpus ...
+    python -m autoais.beam_jobs.build_corpus ...
 
 Layout and join strategies: transforms/corpus/store.py. Lines that are not passages
 (not JSON, no `id`, no `contents`/`title`+`text`, a repeated id) go to
@@ -13,10 +13,10 @@ and, under "articles", the article index shards (article key -> passage ids,
 for `autoais audit --candidates_from article`).
 """
 if __name__ == "__main__":
-  # `python -m beam_jobs.build_corpus`: run the package module instead of defining this
+  # `python -m autoais.beam_jobs.build_corpus`: run the package module instead of defining this
   # one's classes a second time under __main__ (Beam pickles DoFns by reference).
   import sys
-  from beam_jobs.build_corpus import run
+  from autoais.beam_jobs.build_corpus import run
   sys.exit(run())
 
 import time
@@ -25,18 +25,18 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import JobArguments, require, run_job
-from schemas.errors import ConfigError
-from beam_jobs.output_dir import OutputDir
-from schemas import ArticleEntry, CorpusRecord
-from transforms.corpus import store
-from transforms.corpus.sources import check_corpus_file, read_corpus_source
-from transforms.io.atomic import atomic_create
-from transforms.io.dead_letters import WriteDeadLetters
-from transforms.io.inputs import match_files
-from transforms.io.manifest import SumCounts, WriteManifest, utc_now, versions_and_timings
-from transforms.io.records import ReadRecords
-from transforms.io.sorted_runs import SpillSortedRuns, merge_sorted_runs
+from autoais.beam_jobs.common import JobArguments, require, run_job
+from autoais.schemas.errors import ConfigError
+from autoais.beam_jobs.output_dir import OutputDir
+from autoais.schemas import ArticleEntry, CorpusRecord
+from autoais.transforms.corpus import store
+from autoais.transforms.corpus.sources import check_corpus_file, read_corpus_source
+from autoais.transforms.io.atomic import atomic_create
+from autoais.transforms.io.dead_letters import WriteDeadLetters
+from autoais.transforms.io.inputs import match_files
+from autoais.transforms.io.manifest import SumCounts, WriteManifest, utc_now, versions_and_timings
+from autoais.transforms.io.records import ReadRecords
+from autoais.transforms.io.sorted_runs import SpillSortedRuns, merge_sorted_runs
 
 OUTPUT_FILES = (store.MANIFEST, "dead_letter.jsonl")
 

@@ -5,7 +5,7 @@ citations, per system, at leaderboard scale (SPEC 5.10; issue 18).
         [--format alce|jsonl|human_eval] [--qampari auto|true|false] [--at_most_citations 3] \
         [--scorer string-match|t5 --model DIR --decision decode ...] \
         [--bootstrap_samples 1000] [--seed 0]
-    python -m beam_jobs.citations ...
+    python -m autoais.beam_jobs.citations ...
 
 Input: ALCE result files ({"data": [{question, output, docs, qa_pairs?, answers?,
 claims?}]}, one system a file, named by the file stem) or their JSON Lines
@@ -29,10 +29,10 @@ citations, model calls (the distinct pairs scored) and the calls ALCE's eval.py
 would make.
 """
 if __name__ == "__main__":
-  # `python -m beam_jobs.citations`: run the package module (Beam pickles DoFns
+  # `python -m autoais.beam_jobs.citations`: run the package module (Beam pickles DoFns
   # by reference).
   import sys
-  from beam_jobs.citations import run
+  from autoais.beam_jobs.citations import run
   sys.exit(run())
 
 import os
@@ -40,22 +40,22 @@ import os
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
+from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
                               require_choice, run_job, scorer_from_options)
-from beam_jobs.output_dir import OutputDir
-from schemas.errors import ConfigError
-from transforms.citations.alce import splitter
-from transforms.citations.human import CheckAgainstHumans
-from transforms.citations.readers import (read_alce_document, read_alce_human_eval,
+from autoais.beam_jobs.output_dir import OutputDir
+from autoais.schemas.errors import ConfigError
+from autoais.transforms.citations.alce import splitter
+from autoais.transforms.citations.human import CheckAgainstHumans
+from autoais.transforms.citations.readers import (read_alce_document, read_alce_human_eval,
                                           read_alce_lines)
-from transforms.citations.steps import ScoreCitations
-from transforms.citations.tables import ItemsFold, SentencesFold, SummarizeCitations
-from transforms.io.inputs import (check_input_file, data_format, match_files,
+from autoais.transforms.citations.steps import ScoreCitations
+from autoais.transforms.citations.tables import ItemsFold, SentencesFold, SummarizeCitations
+from autoais.transforms.io.inputs import (check_input_file, data_format, match_files,
                                   uncompressed_name)
-from transforms.io.manifest import reconcile
-from transforms.io.records import ReadRecords
-from transforms.rows.merge import WriteMergedRows
-from transforms.rows.record import RunRecord, WriteRunRecord
+from autoais.transforms.io.manifest import reconcile
+from autoais.transforms.io.records import ReadRecords
+from autoais.transforms.rows.merge import WriteMergedRows
+from autoais.transforms.rows.record import RunRecord, WriteRunRecord
 
 OUTPUT_FILES = ("run.json", "citations_rows.parquet", "citations_rows.csv",
                 "citations_items.parquet", "citations_items.csv", "citations.csv",

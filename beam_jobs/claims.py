@@ -3,7 +3,7 @@
     autoais claims --input ../shared/data/expertqa/rand_val.jsonl --output_dir out/ \
         [--format expertqa|jsonl] [--evidence_mode concat|max|rerank] \
         [--scorer string-match|t5 --model DIR ...] [--bootstrap_samples 1000] [--seed 0]
-    python -m beam_jobs.claims ...
+    python -m autoais.beam_jobs.claims ...
 
 Input: ExpertQA records (question -> answers per system -> claims, each with its
 `evidence` list and the human `support` label), or a flat JSONL of one claim a
@@ -23,28 +23,28 @@ ROC-AUC of nli_score), dead_letter.jsonl, and run.json, written last, whose
 claim counts reconcile: read = scored + rejected + unmatched.
 """
 if __name__ == "__main__":
-  # `python -m beam_jobs.claims`: run the package module (Beam pickles DoFns by
+  # `python -m autoais.beam_jobs.claims`: run the package module (Beam pickles DoFns by
   # reference).
   import sys
-  from beam_jobs.claims import run
+  from autoais.beam_jobs.claims import run
   sys.exit(run())
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
+from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
                               require_choice, run_job, scorer_from_options)
-from beam_jobs.output_dir import OutputDir
-from schemas.errors import ConfigError
-from transforms.claims.readers import read_claims_jsonl
-from transforms.claims.steps import EVIDENCE_MODES, ScoreClaims
-from transforms.claims.tables import ClaimsFold, SummarizeClaims
-from transforms.io.inputs import check_input_file, data_format, match_files
-from transforms.io.manifest import reconcile
-from transforms.io.records import ReadRecords
-from transforms.labelled.expertqa import read_expertqa
-from transforms.rows.merge import WriteMergedRows
-from transforms.rows.record import RunRecord, WriteRunRecord
+from autoais.beam_jobs.output_dir import OutputDir
+from autoais.schemas.errors import ConfigError
+from autoais.transforms.claims.readers import read_claims_jsonl
+from autoais.transforms.claims.steps import EVIDENCE_MODES, ScoreClaims
+from autoais.transforms.claims.tables import ClaimsFold, SummarizeClaims
+from autoais.transforms.io.inputs import check_input_file, data_format, match_files
+from autoais.transforms.io.manifest import reconcile
+from autoais.transforms.io.records import ReadRecords
+from autoais.transforms.labelled.expertqa import read_expertqa
+from autoais.transforms.rows.merge import WriteMergedRows
+from autoais.transforms.rows.record import RunRecord, WriteRunRecord
 
 OUTPUT_FILES = ("run.json", "claims_rows.parquet", "claims_rows.csv", "claims.csv",
                 "claims.json", "claims.md", "dead_letter.jsonl")

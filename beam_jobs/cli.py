@@ -16,15 +16,15 @@ import importlib
 import sys
 
 JOBS = {
-    "build-corpus": "beam_jobs.build_corpus",
-    "evaluate": "beam_jobs.evaluate",
-    "ais-annotations": "beam_jobs.ais_annotations",
-    "agreement": "beam_jobs.agreement",
-    "claims": "beam_jobs.claims",
-    "citations": "beam_jobs.citations",
-    "audit": "beam_jobs.audit",
-    "sck": "beam_jobs.sck",
-    "serve": "beam_jobs.serve",
+    "build-corpus": "autoais.beam_jobs.build_corpus",
+    "evaluate": "autoais.beam_jobs.evaluate",
+    "ais-annotations": "autoais.beam_jobs.ais_annotations",
+    "agreement": "autoais.beam_jobs.agreement",
+    "claims": "autoais.beam_jobs.claims",
+    "citations": "autoais.beam_jobs.citations",
+    "audit": "autoais.beam_jobs.audit",
+    "sck": "autoais.beam_jobs.sck",
+    "serve": "autoais.beam_jobs.serve",
 }
 
 

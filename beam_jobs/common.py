@@ -21,12 +21,12 @@ from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOp
                                                   StandardOptions, _BeamArgumentParser)
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from transforms.scoring.names import (JUDGE_APIS, LLM_JUDGE, MINICHECK, NLI_CLASSIFIER,
+from autoais.transforms.scoring.names import (JUDGE_APIS, LLM_JUDGE, MINICHECK, NLI_CLASSIFIER,
                                       REMOTE, SCORERS, STRING_MATCH, VERTEX)
-from transforms.scoring.scorer import Scorer
-from transforms.scoring.registry import make_scorer
-from schemas.errors import ConfigError, CorpusError, InputError, ModelError
-from transforms.io import progress
+from autoais.transforms.scoring.scorer import Scorer
+from autoais.transforms.scoring.registry import make_scorer
+from autoais.schemas.errors import ConfigError, CorpusError, InputError, ModelError
+from autoais.transforms.io import progress
 
 EXIT_CONFIG_ERROR = 2
 EXIT_JOB_FAILED = 1
@@ -220,7 +220,7 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
   if options.scorer == LLM_JUDGE:
     return _judge_scorer(options, local_run)
   require(options, "model")
-  from models import t5_nli  # pylint: disable=import-outside-toplevel
+  from autoais.models import t5_nli  # pylint: disable=import-outside-toplevel
   require_choice("--device", options.device, t5_nli.DEVICES)
   if options.token_budget is not None and options.token_budget < 1:
     raise ConfigError("--token_budget must be positive")
@@ -265,7 +265,7 @@ def _check_cuda(device: str) -> None:
 def _classifier_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
   """--scorer nli-classifier: the checkpoint listed and its config.json read
   (also on gs://), the supporting label resolved, nothing loaded."""
-  from models import nli_classifier  # pylint: disable=import-outside-toplevel
+  from autoais.models import nli_classifier  # pylint: disable=import-outside-toplevel
   if options.decision != "threshold":
     raise ConfigError("--decision decode is the T5 family's (--scorer t5); --scorer "
                       "nli-classifier decides by --threshold")
@@ -282,7 +282,7 @@ def _classifier_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
 def _minicheck_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
   """--scorer minicheck: the checkpoint listed and its config.json read (also
   on gs://), its architecture one of MiniCheck's, nothing loaded."""
-  from models import minicheck, nli_classifier  # pylint: disable=import-outside-toplevel
+  from autoais.models import minicheck, nli_classifier  # pylint: disable=import-outside-toplevel
   if options.decision != "threshold":
     raise ConfigError("--decision decode is the T5 family's (--scorer t5); --scorer "
                       "minicheck decides by --threshold")
@@ -310,7 +310,7 @@ def _hosted_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
     _check_http_url("--endpoint", options.endpoint)
     _check_retries(options)
     if local_run:
-      from models.remote import fetch_health  # pylint: disable=import-outside-toplevel
+      from autoais.models.remote import fetch_health  # pylint: disable=import-outside-toplevel
       fetch_health(options.endpoint, options.request_timeout)
     return make_scorer(REMOTE, options.threshold, endpoint=options.endpoint,
                        timeout=options.request_timeout,
@@ -348,7 +348,7 @@ def _judge_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
   local run the tokenizer loaded (its chat template for --judge_api
   completions), the API key's variable set, and the endpoint asked whether it
   serves --judge_model."""
-  from models import llm_judge, t5_nli  # pylint: disable=import-outside-toplevel
+  from autoais.models import llm_judge, t5_nli  # pylint: disable=import-outside-toplevel
   if options.decision != "threshold":
     raise ConfigError("--decision decode is the T5 family's; --scorer llm-judge "
                       "decides by --threshold")

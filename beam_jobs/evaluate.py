@@ -5,7 +5,7 @@
         [--scorer string-match] [--threshold 0.5] [--join auto|lookup|shuffle] \
         [--human_ratings RATINGS] \
         [Beam options: --runner, --direct_num_workers, --direct_running_mode, ...]
-    python -m beam_jobs.evaluate ...
+    python -m autoais.beam_jobs.evaluate ...
 
 Predictions are CSV (header `question,answer,attribution`, optional
 `system_name`, `passage`, `human_rating`), JSONL or Parquet with the same fields,
@@ -20,10 +20,10 @@ report.html (when rows carry human ratings), dead_letter.jsonl and run.json,
 written last, whose counts reconcile: read = scored + rejected + unmatched.
 """
 if __name__ == "__main__":
-  # `python -m beam_jobs.evaluate`: run the package module instead of defining this
+  # `python -m autoais.beam_jobs.evaluate`: run the package module instead of defining this
   # one's classes a second time under __main__ (Beam pickles DoFns by reference).
   import sys
-  from beam_jobs.evaluate import run
+  from autoais.beam_jobs.evaluate import run
   sys.exit(run())
 
 import functools
@@ -32,25 +32,25 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
+from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
                               run_job, scorer_from_options)
-from beam_jobs.output_dir import OutputDir
-from schemas import UNMATCHED
-from schemas.errors import ConfigError
-from transforms.corpus import store
-from transforms.evaluate.leaderboard import WriteLeaderboard
-from transforms.evaluate.ratings import RatingsFold
-from transforms.evaluate.steps import (AttachHumanRatings, AttachPassages,
+from autoais.beam_jobs.output_dir import OutputDir
+from autoais.schemas import UNMATCHED
+from autoais.schemas.errors import ConfigError
+from autoais.transforms.corpus import store
+from autoais.transforms.evaluate.leaderboard import WriteLeaderboard
+from autoais.transforms.evaluate.ratings import RatingsFold
+from autoais.transforms.evaluate.steps import (AttachHumanRatings, AttachPassages,
                                        MatchGoldQuestions, ScoreAnswers)
-from transforms.io.gold import TFDS_PREFIX, ReadGold, check_gold_source
-from transforms.io.inputs import data_format, match_files
-from transforms.io.manifest import reconcile
-from transforms.io.predictions import check_prediction_file, read_predictions
-from transforms.io.records import ReadRecords
-from transforms.labelled.readers import check_human_ratings_file, read_human_ratings
-from transforms.rows.merge import WriteMergedRows
-from transforms.rows.record import RunRecord, WriteRunRecord
-from transforms.stats.metrics import BuildGoldIndex, SummarizeSystems
+from autoais.transforms.io.gold import TFDS_PREFIX, ReadGold, check_gold_source
+from autoais.transforms.io.inputs import data_format, match_files
+from autoais.transforms.io.manifest import reconcile
+from autoais.transforms.io.predictions import check_prediction_file, read_predictions
+from autoais.transforms.io.records import ReadRecords
+from autoais.transforms.labelled.readers import check_human_ratings_file, read_human_ratings
+from autoais.transforms.rows.merge import WriteMergedRows
+from autoais.transforms.rows.record import RunRecord, WriteRunRecord
+from autoais.transforms.stats.metrics import BuildGoldIndex, SummarizeSystems
 
 OUTPUT_FILES = ("run.json", "ratings.csv", "ratings.parquet", "scores.txt",
                 "leaderboard.csv", "leaderboard.json", "leaderboard.md",

@@ -54,8 +54,8 @@ from typing import Dict, List, Mapping, Optional, Sequence
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.errors import ConfigError
-from transforms.io.atomic import delete_tree, write_text_atomically
+from autoais.schemas.errors import ConfigError
+from autoais.transforms.io.atomic import delete_tree, write_text_atomically
 
 LEDGER = "_autoais_outputs.json"
 LEDGER_FORMAT = "autoais-outputs/1"

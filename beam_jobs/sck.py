@@ -3,7 +3,7 @@
     autoais sck --input answers.csv --kg 'kg/*.parquet' --output_dir out/ \
         [--scorer string-match|t5 --model DIR ...] [--embedding_model DIR] \
         [--k_weights 0.3333,0.3333,0.3333]
-    python -m beam_jobs.sck ...
+    python -m autoais.beam_jobs.sck ...
 
 Input (--input): rows of question, answer and optionally reference_answer,
 system_name, intent (transforms/sck/readers.py). Knowledge graph (--kg):
@@ -26,10 +26,10 @@ last, whose counts reconcile: read = scored + rejected + unmatched (answers),
 read = loaded + rejected (knowledge-graph statements).
 """
 if __name__ == "__main__":
-  # `python -m beam_jobs.sck`: run the package module (Beam pickles DoFns by
+  # `python -m autoais.beam_jobs.sck`: run the package module (Beam pickles DoFns by
   # reference).
   import sys
-  from beam_jobs.sck import run
+  from autoais.beam_jobs.sck import run
   sys.exit(run())
 
 from typing import Optional
@@ -37,24 +37,24 @@ from typing import Optional
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
+from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
                               run_job, scorer_from_options)
-from schemas.errors import ConfigError
-from beam_jobs.output_dir import OutputDir
-from models.embeddings import EmbeddingModelHandler, check_embedding_model
-from schemas import REJECTED
-from transforms.io.inputs import match_files
-from transforms.io.manifest import reconcile
-from transforms.io.records import ReadRecords
-from transforms.sck.intent import INTENT_WEIGHTS
-from transforms.sck.knowledge_graph import (BuildKnowledgeGraph, check_kg_file,
+from autoais.schemas.errors import ConfigError
+from autoais.beam_jobs.output_dir import OutputDir
+from autoais.models.embeddings import EmbeddingModelHandler, check_embedding_model
+from autoais.schemas import REJECTED
+from autoais.transforms.io.inputs import match_files
+from autoais.transforms.io.manifest import reconcile
+from autoais.transforms.io.records import ReadRecords
+from autoais.transforms.sck.intent import INTENT_WEIGHTS
+from autoais.transforms.sck.knowledge_graph import (BuildKnowledgeGraph, check_kg_file,
                                             read_kg_statements)
-from transforms.sck.readers import check_answers_file, read_answers
-from transforms.sck.steps import K_WEIGHTS, ScoreAnswers
-from transforms.sck.tables import AnswersFold, SummarizeSck
-from transforms.scoring.fanout import ScoreUniqueExamples
-from transforms.rows.merge import WriteMergedRows
-from transforms.rows.record import RunRecord, WriteRunRecord
+from autoais.transforms.sck.readers import check_answers_file, read_answers
+from autoais.transforms.sck.steps import K_WEIGHTS, ScoreAnswers
+from autoais.transforms.sck.tables import AnswersFold, SummarizeSck
+from autoais.transforms.scoring.fanout import ScoreUniqueExamples
+from autoais.transforms.rows.merge import WriteMergedRows
+from autoais.transforms.rows.record import RunRecord, WriteRunRecord
 
 OUTPUT_FILES = ("run.json", "sck_rows.parquet", "sck_rows.csv", "sck.csv", "sck.json",
                 "sck.md", "dead_letter.jsonl")

@@ -10,7 +10,7 @@
         [--max_request_windows 2048] [--max_body_bytes 67108864]
         [--max_json_depth 32] [--request_deadline 60] [--stuck_seconds 60]
         [--drain_seconds 30]
-    python -m beam_jobs.serve ...
+    python -m autoais.beam_jobs.serve ...
 
 Routes (transforms/serve/http.py has their statuses):
 
@@ -43,7 +43,7 @@ flight finish (up to --drain_seconds) and exits 0.
 """
 if __name__ == "__main__":
   import sys
-  from beam_jobs.serve import run
+  from autoais.beam_jobs.serve import run
   sys.exit(run())
 
 import argparse
@@ -53,8 +53,8 @@ import os
 import sys
 from typing import Optional
 
-from beam_jobs.common import EXIT_CONFIG_ERROR
-from schemas.errors import ConfigError, ModelError
+from autoais.beam_jobs.common import EXIT_CONFIG_ERROR
+from autoais.schemas.errors import ConfigError, ModelError
 
 DEFAULT_PORT = 8080
 
@@ -64,8 +64,8 @@ def _route(value: Optional[str], default: str) -> tuple:
 
 
 def parse_args(argv):
-  from models.serving import FAMILIES, Limits  # pylint: disable=import-outside-toplevel
-  from transforms.serve.http import MAX_BODY_BYTES, MAX_JSON_DEPTH  # pylint: disable=import-outside-toplevel
+  from autoais.models.serving import FAMILIES, Limits  # pylint: disable=import-outside-toplevel
+  from autoais.transforms.serve.http import MAX_BODY_BYTES, MAX_JSON_DEPTH  # pylint: disable=import-outside-toplevel
   env = os.environ
   parser = argparse.ArgumentParser(prog="autoais serve", description=__doc__.split(
       "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -134,7 +134,7 @@ def parse_args(argv):
 
 
 def _check(args) -> None:
-  from transforms.serve.http import MAX_JSON_DEPTH_LIMIT  # pylint: disable=import-outside-toplevel
+  from autoais.transforms.serve.http import MAX_JSON_DEPTH_LIMIT  # pylint: disable=import-outside-toplevel
   if not args.model:
     raise ConfigError("missing required option --model")
   if not 0 <= args.port < 65536:
@@ -161,8 +161,8 @@ def run(argv=None) -> int:
     print(f"autoais serve: error: {error}", file=sys.stderr)
     return EXIT_CONFIG_ERROR
   # pylint: disable=import-outside-toplevel
-  from models.serving import Limits, load_served_model
-  from transforms.serve import http
+  from autoais.models.serving import Limits, load_served_model
+  from autoais.transforms.serve import http
   try:
     model, description = load_served_model(
         args.scorer, args.model, dtype=args.dtype, device=args.device,

@@ -60,7 +60,7 @@ def _shard_sizes(total: int):
 
 
 def _generate(shard, sizes, mode):
-  from schemas import AgreementRow  # pylint: disable=import-outside-toplevel
+  from autoais.schemas import AgreementRow  # pylint: disable=import-outside-toplevel
   system, human, score = shard_rows(shard, sizes[shard], mode)
   for index, (s, h, x) in enumerate(zip(system.tolist(), human.tolist(),
                                         score.tolist())):
@@ -73,8 +73,8 @@ def child(total: int, mode: str, output: str) -> None:
   """One pipeline run; writes the overall statistics and this process's peak RSS."""
   import apache_beam as beam  # pylint: disable=import-outside-toplevel
   from apache_beam.runners.portability.fn_api_runner import FnApiRunner  # pylint: disable=import-outside-toplevel
-  from transforms.agreement.summary import stats_inputs  # pylint: disable=import-outside-toplevel
-  from transforms.stats import agreement  # pylint: disable=import-outside-toplevel
+  from autoais.transforms.agreement.summary import stats_inputs  # pylint: disable=import-outside-toplevel
+  from autoais.transforms.stats import agreement  # pylint: disable=import-outside-toplevel
 
   def write(grouped):
     by_key = dict(grouped)
@@ -159,7 +159,7 @@ def run_job(total: int, workdir: str):
              "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
   started = time.time()
   result = subprocess.run(
-      [sys.executable, "-c", wrapper, sys.executable, "-m", "beam_jobs.agreement",
+      [sys.executable, "-c", wrapper, sys.executable, "-m", "autoais.beam_jobs.agreement",
        "--input", path, "--format", "ratings", "--output_dir", output],
       cwd=ROOT, capture_output=True, text=True, check=True)
   code, peak = result.stdout.split()

@@ -83,7 +83,7 @@ def main():
   pattern = os.path.join(inputs, "*.jsonl")
   results = {"string-match": run(pattern, os.path.join(args.workdir, "string-match"))}
   if not args.skip_t5:
-    from models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+    from autoais.models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
     model = os.path.join(args.workdir, "model")
     if not os.path.isdir(model):
       build_random_t5(model, [words.passage(i) for i in range(2000)], vocab_size=4000,

@@ -43,9 +43,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from models.testing import build_random_t5  # pylint: disable=wrong-import-position
-from schemas import AttributionExample, ScoringFailure  # pylint: disable=wrong-import-position
-from transforms.scoring.string_match import string_match_score  # pylint: disable=wrong-import-position
+from autoais.models.testing import build_random_t5  # pylint: disable=wrong-import-position
+from autoais.schemas import AttributionExample, ScoringFailure  # pylint: disable=wrong-import-position
+from autoais.transforms.scoring.string_match import string_match_score  # pylint: disable=wrong-import-position
 
 SHARED = os.environ.get("AUTOAIS_SHARED_DATA", os.path.join(ROOT, "..", "shared", "data"))
 FAMILIES = ("string-match", "t5", "nli-classifier", "minicheck-flan-t5",
@@ -123,12 +123,12 @@ def build(name, workdir, texts):
   if name == "string-match":
     return _Family(name, function=lambda example: string_match_score(example, 0.5))
   if name == "t5":
-    from models.t5_nli import T5NliModelHandler
+    from autoais.models.t5_nli import T5NliModelHandler
     if not os.path.exists(directory):
       build_random_t5(directory, texts, seed=0, **T5_SMALL)
     return _Family(name, T5NliModelHandler(directory, max_input_tokens=512))
   if name == "minicheck-flan-t5":
-    from models.minicheck import MiniCheckModelHandler
+    from autoais.models.minicheck import MiniCheckModelHandler
     if not os.path.exists(directory):
       build_random_t5(directory, texts, seed=1, version="1.1",
                       **dict(T5_SMALL, d_ff=1024))
@@ -142,12 +142,12 @@ def build(name, workdir, texts):
                             THREE_WAY if name == "nli-classifier" else TWO_WAY,
                             texts, length, seed=2, size=CLASSIFIER)
     if name == "nli-classifier":
-      from models.nli_classifier import NliClassifierModelHandler
+      from autoais.models.nli_classifier import NliClassifierModelHandler
       return _Family(name, NliClassifierModelHandler(directory, max_input_tokens=512))
-    from models.minicheck import MiniCheckModelHandler
+    from autoais.models.minicheck import MiniCheckModelHandler
     return _Family(name, MiniCheckModelHandler(directory))
   if name == "llm-judge":
-    from models.llm_judge import LlmJudgeModelHandler
+    from autoais.models.llm_judge import LlmJudgeModelHandler
     from tests.support.openai_server import MODEL, OpenAIServer, build_judge_tokenizer
     from transformers import AutoTokenizer
     if not os.path.exists(directory):

@@ -34,9 +34,9 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from models.minicheck import load_minicheck  # pylint: disable=wrong-import-position
-from models.testing import build_random_t5  # pylint: disable=wrong-import-position
-from schemas import AttributionExample  # pylint: disable=wrong-import-position
+from autoais.models.minicheck import load_minicheck  # pylint: disable=wrong-import-position
+from autoais.models.testing import build_random_t5  # pylint: disable=wrong-import-position
+from autoais.schemas import AttributionExample  # pylint: disable=wrong-import-position
 
 SHARED = os.environ.get("AUTOAIS_SHARED_DATA", os.path.join(ROOT, "..", "shared", "data"))
 T5_SMALL = dict(d_model=512, d_kv=64, d_ff=1024, num_layers=6, num_heads=8,

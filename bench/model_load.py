@@ -37,7 +37,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from models.testing import (build_random_t5, load_memory_profile,  # pylint: disable=wrong-import-position
+from autoais.models.testing import (build_random_t5, load_memory_profile,  # pylint: disable=wrong-import-position
                             train_sentencepiece, write_published_tokenizer)
 
 SHARED = os.environ.get("AUTOAIS_SHARED_DATA", os.path.join(ROOT, "..", "shared", "data"))

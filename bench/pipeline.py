@@ -30,7 +30,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-AUTOAIS = [sys.executable, "-m", "beam_jobs.cli"]
+AUTOAIS = [sys.executable, "-m", "autoais.beam_jobs.cli"]
 
 
 class Words:

@@ -52,10 +52,10 @@ import torch
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from models import t5_nli  # pylint: disable=wrong-import-position
-from models.testing import build_random_t5  # pylint: disable=wrong-import-position
-from transforms.corpus.passages import parse_passage, pyserini_contents  # pylint: disable=wrong-import-position
-from transforms.scoring.examples import (qa_example)  # pylint: disable=wrong-import-position
+from autoais.models import t5_nli  # pylint: disable=wrong-import-position
+from autoais.models.testing import build_random_t5  # pylint: disable=wrong-import-position
+from autoais.transforms.corpus.passages import parse_passage, pyserini_contents  # pylint: disable=wrong-import-position
+from autoais.transforms.scoring.examples import (qa_example)  # pylint: disable=wrong-import-position
 
 SHARED = os.environ.get("AUTOAIS_SHARED_DATA", os.path.join(ROOT, "..", "shared", "data"))
 PARTS = ("reference", "reduced", "job", "threads", "leaderboard")
@@ -201,7 +201,7 @@ def write_predictions(path, rows):
 
 def run_job(args):
   started = time.perf_counter()
-  result = subprocess.run([sys.executable, "-m", "beam_jobs.cli", "evaluate", *args],
+  result = subprocess.run([sys.executable, "-m", "autoais.beam_jobs.cli", "evaluate", *args],
                           cwd=ROOT, capture_output=True, text=True, check=False)
   if result.returncode:
     raise SystemExit(result.stderr[-3000:])
@@ -215,7 +215,7 @@ def leaderboard_model_calls(model_dir, work, gold_path, records, n_questions=40)
   from apache_beam.metrics.metric import MetricsFilter  # pylint: disable=import-outside-toplevel
   from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=import-outside-toplevel
   from apache_beam.runners.portability.fn_api_runner import FnApiRunner  # pylint: disable=import-outside-toplevel
-  from beam_jobs import evaluate  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs import evaluate  # pylint: disable=import-outside-toplevel
   directory = os.path.join(work, "leaderboard23")
   os.makedirs(directory, exist_ok=True)
   rng = random.Random(23)

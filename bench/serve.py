@@ -33,7 +33,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from transforms.serve import load  # pylint: disable=wrong-import-position
+from autoais.transforms.serve import load  # pylint: disable=wrong-import-position
 
 
 def example_pairs():
@@ -62,7 +62,7 @@ def request_bodies(count: int, per_request: int, seed: int = 0):
 
 
 def build_model(workdir: str) -> str:
-  from models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+  from autoais.models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
   passages, hypotheses = example_pairs()
   directory = os.path.join(workdir, "tiny_t5")
   if not os.path.exists(os.path.join(directory, "config.json")):

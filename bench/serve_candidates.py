@@ -41,13 +41,13 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import serve as bench_serve  # pylint: disable=wrong-import-position
-from transforms.serve import load  # pylint: disable=wrong-import-position
+from autoais.transforms.serve import load  # pylint: disable=wrong-import-position
 
 _PRELUDE = """
 import sys
 sys.path.insert(0, {root!r})
-from models import t5_nli
-from schemas import AttributionExample
+from autoais.models import t5_nli
+from autoais.schemas import AttributionExample
 MODEL = {model!r}
 
 def examples(instances):

@@ -8,7 +8,7 @@ failed, 2 bad configuration).
 """
 import sys
 
-from beam_jobs.audit import run
+from autoais.beam_jobs.audit import run
 
 if __name__ == "__main__":
   sys.exit(run(sys.argv[1:]))

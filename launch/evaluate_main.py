@@ -7,7 +7,7 @@ and its return value becomes the exit code (0 ok, 1 job failed, 2 bad configurat
 """
 import sys
 
-from beam_jobs.evaluate import run
+from autoais.beam_jobs.evaluate import run
 
 if __name__ == "__main__":
   sys.exit(run(sys.argv[1:]))

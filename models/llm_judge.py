@@ -48,11 +48,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
-from models import t5_nli
-from models.sentences import sentence_splitter
-from models.remote import HttpClient
-from schemas import AttributionExample, AttributionScore, ScoringFailure
-from schemas.errors import ModelError, RequestFailed
+from autoais.models import t5_nli
+from autoais.models.sentences import sentence_splitter
+from autoais.models.remote import HttpClient
+from autoais.schemas import AttributionExample, AttributionScore, ScoringFailure
+from autoais.schemas.errors import ModelError, RequestFailed
 
 # The APIs (--judge_api) and their routes under the base URL.
 ROUTES = {"chat": "/chat/completions", "completions": "/completions"}
@@ -222,7 +222,7 @@ def describe_judge(tokenizer_path: str) -> Dict[str, Any]:
 
 def served_models(url: str, timeout: float, api_key_env: Optional[str]) -> List[str]:
   """GET {url}/models (OpenAI's list of models) -> the ids served (a launch check)."""
-  from models.remote import get_json  # pylint: disable=import-outside-toplevel
+  from autoais.models.remote import get_json  # pylint: disable=import-outside-toplevel
   answer = get_json(url.rstrip("/") + MODELS_ROUTE, timeout, f"--judge_url {url}",
                     _api_key(api_key_env))
   try:

@@ -29,10 +29,10 @@ examples of a call are scored together, in token-budget batches.
 """
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Union
 
-from models import nli_classifier, t5_nli
-from models.sentences import SentenceSplitter, sentence_splitter
-from schemas import LOCAL_FAILURE, AttributionExample, AttributionScore, ScoringFailure
-from schemas.errors import ConfigError, ModelError
+from autoais.models import nli_classifier, t5_nli
+from autoais.models.sentences import SentenceSplitter, sentence_splitter
+from autoais.schemas import LOCAL_FAILURE, AttributionExample, AttributionScore, ScoringFailure
+from autoais.schemas.errors import ConfigError, ModelError
 
 # The vocabulary ids whose first-step logits MiniCheck's Flan-T5 reads
 # (unsupported, supported), and its decoder start id.

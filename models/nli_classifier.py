@@ -32,9 +32,9 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from models import t5_nli
-from schemas import AttributionExample, AttributionScore
-from schemas.errors import ConfigError, ModelError
+from autoais.models import t5_nli
+from autoais.schemas import AttributionExample, AttributionScore
+from autoais.schemas.errors import ConfigError, ModelError
 
 # Names of the supporting class in published NLI heads (MNLI "entailment",
 # FEVER / fact-checking "supported" / "support", some "entail"), compared

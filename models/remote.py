@@ -57,8 +57,8 @@ from apache_beam.io.components.adaptive_throttler import AdaptiveThrottler
 from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
-from schemas import AttributionExample, AttributionScore, ScoringFailure
-from schemas.errors import EndpointMisconfigured, ModelError, RequestFailed
+from autoais.schemas import AttributionExample, AttributionScore, ScoringFailure
+from autoais.schemas.errors import EndpointMisconfigured, ModelError, RequestFailed
 
 PREDICT_ROUTE = "/predict"
 HEALTH_ROUTE = "/health"

@@ -37,8 +37,8 @@ import threading
 import time
 from typing import Any, Callable, Deque, Dict, List, NamedTuple, Optional, Sequence
 
-from schemas import AttributionExample, AttributionScore
-from schemas.errors import BadRequest, ModelError
+from autoais.schemas import AttributionExample, AttributionScore
+from autoais.schemas.errors import BadRequest, ModelError
 
 FAMILIES = ("t5", "nli-classifier")
 
@@ -111,7 +111,7 @@ def load_served_model(family: str, model_path: str, *, dtype: str = "float32",
                       positive_label: Optional[str] = None):
   """(ServedModel, description for /health) of a model of `family`."""
   # pylint: disable=import-outside-toplevel
-  from models import nli_classifier, t5_nli
+  from autoais.models import nli_classifier, t5_nli
   if family == "t5":
     if positive_label:
       raise ModelError("--positive_label is for --scorer nli-classifier")

@@ -47,8 +47,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
-from schemas import AttributionExample, AttributionScore
-from schemas.errors import ModelError
+from autoais.schemas import AttributionExample, AttributionScore
+from autoais.schemas.errors import ModelError
 
 DTYPES = ("float32", "bfloat16")
 DEVICES = ("cpu", "cuda")

@@ -260,7 +260,7 @@ def status():
       if key in ("RssAnon", "RssFile"):
         values[key] = int(value.split()[0]) * 1024
   return values
-from models import t5_nli
+from autoais.models import t5_nli
 import torch, transformers  # imported before the baseline: their own memory is not the model's
 peak = dict(status())
 before = dict(peak)

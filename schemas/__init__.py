@@ -18,38 +18,38 @@ Every name is also importable from `schemas` itself (the re-exports below), as i
 was when one module held them all. `tests/unit/schemas/test_schemas.py` holds every type
 against its schema.
 """
-from schemas.common import (ATTRIBUTION_EXAMPLE_SCHEMA, ATTRIBUTION_SCORE_SCHEMA,
+from autoais.schemas.common import (ATTRIBUTION_EXAMPLE_SCHEMA, ATTRIBUTION_SCORE_SCHEMA,
                             DEAD_LETTER_SCHEMA, GOLD_ANSWER_SCHEMA, PREDICTION_SCHEMA,
                             REJECTED, SCORE_CACHE_ENTRY_SCHEMA, SCORING_FAILURE_SCHEMA,
                             UNMATCHED, AttributionExample, AttributionScore, DeadLetter,
                             GoldAnswer, LOCAL_FAILURE, Prediction, ScoreCacheEntry,
                             ScoringFailure)
-from schemas.corpus import (ARTICLE_ENTRY_SCHEMA, CORPUS_PASSAGE_SCHEMA,
+from autoais.schemas.corpus import (ARTICLE_ENTRY_SCHEMA, CORPUS_PASSAGE_SCHEMA,
                             CORPUS_RECORD_SCHEMA, ArticleEntry, CorpusPassage,
                             CorpusRecord)
-from schemas.evaluate import (GOLD_MATCH_SCHEMA, HUMAN_RATING_SCHEMA, LEADERBOARD_SCHEMA,
+from autoais.schemas.evaluate import (GOLD_MATCH_SCHEMA, HUMAN_RATING_SCHEMA, LEADERBOARD_SCHEMA,
                               RATING_SCHEMA, GoldMatch, HumanRating, LeaderboardRow,
                               RatingRow)
-from schemas.agreement import (AGREEMENT_ROW_SCHEMA, LABELLED_ITEM_SCHEMA, AgreementRow,
+from autoais.schemas.agreement import (AGREEMENT_ROW_SCHEMA, LABELLED_ITEM_SCHEMA, AgreementRow,
                                LabelledItem)
-from schemas.ais_annotations import (AIS_AGREEMENT_SCHEMA, AIS_ANNOTATION_SCHEMA,
+from autoais.schemas.ais_annotations import (AIS_AGREEMENT_SCHEMA, AIS_ANNOTATION_SCHEMA,
                                      AIS_TABLE_SCHEMA, AisAgreementRow, AisAnnotation,
                                      AisTableRow)
-from schemas.claims import (CLAIMS_SYSTEM_SCHEMA, CLAIM_INPUT_SCHEMA, CLAIM_ROW_SCHEMA,
+from autoais.schemas.claims import (CLAIMS_SYSTEM_SCHEMA, CLAIM_INPUT_SCHEMA, CLAIM_ROW_SCHEMA,
                             ClaimInput, ClaimRow, ClaimsSystemRow)
-from schemas.citations import (CITATION_ITEM_ROW_SCHEMA, CITATION_ITEM_SCHEMA,
+from autoais.schemas.citations import (CITATION_ITEM_ROW_SCHEMA, CITATION_ITEM_SCHEMA,
                                CITATION_SENTENCE_SCHEMA, CITATIONS_HUMAN_SCHEMA,
                                CITATIONS_SYSTEM_SCHEMA, CitationItem, CitationItemRow,
                                CitationSentenceRow, CitationsHumanRow, CitationsSystemRow)
-from schemas.audit import (AUDIT_ANSWER_ROW_SCHEMA, AUDIT_ANSWER_SCHEMA,
+from autoais.schemas.audit import (AUDIT_ANSWER_ROW_SCHEMA, AUDIT_ANSWER_SCHEMA,
                            AUDIT_CANDIDATE_SCHEMA, AUDIT_PAIR_SCHEMA, AUDIT_SYSTEM_SCHEMA,
                            CANDIDATE_SCHEMA, TOPIC_SCHEMA, AuditAnswer, AuditAnswerRow,
                            AuditCandidateRow, AuditPair, AuditSystemRow, Candidate, Topic)
-from schemas.sck import (ENTITY_RECORD_SCHEMA, KG_EDGE_SCHEMA, KG_STATEMENT_SCHEMA,
+from autoais.schemas.sck import (ENTITY_RECORD_SCHEMA, KG_EDGE_SCHEMA, KG_STATEMENT_SCHEMA,
                          SCK_INPUT_SCHEMA, SCK_ROW_SCHEMA, SCK_SUMMARY_SCHEMA,
                          EntityRecord, KgEdge, KgStatement, SckInput, SckRow,
                          SckSummaryRow)
-from schemas.registry import SCHEMAS, iter_rows, schema_of, to_record_batch
+from autoais.schemas.registry import SCHEMAS, iter_rows, schema_of, to_record_batch
 
 # Every name above, re-exported: `from schemas import X` as before the split.
 __all__ = [

@@ -6,7 +6,7 @@ from typing import NamedTuple, Optional
 
 import pyarrow as pa
 
-from schemas.common import ATTRIBUTION_EXAMPLE_SCHEMA, AttributionExample
+from autoais.schemas.common import ATTRIBUTION_EXAMPLE_SCHEMA, AttributionExample
 
 
 class LabelledItem(NamedTuple):

@@ -6,7 +6,7 @@ from typing import NamedTuple, Optional
 
 import pyarrow as pa
 
-from schemas.common import PREDICTION_SCHEMA, Prediction
+from autoais.schemas.common import PREDICTION_SCHEMA, Prediction
 
 
 class GoldMatch(NamedTuple):

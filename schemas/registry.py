@@ -9,7 +9,7 @@ from typing import Sequence, Type
 import apache_beam as beam
 import pyarrow as pa
 
-from schemas import (agreement, ais_annotations, audit, citations, claims, common, corpus,
+from autoais.schemas import (agreement, ais_annotations, audit, citations, claims, common, corpus,
                      evaluate, sck)
 
 # In the order of the single module that held every type before issue 16 split it,

@@ -28,7 +28,7 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
 def example_corpus(tmp_path_factory):
   """The example passages (examples/corpus) built into a 2-shard corpus, once a
   session; tests that damage a corpus work on a copy."""
-  from beam_jobs import build_corpus  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs import build_corpus  # pylint: disable=import-outside-toplevel
   output = tmp_path_factory.mktemp("example_corpus") / "corpus"
   assert run_job(build_corpus, "--input", EXAMPLES / "corpus" / "*.jsonl",
                  "--output", output, "--num_shards", 2) == 0
@@ -45,7 +45,7 @@ def nq_leaderboard_inputs(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_t5_dirs(tmp_path_factory):
   """Two tiny random T5 checkpoints (seeds 3 and 4) with the example vocabulary."""
-  from models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+  from autoais.models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
   root = tmp_path_factory.mktemp("tiny_t5")
   return {seed: build_random_t5(str(root / f"seed{seed}"), example_texts(),
                                 vocab_size=2000, seed=seed) for seed in (3, 4)}
@@ -54,7 +54,7 @@ def tiny_t5_dirs(tmp_path_factory):
 @pytest.fixture(scope="session")
 def examples_corpus_dir(tmp_path_factory):
   """The example corpus, built by build-corpus."""
-  from beam_jobs import build_corpus  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs import build_corpus  # pylint: disable=import-outside-toplevel
   output = tmp_path_factory.mktemp("examples_corpus") / "corpus"
   assert run_job(build_corpus, "--input", EXAMPLES / "corpus" / "*.jsonl",
                  "--output", output, "--num_shards", 2) == 0
@@ -67,7 +67,7 @@ def tiny_t5(tmp_path_factory):
   trained on the example corpus; skipped where torch is not installed."""
   pytest.importorskip("torch")
   pytest.importorskip("transformers")
-  from models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+  from autoais.models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
   texts = [json.loads(line)["contents"] for line in
            (PROJECT_ROOT / "examples" / "corpus" / "wiki_sample.jsonl")
            .read_text(encoding="utf-8").splitlines()]
@@ -94,7 +94,7 @@ def tiny_minicheck(tmp_path_factory):
   (its vocabulary holds ids 3 and 209); skipped where torch is not installed."""
   pytest.importorskip("torch")
   pytest.importorskip("transformers")
-  from models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+  from autoais.models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
   return build_random_t5(str(tmp_path_factory.mktemp("tiny_minicheck") / "model"),
                          example_texts(), version="1.1", seed=5)
 

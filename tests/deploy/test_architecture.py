@@ -1,6 +1,12 @@
 """The layering rule (README, Architecture), read from the imports themselves.
 
-    schemas <- models <- transforms <- beam_jobs <- launch
+    schemas <- models <- transforms <- beam_jobs <- autoais (the Python API) <- launch
+
+Every layer is imported through the one package, `autoais` (the folders are
+mapped into it by setup.py): an import of a bare `models` or `schemas` would
+find a user's own package of that name, so none is allowed. Below, module
+names drop the `autoais.` prefix of the layers (`autoais.models.t5_nli` is
+`models.t5_nli`); the API's own modules keep it (`autoais`, `autoais.api`).
 
 A module imports only from its own layer or the layers to its left (every import
 statement counts, those inside functions too). `models/` holds ModelHandlers and
@@ -20,7 +26,8 @@ import setuptools
 
 from tests.support.paths import PROJECT_ROOT
 
-LAYERS = ("schemas", "models", "transforms", "beam_jobs", "launch")
+LAYERS = ("schemas", "models", "transforms", "beam_jobs", "autoais", "launch")
+PACKAGE = "autoais"
 
 JOBS = ("agreement", "ais-annotations", "audit", "build-corpus", "citations", "claims",
         "evaluate", "sck", "serve")
@@ -46,7 +53,7 @@ def owner(module: str):
 
 
 def _modules():
-  """{module name: path} of every module of the five layers."""
+  """{module name: path} of every module of the layers."""
   found = {}
   for layer in LAYERS:
     for path in sorted((PROJECT_ROOT / layer).rglob("*.py")):
@@ -59,23 +66,42 @@ def _modules():
 MODULES = _modules()
 
 
+def _short(name: str) -> str:
+  """A module's name in MODULES: `autoais.models.t5_nli` is `models.t5_nli`."""
+  inner = name.split(".", 1)[1] if name.startswith(PACKAGE + ".") else ""
+  return inner if inner.split(".")[0] in LAYERS else name
+
+
 def _imports(path: pathlib.Path):
-  """The project modules `path` imports (from X import Y counts X.Y where
-  that is a module, else X)."""
-  imported = set()
+  """(the project modules `path` imports, by their names in MODULES (from X
+  import Y counts X.Y where that is a module, else X); its imports of a bare
+  layer name such as `from models import ...`, which must not exist)."""
+  imported, bare = set(), set()
   for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
     if isinstance(node, ast.Import):
       names = [alias.name for alias in node.names]
     elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-      names = [f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in MODULES
+      names = [f"{node.module}.{alias.name}" if _short(f"{node.module}.{alias.name}") in MODULES
                else node.module for alias in node.names]
     else:
       continue
-    imported.update(name for name in names if name.split(".")[0] in LAYERS)
-  return imported
+    for name in names:
+      top = name.split(".")[0]
+      if top == PACKAGE:
+        imported.add(_short(name))
+      elif top in LAYERS:
+        bare.add(name)
+  return imported, bare
 
 
-IMPORTS = {name: _imports(path) for name, path in MODULES.items()}
+_PARSED = {name: _imports(path) for name, path in MODULES.items()}
+IMPORTS = {name: found for name, (found, _) in _PARSED.items()}
+
+
+def test_every_project_import_goes_through_the_autoais_package():
+  bare = sorted(f"{importer} imports {name}" for importer, (_, names) in _PARSED.items()
+                for name in names)
+  assert not bare, "\n".join(bare)
 
 
 def _layer(module: str) -> int:
@@ -125,13 +151,16 @@ def test_transforms_modules_live_in_a_shared_or_a_jobs_subpackage():
 
 
 def test_setup_finds_every_package():
-  namespace = {}
+  namespace = {"__file__": str(PROJECT_ROOT / "setup.py")}
   source = (PROJECT_ROOT / "setup.py").read_text(encoding="utf-8")
   exec(compile(source.split("setuptools.setup(")[0], "setup.py", "exec"), namespace)  # pylint: disable=exec-used
-  found = set(setuptools.find_packages(where=str(PROJECT_ROOT), include=namespace["PACKAGES"]))
+  found = set(namespace["PACKAGES"])
   directories = {".".join(path.parent.relative_to(PROJECT_ROOT).parts)
                  for path in MODULES.values()}
-  assert directories == found
+  assert {name if name.startswith(PACKAGE) else f"{PACKAGE}.{name}"
+          for name in directories} == found
+  assert all(namespace["PACKAGE_DIR"].get(name, "") ==
+             name.removeprefix(PACKAGE + ".") for name in found if name.count(".") <= 1)
   missing_init = sorted(d for d in directories
                         if not (PROJECT_ROOT / d.replace(".", "/") / "__init__.py").exists())
   assert not missing_init, missing_init

@@ -1,4 +1,4 @@
-"""The `autoais` entry point and `python -m beam_jobs.<job>`."""
+"""The `autoais` entry point and `python -m autoais.beam_jobs.<job>`."""
 import json
 import os
 import subprocess
@@ -16,11 +16,11 @@ def _run(*args):
 
 
 def test_python_dash_m_runs_both_jobs(tmp_path):
-  result = _run("-m", "beam_jobs.build_corpus", "--input",
+  result = _run("-m", "autoais.beam_jobs.build_corpus", "--input",
                 EXAMPLES / "corpus" / "*.jsonl", "--output", tmp_path / "corpus",
                 "--num_shards", 2)
   assert result.returncode == 0, result.stderr[-2000:]
-  result = _run("-m", "beam_jobs.evaluate", "--predictions",
+  result = _run("-m", "autoais.beam_jobs.evaluate", "--predictions",
                 EXAMPLES / "predictions" / "*.csv", "--corpus", tmp_path / "corpus",
                 "--gold", EXAMPLES / "gold.jsonl", "--output_dir", tmp_path / "out",
                 "--bootstrap_samples", 20)
@@ -30,14 +30,14 @@ def test_python_dash_m_runs_both_jobs(tmp_path):
 
 
 def test_autoais_lists_jobs_and_refuses_unknown_ones():
-  result = _run("-m", "beam_jobs.cli", "--help")
+  result = _run("-m", "autoais.beam_jobs.cli", "--help")
   assert result.returncode == 0 and "build-corpus" in result.stderr
-  result = _run("-m", "beam_jobs.cli", "frobnicate")
+  result = _run("-m", "autoais.beam_jobs.cli", "frobnicate")
   assert result.returncode == 2 and "unknown job 'frobnicate'" in result.stderr
 
 
 def test_job_help_lists_its_options():
-  result = _run("-m", "beam_jobs.cli", "evaluate", "--help")
+  result = _run("-m", "autoais.beam_jobs.cli", "evaluate", "--help")
   assert result.returncode == 0
   for option in ("--predictions", "--corpus", "--gold", "--output_dir", "--scorer",
                  "--threshold", "--join", "--direct_running_mode"):
@@ -45,7 +45,7 @@ def test_job_help_lists_its_options():
 
 
 def test_missing_options_exit_2():
-  result = _run("-m", "beam_jobs.cli", "evaluate", "--gold", "x")
+  result = _run("-m", "autoais.beam_jobs.cli", "evaluate", "--gold", "x")
   assert result.returncode == 2
   assert "missing required option(s): --predictions, --output_dir" in result.stderr
 
@@ -55,7 +55,7 @@ def test_every_jobs_options_register_together():
   flag (--output_dir, --corpus, ...) must not clash."""
   import importlib  # pylint: disable=import-outside-toplevel
   from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=import-outside-toplevel
-  from beam_jobs import cli  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs import cli  # pylint: disable=import-outside-toplevel
   for module in cli.JOBS.values():
     importlib.import_module(module)
   options = PipelineOptions(["--output_dir", "x", "--corpus", "c", "--seed", "3"])

@@ -1,7 +1,7 @@
 """The docs run as written: every page's Example, the README's set-up, its links.
 
 * Each page under docs/ with a `## Example` section: its fenced commands (all of
-  them `autoais ...`) run one after the other, as `python -m beam_jobs.cli ...` with
+  them `autoais ...`) run one after the other, as `python -m autoais.beam_jobs.cli ...` with
   this checkout's code, in a temporary directory that holds a link to examples/;
   each must exit 0, and every output the section names (`out/...` in backticks)
   must then exist. examples/ must be left as it was. A command an earlier page
@@ -162,7 +162,7 @@ class Workspace:
     env["PYTHONPATH"] = os.pathsep.join(
         [str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     result = subprocess.run(
-        [sys.executable, "-m", "beam_jobs.cli", *argv[1:]], cwd=self.path, env=env,
+        [sys.executable, "-m", "autoais.beam_jobs.cli", *argv[1:]], cwd=self.path, env=env,
         capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False)
     assert result.returncode == 0, (
         f"`{shlex.join(argv)}` exited {result.returncode}:\n{result.stderr[-3000:]}")

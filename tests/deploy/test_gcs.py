@@ -30,8 +30,8 @@ import pytest
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from beam_jobs import build_corpus, evaluate
-from beam_jobs.output_dir import LEDGER
+from autoais.beam_jobs import build_corpus, evaluate
+from autoais.beam_jobs.output_dir import LEDGER
 from tests.support.jobs import run_job
 from tests.support.paths import PROJECT_ROOT
 

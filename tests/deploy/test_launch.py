@@ -21,15 +21,15 @@ import pytest
 import yaml
 from apache_beam.options.pipeline_options import GoogleCloudOptions, WorkerOptions
 
-from beam_jobs.agreement import AgreementOptions
-from beam_jobs.ais_annotations import AisAnnotationsOptions
-from beam_jobs.audit import AuditOptions
-from beam_jobs.build_corpus import BuildCorpusOptions
-from beam_jobs.citations import CitationsOptions
-from beam_jobs.claims import ClaimsOptions
-from beam_jobs.sck import SckOptions
-from beam_jobs.common import ScorerOptions, parse_options
-from beam_jobs.evaluate import EvaluateOptions
+from autoais.beam_jobs.agreement import AgreementOptions
+from autoais.beam_jobs.ais_annotations import AisAnnotationsOptions
+from autoais.beam_jobs.audit import AuditOptions
+from autoais.beam_jobs.build_corpus import BuildCorpusOptions
+from autoais.beam_jobs.citations import CitationsOptions
+from autoais.beam_jobs.claims import ClaimsOptions
+from autoais.beam_jobs.sck import SckOptions
+from autoais.beam_jobs.common import ScorerOptions, parse_options
+from autoais.beam_jobs.evaluate import EvaluateOptions
 from tests.support.paths import PROJECT_ROOT
 
 LAUNCH = PROJECT_ROOT / "launch"
@@ -38,24 +38,24 @@ LAUNCH = PROJECT_ROOT / "launch"
 JOBS = {
     "evaluate": ((EvaluateOptions, ScorerOptions), "evaluate_metadata.json",
                  "evaluate_main.py",
-                 "beam_jobs.evaluate", {"predictions", "gold", "output_dir"}),
+                 "autoais.beam_jobs.evaluate", {"predictions", "gold", "output_dir"}),
     "build-corpus": ((BuildCorpusOptions,), "build_corpus_metadata.json",
-                     "build_corpus_main.py", "beam_jobs.build_corpus",
+                     "build_corpus_main.py", "autoais.beam_jobs.build_corpus",
                      {"input", "output"}),
     "ais-annotations": ((AisAnnotationsOptions,), "ais_annotations_metadata.json",
-                        "ais_annotations_main.py", "beam_jobs.ais_annotations",
+                        "ais_annotations_main.py", "autoais.beam_jobs.ais_annotations",
                         {"input", "output_dir"}),
     "agreement": ((AgreementOptions, ScorerOptions), "agreement_metadata.json",
-                  "agreement_main.py", "beam_jobs.agreement",
+                  "agreement_main.py", "autoais.beam_jobs.agreement",
                   {"input", "format", "output_dir"}),
     "claims": ((ClaimsOptions, ScorerOptions), "claims_metadata.json", "claims_main.py",
-               "beam_jobs.claims", {"input", "output_dir"}),
+               "autoais.beam_jobs.claims", {"input", "output_dir"}),
     "citations": ((CitationsOptions, ScorerOptions), "citations_metadata.json",
-                  "citations_main.py", "beam_jobs.citations", {"input", "output_dir"}),
+                  "citations_main.py", "autoais.beam_jobs.citations", {"input", "output_dir"}),
     "audit": ((AuditOptions, ScorerOptions), "audit_metadata.json", "audit_main.py",
-              "beam_jobs.audit", {"answers", "candidates", "output_dir"}),
+              "autoais.beam_jobs.audit", {"answers", "candidates", "output_dir"}),
     "sck": ((SckOptions, ScorerOptions), "sck_metadata.json", "sck_main.py",
-            "beam_jobs.sck", {"input", "kg", "output_dir"}),
+            "autoais.beam_jobs.sck", {"input", "kg", "output_dir"}),
 }
 
 

@@ -18,26 +18,36 @@ import zipfile
 
 import pytest
 
-from beam_jobs.cli import JOBS
+from autoais.beam_jobs.cli import JOBS
 from tests.support.paths import PROJECT_ROOT
 
 LAYERS = ("schemas", "models", "transforms", "beam_jobs", "launch")
 
 
 def _checkout_modules():
+  """Every module of the checkout by its installed name: the API's folder,
+  autoais/, and each layer's folder mapped under `autoais.` (setup.py)."""
   names = set()
-  for layer in LAYERS:
-    for path in (PROJECT_ROOT / layer).rglob("*.py"):
+  for folder in ("autoais",) + LAYERS:
+    for path in (PROJECT_ROOT / folder).rglob("*.py"):
       parts = path.relative_to(PROJECT_ROOT).with_suffix("").parts
-      names.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+      name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+      names.add(name if folder == "autoais" else f"autoais.{name}")
   return names
+
+
+def _wheel_top_level(wheel: pathlib.Path):
+  """The names the wheel installs into site-packages (its .dist-info aside)."""
+  with zipfile.ZipFile(wheel) as archive:
+    return {name.split("/")[0] for name in archive.namelist()
+            if not name.split("/")[0].endswith(".dist-info")}
 
 
 def _wheel_modules(wheel: pathlib.Path):
   names = set()
   with zipfile.ZipFile(wheel) as archive:
     for name in archive.namelist():
-      if name.endswith(".py") and name.split("/")[0] in LAYERS:
+      if name.endswith(".py") and name.split("/")[0] == "autoais":
         parts = pathlib.PurePosixPath(name).with_suffix("").parts
         names.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
   return names
@@ -83,6 +93,11 @@ def installed(tmp_path_factory):
 def test_the_wheel_holds_every_module_of_the_checkout(installed):
   wheel, _, _ = installed
   assert _wheel_modules(wheel) == _checkout_modules()
+
+
+def test_the_wheel_installs_one_import_name(installed):
+  wheel, _, _ = installed
+  assert _wheel_top_level(wheel) == {"autoais"}
 
 
 def test_every_module_imports_from_the_installed_wheel(installed, tmp_path):

@@ -17,11 +17,11 @@ import pytest
 from scipy import stats
 from sklearn import metrics as skm
 
-from beam_jobs import agreement
+from autoais.beam_jobs import agreement
 from tests.support.files import read_jsonl, write_jsonl
 from tests.support.jobs import run_job
 from tests.support.paths import shared_file
-from transforms.agreement.steps import premise_digest
+from autoais.transforms.agreement.steps import premise_digest
 
 torch = pytest.importorskip("torch")
 
@@ -222,7 +222,7 @@ def _model_texts():
 
 @pytest.fixture(scope="module")
 def tiny_t5(tmp_path_factory):
-  from models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+  from autoais.models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
   directory = str(tmp_path_factory.mktemp("tiny_t5") / "model")
   return build_random_t5(directory, _model_texts(), vocab_size=4000, d_model=16,
                          d_kv=8, d_ff=32, num_layers=1, num_heads=2, seed=11)
@@ -240,8 +240,8 @@ def test_tiny_t5_on_real_slices_equals_sklearn(fmt, slices, tiny_t5, tmp_path):
   manifest = json.loads((tmp_path / "out" / "run.json").read_text())
   assert manifest["scorer"]["name"] == "t5" and manifest["scorer"]["one_token"] == "▁1"
   if fmt == "wice":  # a claim's score is the max over its chunks
-    from models import t5_nli  # pylint: disable=import-outside-toplevel
-    from transforms.scoring.examples import (claim_example)  # pylint: disable=import-outside-toplevel
+    from autoais.models import t5_nli  # pylint: disable=import-outside-toplevel
+    from autoais.transforms.scoring.examples import (claim_example)  # pylint: disable=import-outside-toplevel
     loaded = t5_nli.load_t5_nli(tiny_t5)
     chunk_scores = collections.defaultdict(list)
     for record in read_jsonl(paths[0]):
@@ -358,7 +358,7 @@ _XOR_COLUMNS = ("query_language", "query", "prediction", "passage_in_language",
 
 @pytest.fixture(scope="module")
 def xor_inputs(tmp_path_factory):
-  from models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+  from autoais.models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
   root = tmp_path_factory.mktemp("xor")
   records = [dict(zip(_XOR_COLUMNS, row), passage_retrieved_language=row[0])
              for row in XOR_ROWS]
@@ -375,8 +375,8 @@ def xor_inputs(tmp_path_factory):
 @pytest.mark.parametrize("scenario", ["in-language", "in-english"])
 def test_xor_attriqa_through_mt5_batched_equals_one_at_a_time(scenario, xor_inputs,
                                                               tmp_path):
-  from models import t5_nli  # pylint: disable=import-outside-toplevel
-  from transforms.labelled.readers import labelled_reader  # pylint: disable=import-outside-toplevel
+  from autoais.models import t5_nli  # pylint: disable=import-outside-toplevel
+  from autoais.transforms.labelled.readers import labelled_reader  # pylint: disable=import-outside-toplevel
   path, model = xor_inputs
   assert _run(tmp_path / "out", [path], "xor-attriqa", "--scenario", scenario,
               "--scorer", "t5", "--model", model) == 0

@@ -19,13 +19,13 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 from scipy import stats
 
-from beam_jobs import ais_annotations, build_corpus, cli, evaluate
-from schemas import AisAnnotation
+from autoais.beam_jobs import ais_annotations, build_corpus, cli, evaluate
+from autoais.schemas import AisAnnotation
 from tests.support.files import read_jsonl
 from tests.support.jobs import run_job
 from tests.support.paths import shared_data_dir, shared_file
-from transforms.ais_annotations import readers, steps
-from transforms.ais_annotations.paper import TABLES
+from autoais.transforms.ais_annotations import readers, steps
+from autoais.transforms.ais_annotations.paper import TABLES
 
 RELEASE_FILES = ("ann_cnn_dm.csv", "ann_qrecc.csv", "ann_totto.csv", "ann_wow.csv")
 TABLE_FILES = ("ais_tables.csv", "ais_tables.json", "ais_tables.md", "ais_agreement.csv",
@@ -391,7 +391,7 @@ def test_bad_configuration_exits_2_and_writes_nothing(tmp_path, capsys, case):
 
 
 def test_cli_knows_the_job():
-  assert cli.JOBS["ais-annotations"] == "beam_jobs.ais_annotations"
+  assert cli.JOBS["ais-annotations"] == "autoais.beam_jobs.ais_annotations"
 
 
 def test_jobs_sharing_flag_names_parse_in_one_process():

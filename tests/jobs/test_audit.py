@@ -12,18 +12,18 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from beam_jobs import audit
-from transforms.scoring.string_match import string_match_attributable
-from schemas import Candidate, DeadLetter
+from autoais.beam_jobs import audit
+from autoais.transforms.scoring.string_match import string_match_attributable
+from autoais.schemas import Candidate, DeadLetter
 from tests.support.audit_inputs import SYSTEMS, build_audit_inputs
 from tests.support.files import read_jsonl
 from tests.support.jobs import run_job
 from tests.support.nq import nq_oracle_records, oracle_passage_id
 from tests.support.scorers import OracleScorer
-from transforms.audit.readers import (read_audit_answers, read_candidates_jsonl,
+from autoais.transforms.audit.readers import (read_audit_answers, read_candidates_jsonl,
                                       read_topics, read_trec_run)
-from transforms.corpus.passages import nli_premise, parse_passage
-from transforms.corpus.store import article_of
+from autoais.transforms.corpus.passages import nli_premise, parse_passage
+from autoais.transforms.corpus.store import article_of
 
 
 @pytest.fixture(scope="module")

@@ -21,12 +21,12 @@ import pyarrow.parquet as pq
 import pytest
 from sklearn import metrics as skm
 
-from beam_jobs import agreement
+from autoais.beam_jobs import agreement
 from tests.support.files import read_jsonl, write_jsonl
 from tests.support.jobs import run_job
 from tests.support.paths import EXAMPLES, shared_file
-from transforms.labelled.readers import true_dataset_name
-from transforms.stats import agreement as stats
+from autoais.transforms.labelled.readers import true_dataset_name
+from autoais.transforms.stats import agreement as stats
 
 pd = pytest.importorskip("pandas")
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from beam_jobs import citations
+from autoais.beam_jobs import citations
 from tests.support.citations import SYSTEMS, alce_items, write_alce
 from tests.support.jobs import run_job
 from tests.support.nq import nq_oracle_records

@@ -18,7 +18,7 @@ import pytest
 from sklearn.metrics import (accuracy_score, balanced_accuracy_score, cohen_kappa_score,
                              confusion_matrix, roc_auc_score)
 
-from beam_jobs import citations
+from autoais.beam_jobs import citations
 from tests.support.citations import (HUMAN_DATASETS, HUMAN_ITEMS, human_system_file,
                                      write_alce, write_human_eval)
 from tests.support.jobs import run_job

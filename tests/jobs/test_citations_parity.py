@@ -30,14 +30,14 @@ pytest.importorskip("transformers")
 pytest.importorskip("nltk")
 pytest.importorskip("rouge_score")
 
-from beam_jobs import citations  # pylint: disable=wrong-import-position
+from autoais.beam_jobs import citations  # pylint: disable=wrong-import-position
 from tests.support.citations import (ELI5_SYSTEM, QAMPARI_SYSTEM, SYSTEMS,  # pylint: disable=wrong-import-position
                                      alce_items, build_mixing_t5, probe_inputs,
                                      write_alce)
 from tests.support.jobs import run_job  # pylint: disable=wrong-import-position
 from tests.support.nq import nq_oracle_records  # pylint: disable=wrong-import-position
 from tests.support.paths import shared_reference  # pylint: disable=wrong-import-position
-from transforms.citations.alce import splitter  # pylint: disable=wrong-import-position
+from autoais.transforms.citations.alce import splitter  # pylint: disable=wrong-import-position
 
 ITEMS = range(0, 24)
 # The model's probes: other questions.

@@ -11,16 +11,16 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from beam_jobs import claims
-from transforms.scoring.string_match import string_match_attributable
+from autoais.beam_jobs import claims
+from autoais.transforms.scoring.string_match import string_match_attributable
 from tests.support.files import read_jsonl, write_jsonl
 from tests.support.jobs import run_job
 from tests.support.paths import shared_file
 from tests.support.scorers import HashScorer, hash_score
-from transforms.claims import steps as claim_steps
-from transforms.claims.readers import read_claims_jsonl
-from transforms.labelled.expertqa import clean_text, did_abstain, read_expertqa
-from schemas import ClaimInput, DeadLetter
+from autoais.transforms.claims import steps as claim_steps
+from autoais.transforms.claims.readers import read_claims_jsonl
+from autoais.transforms.labelled.expertqa import clean_text, did_abstain, read_expertqa
+from autoais.schemas import ClaimInput, DeadLetter
 
 ABSTAIN = ("The context does not", "I don't know", "The context provided does not",
            "The context provided doesn't", "The context doesn't",
@@ -413,8 +413,8 @@ def test_identical_claims_across_systems_are_scored_once(model_scorer, tmp_path)
 def test_rerank_chooses_the_references_sentences(tiny_t5, tmp_path):
   """Inputs longer than --max_input_tokens are reranked: every sentence scored
   with the reference's input, the 2 most and 2 least entailed kept and scored."""
-  from models import t5_nli  # pylint: disable=import-outside-toplevel
-  from schemas import AttributionExample  # pylint: disable=import-outside-toplevel
+  from autoais.models import t5_nli  # pylint: disable=import-outside-toplevel
+  from autoais.schemas import AttributionExample  # pylint: disable=import-outside-toplevel
   path = write_jsonl(tmp_path / "flat.jsonl", _claim_lines(["a"]))
   assert run_job(claims, "--input", path, "--format", "jsonl", "--output_dir",
                  tmp_path / "out", "--bootstrap_samples", 20, "--scorer", "t5",

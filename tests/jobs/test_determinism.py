@@ -4,7 +4,7 @@ import hashlib
 
 import pytest
 
-from beam_jobs import evaluate
+from autoais.beam_jobs import evaluate
 from tests.support.jobs import run_job
 
 COMPARED = ("ratings.parquet", "ratings.csv", "leaderboard.csv", "leaderboard.json",

@@ -12,11 +12,11 @@ import pytest
 from scipy import stats
 from sklearn import metrics as skm
 
-from beam_jobs import evaluate
+from autoais.beam_jobs import evaluate
 from tests.support.files import read_jsonl, write_jsonl
 from tests.support.jobs import run_job
 from tests.support.report_html import decoded_images
-from transforms.stats.metrics import BootstrapWeights
+from autoais.transforms.stats.metrics import BootstrapWeights
 
 N_GOLD = 100
 N_SYSTEMS = 23

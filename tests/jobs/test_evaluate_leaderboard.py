@@ -10,7 +10,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from beam_jobs import evaluate
+from autoais.beam_jobs import evaluate
 from tests.support.files import read_jsonl
 from tests.support.jobs import run_job
 from tests.support.nq import NQ_SYSTEMS as SYSTEMS

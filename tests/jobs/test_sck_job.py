@@ -10,13 +10,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from beam_jobs import sck as sck_job
-from models import embeddings
+from autoais.beam_jobs import sck as sck_job
+from autoais.models import embeddings
 from tests.support import sck_kg
 from tests.support.files import read_jsonl, write_jsonl
 from tests.support.jobs import run_job
 from tests.support.scorers import PairScorer
-from transforms.sck import intent, steps
+from autoais.transforms.sck import intent, steps
 
 needs_embedding_model = pytest.mark.skipif(
     embeddings.packaged_model_zip() is None,

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from beam_jobs import build_corpus, evaluate
+from autoais.beam_jobs import build_corpus, evaluate
 from tests.support.files import read_jsonl
 from tests.support.jobs import run_job
 from tests.support.paths import PROJECT_ROOT

@@ -15,11 +15,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from beam_jobs import build_corpus, evaluate
+from autoais.beam_jobs import build_corpus, evaluate
 from tests.support.files import read_jsonl
 from tests.support.jobs import run_job
 from tests.support.paths import PROJECT_ROOT
-from transforms.corpus.passages import parse_passage
+from autoais.transforms.corpus.passages import parse_passage
 
 EXAMPLES = PROJECT_ROOT / "examples"
 COMPRESSORS = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}

@@ -22,8 +22,8 @@ import time
 
 import pytest
 
-from beam_jobs import build_corpus, evaluate
-from beam_jobs.output_dir import LEDGER
+from autoais.beam_jobs import build_corpus, evaluate
+from autoais.beam_jobs.output_dir import LEDGER
 from tests.support import faults
 from tests.support.faults import ELEMENT, FINISH, START, Fault
 from tests.support.jobs import run_job
@@ -224,7 +224,7 @@ def test_a_killed_run_leaves_nothing_that_looks_complete_and_a_rerun_finishes(
       # them for outputs, and recorded in the ledger for the rerun to remove.
       assert name == LEDGER or name.startswith("_work-") or ".tmp-" in name, name
 
-  rerun = subprocess.run([sys.executable, "-m", "beam_jobs.cli", job, *map(str, args)],
+  rerun = subprocess.run([sys.executable, "-m", "autoais.beam_jobs.cli", job, *map(str, args)],
                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300,
                          env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)))
   assert rerun.returncode == 0, rerun.stderr[-3000:]

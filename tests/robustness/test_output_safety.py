@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from beam_jobs import build_corpus, evaluate, output_dir
-from beam_jobs.output_dir import LEDGER
+from autoais.beam_jobs import build_corpus, evaluate, output_dir
+from autoais.beam_jobs.output_dir import LEDGER
 from tests.support.jobs import run_job
 from tests.support.paths import PROJECT_ROOT
 
@@ -58,7 +58,7 @@ def test_the_reported_case_ratings_csv_in_the_output_directory(tmp_path, corpus)
   shutil.copy(PREDICTIONS, tmp_path / "ratings.csv")
   before = snapshot(tmp_path, corpus)
   result = subprocess.run(
-      [sys.executable, "-m", "beam_jobs.cli", "evaluate", "--predictions",
+      [sys.executable, "-m", "autoais.beam_jobs.cli", "evaluate", "--predictions",
        "ratings.csv", "--corpus", str(corpus), "--gold", str(GOLD), "--output_dir",
        "."], cwd=tmp_path, capture_output=True, text=True, timeout=300,
       env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)))

@@ -22,21 +22,21 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from beam_jobs import evaluate
-from schemas import DeadLetter
+from autoais.beam_jobs import evaluate
+from autoais.schemas import DeadLetter
 from tests.support import reader_damage
 from tests.support.jobs import run_job
 from tests.support.paths import PROJECT_ROOT
 from tests.support.reader_damage import check_reader
-from transforms.audit.readers import read_audit_answers, read_candidates, read_topics
-from transforms.claims.readers import read_claims_jsonl
-from transforms.corpus.sources import read_corpus_source
-from transforms.io.gold import read_gold
-from transforms.io.predictions import read_predictions
-from transforms.labelled.expertqa import read_expertqa
-from transforms.labelled.readers import read_human_ratings
-from transforms.sck.knowledge_graph import read_kg_statements
-from transforms.sck.readers import read_answers
+from autoais.transforms.audit.readers import read_audit_answers, read_candidates, read_topics
+from autoais.transforms.claims.readers import read_claims_jsonl
+from autoais.transforms.corpus.sources import read_corpus_source
+from autoais.transforms.io.gold import read_gold
+from autoais.transforms.io.predictions import read_predictions
+from autoais.transforms.labelled.expertqa import read_expertqa
+from autoais.transforms.labelled.readers import read_human_ratings
+from autoais.transforms.sck.knowledge_graph import read_kg_statements
+from autoais.transforms.sck.readers import read_answers
 
 READERS = {
     "csv_predictions": (reader_damage.csv_prediction_files(), read_predictions),

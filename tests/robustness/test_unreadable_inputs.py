@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from beam_jobs import build_corpus, evaluate
+from autoais.beam_jobs import build_corpus, evaluate
 from tests.support.jobs import run_job
 from tests.support.paths import PROJECT_ROOT
 
@@ -171,7 +171,7 @@ def test_file_without_read_permission_exits_2(tmp_path, corpus):
   locked = tmp_path / "locked.csv"
   shutil.copy(EXAMPLES / "predictions" / "keyword-baseline.csv", locked)
   locked.chmod(0o000)
-  command = [sys.executable, "-m", "beam_jobs.cli", "evaluate", "--predictions",
+  command = [sys.executable, "-m", "autoais.beam_jobs.cli", "evaluate", "--predictions",
              str(locked), "--corpus", str(corpus), "--gold",
              str(EXAMPLES / "gold.jsonl"), "--output_dir", str(tmp_path / "out")]
   result = subprocess.run(_without_root_file_access(command), cwd=tmp_path,

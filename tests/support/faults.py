@@ -34,8 +34,8 @@ from apache_beam.pipeline import PipelineVisitor
 from apache_beam.runners.common import DoFnSignature
 from apache_beam.runners.portability.fn_api_runner import fn_runner
 
-from beam_jobs.cli import JOBS
-from beam_jobs.common import parse_options
+from autoais.beam_jobs.cli import JOBS
+from autoais.beam_jobs.common import parse_options
 
 MAX_ATTEMPTS = 4  # Dataflow's retries of a batch work item
 

@@ -52,7 +52,7 @@ def _system_predictions(gold, oracle_by_question, passage_ids):
 
 def build_nq_leaderboard(root: pathlib.Path) -> dict:
   """Writes the nq_leaderboard_inputs fixture's files under root; returns its dict."""
-  from beam_jobs import build_corpus  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs import build_corpus  # pylint: disable=import-outside-toplevel
   gold_path = shared_file("nq_open/NQ-open.dev.jsonl")
   gold = read_jsonl(gold_path)
   oracle = nq_oracle_records()

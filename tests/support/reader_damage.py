@@ -40,12 +40,12 @@ import pyarrow.parquet as pq
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from schemas import (REJECTED, UNMATCHED, AuditAnswer, Candidate, ClaimInput,
+from autoais.schemas import (REJECTED, UNMATCHED, AuditAnswer, Candidate, ClaimInput,
                      CorpusRecord, DeadLetter, GoldAnswer, HumanRating, KgStatement, Prediction,
                      SckInput, Topic)
-from transforms.audit.readers import inline_passage_id
-from transforms.corpus.passages import pyserini_contents
-from transforms.io.dead_letters import dead_letter_json
+from autoais.transforms.audit.readers import inline_passage_id
+from autoais.transforms.corpus.passages import pyserini_contents
+from autoais.transforms.io.dead_letters import dead_letter_json
 
 # A marker for "put a byte that is not UTF-8 here"; kept out of generated text.
 _INVALID_BYTE_MARK = "\ue000"

@@ -76,7 +76,7 @@ def build_inputs(inputs: pathlib.Path) -> dict:
   done = inputs / "BUILT"
   if not done.exists():
     inputs.mkdir(parents=True, exist_ok=True)
-    from models.testing import build_random_t5
+    from autoais.models.testing import build_random_t5
     build_random_t5(str(paths["model"]), example_texts(), vocab_size=2000,
                     seed=3)
     paths["kg"].parent.mkdir(parents=True, exist_ok=True)
@@ -178,7 +178,7 @@ def record(out: pathlib.Path, inputs: pathlib.Path) -> int:
     if argv[0] != "build-corpus":
       argv += ["--output_dir", str(out / name)]
     started = time.time()
-    done = subprocess.run([sys.executable, "-m", "beam_jobs.cli", *argv],
+    done = subprocess.run([sys.executable, "-m", "autoais.beam_jobs.cli", *argv],
                           cwd=PROJECT_ROOT, capture_output=True, text=True, check=False)
     print(f"{name}: exit {done.returncode} in {time.time() - started:.1f} s",
           flush=True)

@@ -16,8 +16,8 @@ from typing import Any, Callable, Dict, Optional, Sequence
 import apache_beam as beam
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
-from transforms.scoring.scorer import Scorer
-from schemas import AttributionExample, AttributionScore
+from autoais.transforms.scoring.scorer import Scorer
+from autoais.schemas import AttributionExample, AttributionScore
 
 
 def hash_score(premise: str, hypothesis: str) -> float:

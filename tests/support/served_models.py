@@ -15,7 +15,7 @@ from typing import List, NamedTuple
 
 import numpy as np
 
-from models.t5_nli import TokenBudgetModel
+from autoais.models.t5_nli import TokenBudgetModel
 from tests.support.scorers import hash_score
 
 

@@ -8,9 +8,9 @@ from typing import Iterable, List, NamedTuple, Tuple
 
 import apache_beam as beam
 
-from schemas import (REJECTED, AgreementRow, AttributionScore, DeadLetter, LabelledItem,
+from autoais.schemas import (REJECTED, AgreementRow, AttributionScore, DeadLetter, LabelledItem,
                      ScoringFailure)
-from transforms.scoring.attribution import (ScoreAttribution, first_failure,
+from autoais.transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             scored_or_failed, scoring_failed)
 
 # The input roles: the set measured and the set a threshold is calibrated on.

@@ -9,12 +9,12 @@ from typing import Tuple
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from schemas import AGREEMENT_ROW_SCHEMA, AgreementRow
-from transforms.io.atomic import write_text_atomically
-from transforms.rows.merge import RowFold, RowTable
-from transforms.rows.summary import percent
-from transforms.stats import agreement as stats
-from transforms.stats.report import agreement_report_html
+from autoais.schemas import AGREEMENT_ROW_SCHEMA, AgreementRow
+from autoais.transforms.io.atomic import write_text_atomically
+from autoais.transforms.rows.merge import RowFold, RowTable
+from autoais.transforms.rows.summary import percent
+from autoais.transforms.stats import agreement as stats
+from autoais.transforms.stats.report import agreement_report_html
 
 ROW_KEY = ("source_file", "source_line", "item_id")
 NO_GROUP = "(none)"

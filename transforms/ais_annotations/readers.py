@@ -5,10 +5,10 @@ AisAnnotation, or the DeadLetter naming the first field at fault.
 """
 from typing import Dict, Iterator, Optional, Union
 
-from schemas import AisAnnotation, DeadLetter
-from transforms.io.fields import json_record, rejected
-from transforms.io.inputs import system_name_from_path
-from transforms.io.records import records
+from autoais.schemas import AisAnnotation, DeadLetter
+from autoais.transforms.io.fields import json_record, rejected
+from autoais.transforms.io.inputs import system_name_from_path
+from autoais.transforms.io.records import records
 
 MODEL_COLUMN = "model-name"
 ID_COLUMN = "ex-idx"

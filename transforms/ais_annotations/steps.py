@@ -36,8 +36,8 @@ from typing import Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import apache_beam as beam
 
-from schemas import AisAgreementRow, AisAnnotation, AisTableRow
-from transforms.ais_annotations.paper import (PAPER, SAMPLED_ITEMS, TABLES, PaperRow,
+from autoais.schemas import AisAgreementRow, AisAnnotation, AisTableRow
+from autoais.transforms.ais_annotations.paper import (PAPER, SAMPLED_ITEMS, TABLES, PaperRow,
                                               paper_row)
 
 PANEL_SIZE = 5  # raters per output (paper §4: "we ask five annotators")

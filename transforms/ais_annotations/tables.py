@@ -5,12 +5,12 @@ rebuilt from the tallies: ais_tables.{csv,json,md} and ais_agreement.csv.
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from schemas import AIS_AGREEMENT_SCHEMA, AIS_TABLE_SCHEMA
-from transforms.ais_annotations.steps import (TallyAnnotations, agreement_rows,
+from autoais.schemas import AIS_AGREEMENT_SCHEMA, AIS_TABLE_SCHEMA
+from autoais.transforms.ais_annotations.steps import (TallyAnnotations, agreement_rows,
                                               build_tables, summarize, table_rows,
                                               tables_json, tables_markdown)
-from transforms.io.atomic import atomic_create, write_text_atomically
-from transforms.io.tables import csv_bytes
+from autoais.transforms.io.atomic import atomic_create, write_text_atomically
+from autoais.transforms.io.tables import csv_bytes
 
 
 class _WriteTablesFn(beam.DoFn):

@@ -19,12 +19,12 @@ import hashlib
 import math
 from typing import Iterator, NamedTuple, Optional, Union
 
-from schemas import UNMATCHED, AuditAnswer, Candidate, DeadLetter, Topic
-from transforms.io.fields import (clean_text_fields, has_surrogates, json_record,
+from autoais.schemas import UNMATCHED, AuditAnswer, Candidate, DeadLetter, Topic
+from autoais.transforms.io.fields import (clean_text_fields, has_surrogates, json_record,
                                   raw_record, rejected)
-from transforms.io.inputs import data_format, open_input
-from transforms.io.records import jsonl_records, records
-from schemas.errors import InputError
+from autoais.transforms.io.inputs import data_format, open_input
+from autoais.transforms.io.records import jsonl_records, records
+from autoais.schemas.errors import InputError
 
 ANSWER_FIELDS = ("question", "answer", "system_name", "query_id")
 TREC_FIELDS = ("qid", "Q0", "docid", "rank", "score", "tag")

@@ -18,19 +18,19 @@ from typing import Optional
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from schemas import AuditCandidateRow, AuditPair
-from transforms.audit.readers import read_topics
-from transforms.audit.steps import (JOIN_KEY, AccountAnswersFn, BuildTopicIndex,
+from autoais.schemas import AuditCandidateRow, AuditPair
+from autoais.transforms.audit.readers import read_topics
+from autoais.transforms.audit.steps import (JOIN_KEY, AccountAnswersFn, BuildTopicIndex,
                                     ExpandArticleFn, FirstCandidate,
                                     MatchCandidatesFn, PrepareExamplesFn, answer_row_key,
                                     candidate_scoring_failed, later_topic,
                                     passage_to_look_up, top1_article, unit_key)
-from transforms.corpus import store
-from transforms.io.gold import ReadGold
-from transforms.io.records import ReadRecords
-from transforms.scoring.attribution import (ScoreAttribution, first_failure,
+from autoais.transforms.corpus import store
+from autoais.transforms.io.gold import ReadGold
+from autoais.transforms.io.records import ReadRecords
+from autoais.transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             score_columns, scored_or_failed)
-from transforms.stats.metrics import BuildGoldIndex
+from autoais.transforms.stats.metrics import BuildGoldIndex
 
 
 class _GradeAnswersFn(beam.DoFn):

@@ -25,14 +25,14 @@ from typing import Dict, Iterable, NamedTuple, Optional, Tuple
 import apache_beam as beam
 import numpy as np
 
-from schemas import (REJECTED, UNMATCHED, AuditAnswer, AuditAnswerRow, AuditPair,
+from autoais.schemas import (REJECTED, UNMATCHED, AuditAnswer, AuditAnswerRow, AuditPair,
                      AuditSystemRow, Candidate, DeadLetter, Topic)
-from transforms.corpus.passages import parse_passage
-from transforms.corpus.store import article_of
-from transforms.io.fields import json_record
-from transforms.scoring.attribution import scoring_failed
-from transforms.scoring.examples import qa_example
-from transforms.stats.metrics import BootstrapWeights
+from autoais.transforms.corpus.passages import parse_passage
+from autoais.transforms.corpus.store import article_of
+from autoais.transforms.io.fields import json_record
+from autoais.transforms.scoring.attribution import scoring_failed
+from autoais.transforms.scoring.examples import qa_example
+from autoais.transforms.stats.metrics import BootstrapWeights
 
 RUN, ARTICLE = "run", "article"
 CANDIDATE_SOURCES = (RUN, ARTICLE)

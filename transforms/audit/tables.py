@@ -8,11 +8,11 @@ from typing import NamedTuple, Optional
 
 import apache_beam as beam
 
-from schemas import (AUDIT_ANSWER_ROW_SCHEMA, AUDIT_CANDIDATE_SCHEMA, AUDIT_SYSTEM_SCHEMA,
+from autoais.schemas import (AUDIT_ANSWER_ROW_SCHEMA, AUDIT_CANDIDATE_SCHEMA, AUDIT_SYSTEM_SCHEMA,
                      REJECTED, AuditCandidateRow, DeadLetter)
-from transforms.audit.steps import AUDIT_KEY, AnswerAudit, AuditOutcomes, audit_system_row
-from transforms.rows.merge import RowFold, RowTable
-from transforms.rows.summary import WriteSummary, percent
+from autoais.transforms.audit.steps import AUDIT_KEY, AnswerAudit, AuditOutcomes, audit_system_row
+from autoais.transforms.rows.merge import RowFold, RowTable
+from autoais.transforms.rows.summary import WriteSummary, percent
 
 
 class _MergedCandidate(NamedTuple):

@@ -13,9 +13,9 @@ import functools
 import re
 from typing import List, NamedTuple, Optional, Sequence, Tuple
 
-from models.sentences import sentence_splitter
-from schemas import CitationItem
-from transforms.stats.squad import normalize_answer
+from autoais.models.sentences import sentence_splitter
+from autoais.schemas import CitationItem
+from autoais.transforms.stats.squad import normalize_answer
 
 # What ALCE removes from an output before anything else.
 _END_OF_TURN = "<|im_end|>"

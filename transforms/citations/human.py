@@ -32,11 +32,11 @@ from typing import Dict, List, Optional
 import apache_beam as beam
 import numpy as np
 
-from schemas import CITATIONS_HUMAN_SCHEMA, CitationSentenceRow, CitationsHumanRow
-from transforms.citations.steps import ALIGNED, HUMAN_CHECKS, NO_JUDGEMENTS
-from transforms.io.summary import write_summary_files
-from transforms.rows.summary import percent
-from transforms.stats.agreement import (FN, FP, TN, TP, AgreementCounts,
+from autoais.schemas import CITATIONS_HUMAN_SCHEMA, CitationSentenceRow, CitationsHumanRow
+from autoais.transforms.citations.steps import ALIGNED, HUMAN_CHECKS, NO_JUDGEMENTS
+from autoais.transforms.io.summary import write_summary_files
+from autoais.transforms.rows.summary import percent
+from autoais.transforms.stats.agreement import (FN, FP, TN, TP, AgreementCounts,
                                         agreement_statistics, correlations)
 
 RECALL, PRECISION = "recall", "precision"

@@ -30,11 +30,11 @@ import json
 import os
 from typing import Iterator, List, Optional, Union
 
-from schemas import CitationItem, DeadLetter
-from transforms.citations.alce import format_document
-from transforms.io.fields import has_surrogates, json_record, raw_record, rejected
-from transforms.io.inputs import UTF8_BOM, open_input, system_name_from_path
-from transforms.io.records import jsonl_records
+from autoais.schemas import CitationItem, DeadLetter
+from autoais.transforms.citations.alce import format_document
+from autoais.transforms.io.fields import has_surrogates, json_record, raw_record, rejected
+from autoais.transforms.io.inputs import UTF8_BOM, open_input, system_name_from_path
+from autoais.transforms.io.records import jsonl_records
 
 _WHITESPACE = " \t\n\r"
 

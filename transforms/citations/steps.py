@@ -23,13 +23,13 @@ from typing import Dict, List, Optional, Tuple
 
 import apache_beam as beam
 
-from schemas import (AttributionScore, CitationItem, CitationItemRow,
+from autoais.schemas import (AttributionScore, CitationItem, CitationItemRow,
                      CitationSentenceRow)
-from transforms.citations import alce
-from transforms.scoring.attribution import (ScoreAttribution, first_failure,
+from autoais.transforms.citations import alce
+from autoais.transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             scoring_failed)
-from transforms.scoring.examples import claim_example
-from transforms.scoring.fanout import example_digest
+from autoais.transforms.scoring.examples import claim_example
+from autoais.transforms.scoring.fanout import example_digest
 
 RECALL, CLAIM, ALONE, WITHOUT = "recall", "claim", "alone", "without"
 

@@ -16,12 +16,12 @@ from typing import List, NamedTuple, Optional
 import apache_beam as beam
 import numpy as np
 
-from schemas import (CITATION_ITEM_ROW_SCHEMA, CITATION_SENTENCE_SCHEMA,
+from autoais.schemas import (CITATION_ITEM_ROW_SCHEMA, CITATION_SENTENCE_SCHEMA,
                      CITATIONS_SYSTEM_SCHEMA, CitationItemRow, CitationSentenceRow,
                      CitationsSystemRow)
-from transforms.rows.merge import RowFold, RowTable
-from transforms.rows.summary import WriteSummary, percent
-from transforms.stats.metrics import BootstrapWeights
+from autoais.transforms.rows.merge import RowFold, RowTable
+from autoais.transforms.rows.summary import WriteSummary, percent
+from autoais.transforms.stats.metrics import BootstrapWeights
 
 ITEM_KEY = ("system_name", "source_file", "item_index")
 SENTENCE_KEY = ITEM_KEY + ("sentence_index",)

@@ -13,11 +13,11 @@ raises.
 """
 from typing import Dict, Iterator, Tuple, Union
 
-from schemas import ClaimInput, DeadLetter
-from transforms.io.fields import json_record, rejected
-from transforms.io.inputs import system_name_from_path
-from transforms.io.records import jsonl_records
-from transforms.labelled.expertqa import (BadField, bad_type_reason, claim_fields,
+from autoais.schemas import ClaimInput, DeadLetter
+from autoais.transforms.io.fields import json_record, rejected
+from autoais.transforms.io.inputs import system_name_from_path
+from autoais.transforms.io.records import jsonl_records
+from autoais.transforms.labelled.expertqa import (BadField, bad_type_reason, claim_fields,
                                           did_abstain, usable_text)
 
 

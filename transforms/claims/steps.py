@@ -33,15 +33,15 @@ from typing import List, Optional, Tuple
 import apache_beam as beam
 import numpy as np
 
-from schemas import (AttributionScore, ClaimInput, ClaimRow, ClaimsSystemRow,
+from autoais.schemas import (AttributionScore, ClaimInput, ClaimRow, ClaimsSystemRow,
                      DeadLetter, ScoringFailure)
-from transforms.labelled.expertqa import clean_text
-from transforms.scoring.attribution import (ScoreAttribution, first_failure,
+from autoais.transforms.labelled.expertqa import clean_text
+from autoais.transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             score_columns, scored_or_failed,
                                             scoring_failed)
-from transforms.scoring.examples import claim_example
-from transforms.stats.agreement import AgreementCounts, agreement_statistics
-from transforms.stats.metrics import BootstrapWeights
+from autoais.transforms.scoring.examples import claim_example
+from autoais.transforms.stats.agreement import AgreementCounts, agreement_statistics
+from autoais.transforms.stats.metrics import BootstrapWeights
 
 CONCAT, MAX, RERANK = "concat", "max", "rerank"
 EVIDENCE_MODES = (CONCAT, MAX, RERANK)

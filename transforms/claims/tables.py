@@ -7,10 +7,10 @@ from typing import NamedTuple, Optional
 
 import apache_beam as beam
 
-from schemas import CLAIM_ROW_SCHEMA, CLAIMS_SYSTEM_SCHEMA, REJECTED, ClaimRow, DeadLetter
-from transforms.claims.steps import CLAIM_KEY, ClaimOutcomes, claims_system_row
-from transforms.rows.merge import RowFold, RowTable
-from transforms.rows.summary import WriteSummary, percent
+from autoais.schemas import CLAIM_ROW_SCHEMA, CLAIMS_SYSTEM_SCHEMA, REJECTED, ClaimRow, DeadLetter
+from autoais.transforms.claims.steps import CLAIM_KEY, ClaimOutcomes, claims_system_row
+from autoais.transforms.rows.merge import RowFold, RowTable
+from autoais.transforms.rows.summary import WriteSummary, percent
 
 
 class _MergedClaim(NamedTuple):

@@ -4,12 +4,12 @@ Parquet, each read into a CorpusRecord or its DeadLetter (transforms/io/records.
 """
 from typing import Iterator, Union
 
-from schemas import CorpusRecord, DeadLetter
-from schemas.errors import InputError
-from transforms.corpus.passages import pyserini_contents
-from transforms.io.fields import clean_text_fields, json_record, rejected
-from transforms.io.inputs import check_input_file, data_format
-from transforms.io.records import read_header, records
+from autoais.schemas import CorpusRecord, DeadLetter
+from autoais.schemas.errors import InputError
+from autoais.transforms.corpus.passages import pyserini_contents
+from autoais.transforms.io.fields import clean_text_fields, json_record, rejected
+from autoais.transforms.io.inputs import check_input_file, data_format
+from autoais.transforms.io.records import read_header, records
 
 CORPUS_FIELDS = ("id", "contents", "title", "text", "headings")
 

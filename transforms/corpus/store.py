@@ -46,10 +46,10 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from schemas import (ARTICLE_ENTRY_SCHEMA, CORPUS_PASSAGE_SCHEMA, ArticleEntry,
+from autoais.schemas import (ARTICLE_ENTRY_SCHEMA, CORPUS_PASSAGE_SCHEMA, ArticleEntry,
                      CorpusRecord, DeadLetter, REJECTED)
-from schemas.errors import CorpusError
-from transforms.io.sorted_runs import SpillSortedRuns, merge_sorted_runs
+from autoais.schemas.errors import CorpusError
+from autoais.transforms.io.sorted_runs import SpillSortedRuns, merge_sorted_runs
 
 MANIFEST = "corpus.json"
 FORMAT = "autoais-corpus/1"

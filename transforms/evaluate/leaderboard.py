@@ -7,13 +7,13 @@ import json
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from schemas import LEADERBOARD_SCHEMA
-from transforms.io.atomic import atomic_create, write_text_atomically
-from transforms.io.tables import csv_bytes
-from transforms.stats.agreement import (AUC_METHOD, AgreementCounts, agreement_statistics,
+from autoais.schemas import LEADERBOARD_SCHEMA
+from autoais.transforms.io.atomic import atomic_create, write_text_atomically
+from autoais.transforms.io.tables import csv_bytes
+from autoais.transforms.stats.agreement import (AUC_METHOD, AgreementCounts, agreement_statistics,
                                         system_level_agreement)
-from transforms.stats.metrics import sorted_rows
-from transforms.stats.report import leaderboard_report_html
+from autoais.transforms.stats.metrics import sorted_rows
+from autoais.transforms.stats.report import leaderboard_report_html
 
 
 def _format_ci(value, low, high, scale) -> str:

@@ -5,11 +5,11 @@ each system's outcomes go on to the leaderboard.
 """
 from typing import NamedTuple, Optional
 
-from schemas import RATING_SCHEMA, REJECTED, UNMATCHED, DeadLetter, RatingRow
-from transforms.evaluate.steps import prediction_json
-from transforms.io.sorted_runs import RowRef
-from transforms.rows.merge import RowFold, RowTable
-from transforms.stats.metrics import SystemOutcomes
+from autoais.schemas import RATING_SCHEMA, REJECTED, UNMATCHED, DeadLetter, RatingRow
+from autoais.transforms.evaluate.steps import prediction_json
+from autoais.transforms.io.sorted_runs import RowRef
+from autoais.transforms.rows.merge import RowFold, RowTable
+from autoais.transforms.stats.metrics import SystemOutcomes
 
 RATING_KEY = ("system_name", "question", "source_file", "source_line")
 

@@ -8,15 +8,15 @@ from typing import NamedTuple, Optional, Tuple
 
 import apache_beam as beam
 
-from schemas import (REJECTED, UNMATCHED, AttributionScore, DeadLetter, GoldMatch,
+from autoais.schemas import (REJECTED, UNMATCHED, AttributionScore, DeadLetter, GoldMatch,
                      RatingRow, ScoringFailure)
-from transforms.corpus import store
-from transforms.corpus.passages import ParsedPassage, display_passage, parse_passage
-from transforms.io.fields import rejected
-from transforms.labelled.readers import unmatched
-from transforms.scoring.attribution import (ScoreAttribution, score_columns,
+from autoais.transforms.corpus import store
+from autoais.transforms.corpus.passages import ParsedPassage, display_passage, parse_passage
+from autoais.transforms.io.fields import rejected
+from autoais.transforms.labelled.readers import unmatched
+from autoais.transforms.scoring.attribution import (ScoreAttribution, score_columns,
                                             scoring_failed_message)
-from transforms.scoring.examples import qa_example
+from autoais.transforms.scoring.examples import qa_example
 
 
 class _MatchGoldFn(beam.DoFn):

@@ -8,11 +8,11 @@ import json
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from schemas import DeadLetter, REJECTED, UNMATCHED
-from transforms.io import progress
-from transforms.io.atomic import atomic_create
-from transforms.io.manifest import SumCounts
-from transforms.io.sorted_runs import SpillSortedRuns, merge_sorted_runs
+from autoais.schemas import DeadLetter, REJECTED, UNMATCHED
+from autoais.transforms.io import progress
+from autoais.transforms.io.atomic import atomic_create
+from autoais.transforms.io.manifest import SumCounts
+from autoais.transforms.io.sorted_runs import SpillSortedRuns, merge_sorted_runs
 
 DEAD_LETTER_KEY = ("source_file", "source_line", "reason", "field", "message")
 

@@ -6,7 +6,7 @@ printable text (`raw_record`, `json_record`).
 import json
 from typing import Dict, Optional, Union
 
-from schemas import REJECTED, DeadLetter
+from autoais.schemas import REJECTED, DeadLetter
 
 _MAX_RECORD_CHARS = 65536
 

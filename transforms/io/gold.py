@@ -7,11 +7,11 @@ from typing import Iterator, Union
 
 import apache_beam as beam
 
-from schemas import DeadLetter, GoldAnswer
-from schemas.errors import InputError
-from transforms.io.fields import has_surrogates, json_record, rejected
-from transforms.io.inputs import check_input_file, data_format
-from transforms.io.records import ReadRecords, jsonl_records
+from autoais.schemas import DeadLetter, GoldAnswer
+from autoais.schemas.errors import InputError
+from autoais.transforms.io.fields import has_surrogates, json_record, rejected
+from autoais.transforms.io.inputs import check_input_file, data_format
+from autoais.transforms.io.records import ReadRecords, jsonl_records
 
 TFDS_PREFIX = "tfds:"
 

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.errors import InputError
+from autoais.schemas.errors import InputError
 
 # Python's own decompressors (C speed, proper io objects); other suffixes Beam
 # knows (.deflate, .zst) go through Beam's CompressedFile.

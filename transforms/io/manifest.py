@@ -13,8 +13,8 @@ from typing import Dict
 
 import apache_beam as beam
 
-from schemas import REJECTED, UNMATCHED
-from transforms.io.atomic import delete_tree, write_text_atomically
+from autoais.schemas import REJECTED, UNMATCHED
+from autoais.transforms.io.atomic import delete_tree, write_text_atomically
 
 
 class SumCounts(beam.CombineFn):

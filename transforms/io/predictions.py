@@ -4,12 +4,12 @@ passage and human_rating), also the ratings format of `autoais agreement`.
 """
 from typing import Dict, Iterator, List, Union
 
-from schemas import DeadLetter, Prediction
-from schemas.errors import InputError
-from transforms.io.fields import (clean_text_fields, json_record, rejected,
+from autoais.schemas import DeadLetter, Prediction
+from autoais.schemas.errors import InputError
+from autoais.transforms.io.fields import (clean_text_fields, json_record, rejected,
                                   system_name_field)
-from transforms.io.inputs import check_input_file, data_format, system_name_from_path
-from transforms.io.records import read_header, records
+from autoais.transforms.io.inputs import check_input_file, data_format, system_name_from_path
+from autoais.transforms.io.records import read_header, records
 
 REQUIRED_PREDICTION_FIELDS = ("question", "answer", "attribution")
 OPTIONAL_PREDICTION_FIELDS = ("system_name", "passage", "human_rating")

@@ -22,10 +22,10 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from schemas import DeadLetter
-from schemas.errors import InputError
-from transforms.io.fields import has_surrogates, json_record, raw_record, rejected
-from transforms.io.inputs import (DAMAGED_DATA_ERRORS, UTF8_BOM, data_format, open_input,
+from autoais.schemas import DeadLetter
+from autoais.schemas.errors import InputError
+from autoais.transforms.io.fields import has_surrogates, json_record, raw_record, rejected
+from autoais.transforms.io.inputs import (DAMAGED_DATA_ERRORS, UTF8_BOM, data_format, open_input,
                                   open_parquet)
 
 # A quoted CSV field may run over this many physical lines; past it, the record

@@ -31,7 +31,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from schemas import schema_of, to_record_batch
+from autoais.schemas import schema_of, to_record_batch
 
 # Rows per Arrow batch in a run file. A merge holds one decoded batch per run,
 # so small batches keep its memory low however many runs there are.

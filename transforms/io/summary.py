@@ -3,8 +3,8 @@ import json
 
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.io.atomic import atomic_create, write_text_atomically
-from transforms.io.tables import csv_bytes
+from autoais.transforms.io.atomic import atomic_create, write_text_atomically
+from autoais.transforms.io.tables import csv_bytes
 
 
 def write_summary_files(output_dir: str, stem: str, rows, schema, document: dict,

@@ -10,9 +10,9 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from schemas import to_record_batch
-from transforms.io.atomic import atomic_create
-from transforms.io.sorted_runs import RowRef, RowRefBuffer
+from autoais.schemas import to_record_batch
+from autoais.transforms.io.atomic import atomic_create
+from autoais.transforms.io.sorted_runs import RowRef, RowRefBuffer
 
 # CSV outputs: pyarrow's writer, quoting only where needed, empty for null; the
 # header is written apart so that a file can be written in batches.

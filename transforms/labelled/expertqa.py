@@ -30,9 +30,9 @@ re-implemented here:
 import re
 from typing import Iterator, List, NamedTuple, Optional, Union
 
-from schemas import UNMATCHED, ClaimInput, DeadLetter
-from transforms.io.fields import has_surrogates, json_record, rejected
-from transforms.io.records import jsonl_records
+from autoais.schemas import UNMATCHED, ClaimInput, DeadLetter
+from autoais.transforms.io.fields import has_surrogates, json_record, rejected
+from autoais.transforms.io.records import jsonl_records
 
 _CITATION_MARKER = re.compile(r"\[\d\]\s?")
 # The phrases by which the reference recognises an answer that declines to answer.

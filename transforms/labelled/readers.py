@@ -45,15 +45,15 @@ import math
 import os
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
-from schemas import UNMATCHED, AttributionExample, DeadLetter, HumanRating, LabelledItem
-from transforms.corpus.passages import parse_passage
-from transforms.io.fields import clean_text_fields, json_record, rejected
-from transforms.io.inputs import check_input_file, open_input, system_name_from_path
-from transforms.io.predictions import HUMAN_RATINGS, read_predictions
-from transforms.io.records import read_header, records
-from transforms.labelled.expertqa import evidence_text, read_expertqa
-from transforms.scoring.examples import claim_example, qa_example, qa_hypothesis
-from schemas.errors import InputError
+from autoais.schemas import UNMATCHED, AttributionExample, DeadLetter, HumanRating, LabelledItem
+from autoais.transforms.corpus.passages import parse_passage
+from autoais.transforms.io.fields import clean_text_fields, json_record, rejected
+from autoais.transforms.io.inputs import check_input_file, open_input, system_name_from_path
+from autoais.transforms.io.predictions import HUMAN_RATINGS, read_predictions
+from autoais.transforms.io.records import read_header, records
+from autoais.transforms.labelled.expertqa import evidence_text, read_expertqa
+from autoais.transforms.scoring.examples import claim_example, qa_example, qa_hypothesis
+from autoais.schemas.errors import InputError
 
 SCENARIOS = ("in-language", "in-english")
 _YES = {"y", "yes", "true", "1", "attributable"}

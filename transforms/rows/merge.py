@@ -28,9 +28,9 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from schemas import DeadLetter
-from transforms.io.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
-from transforms.io.tables import TABLE_ROW_GROUP, SortedTableWriter
+from autoais.schemas import DeadLetter
+from autoais.transforms.io.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
+from autoais.transforms.io.tables import TABLE_ROW_GROUP, SortedTableWriter
 
 
 class RowTable(NamedTuple):

@@ -22,8 +22,8 @@ from typing import Any, Dict, Mapping, Optional
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.io.dead_letters import WriteDeadLetters
-from transforms.io.manifest import (SumCounts, WriteManifest, utc_now,
+from autoais.transforms.io.dead_letters import WriteDeadLetters
+from autoais.transforms.io.manifest import (SumCounts, WriteManifest, utc_now,
                                     versions_and_timings)
 
 

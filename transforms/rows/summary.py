@@ -13,7 +13,7 @@ from typing import Callable, Dict, Optional
 
 import apache_beam as beam
 
-from transforms.io.summary import write_summary_files
+from autoais.transforms.io.summary import write_summary_files
 
 
 def percent(value: Optional[float], low: Optional[float] = None,

@@ -37,7 +37,7 @@ gives a factoid answer S = 0.25).
 import re
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
-from transforms.sck.entity_linking import split_sentences, tokenize
+from autoais.transforms.sck.entity_linking import split_sentences, tokenize
 
 INSTRUCTION, REASON, EVIDENCE, COMPARISON = ("instruction", "reason", "evidence-based",
                                              "comparison")

@@ -31,12 +31,12 @@ from typing import Dict, Iterable, Iterator, List, NamedTuple, Sequence, Union
 
 import apache_beam as beam
 
-from schemas import DeadLetter, EntityRecord, KgEdge, KgStatement
-from transforms.io.fields import clean_text_fields, json_record, rejected
-from transforms.io.inputs import check_input_file, data_format
-from transforms.io.records import read_header, records
-from transforms.sck.entity_linking import Gazetteer, linkable_name, name_key
-from schemas.errors import InputError
+from autoais.schemas import DeadLetter, EntityRecord, KgEdge, KgStatement
+from autoais.transforms.io.fields import clean_text_fields, json_record, rejected
+from autoais.transforms.io.inputs import check_input_file, data_format
+from autoais.transforms.io.records import read_header, records
+from autoais.transforms.sck.entity_linking import Gazetteer, linkable_name, name_key
+from autoais.schemas.errors import InputError
 
 LABEL = "rdfs:label"
 ALIAS = "skos:altLabel"

@@ -13,13 +13,13 @@ DeadLetter naming the file, the line and the field.
 """
 from typing import Iterator, List, Union
 
-from schemas import DeadLetter, SckInput
-from transforms.io.fields import (clean_text_fields, json_record, rejected,
+from autoais.schemas import DeadLetter, SckInput
+from autoais.transforms.io.fields import (clean_text_fields, json_record, rejected,
                                   system_name_field)
-from transforms.io.inputs import check_input_file, data_format, system_name_from_path
-from transforms.io.records import read_header, records
-from transforms.sck.intent import INTENTS, parse_intent
-from schemas.errors import InputError
+from autoais.transforms.io.inputs import check_input_file, data_format, system_name_from_path
+from autoais.transforms.io.records import read_header, records
+from autoais.transforms.sck.intent import INTENTS, parse_intent
+from autoais.schemas.errors import InputError
 
 REQUIRED_FIELDS = ("question", "answer")
 FIELDS = REQUIRED_FIELDS + ("reference_answer", "system_name", "intent")

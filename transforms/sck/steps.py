@@ -42,16 +42,16 @@ from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import apache_beam as beam
 
-from models.embeddings import cosine, text_example
-from schemas import AttributionScore, EntityRecord, SckInput, SckRow
-from transforms.sck.entity_linking import (Gazetteer, LinkedSentence, Mention,
+from autoais.models.embeddings import cosine, text_example
+from autoais.schemas import AttributionScore, EntityRecord, SckInput, SckRow
+from autoais.transforms.sck.entity_linking import (Gazetteer, LinkedSentence, Mention,
                                            content_words, distinct_mentions, link_answer,
                                            link_text, sentence_entities)
-from transforms.sck.intent import INTENT_WEIGHTS, classify_intent, structure_score
-from transforms.sck.knowledge_graph import (Conflict, Triple, conflicting_claims,
+from autoais.transforms.sck.intent import INTENT_WEIGHTS, classify_intent, structure_score
+from autoais.transforms.sck.knowledge_graph import (Conflict, Triple, conflicting_claims,
                                             relevant_triples, triple_labels, verbalise)
-from transforms.scoring.attribution import ScoreAttribution, first_failure, scoring_failed
-from transforms.scoring.examples import claim_example
+from autoais.transforms.scoring.attribution import ScoreAttribution, first_failure, scoring_failed
+from autoais.transforms.scoring.examples import claim_example
 
 K_WEIGHTS = (1 / 3, 1 / 3, 1 / 3)  # VE, ER, KG-AttrScore: "alpha = beta = gamma ≈ 0.3"
 ATTRIBUTABLE, EXTRAPOLATORY, CONTRADICTORY = 1, 0, -1

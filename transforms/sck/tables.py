@@ -7,11 +7,11 @@ from typing import List, NamedTuple, Optional
 
 import apache_beam as beam
 
-from schemas import (REJECTED, SCK_ROW_SCHEMA, SCK_SUMMARY_SCHEMA, DeadLetter, SckRow,
+from autoais.schemas import (REJECTED, SCK_ROW_SCHEMA, SCK_SUMMARY_SCHEMA, DeadLetter, SckRow,
                      SckSummaryRow)
-from transforms.io.sorted_runs import RowRef
-from transforms.rows.merge import RowFold, RowTable
-from transforms.rows.summary import WriteSummary
+from autoais.transforms.io.sorted_runs import RowRef
+from autoais.transforms.rows.merge import RowFold, RowTable
+from autoais.transforms.rows.summary import WriteSummary
 
 SCK_KEY = ("system_name", "question", "source_file", "source_line")
 ALL_INTENTS = "all"

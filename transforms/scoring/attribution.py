@@ -5,8 +5,8 @@ from typing import Any, Iterable, Optional, Tuple
 
 import apache_beam as beam
 
-from schemas import LOCAL_FAILURE, REJECTED, DeadLetter, ScoringFailure
-from transforms.io.fields import json_record
+from autoais.schemas import LOCAL_FAILURE, REJECTED, DeadLetter, ScoringFailure
+from autoais.transforms.io.fields import json_record
 
 
 class ScoreAttribution(beam.PTransform):

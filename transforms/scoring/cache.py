@@ -40,10 +40,10 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from schemas import (SCORE_CACHE_ENTRY_SCHEMA, AttributionScore, ScoreCacheEntry,
+from autoais.schemas import (SCORE_CACHE_ENTRY_SCHEMA, AttributionScore, ScoreCacheEntry,
                      to_record_batch)
-from transforms.io import progress
-from transforms.io.atomic import atomic_create, write_text_atomically
+from autoais.transforms.io import progress
+from autoais.transforms.io.atomic import atomic_create, write_text_atomically
 
 WRITE_SHARDS = 16
 IDENTITY_FILE = "identity.json"

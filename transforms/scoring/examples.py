@@ -1,6 +1,6 @@
 """The model inputs of attributed answers and claims (SPEC 5.2)."""
-from schemas import AttributionExample
-from transforms.corpus.passages import ParsedPassage, nli_premise, reference_premise
+from autoais.schemas import AttributionExample
+from autoais.transforms.corpus.passages import ParsedPassage, nli_premise, reference_premise
 
 
 def qa_hypothesis(question: str, answer: str) -> str:

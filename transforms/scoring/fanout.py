@@ -47,9 +47,9 @@ from typing import Any, Optional, Tuple
 import apache_beam as beam
 from apache_beam.ml.inference.base import ModelHandler, RunInference
 
-from schemas import ScoringFailure
-from transforms.io import progress
-from transforms.io.manifest import SumCounts
+from autoais.schemas import ScoringFailure
+from autoais.transforms.io import progress
+from autoais.transforms.io.manifest import SumCounts
 
 LENGTH_BAND_CHARS = 512
 DEFAULT_CHUNK_CHARS = 256 * 1024

@@ -6,10 +6,10 @@ from typing import Any, Dict, Optional
 import apache_beam as beam
 from apache_beam.ml.inference.base import ModelHandler
 
-from models.remote import RemoteNliModelHandler, VertexNliModelHandler, fetch_health
-from transforms.scoring.fanout import ScoreUniqueExamples
-from transforms.scoring.names import REMOTE, VERTEX
-from transforms.scoring.scorer import DescribeScorer, Scorer, score_cache_for
+from autoais.models.remote import RemoteNliModelHandler, VertexNliModelHandler, fetch_health
+from autoais.transforms.scoring.fanout import ScoreUniqueExamples
+from autoais.transforms.scoring.names import REMOTE, VERTEX
+from autoais.transforms.scoring.scorer import DescribeScorer, Scorer, score_cache_for
 
 
 class _HealthFn(beam.DoFn):

@@ -6,10 +6,10 @@ from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
-from models.llm_judge import LlmJudgeModelHandler, describe_judge
-from transforms.scoring.fanout import ScoreUniqueExamples
-from transforms.scoring.names import LLM_JUDGE
-from transforms.scoring.scorer import DescribeScorer, Scorer, score_cache_for
+from autoais.models.llm_judge import LlmJudgeModelHandler, describe_judge
+from autoais.transforms.scoring.fanout import ScoreUniqueExamples
+from autoais.transforms.scoring.names import LLM_JUDGE
+from autoais.transforms.scoring.scorer import DescribeScorer, Scorer, score_cache_for
 
 
 class _DescribeJudgeFn(beam.DoFn):

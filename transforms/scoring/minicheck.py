@@ -6,9 +6,9 @@ from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
-from models.minicheck import MiniCheckModelHandler, describe_minicheck
-from transforms.scoring.names import MINICHECK
-from transforms.scoring.scorer import CallDescribe, WorkerModelScorer
+from autoais.models.minicheck import MiniCheckModelHandler, describe_minicheck
+from autoais.transforms.scoring.names import MINICHECK
+from autoais.transforms.scoring.scorer import CallDescribe, WorkerModelScorer
 
 
 class MiniCheckScorer(WorkerModelScorer):

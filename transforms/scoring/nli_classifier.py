@@ -6,9 +6,9 @@ from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
-from models.nli_classifier import NliClassifierModelHandler, describe_classifier
-from transforms.scoring.names import NLI_CLASSIFIER
-from transforms.scoring.scorer import CallDescribe, WorkerModelScorer
+from autoais.models.nli_classifier import NliClassifierModelHandler, describe_classifier
+from autoais.transforms.scoring.names import NLI_CLASSIFIER
+from autoais.transforms.scoring.scorer import CallDescribe, WorkerModelScorer
 
 
 class NliClassifierScorer(WorkerModelScorer):

@@ -20,8 +20,8 @@ from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
-from transforms.scoring.cache import ScoreCache, identity_key
-from transforms.scoring.fanout import ScoreUniqueExamples
+from autoais.transforms.scoring.cache import ScoreCache, identity_key
+from autoais.transforms.scoring.fanout import ScoreUniqueExamples
 
 
 class Scorer(abc.ABC):

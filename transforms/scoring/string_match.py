@@ -10,11 +10,11 @@ from typing import Any, Dict
 
 import apache_beam as beam
 
-from transforms.scoring.scorer import Scorer
-from schemas import AttributionExample, AttributionScore
-from transforms.io import progress
-from transforms.scoring.names import STRING_MATCH
-from transforms.stats.squad import normalize_answer, normalize_short_answer
+from autoais.transforms.scoring.scorer import Scorer
+from autoais.schemas import AttributionExample, AttributionScore
+from autoais.transforms.io import progress
+from autoais.transforms.scoring.names import STRING_MATCH
+from autoais.transforms.stats.squad import normalize_answer, normalize_short_answer
 
 _YES_NO = frozenset({"yes", "no"})
 

@@ -5,10 +5,10 @@ from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
-from transforms.scoring.scorer import DescribeScorer, Scorer, score_cache_for
-from models.t5_nli import T5NliModelHandler, describe_model
-from transforms.scoring.names import T5
-from transforms.scoring.fanout import ScoreUniqueExamples
+from autoais.transforms.scoring.scorer import DescribeScorer, Scorer, score_cache_for
+from autoais.models.t5_nli import T5NliModelHandler, describe_model
+from autoais.transforms.scoring.names import T5
+from autoais.transforms.scoring.fanout import ScoreUniqueExamples
 
 
 class _DescribeModelFn(beam.DoFn):

@@ -43,9 +43,9 @@ from typing import Any, Callable, Deque, Dict, List, NamedTuple, Optional, Seque
 
 from aiohttp import web
 
-from models.serving import Batcher, Limits, Overloaded, ServedModel, windows
-from schemas import AttributionExample
-from schemas.errors import BadRequest
+from autoais.models.serving import Batcher, Limits, Overloaded, ServedModel, windows
+from autoais.schemas import AttributionExample
+from autoais.schemas.errors import BadRequest
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 # The format nests three levels ({"instances": [{...}]}); anything much deeper

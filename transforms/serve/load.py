@@ -32,7 +32,7 @@ def start_server(args: Sequence[str], startup_timeout: float = 120.0,
   thread (a full pipe would block the server)."""
   env = dict(os.environ, PYTHONPATH=_ROOT)
   process = subprocess.Popen(
-      command or [sys.executable, "-m", "beam_jobs.cli", "serve", *map(str, args),
+      command or [sys.executable, "-m", "autoais.beam_jobs.cli", "serve", *map(str, args),
                   "--port", "0"],
       cwd=_ROOT, env=env, stderr=subprocess.PIPE, text=True)
   url, seen = None, []

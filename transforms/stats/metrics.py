@@ -17,11 +17,11 @@ from typing import Dict, Iterable, List, Optional, Tuple
 import apache_beam as beam
 import numpy as np
 
-from schemas import GoldAnswer, LeaderboardRow
-from transforms.stats.agreement import (AgreementCounts, SystemAgreement,
+from autoais.schemas import GoldAnswer, LeaderboardRow
+from autoais.transforms.stats.agreement import (AgreementCounts, SystemAgreement,
                                         agreement_statistics)
-from schemas.errors import InputError
-from transforms.stats.squad import (grade_normalized, normalize_answer,
+from autoais.schemas.errors import InputError
+from autoais.transforms.stats.squad import (grade_normalized, normalize_answer,
                                     normalize_short_answer)
 
 HUMAN_NONE, HUMAN_N, HUMAN_Y = -1, 0, 1

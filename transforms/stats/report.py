@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from transforms.stats.agreement import AgreementCounts
+from autoais.transforms.stats.agreement import AgreementCounts
 
 _DPI = 100
 

@@ -3,8 +3,8 @@ from eval.py and utils.py (tests/jobs/test_citations_parity.py runs eval.py
 itself on whole files)."""
 import pytest
 
-from schemas import CitationItem
-from transforms.citations import alce
+from autoais.schemas import CitationItem
+from autoais.transforms.citations import alce
 
 
 def _item(output, docs=("Title: A\na", "Title: B\nb", "Title: C\nc"), qampari=False,

@@ -1,10 +1,10 @@
 """The human check's pieces: alignment of an item's judgements with its
 sentences, the human figures of one answer, and the automatic precision credit
 of each used citation."""
-from schemas import CitationItem, CitationSentenceRow
-from transforms.citations import alce
-from transforms.citations.human import automatic_credits, human_check_markdown
-from transforms.citations.steps import human_check, human_figures
+from autoais.schemas import CitationItem, CitationSentenceRow
+from autoais.transforms.citations import alce
+from autoais.transforms.citations.human import automatic_credits, human_check_markdown
+from autoais.transforms.citations.steps import human_check, human_figures
 
 DOCS = ["Title: A\na", "Title: B\nb", "Title: C\nc"]
 

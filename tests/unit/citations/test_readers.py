@@ -3,8 +3,8 @@ lines, and a dead letter naming file, line and field for each bad item."""
 import gzip
 import json
 
-from schemas import CitationItem, DeadLetter
-from transforms.citations.readers import (read_alce_document, read_alce_human_eval,
+from autoais.schemas import CitationItem, DeadLetter
+from autoais.transforms.citations.readers import (read_alce_document, read_alce_human_eval,
                                           read_alce_lines)
 
 GOOD = {"question": "q", "output": "o [1].", "docs": [{"title": "T", "text": "x"}]}
@@ -84,7 +84,7 @@ def test_json_lines_variant_with_system_names_and_gzip(tmp_path):
 
 
 def test_format_by_suffix_unless_chosen():
-  from beam_jobs.citations import file_format  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs.citations import file_format  # pylint: disable=import-outside-toplevel
   assert [file_format(p, None) for p in ("a.json", "a.jsonl.gz", "b.ndjson.zst",
                                          "c.JSON.bz2")] == ["alce", "jsonl", "jsonl",
                                                             "alce"]

@@ -9,12 +9,12 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from beam_jobs import build_corpus
+from autoais.beam_jobs import build_corpus
 from tests.support.files import write_jsonl
 from tests.support.jobs import run_job
-from transforms.corpus import store
-from transforms.corpus.store import LookupPassages, ShardReader, ShuffleJoinPassages
-from schemas.errors import CorpusError
+from autoais.transforms.corpus import store
+from autoais.transforms.corpus.store import LookupPassages, ShardReader, ShuffleJoinPassages
+from autoais.schemas.errors import CorpusError
 
 N_PASSAGES = 3000
 N_SHARDS = 16
@@ -118,7 +118,7 @@ def test_lookup_stats_show_a_small_read(built, tmp_path):
 
 
 def test_evaluate_gives_the_same_outputs_with_either_join(tmp_path):
-  from beam_jobs import evaluate  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs import evaluate  # pylint: disable=import-outside-toplevel
   from tests.support.paths import PROJECT_ROOT  # pylint: disable=import-outside-toplevel
   examples = PROJECT_ROOT / "examples"
   assert run_job(build_corpus, "--input", examples / "corpus" / "*.jsonl", "--output",
@@ -214,7 +214,7 @@ def test_sorted_join_reads_each_row_group_once(built, tmp_path):
   """Values spread over the whole corpus, each cited several times and in
   random order: the sorted merge join finds them all, reading every row group
   it needs once."""
-  from schemas import CorpusRecord  # pylint: disable=import-outside-toplevel
+  from autoais.schemas import CorpusRecord  # pylint: disable=import-outside-toplevel
   directory, passages = built
   ids = sorted(passages)
   rng = random.Random(5)

@@ -1,5 +1,5 @@
 """Passage formats (SPEC 5.1): the NLI premise and the AIS display form."""
-from transforms.corpus.passages import (display_passage, nli_premise, parse_passage,
+from autoais.transforms.corpus.passages import (display_passage, nli_premise, parse_passage,
                                         pyserini_contents)
 
 ELSEWHERE = ('« St. Elsewhere » « St. Elsewhere, Episodes, "Their Town" » In a '

@@ -10,13 +10,13 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from beam_jobs import evaluate
-from schemas import AttributionExample
+from autoais.beam_jobs import evaluate
+from autoais.schemas import AttributionExample
 from tests.support.jobs import run_job
 from tests.support.paths import EXAMPLES
 from tests.support.scorers import DigestHandler
-from transforms.io import progress
-from transforms.scoring import fanout
+from autoais.transforms.io import progress
+from autoais.transforms.scoring import fanout
 
 _LINE = re.compile(r"model (\d+) of (\d+) examples(?: \(([\d.,]+)/s(?:, ETA (\w+))?\))?")
 

@@ -8,10 +8,10 @@ import pyarrow as pa
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that
 
-from schemas import REJECTED, DeadLetter
-from transforms.io import sorted_runs
-from transforms.io.dead_letters import DEAD_LETTER_KEY
-from transforms.io.sorted_runs import (RunSlice, SpillSortedRuns, merge_run_refs,
+from autoais.schemas import REJECTED, DeadLetter
+from autoais.transforms.io import sorted_runs
+from autoais.transforms.io.dead_letters import DEAD_LETTER_KEY
+from autoais.transforms.io.sorted_runs import (RunSlice, SpillSortedRuns, merge_run_refs,
                                        merge_sorted_runs, write_run)
 
 

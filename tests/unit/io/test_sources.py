@@ -6,11 +6,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from schemas import CorpusRecord, DeadLetter, GoldAnswer, Prediction
-from transforms.corpus.sources import check_corpus_file, read_corpus_source
-from transforms.io.gold import read_gold
-from transforms.io.predictions import check_prediction_file, read_predictions
-from schemas.errors import InputError
+from autoais.schemas import CorpusRecord, DeadLetter, GoldAnswer, Prediction
+from autoais.transforms.corpus.sources import check_corpus_file, read_corpus_source
+from autoais.transforms.io.gold import read_gold
+from autoais.transforms.io.predictions import check_prediction_file, read_predictions
+from autoais.schemas.errors import InputError
 
 
 def _write(path, data: bytes):

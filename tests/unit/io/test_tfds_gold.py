@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from beam_jobs import evaluate
+from autoais.beam_jobs import evaluate
 from tests.support.jobs import run_job
-from transforms.io.gold import read_gold
-from transforms.stats.squad import exact_match_and_f1
+from autoais.transforms.io.gold import read_gold
+from autoais.transforms.stats.squad import exact_match_and_f1
 
 tfds = pytest.importorskip("tensorflow_datasets")
 SOURCE = "tfds:natural_questions_open/validation"

@@ -12,13 +12,13 @@ import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-import schemas
-from schemas import REJECTED, DeadLetter
-from transforms.io.manifest import versions_and_timings
-from transforms.rows.merge import RowFold, RowTable, WriteMergedRows, fold_rows
-from transforms.rows.record import RunRecord, WriteRunRecord
-from transforms.rows.summary import WriteSummary, percent
-from transforms.io.sorted_runs import RowRef
+from autoais import schemas
+from autoais.schemas import REJECTED, DeadLetter
+from autoais.transforms.io.manifest import versions_and_timings
+from autoais.transforms.rows.merge import RowFold, RowTable, WriteMergedRows, fold_rows
+from autoais.transforms.rows.record import RunRecord, WriteRunRecord
+from autoais.transforms.rows.summary import WriteSummary, percent
+from autoais.transforms.io.sorted_runs import RowRef
 
 
 class _Row(NamedTuple):

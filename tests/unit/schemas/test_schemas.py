@@ -8,8 +8,8 @@ import typing
 import pyarrow as pa
 import pytest
 
-import schemas
-from schemas import SCHEMAS, iter_rows, to_record_batch
+from autoais import schemas
+from autoais.schemas import SCHEMAS, iter_rows, to_record_batch
 
 _ARROW_OF_PYTHON = {str: pa.string(), int: pa.int64(), float: pa.float64(),
                     bool: pa.bool_(), bytes: pa.binary()}
@@ -211,7 +211,7 @@ def test_exported_names_were_recorded_once():
 
 @pytest.mark.parametrize("name", sorted(_HOME))
 def test_name_exported_before_the_split_is_the_object_of_its_module(name):
-  module = importlib.import_module(_HOME[name])
+  module = importlib.import_module(f"autoais.{_HOME[name]}")
   assert getattr(schemas, name) is getattr(module, name)
   assert name in _defined_names(_HOME[name])  # defined there, not imported
 
@@ -232,7 +232,7 @@ def _defined_names(module: str):
 def test_schemas_reexports_every_name_its_modules_define(module):
   # A type added to one module later must be importable as `from schemas import X`
   # too, like every other.
-  loaded = importlib.import_module(module)
+  loaded = importlib.import_module(f"autoais.{module}")
   missing = sorted(name for name in _defined_names(module)
                    if getattr(schemas, name, None) is not getattr(loaded, name))
   assert not missing, missing
@@ -240,7 +240,7 @@ def test_schemas_reexports_every_name_its_modules_define(module):
 
 @pytest.mark.parametrize("module", TYPE_MODULES)
 def test_each_type_sits_in_SCHEMAS_beside_its_schema(module):
-  loaded = importlib.import_module(module)
+  loaded = importlib.import_module(f"autoais.{module}")
   defined = _defined_names(module)
   types = [value for name, value in vars(loaded).items()
            if name in defined and isinstance(value, type) and hasattr(value, "_fields")]
@@ -256,19 +256,22 @@ def test_each_type_sits_in_SCHEMAS_beside_its_schema(module):
 
 def test_schemas_holds_only_the_types_of_its_modules():
   defined = {(module, name) for module in TYPE_MODULES for name in _defined_names(module)}
-  assert all((t.__module__, t.__name__) in defined for t in SCHEMAS), list(SCHEMAS)
+  assert all((t.__module__.removeprefix("autoais."), t.__name__) in defined
+             for t in SCHEMAS), list(SCHEMAS)
 
 
 def _imported_schema_modules(path: pathlib.Path):
   imported = set()
   for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-    if isinstance(node, ast.ImportFrom) and node.module == "schemas":
+    module = (node.module or "").removeprefix("autoais.") if isinstance(
+        node, ast.ImportFrom) else ""
+    if isinstance(node, ast.ImportFrom) and module == "schemas":
       imported.update(f"schemas.{alias.name}" for alias in node.names)
-    elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("schemas."):
-      imported.add(node.module)
+    elif isinstance(node, ast.ImportFrom) and module.startswith("schemas."):
+      imported.add(module)
     elif isinstance(node, ast.Import):
-      imported.update(alias.name for alias in node.names
-                      if alias.name.startswith("schemas"))
+      imported.update(alias.name.removeprefix("autoais.") for alias in node.names
+                      if alias.name.removeprefix("autoais.").startswith("schemas"))
   return imported
 
 

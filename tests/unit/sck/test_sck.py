@@ -5,9 +5,9 @@ import collections
 
 import pytest
 
-from schemas import AttributionScore, EntityRecord, KgEdge
-from transforms.sck import entity_linking, intent, knowledge_graph, steps
-from transforms.sck.entity_linking import Gazetteer, link_answer, link_text, name_key
+from autoais.schemas import AttributionScore, EntityRecord, KgEdge
+from autoais.transforms.sck import entity_linking, intent, knowledge_graph, steps
+from autoais.transforms.sck.entity_linking import Gazetteer, link_answer, link_text, name_key
 
 from tests.support import sck_kg
 from tests.support.sck_intent_examples import LABELLED

@@ -12,9 +12,9 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from schemas import AttributionExample
+from autoais.schemas import AttributionExample
 from tests.support.scorers import DigestHandler, hash_score
-from transforms.scoring import fanout
+from autoais.transforms.scoring import fanout
 
 N_DISTINCT = 100_000
 N_REPEATED_ROWS = 10_000

@@ -15,11 +15,11 @@ import types
 import numpy as np
 import pytest
 
-from beam_jobs import agreement
-from models import llm_judge
-from models.sentences import sentence_splitter
-from schemas import AttributionExample, AttributionScore, ScoringFailure
-from schemas.errors import EndpointMisconfigured
+from autoais.beam_jobs import agreement
+from autoais.models import llm_judge
+from autoais.models.sentences import sentence_splitter
+from autoais.schemas import AttributionExample, AttributionScore, ScoringFailure
+from autoais.schemas.errors import EndpointMisconfigured
 from tests.support.jobs import run_job
 from tests.support.openai_server import MODEL, OpenAIServer, build_judge_tokenizer, given_logprobs
 from tests.support.minicheck_reference import import_minicheck
@@ -309,7 +309,7 @@ def test_agreement_with_the_judge(tmp_path, judge_tokenizer, monkeypatch):
 
 
 def test_the_cache_identity_names_endpoint_model_api_and_prompt(judge_tokenizer):
-  from transforms.scoring.llm_judge import LlmJudgeScorer  # pylint: disable=import-outside-toplevel
+  from autoais.transforms.scoring.llm_judge import LlmJudgeScorer  # pylint: disable=import-outside-toplevel
   tokenizer_dir, _ = judge_tokenizer
   settings = {"url": "http://h:8000/v1", "model": MODEL, "api": "chat", "chunk_size": 100,
               "concurrency": 2}

@@ -24,18 +24,18 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from beam_jobs import agreement, evaluate  # pylint: disable=wrong-import-position
-from models import sentences  # pylint: disable=wrong-import-position
-from models.minicheck import describe_minicheck, load_minicheck, pack_sentences  # pylint: disable=wrong-import-position
-from models.testing import build_random_t5  # pylint: disable=wrong-import-position
-from schemas import AttributionExample, ScoringFailure  # pylint: disable=wrong-import-position
+from autoais.beam_jobs import agreement, evaluate  # pylint: disable=wrong-import-position
+from autoais.models import sentences  # pylint: disable=wrong-import-position
+from autoais.models.minicheck import describe_minicheck, load_minicheck, pack_sentences  # pylint: disable=wrong-import-position
+from autoais.models.testing import build_random_t5  # pylint: disable=wrong-import-position
+from autoais.schemas import AttributionExample, ScoringFailure  # pylint: disable=wrong-import-position
 from tests.support.jobs import run_job  # pylint: disable=wrong-import-position
 from tests.support.nli_classifiers import build_tiny_classifier  # pylint: disable=wrong-import-position
 from tests.support.minicheck_reference import import_minicheck  # pylint: disable=wrong-import-position
 from tests.support.paths import EXAMPLES  # pylint: disable=wrong-import-position
 from tests.support.vocab import example_texts  # pylint: disable=wrong-import-position
-from transforms.scoring.cache import identity_key  # pylint: disable=wrong-import-position
-from transforms.scoring.minicheck import MiniCheckScorer  # pylint: disable=wrong-import-position
+from autoais.transforms.scoring.cache import identity_key  # pylint: disable=wrong-import-position
+from autoais.transforms.scoring.minicheck import MiniCheckScorer  # pylint: disable=wrong-import-position
 
 TWO_LABELS = {0: "LABEL_0", 1: "LABEL_1"}
 # kind -> (MiniCheck's model_name, input length, chunk size): chunks of a few
@@ -153,7 +153,7 @@ def test_a_blank_document_fails_as_in_minicheck(models, monkeypatch):
   assert "the document is blank" in scored[0].message
   assert scored[1].n_windows == 1
   # Its dead letter says the model refused it, not that an HTTP call failed.
-  from transforms.scoring.attribution import scoring_failed  # pylint: disable=import-outside-toplevel
+  from autoais.transforms.scoring.attribution import scoring_failed  # pylint: disable=import-outside-toplevel
   dead = scoring_failed("c.jsonl", 3, "evidence", "claim 0", scored[0], {"id": "x"})
   assert dead.message == ("c.jsonl:3: field 'evidence': claim 0: the model cannot "
                           f"score it: {scored[0].message}")
@@ -224,7 +224,7 @@ def test_cache_identity_names_variant_chunks_and_splitter(models, monkeypatch):
             key("roberta", dtype="bfloat16"), key("deberta"), key("t5")}
   monkeypatch.setattr(sentences, "sentence_splitter", lambda: sentences.SentenceSplitter(
       "other", "1", str.split))
-  monkeypatch.setattr("models.minicheck.sentence_splitter", sentences.sentence_splitter)
+  monkeypatch.setattr("autoais.models.minicheck.sentence_splitter", sentences.sentence_splitter)
   others.add(key("roberta"))
   assert len(others | {base}) == 7
 

@@ -19,19 +19,19 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from beam_jobs import agreement, evaluate  # pylint: disable=wrong-import-position
-from models.nli_classifier import describe_classifier, load_nli_classifier  # pylint: disable=wrong-import-position
-from schemas import AttributionExample  # pylint: disable=wrong-import-position
+from autoais.beam_jobs import agreement, evaluate  # pylint: disable=wrong-import-position
+from autoais.models.nli_classifier import describe_classifier, load_nli_classifier  # pylint: disable=wrong-import-position
+from autoais.schemas import AttributionExample  # pylint: disable=wrong-import-position
 from tests.support.files import read_jsonl  # pylint: disable=wrong-import-position
 from tests.support.jobs import run_job  # pylint: disable=wrong-import-position
 from tests.support.nli_classifiers import build_tiny_classifier, pair_ids  # pylint: disable=wrong-import-position
 from tests.support.paths import EXAMPLES  # pylint: disable=wrong-import-position
 from tests.support.vocab import example_texts  # pylint: disable=wrong-import-position
-from transforms.corpus.passages import parse_passage  # pylint: disable=wrong-import-position
-from transforms.scoring.cache import identity_key  # pylint: disable=wrong-import-position
-from transforms.scoring.examples import qa_example  # pylint: disable=wrong-import-position
-from transforms.scoring.nli_classifier import NliClassifierScorer  # pylint: disable=wrong-import-position
-from transforms.scoring.t5 import T5Scorer  # pylint: disable=wrong-import-position
+from autoais.transforms.corpus.passages import parse_passage  # pylint: disable=wrong-import-position
+from autoais.transforms.scoring.cache import identity_key  # pylint: disable=wrong-import-position
+from autoais.transforms.scoring.examples import qa_example  # pylint: disable=wrong-import-position
+from autoais.transforms.scoring.nli_classifier import NliClassifierScorer  # pylint: disable=wrong-import-position
+from autoais.transforms.scoring.t5 import T5Scorer  # pylint: disable=wrong-import-position
 
 THREE_WAY = {0: "entailment", 1: "neutral", 2: "contradiction"}
 TWO_WAY = {0: "not_entailment", 1: "Entailment"}  # another order, another case

@@ -19,12 +19,12 @@ from unittest import mock
 import pyarrow.parquet as pq
 import pytest
 
-from beam_jobs import evaluate
-from models import remote
-from schemas import AttributionExample, AttributionScore, ScoringFailure
-from schemas.errors import EndpointMisconfigured
-from transforms.scoring import hosted
-from models import embeddings
+from autoais.beam_jobs import evaluate
+from autoais.models import remote
+from autoais.schemas import AttributionExample, AttributionScore, ScoringFailure
+from autoais.schemas.errors import EndpointMisconfigured
+from autoais.transforms.scoring import hosted
+from autoais.models import embeddings
 from tests.support import sck_kg
 from tests.support.fault_server import FaultServer
 from tests.support.files import read_jsonl, write_jsonl
@@ -78,7 +78,7 @@ def served(tiny_t5_dirs, tmp_path_factory):
                                          tmp_path_factory.mktemp("served"))
   env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
   process = subprocess.Popen(
-      [sys.executable, "-m", "beam_jobs.cli", "serve", "--model", weights,
+      [sys.executable, "-m", "autoais.beam_jobs.cli", "serve", "--model", weights,
        "--tokenizer", tokenizer, "--port", "0"], cwd=PROJECT_ROOT, env=env,
       stderr=subprocess.PIPE, text=True)
   url = None
@@ -106,7 +106,7 @@ def _post(url, payload):
 
 
 def test_serve_speaks_the_vertex_prediction_format(served, tiny_t5_dirs):
-  from models import t5_nli  # pylint: disable=import-outside-toplevel
+  from autoais.models import t5_nli  # pylint: disable=import-outside-toplevel
   with urllib.request.urlopen(served + "/health", timeout=30) as response:
     health = json.loads(response.read())
   assert health["status"] == "ok"
@@ -369,7 +369,7 @@ def test_agreement_dead_letters_items_a_hosted_model_refuses(tmp_path):
   """A WiCE item whose chunks the server refuses: every chunk dead-lettered as
   scoring_failed (a max over the other chunks would be wrong); the others scored;
   records reconcile."""
-  from beam_jobs import agreement  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs import agreement  # pylint: disable=import-outside-toplevel
   source = tmp_path / "chunks.jsonl"
   source.write_text("".join(json.dumps(line) + "\n" for line in _WICE_LINES))
   server = FaultServer()
@@ -468,7 +468,7 @@ def test_claims_dead_letter_a_claim_whose_evidence_a_hosted_model_refuses(
   """The claim is dead-lettered whole (in max mode its other evidence item was
   scored; in rerank mode its other sentences were); every other claim row, and
   the answer and system figures, are those of a run without it."""
-  from beam_jobs import claims  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs import claims  # pylint: disable=import-outside-toplevel
   source = tmp_path / "claims.jsonl"
   reference, refused, log = _without_refused_unit(
       tmp_path, claims, {source: _CLAIMS},
@@ -520,7 +520,7 @@ def test_audit_dead_letters_an_answer_a_candidate_of_which_is_refused(tmp_path):
   """The answer is dead-lettered, and each of its candidates; answers and
   candidates reconcile apart; every other row and the system figures are those
   of a run without that answer."""
-  from beam_jobs import audit  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs import audit  # pylint: disable=import-outside-toplevel
   answers, candidates = tmp_path / "answers.jsonl", tmp_path / "candidates.jsonl"
   reference, refused, log = _without_refused_unit(
       tmp_path, audit, {answers: _AUDIT_ANSWERS, candidates: _AUDIT_CANDIDATES},
@@ -548,7 +548,7 @@ def test_sck_dead_letters_an_answer_a_sentence_judgement_of_which_is_refused(tmp
   """The answer's first sentence is judged, its second refused: the answer is
   dead-lettered whole; every other row and the summaries are those of a run
   without it."""
-  from beam_jobs import sck  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs import sck  # pylint: disable=import-outside-toplevel
   answers = tmp_path / "answers.jsonl"
   lines = [{"system_name": "s", "question": question, "answer": answer}
            for question, answer in ((sck_kg.OBAMA_QUESTION, sck_kg.OBAMA_ANSWER),
@@ -571,7 +571,7 @@ def test_sck_dead_letters_an_answer_a_sentence_judgement_of_which_is_refused(tmp
 
 
 def test_serve_refuses_a_checkpoint_without_its_tokenizer(tiny_t5_dirs, tmp_path, capsys):
-  from beam_jobs import serve  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs import serve  # pylint: disable=import-outside-toplevel
   weights, _ = _split_checkpoint(tiny_t5_dirs[3], tmp_path)
   assert serve.run(["--model", str(weights), "--port", "0"]) == 2
   assert "no tokenizer in the model directory" in capsys.readouterr().err

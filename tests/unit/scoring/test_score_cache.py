@@ -13,10 +13,10 @@ import pytest
 
 pytest.importorskip("torch")
 
-from beam_jobs import evaluate  # pylint: disable=wrong-import-position
+from autoais.beam_jobs import evaluate  # pylint: disable=wrong-import-position
 from tests.support.jobs import run_job  # pylint: disable=wrong-import-position
 from tests.support.paths import EXAMPLES  # pylint: disable=wrong-import-position
-from transforms.scoring import cache as score_cache  # pylint: disable=wrong-import-position
+from autoais.transforms.scoring import cache as score_cache  # pylint: disable=wrong-import-position
 
 FIRST = ("retrieve-then-read", "keyword-baseline")
 ALL = FIRST + ("closed-book-lm",)

@@ -1,8 +1,8 @@
 """The string-match baseline (SPEC 5.4)."""
 import pytest
 
-from transforms.scoring.string_match import string_match_attributable, string_match_score
-from schemas import AttributionExample
+from autoais.transforms.scoring.string_match import string_match_attributable, string_match_score
+from autoais.schemas import AttributionExample
 
 
 @pytest.mark.parametrize("answer, passage, expected", [

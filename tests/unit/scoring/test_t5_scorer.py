@@ -24,15 +24,15 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from beam_jobs import evaluate  # pylint: disable=wrong-import-position
-from models import t5_nli  # pylint: disable=wrong-import-position
-from models.testing import build_random_t5, save_model  # pylint: disable=wrong-import-position
-from schemas import AttributionExample  # pylint: disable=wrong-import-position
+from autoais.beam_jobs import evaluate  # pylint: disable=wrong-import-position
+from autoais.models import t5_nli  # pylint: disable=wrong-import-position
+from autoais.models.testing import build_random_t5, save_model  # pylint: disable=wrong-import-position
+from autoais.schemas import AttributionExample  # pylint: disable=wrong-import-position
 from tests.support.files import read_jsonl  # pylint: disable=wrong-import-position
 from tests.support.jobs import run_job  # pylint: disable=wrong-import-position
 from tests.support.paths import PROJECT_ROOT  # pylint: disable=wrong-import-position
-from transforms.corpus.passages import parse_passage  # pylint: disable=wrong-import-position
-from transforms.scoring.examples import (claim_example, qa_example)  # pylint: disable=wrong-import-position
+from autoais.transforms.corpus.passages import parse_passage  # pylint: disable=wrong-import-position
+from autoais.transforms.scoring.examples import (claim_example, qa_example)  # pylint: disable=wrong-import-position
 
 EXAMPLES = PROJECT_ROOT / "examples"
 
@@ -332,7 +332,7 @@ def test_evaluate_with_t5_on_the_examples(tiny_model, loaded, example_corpus, tm
 
 def test_torch_threads_sets_the_threads_of_each_workers_model(tiny_model, example_corpus,
                                                               tmp_path, capsys):
-  from models.t5_nli import T5NliModelHandler
+  from autoais.models.t5_nli import T5NliModelHandler
   before = torch.get_num_threads()
   wanted = before + 1  # differs from the default on any machine
   try:

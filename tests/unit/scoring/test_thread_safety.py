@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from schemas import AttributionExample
+from autoais.schemas import AttributionExample
 from tests.support.vocab import example_texts
 
 THREADS, ROUNDS = 8, 8
@@ -27,14 +27,14 @@ def _examples():
 
 def _load(family, directory):
   if family == "t5":
-    from models.t5_nli import load_t5_nli  # pylint: disable=import-outside-toplevel
+    from autoais.models.t5_nli import load_t5_nli  # pylint: disable=import-outside-toplevel
     model = load_t5_nli(directory, max_input_tokens=64)
     return lambda examples: model.score(examples, "threshold", 0.5)
   if family == "nli-classifier":
-    from models.nli_classifier import load_nli_classifier  # pylint: disable=import-outside-toplevel
+    from autoais.models.nli_classifier import load_nli_classifier  # pylint: disable=import-outside-toplevel
     model = load_nli_classifier(directory, max_input_tokens=64)
     return lambda examples: model.score(examples, 0.5)
-  from models.minicheck import load_minicheck  # pylint: disable=import-outside-toplevel
+  from autoais.models.minicheck import load_minicheck  # pylint: disable=import-outside-toplevel
   model = load_minicheck(directory, max_input_tokens=64, chunk_size=24)
   return lambda examples: model.score(examples, 0.5)
 
@@ -66,8 +66,8 @@ def test_scores_from_many_threads_equal_one_threads(model_scorer):
 
 
 def test_the_lock_leaves_the_tokenizer_as_it_was(tiny_nli_classifier):
-  from models.nli_classifier import load_nli_classifier  # pylint: disable=import-outside-toplevel
-  from models.t5_nli import LockedTokenizer  # pylint: disable=import-outside-toplevel
+  from autoais.models.nli_classifier import load_nli_classifier  # pylint: disable=import-outside-toplevel
+  from autoais.models.t5_nli import LockedTokenizer  # pylint: disable=import-outside-toplevel
   model = load_nli_classifier(tiny_nli_classifier)
   assert isinstance(model.tokenizer, LockedTokenizer)
   inner = model.tokenizer.unlocked

@@ -12,10 +12,10 @@ import aiohttp.web
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from models.serving import Batcher, Limits, Overloaded, ServedModel
-from schemas.errors import BadRequest
+from autoais.models.serving import Batcher, Limits, Overloaded, ServedModel
+from autoais.schemas.errors import BadRequest
 from tests.support.served_models import FakeWindowModel, expected_score
-from transforms.serve import http
+from autoais.transforms.serve import http
 
 
 def _service(delay=0.0, **options):
@@ -291,8 +291,8 @@ def test_batcher_queue_bound_and_prometheus_text():
 def test_remote_reads_the_model_of_a_server_that_is_not_ready():
   """`--scorer remote` reads the served model's identity at launch; a server
   draining (503) still says what it serves. A 503 without it is an error."""
-  from models import remote  # pylint: disable=import-outside-toplevel
-  from schemas.errors import ModelError  # pylint: disable=import-outside-toplevel
+  from autoais.models import remote  # pylint: disable=import-outside-toplevel
+  from autoais.schemas.errors import ModelError  # pylint: disable=import-outside-toplevel
   service, _ = _service()
 
   async def scenario(client):
@@ -330,6 +330,6 @@ def test_remote_reads_the_model_of_a_server_that_is_not_ready():
     (["--port", "70000"], "--port 70000: must be in [0, 65535]"),
 ])
 def test_serve_refuses_bad_flags_before_loading(flags, message, tmp_path, capsys):
-  from beam_jobs import serve  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs import serve  # pylint: disable=import-outside-toplevel
   assert serve.run(["--model", str(tmp_path / "absent"), *flags]) == 2
   assert message in capsys.readouterr().err

@@ -9,8 +9,8 @@ from scipy import stats
 from sklearn import metrics as skm
 from sklearn.calibration import calibration_curve
 
-from transforms.stats import agreement
-from transforms.stats.agreement import (AgreementCounts, ScoreCounts,
+from autoais.transforms.stats import agreement
+from autoais.transforms.stats.agreement import (AgreementCounts, ScoreCounts,
                                         agreement_statistics, best_threshold,
                                         decision_statistics)
 

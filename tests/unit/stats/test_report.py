@@ -7,7 +7,7 @@ import subprocess
 import pytest
 from PIL import Image
 
-from beam_jobs import agreement
+from autoais.beam_jobs import agreement
 from tests.support.jobs import run_job
 from tests.support.paths import shared_file
 from tests.support.report_html import decoded_images

@@ -5,7 +5,7 @@ import pytest
 
 from tests.support.files import read_jsonl
 from tests.support.paths import shared_file
-from transforms.stats.squad import exact_match_and_f1, normalize_answer, token_f1
+from autoais.transforms.stats.squad import exact_match_and_f1, normalize_answer, token_f1
 
 qa_utils = pytest.importorskip("t5.evaluation.qa_utils")
 
