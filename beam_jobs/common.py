@@ -4,6 +4,7 @@ unusable input into a clear message and exit code 2 (before anything is
 written, where it is found at launch). The output-directory rule is
 beam_jobs/output_dir.py.
 """
+import argparse
 import contextlib
 import logging
 import os
@@ -12,7 +13,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
-from typing import Any, Callable, Dict, List, Optional, Sequence, Type
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Type
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -21,7 +22,9 @@ from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOp
                                                   StandardOptions, _BeamArgumentParser)
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
-from autoais.transforms.scoring.names import (JUDGE_APIS, LLM_JUDGE, MINICHECK, NLI_CLASSIFIER,
+from autoais.models import hub
+from autoais.transforms.scoring.names import (FLAG_SCORERS, JUDGE_APIS, LLM_JUDGE, MINICHECK,
+                                              NLI_CLASSIFIER,
                                       REMOTE, SCORERS, STRING_MATCH, VERTEX)
 from autoais.transforms.scoring.scorer import Scorer
 from autoais.transforms.scoring.registry import make_scorer
@@ -81,20 +84,32 @@ class ScorerOptions(PipelineOptions):
     group.add_argument("--threshold", type=float, default=0.5,
                        help="auto_ais is Y iff nli_score > threshold (default 0.5).")
     group.add_argument("--model", default=None,
-                       help="NLI model directory (local or gs://) in safetensors "
+                       help="For --scorer t5, nli-classifier and minicheck: the NLI "
+                       "model, a local or gs:// directory or a Hugging Face hub id "
+                       "(org/name, e.g. google/t5_xxl_true_nli_mixture: resolved "
+                       "with huggingface_hub into its cache, HF_HOME; HF_HUB_OFFLINE "
+                       "and HF_TOKEN from the environment). Weights in safetensors "
                        "(model.safetensors, or shards with "
                        "model.safetensors.index.json) with its tokenizer: for "
                        "--scorer t5 a T5/mT5 checkpoint, for --scorer nli-classifier "
                        "a sequence-classification NLI checkpoint, for --scorer "
                        "minicheck a MiniCheck checkpoint (Flan-T5, RoBERTa or "
-                       "DeBERTa).")
+                       "DeBERTa). Without --scorer, --model is refused: the default "
+                       "scorer, string-match, reads no model.")
+    group.add_argument("--model_revision", default=None,
+                       help="For a hub id --model: the branch, tag or commit to load "
+                       "(default main), resolved to a commit at launch; run.json "
+                       "records the id, the revision and the commit.")
     group.add_argument("--tokenizer", default=None,
-                       help="For --scorer t5 / nli-classifier / minicheck: the tokenizer's "
-                       "directory (local or gs://; tokenizer.json, or spiece.model "
-                       "with tokenizer_config.json) where the model directory has "
-                       "none. Default: the model directory. For --scorer llm-judge "
+                       help="For --scorer t5 / nli-classifier / minicheck: the tokenizer "
+                       "(a local or gs:// directory, or a hub id; tokenizer.json, or "
+                       "spiece.model with tokenizer_config.json) where the model has "
+                       "none. Default: the model's. For --scorer llm-judge "
                        "(required): the judge's tokenizer (tokenizer.json and its "
                        "chat template), which counts the chunks' tokens.")
+    group.add_argument("--tokenizer_revision", default=None,
+                       help="For a hub id --tokenizer: the branch, tag or commit "
+                       "(default main), as --model_revision.")
     group.add_argument("--positive_label", default=None,
                        help="For --scorer nli-classifier: the head's label (a name in "
                        "config.json's id2label, any case) whose probability is the "
@@ -189,36 +204,75 @@ class RunOptions(PipelineOptions):
                        "none. Dataflow shows the same counters as job metrics.")
 
 
+def given_flags(options: PipelineOptions,
+                options_class: Type[PipelineOptions]) -> FrozenSet[str]:
+  """The dests of `options_class`'s flags that the command line gave, with any
+  value (its default's too): a flag's default cannot tell "given" from "left
+  out". Read from the flags the options were parsed from (Beam keeps them)."""
+  parser = _BeamArgumentParser(allow_abbrev=False)
+  options_class._add_argparse_args(parser)  # pylint: disable=protected-access
+  for action in parser._actions:  # pylint: disable=protected-access
+    action.default = argparse.SUPPRESS
+  flags = getattr(options, "_flags", None) or []
+  given, _ = parser.parse_known_args(list(flags))
+  return frozenset(vars(given))
+
+
+def check_scorer_flags(options: "ScorerOptions", given: FrozenSet[str]) -> None:
+  """Refuses a scorer flag the chosen scorer does not take (FLAG_SCORERS): it
+  would be ignored, and the run would answer another question than the one
+  asked (`--model DIR` alone once gave a string-match leaderboard)."""
+  scorer = options.scorer
+  if "scorer" not in given and "model" in given:
+    raise ConfigError(
+        "--model needs a model scorer, and the default scorer, string-match, reads "
+        "no model: add --scorer t5 (a T5/mT5 NLI model answering '1'/'0', such as "
+        "google/t5_xxl_true_nli_mixture), --scorer nli-classifier (a "
+        "sequence-classification NLI model) or --scorer minicheck (MiniCheck's "
+        "Flan-T5, RoBERTa or DeBERTa checkers)")
+  wrong = sorted(flag for flag in given
+                 if flag in FLAG_SCORERS and scorer not in FLAG_SCORERS[flag])
+  if wrong:
+    chosen = f"--scorer {scorer}" + ("" if "scorer" in given else " (the default)")
+    raise ConfigError("; ".join(
+        f"--{flag} is for --scorer {' / '.join(FLAG_SCORERS[flag])}, not {chosen}"
+        for flag in wrong) + ": a flag the scorer does not take is refused, not ignored")
+
+
+class _ModelReferences:
+  """--model and --tokenizer as the workers load them: a hub id pinned to the
+  commit its revision names now (models/hub.py), anything else as given."""
+
+  def __init__(self, options: "ScorerOptions"):
+    self.model = hub.pin(options.model, options.model_revision, "--model",
+                         "--model_revision")
+    self.tokenizer = hub.pin(options.tokenizer, options.tokenizer_revision,
+                             "--tokenizer", "--tokenizer_revision")
+    self.revisions = {"model_revision": options.model_revision,
+                      "tokenizer_revision": options.tokenizer_revision}
+
+
 def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
   """Validates the scorer flags (cheaply: the model itself is loaded on the
   workers) and returns the scorer."""
+  given = given_flags(options, ScorerOptions)
   options = options.view_as(ScorerOptions)
+  check_scorer_flags(options, given)
   if not 0.0 <= options.threshold <= 1.0:
     raise ConfigError(f"--threshold must be in [0, 1], got {options.threshold}")
-  if options.positive_label is not None and options.scorer != NLI_CLASSIFIER:
-    raise ConfigError(f"--positive_label is for --scorer nli-classifier, not "
-                      f"--scorer {options.scorer}")
-  if options.scorer != LLM_JUDGE and (options.judge_url or options.judge_model):
-    raise ConfigError(f"--judge_url and --judge_model are for --scorer llm-judge, not "
-                      f"--scorer {options.scorer}")
-  if options.chunk_size is not None and options.scorer not in (MINICHECK, LLM_JUDGE):
-    raise ConfigError(f"--chunk_size is for --scorer minicheck and llm-judge, not "
-                      f"--scorer {options.scorer}")
   if options.chunk_size is not None and options.chunk_size < 1:
     raise ConfigError(f"--chunk_size must be positive, got {options.chunk_size}")
   if options.scorer == STRING_MATCH:
     if options.decision != "threshold":
       raise ConfigError("--decision decode needs an NLI model (--scorer t5)")
-    if options.score_cache:
-      raise ConfigError("--score_cache keeps model scores: it needs a model scorer "
-                        "(string-match scores cost nothing to recompute)")
     return make_scorer(STRING_MATCH, options.threshold)
   if options.score_cache:
     check_cache_dir(options.score_cache)
   if options.scorer in (REMOTE, VERTEX):
     return _hosted_scorer(options, local_run)
+  references = _ModelReferences(options)
   if options.scorer == LLM_JUDGE:
-    return _judge_scorer(options, local_run)
+    return _judge_scorer(options, references, local_run)
   require(options, "model")
   from autoais.models import t5_nli  # pylint: disable=import-outside-toplevel
   require_choice("--device", options.device, t5_nli.DEVICES)
@@ -228,31 +282,38 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
     raise ConfigError(f"--torch_threads must be 0 (torch's default) or more, got "
                       f"{options.torch_threads}")
   if options.scorer == NLI_CLASSIFIER:
-    return _classifier_scorer(options, local_run)
+    return _classifier_scorer(options, references, local_run)
   if options.scorer == MINICHECK:
-    return _minicheck_scorer(options, local_run)
+    return _minicheck_scorer(options, references, local_run)
   t5_nli.check_dtype(options.dtype)
   require_choice("--decision", options.decision, t5_nli.DECISIONS)
-  t5_nli.check_model_and_tokenizer(options.model, options.tokenizer)
+  t5_nli.check_model_and_tokenizer(references.model, references.tokenizer)
   if options.decision == "decode":
-    t5_nli.check_decode_generation(options.model)
-  tokenizer_dir = options.tokenizer or options.model
-  if local_run and FileSystems.get_scheme(tokenizer_dir) in (None, "file"):
+    t5_nli.check_decode_generation(references.model)
+  if local_run and _readable_here(references.tokenizer or references.model):
     t5_nli.label_pieces(t5_nli.load_tokenizer(
-        tokenizer_dir, "--tokenizer" if options.tokenizer else "--model"), options.model)
+        t5_nli.local_tokenizer_dir(references.model, references.tokenizer),
+        "--tokenizer" if options.tokenizer else "--model"), options.model)
     _check_cuda(options.device)
   return make_scorer(options.scorer, options.threshold, decision=options.decision,
-                     **_local_model_options(options))
+                     **_local_model_options(options, references))
 
 
-def _local_model_options(options: "ScorerOptions") -> Dict[str, Any]:
+def _readable_here(path: str) -> bool:
+  """A local directory, or a hub model (its small files come into this
+  machine's cache; the weights do not): worth reading at launch."""
+  return hub.pinned(path) is not None or FileSystems.get_scheme(path) in (None, "file")
+
+
+def _local_model_options(options: "ScorerOptions",
+                         references: _ModelReferences) -> Dict[str, Any]:
   """The flags every scorer of a model run in the workers takes (t5,
   nli-classifier, minicheck)."""
-  return {"model_path": options.model, "dtype": options.dtype, "device": options.device,
+  return {"model_path": references.model, "dtype": options.dtype, "device": options.device,
           "max_input_tokens": options.max_input_tokens,
           "token_budget": options.token_budget, "large_model": options.large_model,
-          "torch_threads": options.torch_threads, "tokenizer_path": options.tokenizer,
-          "score_cache": options.score_cache}
+          "torch_threads": options.torch_threads, "tokenizer_path": references.tokenizer,
+          "score_cache": options.score_cache, "revisions": references.revisions}
 
 
 def _check_cuda(device: str) -> None:
@@ -262,36 +323,38 @@ def _check_cuda(device: str) -> None:
       raise ConfigError("--device cuda: no CUDA device on this machine")
 
 
-def _classifier_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
+def _classifier_scorer(options: "ScorerOptions", references: _ModelReferences,
+                       local_run: bool) -> Scorer:
   """--scorer nli-classifier: the checkpoint listed and its config.json read
-  (also on gs://), the supporting label resolved, nothing loaded."""
+  (also on gs:// and the hub), the supporting label resolved, nothing loaded."""
   from autoais.models import nli_classifier  # pylint: disable=import-outside-toplevel
   if options.decision != "threshold":
     raise ConfigError("--decision decode is the T5 family's (--scorer t5); --scorer "
                       "nli-classifier decides by --threshold")
   nli_classifier.check_dtype(options.dtype)
-  nli_classifier.check_classifier(options.model, options.tokenizer,
+  nli_classifier.check_classifier(references.model, references.tokenizer,
                                   options.positive_label)
   if local_run:
     _check_cuda(options.device)
   return make_scorer(NLI_CLASSIFIER, options.threshold,
                      positive_label=options.positive_label,
-                     **_local_model_options(options))
+                     **_local_model_options(options, references))
 
 
-def _minicheck_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
+def _minicheck_scorer(options: "ScorerOptions", references: _ModelReferences,
+                      local_run: bool) -> Scorer:
   """--scorer minicheck: the checkpoint listed and its config.json read (also
-  on gs://), its architecture one of MiniCheck's, nothing loaded."""
+  on gs:// and the hub), its architecture one of MiniCheck's, nothing loaded."""
   from autoais.models import minicheck, nli_classifier  # pylint: disable=import-outside-toplevel
   if options.decision != "threshold":
     raise ConfigError("--decision decode is the T5 family's (--scorer t5); --scorer "
                       "minicheck decides by --threshold")
   nli_classifier.check_dtype(options.dtype)
-  minicheck.check_minicheck(options.model, options.tokenizer)
+  minicheck.check_minicheck(references.model, references.tokenizer)
   if local_run:
     _check_cuda(options.device)
   return make_scorer(MINICHECK, options.threshold, chunk_size=options.chunk_size,
-                     **_local_model_options(options))
+                     **_local_model_options(options, references))
 
 
 def _hosted_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
@@ -300,9 +363,6 @@ def _hosted_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
   if options.decision != "threshold":
     raise ConfigError(f"--decision decode needs the model in process (--scorer t5); "
                       f"--scorer {options.scorer} decides by --threshold")
-  if options.model or options.tokenizer:
-    raise ConfigError(f"--model and --tokenizer are for --scorer t5, "
-                      f"nli-classifier and minicheck; --scorer {options.scorer} scores with the model its endpoint serves")
   if options.instances_per_request < 1:
     raise ConfigError("--instances_per_request must be positive")
   if options.scorer == REMOTE:
@@ -343,7 +403,8 @@ def _check_retries(options: "ScorerOptions") -> None:
                       "--max_retries not negative")
 
 
-def _judge_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
+def _judge_scorer(options: "ScorerOptions", references: _ModelReferences,
+                  local_run: bool) -> Scorer:
   """--scorer llm-judge: the flags checked, the tokenizer directory listed; on a
   local run the tokenizer loaded (its chat template for --judge_api
   completions), the API key's variable set, and the endpoint asked whether it
@@ -352,10 +413,6 @@ def _judge_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
   if options.decision != "threshold":
     raise ConfigError("--decision decode is the T5 family's; --scorer llm-judge "
                       "decides by --threshold")
-  if options.model:
-    raise ConfigError("--model is for --scorer t5 and nli-classifier; --scorer "
-                      "llm-judge scores with the model its endpoint serves "
-                      "(--judge_model)")
   require(options, "judge_url", "judge_model", "tokenizer")
   _check_http_url("--judge_url", options.judge_url)
   _check_retries(options)
@@ -365,11 +422,10 @@ def _judge_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
       options.judge_api_key_env):
     raise ConfigError(f"--judge_api_key_env {options.judge_api_key_env}: the "
                       "environment variable is not set")
-  t5_nli.tokenizer_files(options.tokenizer, llm_judge.TOKENIZER_NAMES)
+  t5_nli.tokenizer_files(references.tokenizer, llm_judge.TOKENIZER_NAMES)
   if local_run:
-    if options.judge_api == "completions" and FileSystems.get_scheme(
-        options.tokenizer) in (None, "file"):
-      _, tokenizer = llm_judge.open_judge_tokenizer(options.tokenizer)
+    if options.judge_api == "completions" and _readable_here(references.tokenizer):
+      _, tokenizer = llm_judge.open_judge_tokenizer(references.tokenizer)
       llm_judge.check_chat_template(tokenizer, options.tokenizer)
     served = llm_judge.served_models(options.judge_url, options.request_timeout,
                                      options.judge_api_key_env)
@@ -377,8 +433,8 @@ def _judge_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
       raise ConfigError(f"--judge_model {options.judge_model}: {options.judge_url} "
                         f"serves {', '.join(served) or 'no model'}")
   return make_scorer(LLM_JUDGE, options.threshold, url=options.judge_url,
-                     model=options.judge_model, tokenizer_path=options.tokenizer,
-                     api=options.judge_api,
+                     model=options.judge_model, tokenizer_path=references.tokenizer,
+                     tokenizer_revision=options.tokenizer_revision, api=options.judge_api,
                      chunk_size=options.chunk_size or llm_judge.DEFAULT_CHUNK_SIZE,
                      concurrency=options.judge_concurrency,
                      timeout=options.request_timeout, max_retries=options.max_retries,

@@ -1,7 +1,8 @@
 """serve: an NLI scorer over HTTP, in the Vertex AI prediction format, for
 `--scorer remote` and Vertex AI; requests arriving together share model batches.
 
-    autoais serve --model DIR [--scorer t5|nli-classifier] [--tokenizer DIR]
+    autoais serve --model DIR_OR_HUB_ID [--model_revision REV] [--scorer t5|nli-classifier]
+        [--tokenizer DIR_OR_HUB_ID]
         [--positive_label NAME] [--host 127.0.0.1] [--port 8080]
         [--dtype float32|bfloat16] [--device cpu|cuda] [--max_input_tokens N]
         [--token_budget N] [--max_batch_windows 256] [--max_wait_ms 5]
@@ -70,13 +71,18 @@ def parse_args(argv):
   parser = argparse.ArgumentParser(prog="autoais serve", description=__doc__.split(
       "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--model", default=env.get("AIP_STORAGE_URI"),
-                      help="NLI model directory (local or gs://); default "
-                      "$AIP_STORAGE_URI (Vertex AI).")
+                      help="NLI model: a directory (local or gs://) or a Hugging "
+                      "Face hub id (org/name); default $AIP_STORAGE_URI (Vertex AI).")
+  parser.add_argument("--model_revision", default=None,
+                      help="For a hub id --model: the branch, tag or commit (default "
+                      "main), resolved to a commit at start.")
   parser.add_argument("--scorer", default="t5", choices=FAMILIES,
                       help="The model's family (default t5).")
   parser.add_argument("--tokenizer", default=None,
-                      help="The tokenizer's directory (local or gs://) where the "
-                      "model directory has none (default: the model directory).")
+                      help="The tokenizer (a local or gs:// directory, or a hub id) "
+                      "where the model has none (default: the model's).")
+  parser.add_argument("--tokenizer_revision", default=None,
+                      help="For a hub id --tokenizer: the branch, tag or commit.")
   parser.add_argument("--positive_label", default=None,
                       help="nli-classifier: the head's supporting label.")
   parser.add_argument("--host", default="127.0.0.1",
@@ -137,6 +143,10 @@ def _check(args) -> None:
   from autoais.transforms.serve.http import MAX_JSON_DEPTH_LIMIT  # pylint: disable=import-outside-toplevel
   if not args.model:
     raise ConfigError("missing required option --model")
+  if args.positive_label is not None and args.scorer != "nli-classifier":
+    raise ConfigError(f"--positive_label is for --scorer nli-classifier, not --scorer "
+                      f"{args.scorer}: a flag the scorer does not take is refused, not "
+                      "ignored")
   if not 0 <= args.port < 65536:
     raise ConfigError(f"--port {args.port}: must be in [0, 65535]")
   for name in ("max_batch_windows", "max_queue_windows", "max_instances",
@@ -161,13 +171,18 @@ def run(argv=None) -> int:
     print(f"autoais serve: error: {error}", file=sys.stderr)
     return EXIT_CONFIG_ERROR
   # pylint: disable=import-outside-toplevel
+  from autoais.models import hub
   from autoais.models.serving import Limits, load_served_model
   from autoais.transforms.serve import http
   try:
     model, description = load_served_model(
-        args.scorer, args.model, dtype=args.dtype, device=args.device,
+        args.scorer, hub.pin(args.model, args.model_revision, "--model",
+                             "--model_revision"),
+        dtype=args.dtype, device=args.device,
         max_input_tokens=args.max_input_tokens, token_budget=args.token_budget,
-        tokenizer_path=args.tokenizer, positive_label=args.positive_label)
+        tokenizer_path=hub.pin(args.tokenizer, args.tokenizer_revision, "--tokenizer",
+                               "--tokenizer_revision"),
+        positive_label=args.positive_label)
   except (ModelError, ConfigError) as error:
     print(f"autoais serve: error: {error}", file=sys.stderr)
     return EXIT_CONFIG_ERROR

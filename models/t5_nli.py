@@ -47,6 +47,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
+from autoais.models import hub
 from autoais.schemas import AttributionExample, AttributionScore
 from autoais.schemas.errors import ModelError
 
@@ -98,9 +99,22 @@ def _match_dir(path: str, flag: str):
 
 
 def _list_dir(path: str, flag: str) -> Dict[str, int]:
-  """{file name: size} of a directory, local or gs://."""
+  """{file name: size} of a directory, local or gs://, or of a hub model's
+  commit (models/hub.py)."""
+  model = hub.pinned(path)
+  if model is not None:
+    return hub.list_files(model, flag)
   return {os.path.basename(m.path.rstrip("/")): m.size_in_bytes
           for m in _match_dir(path, flag)}
+
+
+def _file_in(directory: str, name: str, flag: str) -> str:
+  """A path FileSystems reads `name` of `directory` from: the file itself, or
+  for a hub model its copy in the cache (downloaded where missing)."""
+  model = hub.pinned(directory)
+  if model is not None:
+    return hub.file_path(model, name, flag)
+  return FileSystems.join(directory.rstrip("/"), name)
 
 
 def _read_json(path: str, flag: str, directory: str) -> Any:
@@ -120,8 +134,8 @@ def weight_files(model_path: str, files: Dict[str, int]) -> List[str]:
   if SINGLE_WEIGHTS in files:
     return [SINGLE_WEIGHTS]
   if WEIGHTS_INDEX in files:
-    index = _read_json(FileSystems.join(model_path.rstrip("/"), WEIGHTS_INDEX),
-                       "--model", model_path)
+    index = _read_json(_file_in(model_path, WEIGHTS_INDEX, "--model"), "--model",
+                       model_path)
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
     if not isinstance(weight_map, dict) or not weight_map or not all(
         isinstance(shard, str) for shard in weight_map.values()):
@@ -180,7 +194,7 @@ def has_tokenizer(files: Dict[str, int], names: Sequence[str] = TOKENIZER_FILES)
 def read_model_json(model_path: str, name: str = "config.json") -> Any:
   """A JSON file of a model directory (local or gs://), read without loading
   the model; ModelError if it is not readable JSON."""
-  return _read_json(FileSystems.join(model_path.rstrip("/"), name), "--model", model_path)
+  return _read_json(_file_in(model_path, name, "--model"), "--model", model_path)
 
 
 def tokenizer_files(tokenizer_path: str,
@@ -249,8 +263,26 @@ def _local_copy(path: str, files: Dict[str, int], flag: str) -> str:
   return target
 
 
+# Files of a hub model that loading reads besides its weights: configs,
+# tokenizers (tokenizer.json, spiece.model, spm.model, vocab.json, merges.txt)
+# and chat templates. Pickle checkpoints and other frameworks' weights are never
+# downloaded.
+_SMALL_FILE_SUFFIXES = (".json", ".txt", ".model", ".jinja")
+
+
+def _small_files(files: Dict[str, int]) -> List[str]:
+  return [name for name in files if name.endswith(_SMALL_FILE_SUFFIXES)]
+
+
 def local_model_dir(model_path: str) -> str:
-  """A local directory holding the model (see _local_copy)."""
+  """A local directory holding the model: the directory itself, a copy of a
+  gs:// one (see _local_copy), or a hub model's snapshot in the Hugging Face
+  cache, with its weights and small files downloaded (models/hub.py)."""
+  model = hub.pinned(model_path)
+  if model is not None:
+    files = model_files(model_path)
+    return hub.snapshot_dir(model, weight_files(model_path, files) + _small_files(files),
+                            "--model")
   if FileSystems.get_scheme(model_path) in (None, "file"):
     return model_path
   return _local_copy(model_path, model_files(model_path), "--model")
@@ -258,7 +290,15 @@ def local_model_dir(model_path: str) -> str:
 
 def local_tokenizer_dir(model_path: str, tokenizer_path: Optional[str],
                         names: Sequence[str] = TOKENIZER_FILES) -> str:
-  """A local directory holding the tokenizer: `--tokenizer`'s, else the model's."""
+  """A local directory holding the tokenizer: `--tokenizer`'s, else the model's.
+  Of a hub model only the small files come (not the weights: at launch, the
+  label pieces are read from the tokenizer alone)."""
+  model = hub.pinned(tokenizer_path or model_path)
+  if model is not None:
+    files = (tokenizer_files(tokenizer_path, names) if tokenizer_path
+             else model_files(model_path))
+    return hub.snapshot_dir(model, _small_files(files),
+                            "--tokenizer" if tokenizer_path else "--model")
   if not tokenizer_path:
     return local_model_dir(model_path)
   if FileSystems.get_scheme(tokenizer_path) in (None, "file"):
@@ -406,8 +446,7 @@ def check_decode_generation(model_path: str) -> None:
   without loading the model (at launch, also on gs://)."""
   files = _list_dir(model_path, "--model")
   if "generation_config.json" in files:
-    generation = _read_json(FileSystems.join(model_path.rstrip("/"),
-                                             "generation_config.json"),
+    generation = _read_json(_file_in(model_path, "generation_config.json", "--model"),
                             "--model", model_path)
     refuse_sampling(isinstance(generation, dict) and generation.get("do_sample"),
                     model_path)

@@ -9,7 +9,8 @@ import apache_beam as beam
 from autoais.models.llm_judge import LlmJudgeModelHandler, describe_judge
 from autoais.transforms.scoring.fanout import ScoreUniqueExamples
 from autoais.transforms.scoring.names import LLM_JUDGE
-from autoais.transforms.scoring.scorer import DescribeScorer, Scorer, score_cache_for
+from autoais.transforms.scoring.scorer import (DescribeScorer, Scorer, score_cache_for,
+                                              with_hub_references)
 
 
 class _DescribeJudgeFn(beam.DoFn):
@@ -28,7 +29,8 @@ class LlmJudgeScorer(Scorer):
   def __init__(self, url: str, model: str, tokenizer_path: str, *, api: str = "chat",
                threshold: float = 0.5, chunk_size: int, concurrency: int,
                timeout: float = 60.0, max_retries: int = 8, backoff: float = 1.0,
-               api_key_env: Optional[str] = None, score_cache: Optional[str] = None):
+               api_key_env: Optional[str] = None, score_cache: Optional[str] = None,
+               tokenizer_revision: Optional[str] = None):
     self._options = {"judge_url": url, "judge_model": model, "judge_api": api,
                      "tokenizer": tokenizer_path, "chunk_size": chunk_size,
                      "judge_concurrency": concurrency, "request_timeout": timeout,
@@ -37,6 +39,7 @@ class LlmJudgeScorer(Scorer):
                      "judge_api_key_env": api_key_env, "threshold": threshold}
     if score_cache:
       self._options["score_cache"] = score_cache
+    self._tokenizer_revision = tokenizer_revision
     self._handler = LlmJudgeModelHandler(
         url, model, tokenizer_path, api=api, threshold=threshold, chunk_size=chunk_size,
         concurrency=concurrency, timeout=timeout, max_retries=max_retries,
@@ -53,8 +56,9 @@ class LlmJudgeScorer(Scorer):
                                     self._describe_fn(), self._options["threshold"]))
 
   def describe(self) -> Dict[str, Any]:
-    return {"name": LLM_JUDGE, "family": LLM_JUDGE, "decision": "threshold",
-            **self._options}
+    return with_hub_references({"name": LLM_JUDGE, "family": LLM_JUDGE,
+                                "decision": "threshold", **self._options},
+                               {"tokenizer_revision": self._tokenizer_revision})
 
   def model_info(self) -> beam.PTransform:
     return DescribeScorer(self._describe_fn(),

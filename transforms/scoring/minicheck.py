@@ -19,14 +19,15 @@ class MiniCheckScorer(WorkerModelScorer):
                threshold: float = 0.5, max_input_tokens: Optional[int] = None,
                token_budget: Optional[int] = None, large_model: bool = False,
                torch_threads: int = 0, tokenizer_path: Optional[str] = None,
-               chunk_size: Optional[int] = None, score_cache: Optional[str] = None):
+               chunk_size: Optional[int] = None, score_cache: Optional[str] = None,
+               revisions: Optional[Dict[str, Optional[str]]] = None):
     options = {
         "dtype": dtype, "device": device, "threshold": threshold,
         "max_input_tokens": max_input_tokens, "token_budget": token_budget,
         "large_model": large_model, "torch_threads": torch_threads,
         "tokenizer_path": tokenizer_path, "chunk_size": chunk_size}
     super().__init__(MiniCheckModelHandler(model_path, **options), model_path, options,
-                     score_cache)
+                     score_cache, revisions)
 
   def _describe_fn(self) -> beam.DoFn:
     return CallDescribe(describe_minicheck, self._options["model"],

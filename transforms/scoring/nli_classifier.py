@@ -20,14 +20,15 @@ class NliClassifierScorer(WorkerModelScorer):
                token_budget: Optional[int] = None, large_model: bool = False,
                torch_threads: int = 0, tokenizer_path: Optional[str] = None,
                positive_label: Optional[str] = None,
-               score_cache: Optional[str] = None):
+               score_cache: Optional[str] = None,
+               revisions: Optional[Dict[str, Optional[str]]] = None):
     options = {
         "dtype": dtype, "device": device, "threshold": threshold,
         "max_input_tokens": max_input_tokens, "token_budget": token_budget,
         "large_model": large_model, "torch_threads": torch_threads,
         "tokenizer_path": tokenizer_path, "positive_label": positive_label}
     super().__init__(NliClassifierModelHandler(model_path, **options), model_path,
-                     options, score_cache)
+                     options, score_cache, revisions)
 
   def _describe_fn(self) -> beam.DoFn:
     return CallDescribe(describe_classifier, self._options["model"],

@@ -20,6 +20,7 @@ from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
+from autoais.models import hub
 from autoais.transforms.scoring.cache import ScoreCache, identity_key
 from autoais.transforms.scoring.fanout import ScoreUniqueExamples
 
@@ -49,6 +50,22 @@ class Scorer(abc.ABC):
     from model_info's dict (on a worker). None: the scorer is not cached."""
     del model_info
     return None
+
+
+def with_hub_references(block: Dict[str, Any],
+                        revisions: Optional[Dict[str, Optional[str]]]) -> Dict[str, Any]:
+  """A scorer's run.json fields with a hub model named as the user named it:
+  `model` the id, `model_revision` the revision asked for and `model_commit`
+  the commit the run loaded (models/hub.py); the same of its tokenizer
+  (`tokenizer_revision`, `tokenizer_commit`). Directories stay as they are."""
+  described = dict(block)
+  revisions = revisions or {}
+  for key, prefix in (("model", "model"), ("tokenizer_path", "tokenizer"),
+                      ("tokenizer", "tokenizer")):
+    if key in described:
+      described.update(hub.describe(described[key], revisions.get(f"{prefix}_revision"),
+                                    key, prefix))
+  return described
 
 
 class DescribeScorer(beam.PTransform):
@@ -112,11 +129,13 @@ class WorkerModelScorer(Scorer):
   and `_describe_fn`, and say what names their scores (`cache_identity`)."""
 
   def __init__(self, handler, model_path: str, options: Dict[str, Any],
-               score_cache: Optional[str]):
+               score_cache: Optional[str],
+               revisions: Optional[Dict[str, Optional[str]]] = None):
     self._handler = handler
     self._options = {"model": model_path, **options}
     if score_cache:
       self._options["score_cache"] = score_cache
+    self._revisions = revisions
 
   @abc.abstractmethod
   def _describe_fn(self) -> beam.DoFn:
@@ -129,7 +148,8 @@ class WorkerModelScorer(Scorer):
                                     self._describe_fn(), self._options["threshold"]))
 
   def describe(self) -> Dict[str, Any]:
-    return {"name": self.name, "family": self.name, **self._options}
+    return with_hub_references({"name": self.name, "family": self.name, **self._options},
+                               self._revisions)
 
   def model_info(self) -> beam.PTransform:
     return DescribeScorer(self._describe_fn(),

@@ -5,7 +5,8 @@ from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
-from autoais.transforms.scoring.scorer import DescribeScorer, Scorer, score_cache_for
+from autoais.transforms.scoring.scorer import (DescribeScorer, Scorer, score_cache_for,
+                                              with_hub_references)
 from autoais.models.t5_nli import T5NliModelHandler, describe_model
 from autoais.transforms.scoring.names import T5
 from autoais.transforms.scoring.fanout import ScoreUniqueExamples
@@ -30,7 +31,8 @@ class T5Scorer(Scorer):
                token_budget: Optional[int] = None,
                large_model: bool = False, torch_threads: int = 0,
                tokenizer_path: Optional[str] = None,
-               score_cache: Optional[str] = None):
+               score_cache: Optional[str] = None,
+               revisions: Optional[Dict[str, Optional[str]]] = None):
     handler_options = {
         "dtype": dtype, "device": device, "decision": decision, "threshold": threshold,
         "max_input_tokens": max_input_tokens, "token_budget": token_budget,
@@ -39,6 +41,7 @@ class T5Scorer(Scorer):
     self._options = {"model": model_path, **handler_options}
     if score_cache:
       self._options["score_cache"] = score_cache
+    self._revisions = revisions
     self._handler = T5NliModelHandler(model_path, **handler_options)
 
   def _describe_fn(self) -> beam.DoFn:
@@ -56,7 +59,8 @@ class T5Scorer(Scorer):
                                     self._describe_fn(), threshold))
 
   def describe(self) -> Dict[str, Any]:
-    return {"name": T5, "family": T5, **self._options}
+    return with_hub_references({"name": T5, "family": T5, **self._options},
+                               self._revisions)
 
   def model_info(self) -> beam.PTransform:
     return DescribeScorer(self._describe_fn(),

@@ -328,6 +328,9 @@ def test_remote_reads_the_model_of_a_server_that_is_not_ready():
     (["--max_batch_windows", "0"], "--max_batch_windows 0: must be positive"),
     (["--request_deadline", "-1"], "--request_deadline -1.0: must be zero or more"),
     (["--port", "70000"], "--port 70000: must be in [0, 65535]"),
+    (["--positive_label", "entailment"], "--positive_label is for --scorer nli-classifier"),
+    (["--model_revision", "main"], "--model_revision is for a model named by its "
+                                   "Hugging Face hub id"),
 ])
 def test_serve_refuses_bad_flags_before_loading(flags, message, tmp_path, capsys):
   from autoais.beam_jobs import serve  # pylint: disable=import-outside-toplevel
