@@ -6,6 +6,7 @@ beam_jobs/output_dir.py.
 """
 import argparse
 import contextlib
+import contextvars
 import logging
 import os
 import shutil
@@ -28,7 +29,7 @@ from autoais.transforms.scoring.names import (FLAG_SCORERS, JUDGE_APIS, LLM_JUDG
                                       REMOTE, SCORERS, STRING_MATCH, VERTEX)
 from autoais.transforms.scoring.scorer import Scorer
 from autoais.transforms.scoring.registry import make_scorer
-from autoais.schemas.errors import ConfigError, CorpusError, InputError, ModelError
+from autoais.schemas.errors import ConfigError, CorpusError, InputError, JobFailed, ModelError
 from autoais.transforms.io import progress
 
 EXIT_CONFIG_ERROR = 2
@@ -508,6 +509,23 @@ def is_local_runner(runner) -> bool:
           type(runner).__name__ in _LOCAL_RUNNER_CLASSES)
 
 
+# Set by `errors_raised()`: run_job raises what it would print and turn into an
+# exit code (the Python API's callers get exceptions, not exit codes).
+_RAISE_ERRORS = contextvars.ContextVar("autoais_raise_errors", default=False)
+
+
+@contextlib.contextmanager
+def errors_raised():
+  """Within it, run_job raises a configuration or input error as it is
+  (ConfigError, InputError, CorpusError, ModelError) and a failed run as
+  JobFailed, instead of printing them and returning 2 or 1."""
+  token = _RAISE_ERRORS.set(True)
+  try:
+    yield
+  finally:
+    _RAISE_ERRORS.reset(token)
+
+
 def run_job(job_name: str, argv: Optional[List[str]],
             options_class: Type[PipelineOptions],
             build_pipeline: Callable[[beam.Pipeline, PipelineOptions], object]) -> int:
@@ -524,6 +542,8 @@ def run_job(job_name: str, argv: Optional[List[str]],
     pipeline = beam.Pipeline(runner=local_runner_or_none(options), options=options)
     output_dir = build_pipeline(pipeline, options)
   except CONFIGURATION_ERRORS as error:
+    if _RAISE_ERRORS.get():
+      raise
     print(f"autoais {job_name}: error: {error}", file=sys.stderr)
     return EXIT_CONFIG_ERROR
   try:
@@ -536,9 +556,13 @@ def run_job(job_name: str, argv: Optional[List[str]],
     if input_error is not None:
       # An input found unusable while it was read (a truncated gzip, a gold file
       # with no usable question): the same exit as a refusal at launch.
+      if _RAISE_ERRORS.get():
+        raise InputError(input_error) from error
       print(f"autoais {job_name}: error: {input_error}", file=sys.stderr)
       return EXIT_CONFIG_ERROR
     logging.exception("autoais %s failed", job_name)
+    if _RAISE_ERRORS.get():
+      raise JobFailed(f"autoais {job_name} failed: {_root_cause(error)}") from error
     print(f"autoais {job_name}: failed: {_root_cause(error)}", file=sys.stderr)
     return EXIT_JOB_FAILED
   logging.info("autoais %s finished in %.1f s", job_name, time.time() - started)

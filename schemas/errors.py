@@ -23,6 +23,11 @@ class ModelError(ValueError):
   """The model cannot be used as configured (missing, unsafe, unsuitable)."""
 
 
+class JobFailed(RuntimeError):
+  """A job that started and failed (exit code 1), raised to callers of the
+  Python API (autoais.evaluate(...)) instead of an exit code."""
+
+
 class RequestFailed(Exception):
   """A request to a hosted model that failed for good; status 0 where no HTTP
   answer came."""

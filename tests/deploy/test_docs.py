@@ -307,3 +307,62 @@ def test_example_sections_are_found_by_these_helpers():
   assert slug("Hosted models: remote and `vertex`") == "hosted-models-remote-and-vertex"
   assert slug("7. A hosted model: `autoais serve`, Vertex AI") == (
       "7-a-hosted-model-autoais-serve-vertex-ai")
+
+
+# ----------------------------------------------------------------------------
+# The Python API's notebook (docs/python-api.md).
+
+
+def notebook_cells(text: str):
+  """The ```python blocks of the page's `## Notebook` section, in order."""
+  notebook = section(text, "Notebook")
+  assert notebook is not None, "docs/python-api.md has no '## Notebook' section"
+  cells, current = [], None
+  for line in notebook.split("\n"):
+    if current is None and line.strip() == "```python":
+      current = []
+    elif current is not None and FENCE.match(line):
+      cells.append("\n".join(current))
+      current = None
+    elif current is not None:
+      current.append(line)
+  return cells
+
+
+def test_python_api_notebook_runs_beside_a_projects_own_packages(tmp_path, tiny_t5_dirs):
+  """The page's cells, as written, in one process whose directory holds
+  packages of its own named models, schemas and transforms, imported first (a
+  research repository's layout). The hub model the cells name comes from an
+  offline Hugging Face cache holding a tiny random T5 under its id: this
+  checks that the cells run and what they print, not the 11B model's scores."""
+  from tests.support.hub_cache import add_to_hub_cache  # pylint: disable=import-outside-toplevel
+  cells = notebook_cells((DOCS / "python-api.md").read_text(encoding="utf-8"))
+  assert len(cells) >= 3
+  (tmp_path / "examples").symlink_to(EXAMPLES, target_is_directory=True)
+  for package in ("models", "schemas", "transforms"):
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text(f"OWNER = 'project {package}'\n")
+  commit = add_to_hub_cache(tmp_path / "hf_home", "google/t5_xxl_true_nli_mixture",
+                            tiny_t5_dirs[3])
+  script = "\n\n".join(
+      ["import models, schemas, transforms"] + cells +
+      ["import sys\n"
+       "for name in ('models', 'schemas', 'transforms'):\n"
+       "    assert sys.modules[name].OWNER == f'project {name}', sys.modules[name]\n"
+       "print('own packages intact')"])
+  (tmp_path / "notebook.py").write_text(script, encoding="utf-8")
+  env = dict(os.environ, HF_HOME=str(tmp_path / "hf_home"), HF_HUB_OFFLINE="1")
+  env.pop("HF_HUB_CACHE", None)
+  env.pop("PYTHONPATH", None)
+  done = subprocess.run([sys.executable, "notebook.py"], cwd=tmp_path, env=env,
+                        capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S,
+                        check=False)
+  assert done.returncode == 0, done.stderr[-4000:]
+  out = done.stdout
+  assert "refused: --model needs a model scorer" in out
+  assert f"google/t5_xxl_true_nli_mixture {commit}" in out
+  assert out.rstrip().endswith("own packages intact")
+  for name in ("out/api/corpus/corpus.json", "out/api/eval/leaderboard.csv",
+               "out/api/t5/run.json"):
+    assert (tmp_path / name).exists(), name
+  assert not (tmp_path / "out" / "api" / "refused").exists()

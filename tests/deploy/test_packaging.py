@@ -81,7 +81,10 @@ def installed(tmp_path_factory):
   # The dependencies: the test environment's site-packages as a plain path entry.
   # A path line in a .pth file is not itself a site directory, so the .pth files
   # there (the editable install of this checkout among them) are not run.
+  # (With the site-packages directories that this environment itself reaches
+  # through a path entry, as a virtualenv layered on another one does.)
   dependencies = [p for p in site.getsitepackages() + [sysconfig.get_paths()["purelib"]]
+                  + [p for p in sys.path if p.endswith("site-packages")]
                   if pathlib.Path(p).is_dir()]
   (fresh_site / "dependencies.pth").write_text("\n".join(dict.fromkeys(dependencies))
                                               + "\n", encoding="utf-8")
@@ -127,3 +130,32 @@ def test_every_job_answers_help_from_the_installed_entry_point(installed, job, t
   assert done.returncode == 0, done.stderr[-3000:]
   assert "--output_dir" in done.stdout or "--output" in done.stdout or \
       "--port" in done.stdout, done.stdout[:2000]
+
+
+def test_the_package_works_beside_a_projects_own_packages(installed, tmp_path):
+  """A research repository has its own models/, schemas/, transforms/ (and
+  beam_jobs/): with them imported first, and as the working directory of
+  `python -m autoais`, the installed package still finds its own."""
+  _, python, _ = installed
+  for package in ("models", "schemas", "transforms", "beam_jobs"):
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text(f"OWNER = 'project {package}'\n")
+  env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+  script = ("import models, schemas, transforms, beam_jobs\n"
+            "import autoais\n"
+            "from autoais.beam_jobs import evaluate\n"
+            "from autoais.schemas import AttributionExample\n"
+            "print(autoais.hypothesis('q', 'a'))\n"
+            "print(models.OWNER, schemas.OWNER, transforms.OWNER, beam_jobs.OWNER)\n")
+  done = subprocess.run([str(python), "-c", script], cwd=tmp_path, capture_output=True,
+                        text=True, check=False, env=env)
+  assert done.returncode == 0, done.stderr[-3000:]
+  assert done.stdout.split("\n")[:2] == [
+      "The answer to the question 'q' is 'a'",
+      "project models project schemas project transforms project beam_jobs"]
+  for argv in (["-m", "autoais", "evaluate", "--help"],
+               ["-m", "autoais.beam_jobs.evaluate", "--help"]):
+    done = subprocess.run([str(python), *argv], cwd=tmp_path, capture_output=True,
+                          text=True, check=False, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "--predictions" in done.stdout

@@ -44,6 +44,12 @@ class Scorer(abc.ABC):
     (token ids, weights checksum); merged into the scorer block of run.json."""
     return beam.Create([{}])
 
+  def model_handler(self):
+    """The Beam ModelHandler that scores this scorer's examples (the Python
+    API's autoais.load_scorer calls it directly), or None for a rule baseline.
+    Every model scorer keeps its handler as `_handler`."""
+    return getattr(self, "_handler", None)
+
   def cache_identity(self, model_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """What names this scorer's scores in a score cache (`--score_cache`): the
     weights' checksum or the endpoint, and the settings that change a score,
