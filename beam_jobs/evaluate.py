@@ -1,7 +1,7 @@
 """evaluate: score attributed QA predictions (AutoAIS, SQuAD EM/F1) per system.
 
     autoais evaluate --predictions 'runs/*.csv' --corpus CORPUS_DIR \
-        --gold ../shared/data/nq_open/NQ-open.dev.jsonl --output_dir out/ \
+        [--gold NQ-open.dev.jsonl] --output_dir out/ \
         [--scorer string-match] [--threshold 0.5] [--join auto|lookup|shuffle] \
         [--human_ratings RATINGS] \
         [Beam options: --runner, --direct_num_workers, --direct_running_mode, ...]
@@ -9,12 +9,15 @@
 
 Predictions are CSV (header `question,answer,attribution`, optional
 `system_name`, `passage`, `human_rating`), JSONL or Parquet with the same fields,
-local or gs://. Rows are matched to gold by question text, joined to the corpus
-by attribution id (or carry their own `passage`), scored, graded against gold
-answers, and summarised per system. Human AIS ratings come from a `human_rating`
+local or gs://. Gold is NQ-Open dev (NQ-open.dev.jsonl of
+google-research-datasets/natural-questions, or
+tfds:natural_questions_open/validation); without --gold, AutoAIS is over each
+system's own questions and EM/F1 are not computed. Rows are matched to gold by
+question text, joined to the corpus by attribution id (or carry their own
+`passage`), scored, graded against gold answers, and summarised per system. Human AIS ratings come from a `human_rating`
 column or `--human_ratings` (joined by system and question); where rows carry
 them, agreement with them is measured per system and across systems
-(transforms/stats/agreement.py). Outputs in --output_dir (SPEC 3): ratings.csv and
+(transforms/stats/agreement.py). Outputs in --output_dir: ratings.csv and
 ratings.parquet, scores.txt, leaderboard.{csv,json,md}, agreement.json,
 report.html (when rows carry human ratings), dead_letter.jsonl and run.json,
 written last, whose counts reconcile: read = scored + rejected + unmatched.

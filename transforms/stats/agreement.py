@@ -29,7 +29,7 @@ Cohen's kappa of the decision, ROC-AUC and PR-AUC (average precision) of
     data alone (more distinct scores than the limit), not on how the rows were
     split among workers, so results stay deterministic. Every per-system group
     of an NQ-Open leaderboard (3,610 questions) and every public agreement set
-    in ../shared/data stays exact; bench/agreement.py measures the bounds at 1M
+    the tests read stays exact; bench/agreement.py measures the bounds at 1M
     rows of distinct scores (ROC-AUC within 3.5e-5, observed 7e-8).
 
 Calibration (`best_threshold`): the threshold that maximises accuracy or
