@@ -10,9 +10,10 @@ from apache_beam.io.filesystems import FileSystems
 from autoais.schemas import LEADERBOARD_SCHEMA
 from autoais.transforms.io.atomic import atomic_create, write_text_atomically
 from autoais.transforms.io.tables import csv_bytes
+from autoais.transforms.rows.summary import percent
 from autoais.transforms.stats.agreement import (AUC_METHOD, AgreementCounts, agreement_statistics,
                                         system_level_agreement)
-from autoais.transforms.stats.metrics import sorted_rows
+from autoais.transforms.stats.metrics import PERCENT, sorted_rows
 from autoais.transforms.stats.report import leaderboard_report_html
 
 
@@ -21,7 +22,6 @@ NO_GOLD_NOTE = ("no gold: EM/F1 not computed; AutoAIS over predicted questions "
                 "(each system's own distinct questions)")
 # The unit of each figure of leaderboard.csv / .json (docs/evaluate.md): rates
 # in percent, statistics on their own scale; the n_ columns are counts.
-PERCENT = "percent (0-100)"
 UNITS = dict(
     {column: PERCENT for column in (
         "coverage", "autoais", "autoais_ci_low", "autoais_ci_high", "autoais_scored",
@@ -29,19 +29,6 @@ UNITS = dict(
         "human_agreement", "autoais_rated", "human_balanced_accuracy")},
     human_kappa="Cohen's kappa (-1 to 1)", human_roc_auc="ROC-AUC (0 to 1)",
     human_pr_auc="average precision (0 to 1)")
-
-
-def _percent(value) -> str:
-  return "" if value is None else f"{value:.1f}"
-
-
-def _with_ci(value, low, high) -> str:
-  """A percent with its 95% interval, one decimal; empty where not computed."""
-  if value is None:
-    return ""
-  if low is None:
-    return _percent(value)
-  return f"{value:.1f} [{low:.1f}, {high:.1f}]"
 
 
 def leaderboard_markdown(rows, n_gold: int, graded: bool = True) -> str:
@@ -60,14 +47,15 @@ def leaderboard_markdown(rows, n_gold: int, graded: bool = True) -> str:
       "|---|---:|---:|---|---|---|---:|---:|---:|",
   ]
   for row in rows:
-    agreement = ("" if row.human_agreement is None
-                 else f"{row.human_agreement:.1f} (n={row.n_human_rated})")
+    agreement = ("" if row.human_agreement is None else
+                 f"{percent(row.human_agreement, scale=1)} (n={row.n_human_rated})")
     lines.append(
         f"| {row.system_name} | {row.n_predicted} | {row.n_scored} | "
-        f"{_with_ci(row.autoais, row.autoais_ci_low, row.autoais_ci_high)} | "
-        f"{_with_ci(row.em, row.em_ci_low, row.em_ci_high) or 'not computed'} | "
-        f"{_with_ci(row.f1, row.f1_ci_low, row.f1_ci_high) or 'not computed'} | "
-        f"{_percent(row.coverage)} | {_percent(row.autoais_scored)} | {agreement} |")
+        f"{percent(row.autoais, row.autoais_ci_low, row.autoais_ci_high, scale=1)} | "
+        f"{percent(row.em, row.em_ci_low, row.em_ci_high, scale=1) or 'not computed'} | "
+        f"{percent(row.f1, row.f1_ci_low, row.f1_ci_high, scale=1) or 'not computed'} | "
+        f"{percent(row.coverage, scale=1)} | {percent(row.autoais_scored, scale=1)} | "
+        f"{agreement} |")
   return "\n".join(lines) + "\n"
 
 

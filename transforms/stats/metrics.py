@@ -214,9 +214,11 @@ def ratio_interval(numerator: np.ndarray, denominator: np.ndarray
 # significant digits: more than any count of questions determines, fewer than the
 # 16th and 17th where float arithmetic leaves its noise.
 WRITTEN_DIGITS = 12
+# How a summary file names the unit of its rates.
+PERCENT = "percent (0-100)"
 
 
-def percent(count: int, n: int) -> Optional[float]:
+def percent_of(count: int, n: int) -> Optional[float]:
   """100 * count / n, the double nearest the exact ratio; None if n is 0."""
   return 100 * count / n if n else None
 
@@ -226,7 +228,7 @@ def written(value: Optional[float], scale: float = 1.0) -> Optional[float]:
   return None if value is None else float(f"{value * scale:.{WRITTEN_DIGITS}g}")
 
 
-def _written_interval(interval: Optional[Tuple[float, float]]
+def written_interval(interval: Optional[Tuple[float, float]]
                       ) -> Tuple[Optional[float], Optional[float]]:
   """A 95% interval of a fraction, as written: percents."""
   return (None, None) if interval is None else (written(interval[0], 100),
@@ -299,24 +301,26 @@ def leaderboard_row(outcomes: SystemOutcomes, gold: GoldIndex,
     # np.mean over the gold-ordered array, then x100: the reference's arithmetic.
     reference["em"] = float(np.mean(columns["em"]) * 100)
     reference["f1"] = float(np.mean(columns["f1"]) * 100)
+  (autoais_low, autoais_high), (em_low, em_high), (f1_low, f1_high) = (
+      written_interval(interval) for interval in (autoais_ci, em_ci, f1_ci))
   return LeaderboardRow(
       system_name=outcomes.system_name,
       n_gold=gold.n if gold.graded else None,
       n_predicted=len(index),
       n_scored=n_scored,
       n_unmatched_attribution=len(index) - n_scored,
-      coverage=percent(n_scored, n_questions),
-      autoais=percent(n_yes, n_questions),
-      autoais_ci_low=_written_interval(autoais_ci)[0],
-      autoais_ci_high=_written_interval(autoais_ci)[1],
-      autoais_scored=percent(n_yes, n_scored),
+      coverage=percent_of(n_scored, n_questions),
+      autoais=percent_of(n_yes, n_questions),
+      autoais_ci_low=autoais_low,
+      autoais_ci_high=autoais_high,
+      autoais_scored=percent_of(n_yes, n_scored),
       # EM is 0 or 1 per question: a ratio of counts.
-      em=percent(int(columns["em"].sum()), gold.n) if gold.graded else None,
-      em_ci_low=_written_interval(em_ci)[0],
-      em_ci_high=_written_interval(em_ci)[1],
+      em=percent_of(int(columns["em"].sum()), gold.n) if gold.graded else None,
+      em_ci_low=em_low,
+      em_ci_high=em_high,
       f1=written(reference["f1"]),
-      f1_ci_low=_written_interval(f1_ci)[0],
-      f1_ci_high=_written_interval(f1_ci)[1],
+      f1_ci_low=f1_low,
+      f1_ci_high=f1_high,
       n_human_rated=counts.n,
       human_ais=written(stats.get("human_ais"), 100),
       human_agreement=written(stats.get("accuracy"), 100),
