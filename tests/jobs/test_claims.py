@@ -345,7 +345,7 @@ def test_a_support_label_that_is_not_utf8_is_rejected(tmp_path):
     assert isinstance(item, DeadLetter) and item.reason == "wrong_type"
     assert item.field.endswith("support") and item.source_line == 1
 
-def test_flat_input_end_to_end_with_an_abstaining_answer(tmp_path):
+def test_flat_input_end_to_end_with_an_abstaining_answer(tmp_path, capsys):
   path = write_jsonl(tmp_path / "flat.jsonl", [
       {"system_name": "s", "question": "q1", "claim": "Paris is in France",
        "evidence": ["[1] https://x.org\n\nParis is in France."], "support": "Complete"},
@@ -363,6 +363,12 @@ def test_flat_input_end_to_end_with_an_abstaining_answer(tmp_path):
   assert row["macro_autoais"] == 25.0  # (1/2 + 0) / 2
   assert row["macro_autoais_non_abstaining"] == row["micro_autoais_non_abstaining"] == 50
   assert row["human_accuracy"] == 100.0 and row["n_human_labelled"] == 2
+  # The run ended with claims.md's table, then where its outputs are.
+  printed = capsys.readouterr().out.rstrip("\n").split("\n")
+  assert printed[-1].startswith(
+      f"autoais claims: outputs in {tmp_path / 'out'}: run.json, claims_rows.parquet, ")
+  table = (tmp_path / "out" / "claims.md").read_text().rstrip("\n").split("\n")
+  assert printed[-2 - len(table):-2] == table
 
 
 def test_bad_configuration_exits_2_before_writing(tmp_path):

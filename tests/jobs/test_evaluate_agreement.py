@@ -261,6 +261,11 @@ def test_rating_column_with_perfect_agreement(tmp_path):
   assert content["overall"]["accuracy"] == 1.0
   assert content["overall"]["cohen_kappa"] == 1.0
   for name in ("pearson", "spearman", "kendall"):
-    assert content["system_level"]["autoais_rated_vs_human_ais"][name][
-        "statistic"] == pytest.approx(1.0)
-  assert (tmp_path / "out" / "report.html").exists()
+    entry = content["system_level"]["autoais_rated_vs_human_ais"][name]
+    assert entry["statistic"] == pytest.approx(1.0)
+    # Five systems in the same order: 2 of the 5! orderings are as extreme, an
+    # exact p-value (scipy's asymptotic Spearman p-value here is 0).
+    assert entry["p_value"] == pytest.approx(2 / 120)
+    assert entry["p_value_method"] == "exact permutation: all 120 orderings of the 5 points"
+  report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+  assert "exact permutation: all 120 orderings" in report

@@ -9,6 +9,9 @@ final mean is taken over the full gold-ordered array with numpy, as the
 reference does.
 Confidence intervals come from a percentile bootstrap over gold questions, with
 the same resamples for every system (paired): see BootstrapWeights.
+Without gold (QuestionIndexFromPredictions) the questions are the predictions'
+own, and a system's AutoAIS is over the questions it answers. Leaderboard rates
+are percents, written as `percent_of` and `written` say (docs/evaluate.md#units).
 """
 import array
 import math
