@@ -487,7 +487,13 @@ def run_job(job_name: str, argv: Optional[List[str]],
     return EXIT_JOB_FAILED
   logging.info("autoais %s finished in %.1f s", job_name, time.time() - started)
   if output_dir is not None:
-    print_outputs(job_name, output_dir)
+    try:
+      print_outputs(job_name, output_dir)
+    except Exception:  # pylint: disable=broad-except
+      # The run succeeded and its outputs are written: a directory that cannot
+      # be listed or read back now is worth a warning, not a failed run.
+      logging.warning("autoais %s: could not read back %s", job_name, output_dir.path,
+                      exc_info=True)
   return 0
 
 

@@ -148,3 +148,19 @@ def test_without_gold_autoais_is_over_each_systems_own_questions(runs):
   assert "SQuAD" not in scores and scores.count("AutoAIS: ") == len(SYSTEMS)
   assert runs["printed"]["no_gold"].rstrip("\n").split("\n")[-1].startswith(
       f"autoais evaluate: outputs in {output}: ")
+
+
+def test_a_run_whose_outputs_cannot_be_read_back_still_succeeds(example_corpus, tmp_path,
+                                                                monkeypatch, caplog):
+  """The closing lines are read back from the output directory; where that
+  fails (a store that cannot list it now), the run, complete, still exits 0."""
+  from autoais.beam_jobs import common  # pylint: disable=import-outside-toplevel
+
+  def unreadable(job_name, output_dir):
+    raise OSError(f"cannot list {output_dir.path}")
+  monkeypatch.setattr(common, "print_outputs", unreadable)
+  assert run_job(evaluate, "--predictions", EXAMPLES / "predictions" / "*.csv",
+                 "--corpus", example_corpus, "--gold", EXAMPLES / "gold.jsonl",
+                 "--output_dir", tmp_path / "out", "--bootstrap_samples", 20) == 0
+  assert json.loads((tmp_path / "out" / "run.json").read_text())["status"] == "complete"
+  assert "could not read back" in caplog.text
