@@ -1,5 +1,5 @@
 """agreement: score a human-labelled attribution set and measure how well the
-scores agree with the human labels (SPEC 5.5).
+scores agree with the human labels.
 
     autoais agreement --input PATH --format FORMAT --output_dir OUT \
         [--scorer string-match|t5 --model DIR ...] [--threshold 0.5] \

@@ -1,7 +1,7 @@
 """ais-annotations: the AIS paper's human-evaluation tables (Tables 3-6), recomputed
 from the released annotations and compared with the printed cells.
 
-    autoais ais-annotations --input '../shared/data/ais_annotations/ann_*.csv' \
+    autoais ais-annotations --input 'AIS/ann_*.csv' \
         --output_dir OUT [--alpha 0.01] [--sampled_outputs 200] [Beam options]
     python -m autoais.beam_jobs.ais_annotations ...
 

@@ -1,9 +1,9 @@
 """audit: corpus-wide attribution audit of answers against many candidate passages
-(XOR-AttriQA 4, 5.3; SPEC 5.7).
+(XOR-AttriQA, Muller et al. 2023, §4 and §5.3).
 
     autoais audit --answers answers.csv --candidates 'runs/*.trec' \
         --topics topics.tsv --corpus CORPUS_DIR --output_dir out/ \
-        [--gold ../shared/data/nq_open/NQ-open.dev.jsonl] \
+        [--gold NQ-open.dev.jsonl] \
         [--candidates_from run|article] [--top_k K] \
         [--scorer string-match|t5 --model DIR ...] [--bootstrap_samples 1000]
     python -m autoais.beam_jobs.audit ...

@@ -1,5 +1,5 @@
 """citations: ALCE citation recall and precision of long answers with inline
-citations, per system, at leaderboard scale (SPEC 5.10; issue 18).
+citations, per system, at leaderboard scale.
 
     autoais citations --input 'runs/*.json' --output_dir out/ \
         [--format alce|jsonl|human_eval] [--qampari auto|true|false] [--at_most_citations 3] \

@@ -1,6 +1,6 @@
-"""claims: claim-level attribution of long-form answers (ExpertQA; SPEC 5.8).
+"""claims: claim-level attribution of long-form answers (ExpertQA).
 
-    autoais claims --input ../shared/data/expertqa/rand_val.jsonl --output_dir out/ \
+    autoais claims --input ExpertQA/data/r2_compiled_anon.jsonl --output_dir out/ \
         [--format expertqa|jsonl] [--evidence_mode concat|max|rerank] \
         [--scorer string-match|t5 --model DIR ...] [--bootstrap_samples 1000] [--seed 0]
     python -m autoais.beam_jobs.claims ...

@@ -566,7 +566,51 @@ def run_job(job_name: str, argv: Optional[List[str]],
     print(f"autoais {job_name}: failed: {_root_cause(error)}", file=sys.stderr)
     return EXIT_JOB_FAILED
   logging.info("autoais %s finished in %.1f s", job_name, time.time() - started)
+  if output_dir is not None:
+    try:
+      print_outputs(job_name, output_dir)
+    except Exception:  # pylint: disable=broad-except
+      # The run succeeded and its outputs are written: a directory that cannot
+      # be listed or read back now is worth a warning, not a failed run.
+      logging.warning("autoais %s: could not read back %s", job_name, output_dir.path,
+                      exc_info=True)
   return 0
+
+
+# A run names at most this many of its output files (a corpus has a file per
+# shard); the rest are counted.
+_NAMED_OUTPUTS = 10
+
+
+def print_outputs(job_name: str, output_dir) -> None:
+  """After a successful run, on stdout: the job's summary table (its first
+  Markdown output, from the top to the end of its first table), then, last,
+  the output directory and the files the run wrote there. Read back through
+  FileSystems, so gs:// directories too."""
+  found = FileSystems.match([FileSystems.join(output_dir.path, "*")])[0].metadata_list
+  present = {path.rstrip("/").rsplit("/", 1)[-1] for path in
+             (metadata.path for metadata in found)}
+  written = [name for name in output_dir.outputs if name in present]
+  summary = next((name for name in written if name.endswith(".md")), None)
+  if summary is not None:
+    with FileSystems.open(output_dir.join(summary)) as markdown:
+      print(first_table(markdown.read().decode("utf-8")) + "\n")
+  named = ", ".join(written[:_NAMED_OUTPUTS]) + (
+      f" and {len(written) - _NAMED_OUTPUTS} more" if len(written) > _NAMED_OUTPUTS
+      else "")
+  print(f"autoais {job_name}: outputs in {output_dir.path}: {named}", flush=True)
+
+
+def first_table(markdown: str) -> str:
+  """Markdown from its top to the end of its first table."""
+  lines = markdown.rstrip("\n").split("\n")
+  in_table = False
+  for number, line in enumerate(lines):
+    if line.startswith("|"):
+      in_table = True
+    elif in_table:
+      return "\n".join(lines[:number])
+  return "\n".join(lines)
 
 
 def _run_with_progress(job_name: str, pipeline: beam.Pipeline,

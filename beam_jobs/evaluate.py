@@ -1,7 +1,7 @@
 """evaluate: score attributed QA predictions (AutoAIS, SQuAD EM/F1) per system.
 
     autoais evaluate --predictions 'runs/*.csv' --corpus CORPUS_DIR \
-        --gold ../shared/data/nq_open/NQ-open.dev.jsonl --output_dir out/ \
+        [--gold NQ-open.dev.jsonl] --output_dir out/ \
         [--scorer string-match] [--threshold 0.5] [--join auto|lookup|shuffle] \
         [--human_ratings RATINGS] \
         [Beam options: --runner, --direct_num_workers, --direct_running_mode, ...]
@@ -9,12 +9,15 @@
 
 Predictions are CSV (header `question,answer,attribution`, optional
 `system_name`, `passage`, `human_rating`), JSONL or Parquet with the same fields,
-local or gs://. Rows are matched to gold by question text, joined to the corpus
-by attribution id (or carry their own `passage`), scored, graded against gold
-answers, and summarised per system. Human AIS ratings come from a `human_rating`
+local or gs://. Gold is NQ-Open dev (NQ-open.dev.jsonl of
+google-research-datasets/natural-questions, or
+tfds:natural_questions_open/validation); without --gold, AutoAIS is over each
+system's own questions and EM/F1 are not computed. Rows are matched to gold by
+question text, joined to the corpus by attribution id (or carry their own
+`passage`), scored, graded against gold answers, and summarised per system. Human AIS ratings come from a `human_rating`
 column or `--human_ratings` (joined by system and question); where rows carry
 them, agreement with them is measured per system and across systems
-(transforms/stats/agreement.py). Outputs in --output_dir (SPEC 3): ratings.csv and
+(transforms/stats/agreement.py). Outputs in --output_dir: ratings.csv and
 ratings.parquet, scores.txt, leaderboard.{csv,json,md}, agreement.json,
 report.html (when rows carry human ratings), dead_letter.jsonl and run.json,
 written last, whose counts reconcile: read = scored + rejected + unmatched.
@@ -38,7 +41,7 @@ from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import UNMATCHED
 from autoais.schemas.errors import ConfigError
 from autoais.transforms.corpus import store
-from autoais.transforms.evaluate.leaderboard import WriteLeaderboard
+from autoais.transforms.evaluate.leaderboard import NO_GOLD_NOTE, WriteLeaderboard
 from autoais.transforms.evaluate.ratings import RatingsFold
 from autoais.transforms.evaluate.steps import (AttachHumanRatings, AttachPassages,
                                        MatchGoldQuestions, ScoreAnswers)
@@ -50,7 +53,8 @@ from autoais.transforms.io.records import ReadRecords
 from autoais.transforms.labelled.readers import check_human_ratings_file, read_human_ratings
 from autoais.transforms.rows.merge import WriteMergedRows
 from autoais.transforms.rows.record import RunRecord, WriteRunRecord
-from autoais.transforms.stats.metrics import BuildGoldIndex, SummarizeSystems
+from autoais.transforms.stats.metrics import (BuildGoldIndex, QuestionIndexFromPredictions,
+                                               SummarizeSystems)
 
 OUTPUT_FILES = ("run.json", "ratings.csv", "ratings.parquet", "scores.txt",
                 "leaderboard.csv", "leaderboard.json", "leaderboard.md",
@@ -73,7 +77,9 @@ class EvaluateOptions(PipelineOptions):
                        help="Corpus directory from build-corpus (optional when "
                        "predictions carry a passage column).")
     group.add_argument("--gold", help="Gold answers: NQ-Open JSONL "
-                       "({'question','answer':[...]}) or tfds:natural_questions_open/validation.")
+                       "({'question','answer':[...]}) or "
+                       "tfds:natural_questions_open/validation. Without it: AutoAIS "
+                       "over each system's own questions, no EM / F1.")
     group.add_argument("--output_dir", help="Directory for the outputs.")
     group.add_argument("--join", default="auto", choices=JOINS,
                        help="Corpus join: point lookups, a shuffle join, or auto: "
@@ -92,7 +98,7 @@ class _Plan:
   """What validation found out: inputs, join strategy, and what run.json records."""
 
   def __init__(self, options: EvaluateOptions, runner):
-    require(options, "predictions", "gold", "output_dir")
+    require(options, "predictions", "output_dir")
     local = is_local_runner(runner)
     self.scorer = scorer_from_options(options, local)
     if options.bootstrap_samples < 1:
@@ -108,7 +114,8 @@ class _Plan:
     self.output = OutputDir(
         "evaluate", options.output_dir, OUTPUT_FILES,
         reads={"--predictions": self.prediction_files,
-               "--gold": [] if options.gold.startswith(TFDS_PREFIX) else [options.gold],
+               "--gold": ([options.gold] if options.gold and
+                          not options.gold.startswith(TFDS_PREFIX) else []),
                "--human_ratings": self.human_rating_files},
         read_dirs={"--corpus": options.corpus,
                    "--model": options.view_as(ScorerOptions).model,
@@ -121,7 +128,8 @@ class _Plan:
       # it is read (dead-lettered as no_passage).
       if data_format(path) != "jsonl":
         carry_passages &= "passage" in header
-    check_gold_source(options.gold)
+    if options.gold:
+      check_gold_source(options.gold)
     for path in self.human_rating_files:
       check_human_ratings_file(path)
     self.manifest = None
@@ -171,15 +179,16 @@ class _EvaluateRecord(RunRecord):
                        dead["predictions"])
     counts["unmatched_questions_discarded"] = counts["by_reason"].get(
         f"{UNMATCHED}:question_not_in_gold", 0)
-    gold_counts = reconcile(gold_read_counts.get("read", 0), gold.n, dead["gold"])
-    gold_counts["questions"] = gold_counts.pop("scored")
     join = dict(self._join, **join_stats)
     if join.get("corpus_bytes"):
       join["bytes_read_fraction"] = join.get("bytes_read", 0) / join["corpus_bytes"]
-    manifest = {
-        "counts": counts,
-        "gold_counts": gold_counts,
-    }
+    manifest = {"counts": counts}
+    if gold.graded:
+      gold_counts = reconcile(gold_read_counts.get("read", 0), gold.n, dead["gold"])
+      gold_counts["questions"] = gold_counts.pop("scored")
+      manifest["gold_counts"] = gold_counts
+    else:
+      manifest["no_gold"] = NO_GOLD_NOTE
     if human_rating_counts is not None:
       # A rating is joined (to every kept prediction of its system and question),
       # rejected (bad record, repeated rating) or unmatched (no prediction).
@@ -191,7 +200,7 @@ class _EvaluateRecord(RunRecord):
           "replaced_column_value", 0)
       manifest["human_rating_counts"] = rating_counts
     manifest.update({
-        "n_gold": gold.n,
+        "n_gold": gold.n if gold.graded else None,
         "systems": leaderboard["systems"],
         "human_rated_rows": leaderboard["human_rated_rows"],
         "inputs": dict(self._inputs),
@@ -211,14 +220,20 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   work_dir = plan.output.claim()
   decode = options.view_as(ScorerOptions).decision == "decode"
 
-  gold = pipeline | "ReadGold" >> ReadGold(options.gold)
-  gold_index = gold.records | "IndexGold" >> beam.CombineGlobally(BuildGoldIndex())
   read = pipeline | "ReadPredictions" >> ReadRecords(plan.prediction_files,
                                                      read_predictions)
+  if options.gold:
+    gold = pipeline | "ReadGold" >> ReadGold(options.gold)
+    gold_index = gold.records | "IndexGold" >> beam.CombineGlobally(BuildGoldIndex())
+    dead_letters = {"gold": gold.dead_letter}
+    counts = {"read_counts": read.counts, "gold_read_counts": gold.counts}
+  else:
+    # No gold: every question a system answers counts, over its own questions.
+    gold_index = read.records | "IndexQuestions" >> QuestionIndexFromPredictions()
+    dead_letters = {}
+    counts = {"read_counts": read.counts, "gold_read_counts": None}
   matched = read.records | "MatchGoldQuestions" >> MatchGoldQuestions(gold_index)
   matches = matched.matched
-  dead_letters = {"gold": gold.dead_letter}
-  counts = {"read_counts": read.counts, "gold_read_counts": gold.counts}
   if plan.human_rating_files:
     human = pipeline | "ReadHumanRatings" >> ReadRecords(plan.human_rating_files,
                                                          read_human_ratings)
@@ -234,8 +249,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   summary = ratings["outcomes"] | "SummarizeSystems" >> SummarizeSystems(
       gold_index, options.bootstrap_samples, options.seed)
   leaderboard = summary.rows | "WriteLeaderboard" >> WriteLeaderboard(
-      options.output_dir, gold_index, summary.agreement, options.bootstrap_samples,
-      options.seed)
+      options.output_dir, gold_index, summary, options.bootstrap_samples, options.seed)
   dead_letters["predictions"] = (read.dead_letter, matched.unmatched,
                                  ratings["dead_letter"], scored["dead_letter"])
   _ = pipeline | "WriteRunRecord" >> WriteRunRecord(

@@ -1,4 +1,4 @@
-"""sck: interpretable answer quality scores S, C, K and SCK (seed 002; SPEC 5.9).
+"""sck: interpretable answer quality scores S, C, K and SCK (Alonso et al. 2024).
 
     autoais sck --input answers.csv --kg 'kg/*.parquet' --output_dir out/ \
         [--scorer string-match|t5 --model DIR ...] [--embedding_model DIR] \

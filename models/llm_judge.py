@@ -9,7 +9,8 @@ transforms/scoring/llm_judge.py).
         [--chunk_size 32468] [--judge_concurrency 16] \\
         [--request_timeout 60] [--max_retries 8] [--retry_backoff 1]
 
-What MiniCheck does (../shared/reference/minicheck/inference.py, LLMCheck), and
+What MiniCheck does (minicheck/inference.py of github.com/Liyan06/MiniCheck,
+LLMCheck), and
 so what this does, for a premise (document) and a hypothesis (claim):
 
   * the document is split into sentences per line (a line break is its own

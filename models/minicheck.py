@@ -1,7 +1,7 @@
 """MiniCheck fact checkers (`--scorer minicheck`) as a Beam ModelHandler: the
 three published checkpoints MiniCheck-Flan-T5-Large, MiniCheck-RoBERTa-Large
 and MiniCheck-DeBERTa-v3-Large, scored as MiniCheck's own `Inferencer` scores
-them (`../shared/reference/minicheck/inference.py`).
+them (`minicheck/inference.py` of github.com/Liyan06/MiniCheck).
 
     autoais agreement ... --scorer minicheck --model DIR [--chunk_size N]
 

@@ -209,9 +209,9 @@ AUDIT_ANSWER_ROW_SCHEMA = pa.schema([
 
 
 class AuditSystemRow(NamedTuple):
-  """Per-system audit: audit.csv / .json / .md. Rates are fractions of the
+  """Per-system audit: audit.csv / .json / .md. Rates are percents of the
   system's audited answers, with 95% bootstrap CIs over its questions;
-  reranking_gain = (reranked - top1) / top1."""
+  reranking_gain = (reranked - top1) / top1, a relative change (not a percent)."""
   system_name: str
   n_answers: int
   n_candidates: int

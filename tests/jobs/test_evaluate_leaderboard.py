@@ -40,8 +40,13 @@ def test_em_f1_equal_t5_squad_exactly(leaderboard):
   for name, predictions in leaderboard["systems"].items():
     predicted = [predictions.get(g["question"], ("", ""))[0] for g in gold]
     reference = squad(targets, predicted)
-    assert float(rows[name]["em"]) == float(reference["em"]), name
-    assert float(rows[name]["f1"]) == float(reference["f1"]), name
+    # leaderboard.csv writes 12 significant digits, not the float noise of
+    # np.mean(...) * 100 (scores.txt keeps the reference's value bit for bit:
+    # test_scores_file_matches_reference_format).
+    assert float(rows[name]["em"]) == pytest.approx(float(reference["em"]),
+                                                    rel=1e-11, abs=0), name
+    assert float(rows[name]["f1"]) == pytest.approx(float(reference["f1"]),
+                                                    rel=1e-11, abs=0), name
   # The systems differ (two answer correctly with different passages), so the
   # equalities are not vacuous.
   assert len({rows[name]["f1"] for name in SYSTEMS}) == len(SYSTEMS) - 1
@@ -92,9 +97,10 @@ def test_string_match_autoais_equals_independent_computation(leaderboard):
       # The passage's title doubles as its headings in this corpus.
       if _contains_tokens(_normalize(" ".join([title, title, text])), tokens):
         attributable += 1
-    assert float(rows[name]["autoais"]) == attributable / len(gold), name
-  assert float(rows["right-answer-right-passage"]["autoais"]) > 0.5
-  assert float(rows["right-answer-wrong-passage"]["autoais"]) < 0.2
+    # A percent, 100 * count / n with one rounding.
+    assert float(rows[name]["autoais"]) == 100 * attributable / len(gold), name
+  assert float(rows["right-answer-right-passage"]["autoais"]) > 50
+  assert float(rows["right-answer-wrong-passage"]["autoais"]) < 20
 
 
 def test_counts_reconcile_and_unmatched_are_reported(leaderboard):

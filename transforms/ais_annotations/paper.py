@@ -3,8 +3,8 @@
 Source: Rashkin, Nikolaev, Lamm, Aroyo, Collins, Das, Petrov, Tomar, Turc and
 Reitter, "Measuring Attribution in Natural Language Generation Models",
 Computational Linguistics 49(4), 2023: Tables 3 (QReCC), 4 (Wizard of
-Wikipedia), 5 (CNN/DM) and 6 (ToTTo), typed in from the project's copy of the
-paper (seed 003, ../shared/seeds/003_36396634c7e82c43.txt, sections 5.1-5.4).
+Wikipedia), 5 (CNN/DM) and 6 (ToTTo), typed in from the paper (sections
+5.1-5.4).
 
 Each cell is the string the paper prints (one decimal, percent). `*` in the
 paper ("significantly lower than the highest score in the column, p < 0.01")

@@ -32,7 +32,8 @@ from autoais.transforms.corpus.store import article_of
 from autoais.transforms.io.fields import json_record
 from autoais.transforms.scoring.attribution import scoring_failed
 from autoais.transforms.scoring.examples import qa_example
-from autoais.transforms.stats.metrics import BootstrapWeights
+from autoais.transforms.stats.metrics import (BootstrapWeights, percent_of, written,
+                                               written_interval)
 
 RUN, ARTICLE = "run", "article"
 CANDIDATE_SOURCES = (RUN, ARTICLE)
@@ -429,14 +430,22 @@ def audit_system_row(outcomes: AuditOutcomes, bootstrap_samples: int,
   ratios = [(reranked - top1, top1), (exact * top1, exact), (inexact * top1, inexact),
             (exact * reranked, exact), (inexact * reranked, inexact)]
   intervals = bootstrap.ratio_intervals(ratios)
-  values = [float(num.sum() / den.sum()) if den.sum() else None
-            for num, den in ratios]
+  # Rates in percent, as ratios of counts (transforms/stats/metrics.py); the
+  # reranking gain, first, is a relative change: 12 significant digits.
   figures = []
-  for value, interval in zip(values, intervals):
-    low, high = (None, None) if value is None or interval is None else interval
-    figures += [value, low, high]
+  for index, ((numerator, denominator), interval) in enumerate(zip(ratios, intervals)):
+    if not denominator.sum():
+      figures += [None, None, None]
+    elif index == 0:
+      low, high = interval or (None, None)
+      figures += [written(numerator.sum() / denominator.sum()), written(low),
+                  written(high)]
+    else:
+      figures += [percent_of(int(numerator.sum()), int(denominator.sum())),
+                  *written_interval(interval)]
+  rates = []
+  for column, interval in ((top1, top1_ci), (any_, any_ci), (reranked, reranked_ci)):
+    rates += [percent_of(int(column.sum()), n), *written_interval(interval)]
   return AuditSystemRow(
-      outcomes.system_name, n, outcomes.n_candidates,
-      float(top1.mean()), *top1_ci, float(any_.mean()), *any_ci,
-      float(reranked.mean()), *reranked_ci, *figures[:3],
+      outcomes.system_name, n, outcomes.n_candidates, *rates, *figures[:3],
       int((em != EM_NONE).sum()), int(exact.sum()), *figures[3:])

@@ -13,6 +13,7 @@ from autoais.schemas import (AUDIT_ANSWER_ROW_SCHEMA, AUDIT_CANDIDATE_SCHEMA, AU
 from autoais.transforms.audit.steps import AUDIT_KEY, AnswerAudit, AuditOutcomes, audit_system_row
 from autoais.transforms.rows.merge import RowFold, RowTable
 from autoais.transforms.rows.summary import WriteSummary, percent
+from autoais.transforms.stats.metrics import PERCENT
 
 
 class _MergedCandidate(NamedTuple):
@@ -94,9 +95,11 @@ class AuditFold(RowFold):
     return self._stats
 
 
-def _with_ci(row, name: str) -> str:
+def _with_ci(row, name: str, scale: float = 1) -> str:
+  """A figure of the row with its interval, in percent (rates are percents
+  already; the relative gain is shown as one with scale 100)."""
   return percent(*(getattr(row, name + suffix) for suffix in ("", "_ci_low",
-                                                              "_ci_high")))
+                                                              "_ci_high")), scale=scale)
 
 
 def audit_markdown(rows) -> str:
@@ -112,7 +115,8 @@ def audit_markdown(rows) -> str:
       "|---|---:|---:|---|---|---|---|---:|---|---|---|---|",
   ]
   for r in rows:
-    rates = [_with_ci(r, name) for name in ("top1", "any", "reranked", "reranking_gain")]
+    rates = [_with_ci(r, name) for name in ("top1", "any", "reranked")] + [
+        _with_ci(r, "reranking_gain", scale=100)]
     split = [_with_ci(r, name)
              for name in ("top1_em", "top1_non_em", "reranked_em", "reranked_non_em")]
     lines.append(f"| {r.system_name} | {r.n_answers} | {r.n_candidates} | "
@@ -141,7 +145,7 @@ class SummarizeAudit(beam.PTransform):
             | "WriteSummary" >> WriteSummary(
                 self._output_dir, "audit", AUDIT_SYSTEM_SCHEMA, {
                     "candidates_from": self._candidates_from,
-                    "units": {"rates": "fraction", "reranking_gain": "relative"},
+                    "units": {"rates": PERCENT, "reranking_gain": "relative"},
                     "bootstrap": {"method": "percentile", "level": 0.95,
                                   "samples": self._bootstrap_samples, "seed": self._seed,
                                   "unit": "question (a system's answers)"}},

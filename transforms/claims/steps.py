@@ -41,7 +41,8 @@ from autoais.transforms.scoring.attribution import (ScoreAttribution, first_fail
                                             scoring_failed)
 from autoais.transforms.scoring.examples import claim_example
 from autoais.transforms.stats.agreement import AgreementCounts, agreement_statistics
-from autoais.transforms.stats.metrics import BootstrapWeights
+from autoais.transforms.stats.metrics import (BootstrapWeights, percent_of, written,
+                                               written_interval)
 
 CONCAT, MAX, RERANK = "concat", "max", "rerank"
 EVIDENCE_MODES = (CONCAT, MAX, RERANK)
@@ -316,10 +317,12 @@ class ClaimOutcomes:
 
 def _macro_micro(per_answer_yes: np.ndarray, per_answer_claims: np.ndarray,
                  keep: np.ndarray) -> Tuple[Optional[float], Optional[float]]:
+  """Macro and micro AutoAIS over the kept answers, in percent (micro a ratio of
+  counts, macro a mean of ratios: transforms/stats/metrics.py's rounding)."""
   if not keep.any():
     return None, None
-  macro = float(np.mean(per_answer_yes[keep] / per_answer_claims[keep]))
-  micro = float(per_answer_yes[keep].sum() / per_answer_claims[keep].sum())
+  macro = written(float(np.mean(per_answer_yes[keep] / per_answer_claims[keep])), 100)
+  micro = percent_of(int(per_answer_yes[keep].sum()), int(per_answer_claims[keep].sum()))
   return macro, micro
 
 
@@ -346,12 +349,13 @@ def claims_system_row(outcomes: ClaimOutcomes, bootstrap_samples: int,
     counts.add_arrays(human[labelled] == 1, attributable[labelled], score[labelled],
                       np.ones(int(labelled.sum()), dtype=bool))
     stats = agreement_statistics(counts)
-    agreement = tuple(stats[name] for name in ("human_ais", "accuracy",
-                                               "balanced_accuracy", "cohen_kappa",
-                                               "roc_auc"))
+    agreement = tuple(written(stats[name], 100) for name in (
+        "human_ais", "accuracy", "balanced_accuracy")) + tuple(
+            written(stats[name]) for name in ("cohen_kappa", "roc_auc"))
   else:
     agreement = (None,) * 5
   return ClaimsSystemRow(
       outcomes.system_name, n_answers, len(answer), int((~has_evidence).sum()),
-      int(abstained.sum()), macro, macro_ci[0], macro_ci[1], micro, micro_ci[0],
-      micro_ci[1], macro_kept, micro_kept, int(labelled.sum()), *agreement)
+      int(abstained.sum()), macro, *written_interval(macro_ci), micro,
+      *written_interval(micro_ci), macro_kept, micro_kept, int(labelled.sum()),
+      *agreement)

@@ -11,6 +11,7 @@ from autoais.schemas import CLAIM_ROW_SCHEMA, CLAIMS_SYSTEM_SCHEMA, REJECTED, Cl
 from autoais.transforms.claims.steps import CLAIM_KEY, ClaimOutcomes, claims_system_row
 from autoais.transforms.rows.merge import RowFold, RowTable
 from autoais.transforms.rows.summary import WriteSummary, percent
+from autoais.transforms.stats.metrics import PERCENT
 
 
 class _MergedClaim(NamedTuple):
@@ -93,13 +94,12 @@ def claims_markdown(rows) -> str:
     lines.append(
         f"| {row.system_name} | {row.n_answers} | {row.n_claims} | "
         f"{row.n_claims_without_evidence} | {row.n_abstaining_answers} | "
-        f"{percent(row.macro_autoais)} [{percent(row.macro_ci_low)}, "
-        f"{percent(row.macro_ci_high)}] | {percent(row.micro_autoais)} "
-        f"[{percent(row.micro_ci_low)}, {percent(row.micro_ci_high)}] | "
-        f"{percent(row.macro_autoais_non_abstaining)} | "
-        f"{percent(row.micro_autoais_non_abstaining)} | {row.n_human_labelled} | "
-        f"{percent(row.human_ais)} | {percent(row.human_accuracy)} | "
-        f"{percent(row.human_balanced_accuracy)} | {kappa} | {auc} |")
+        f"{percent(row.macro_autoais, row.macro_ci_low, row.macro_ci_high, scale=1)} | "
+        f"{percent(row.micro_autoais, row.micro_ci_low, row.micro_ci_high, scale=1)} | "
+        f"{percent(row.macro_autoais_non_abstaining, scale=1)} | "
+        f"{percent(row.micro_autoais_non_abstaining, scale=1)} | {row.n_human_labelled} | "
+        f"{percent(row.human_ais, scale=1)} | {percent(row.human_accuracy, scale=1)} | "
+        f"{percent(row.human_balanced_accuracy, scale=1)} | {kappa} | {auc} |")
   return "\n".join(lines) + "\n"
 
 
@@ -130,5 +130,7 @@ class SummarizeClaims(beam.PTransform):
                     "bootstrap": {"method": "percentile", "level": 0.95,
                                   "samples": self._bootstrap_samples, "seed": self._seed,
                                   "unit": "answer"},
-                    "units": {"autoais": "fraction", "agreement": "fraction"}},
+                    "units": {"autoais": PERCENT, "agreement": (
+                        f"{PERCENT}; human_kappa and human_roc_auc on their own "
+                        "scale")}},
                 claims_markdown, describe=_describe_summary))

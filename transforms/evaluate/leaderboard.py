@@ -10,35 +10,52 @@ from apache_beam.io.filesystems import FileSystems
 from autoais.schemas import LEADERBOARD_SCHEMA
 from autoais.transforms.io.atomic import atomic_create, write_text_atomically
 from autoais.transforms.io.tables import csv_bytes
+from autoais.transforms.rows.summary import percent
 from autoais.transforms.stats.agreement import (AUC_METHOD, AgreementCounts, agreement_statistics,
                                         system_level_agreement)
-from autoais.transforms.stats.metrics import sorted_rows
+from autoais.transforms.stats.metrics import PERCENT, sorted_rows
 from autoais.transforms.stats.report import leaderboard_report_html
 
 
-def _format_ci(value, low, high, scale) -> str:
-  return f"{value * scale:.1f} [{low * scale:.1f}, {high * scale:.1f}]"
+# Said in leaderboard.md and .json, and in run.json, of a run without --gold.
+NO_GOLD_NOTE = ("no gold: EM/F1 not computed; AutoAIS over predicted questions "
+                "(each system's own distinct questions)")
+# The unit of each figure of leaderboard.csv / .json (docs/evaluate.md): rates
+# in percent, statistics on their own scale; the n_ columns are counts.
+UNITS = dict(
+    {column: PERCENT for column in (
+        "coverage", "autoais", "autoais_ci_low", "autoais_ci_high", "autoais_scored",
+        "em", "em_ci_low", "em_ci_high", "f1", "f1_ci_low", "f1_ci_high", "human_ais",
+        "human_agreement", "autoais_rated", "human_balanced_accuracy")},
+    human_kappa="Cohen's kappa (-1 to 1)", human_roc_auc="ROC-AUC (0 to 1)",
+    human_pr_auc="average precision (0 to 1)")
 
 
-def leaderboard_markdown(rows, n_gold: int) -> str:
+def leaderboard_markdown(rows, n_gold: int, graded: bool = True) -> str:
+  if graded:
+    intro = (f"AutoAIS over {n_gold} gold questions (paper mode: unanswered or "
+             "unattributed questions count as N); EM and F1 in %; 95% bootstrap CIs "
+             "in brackets.")
+  else:
+    intro = (f"{NO_GOLD_NOTE[0].upper()}{NO_GOLD_NOTE[1:]}: unattributed questions "
+             "count as N; 95% bootstrap CIs in brackets.")
   lines = [
-      f"AutoAIS over {n_gold} gold questions (paper mode: unanswered or unattributed "
-      "questions count as N); EM and F1 in %; 95% bootstrap CIs in brackets.",
+      intro,
       "",
       "| system | predicted | scored | AutoAIS % | EM | F1 | coverage % | "
       "AutoAIS of scored % | human agreement % |",
       "|---|---:|---:|---|---|---|---:|---:|---:|",
   ]
   for row in rows:
-    scored = "" if row.autoais_scored is None else f"{row.autoais_scored * 100:.1f}"
-    agreement = ("" if row.human_agreement is None
-                 else f"{row.human_agreement * 100:.1f} (n={row.n_human_rated})")
+    agreement = ("" if row.human_agreement is None else
+                 f"{percent(row.human_agreement, scale=1)} (n={row.n_human_rated})")
     lines.append(
         f"| {row.system_name} | {row.n_predicted} | {row.n_scored} | "
-        f"{_format_ci(row.autoais, row.autoais_ci_low, row.autoais_ci_high, 100)} | "
-        f"{_format_ci(row.em, row.em_ci_low, row.em_ci_high, 1)} | "
-        f"{_format_ci(row.f1, row.f1_ci_low, row.f1_ci_high, 1)} | "
-        f"{row.coverage * 100:.1f} | {scored} | {agreement} |")
+        f"{percent(row.autoais, row.autoais_ci_low, row.autoais_ci_high, scale=1)} | "
+        f"{percent(row.em, row.em_ci_low, row.em_ci_high, scale=1) or 'not computed'} | "
+        f"{percent(row.f1, row.f1_ci_low, row.f1_ci_high, scale=1) or 'not computed'} | "
+        f"{percent(row.coverage, scale=1)} | {percent(row.autoais_scored, scale=1)} | "
+        f"{agreement} |")
   return "\n".join(lines) + "\n"
 
 
@@ -98,23 +115,26 @@ def agreement_content(systems, gold, bootstrap: dict):
   for system in systems:
     overall.merge(system.counts)
   return {
-      "n_gold": gold.n,
+      "n_gold": gold.n if gold.graded else None,
       "auc_method": AUC_METHOD,
       "overall": agreement_statistics(overall),
       "systems": {system.system_name: agreement_statistics(system.counts)
                   for system in systems},
-      "system_level": system_level_agreement(systems, bootstrap),
+      "system_level": system_level_agreement(systems, bootstrap, gold.graded),
   }, overall
 
 
-def scores_text(rows) -> str:
-  """The reference script's scores file, one block per system."""
+def scores_text(scores) -> str:
+  """The reference script's scores file, one block per system (`scores`:
+  SummarizeSystems' reference_scores, sorted by system): AutoAIS a fraction,
+  EM and F1 percents, as the script prints them. Without gold, the AutoAIS line
+  alone (over the system's own questions)."""
   blocks = []
-  for row in rows:
-    blocks.append(f"system_name: {row.system_name}\n"
-                  f"AutoAIS: {row.autoais}\n"
-                  f"SQuAD (em): {row.em}\n"
-                  f"SQuAD (f1): {row.f1}\n")
+  for entry in scores:
+    block = f"system_name: {entry['system_name']}\nAutoAIS: {entry['autoais']}\n"
+    if entry["em"] is not None:
+      block += f"SQuAD (em): {entry['em']}\nSQuAD (f1): {entry['f1']}\n"
+    blocks.append(block)
   return "\n".join(blocks)
 
 
@@ -123,26 +143,29 @@ class _WriteLeaderboardFilesFn(beam.DoFn):
   def __init__(self, output_dir: str, bootstrap_samples: int, seed: int):
     self._output_dir = output_dir
     self._bootstrap = {"method": "percentile", "level": 0.95,
-                       "samples": bootstrap_samples, "seed": seed,
-                       "unit": "gold question, paired across systems"}
+                       "samples": bootstrap_samples, "seed": seed}
 
-  def process(self, rows, gold, systems):
+  def process(self, rows, gold, systems, reference_scores):
     rows = sorted_rows(rows)
-    content, overall = agreement_content(systems, gold, self._bootstrap)
+    bootstrap = dict(self._bootstrap, unit=(
+        "gold question, paired across systems" if gold.graded else
+        "question (the run's distinct questions), paired across systems"))
+    content, overall = agreement_content(systems, gold, bootstrap)
     join = FileSystems.join
     with atomic_create(join(self._output_dir, "leaderboard.csv")) as sink:
       sink.write(csv_bytes(rows, LEADERBOARD_SCHEMA))
-    write_text_atomically(join(self._output_dir, "leaderboard.json"), json.dumps({
-        "n_gold": gold.n,
-        "units": {"autoais": "fraction", "coverage": "fraction", "em": "percent",
-                  "f1": "percent"},
-        "bootstrap": self._bootstrap,
-        "systems": [row._asdict() for row in rows],
-    }, indent=2, ensure_ascii=False) + "\n")
+    board = {"n_gold": gold.n if gold.graded else None}
+    if not gold.graded:
+      board["note"] = NO_GOLD_NOTE
+    board.update(units=UNITS, bootstrap=bootstrap,
+                 systems=[row._asdict() for row in rows])
+    write_text_atomically(join(self._output_dir, "leaderboard.json"),
+                          json.dumps(board, indent=2, ensure_ascii=False) + "\n")
     write_text_atomically(join(self._output_dir, "leaderboard.md"),
-                          leaderboard_markdown(rows, gold.n) +
+                          leaderboard_markdown(rows, gold.n, gold.graded) +
                           agreement_markdown(content))
-    write_text_atomically(join(self._output_dir, "scores.txt"), scores_text(rows))
+    write_text_atomically(join(self._output_dir, "scores.txt"), scores_text(
+        sorted(reference_scores, key=lambda entry: entry["system_name"])))
     write_text_atomically(join(self._output_dir, "agreement.json"),
                           json.dumps(content, indent=2, ensure_ascii=False) + "\n")
     if overall.n:
@@ -155,18 +178,20 @@ class _WriteLeaderboardFilesFn(beam.DoFn):
 class WriteLeaderboard(beam.PTransform):
   """PCollection[LeaderboardRow] -> a singleton {"systems": n, "human_rated_rows":
   m} once the leaderboard files are written. `gold_index`: the singleton gold
-  index; `agreement`: the per-system SystemAgreement (SummarizeSystems)."""
+  index; `summary`: SummarizeSystems' outputs (its agreement and
+  reference_scores)."""
 
-  def __init__(self, output_dir: str, gold_index, agreement, bootstrap_samples: int,
+  def __init__(self, output_dir: str, gold_index, summary, bootstrap_samples: int,
                seed: int):
     super().__init__()
     self._fn = _WriteLeaderboardFilesFn(output_dir, bootstrap_samples, seed)
     self._gold_index = gold_index
-    self._agreement = agreement
+    self._summary = summary
 
   def expand(self, rows):
     return (rows
             | "ListSystems" >> beam.combiners.ToList()
-            | "WriteFiles" >> beam.ParDo(self._fn,
-                                         beam.pvalue.AsSingleton(self._gold_index),
-                                         beam.pvalue.AsList(self._agreement)))
+            | "WriteFiles" >> beam.ParDo(
+                self._fn, beam.pvalue.AsSingleton(self._gold_index),
+                beam.pvalue.AsList(self._summary.agreement),
+                beam.pvalue.AsList(self._summary.reference_scores)))

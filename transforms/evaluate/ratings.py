@@ -21,8 +21,8 @@ class _MergedRow(NamedTuple):
   source_file: str
   source_line: int
   gold_index: int
-  em: float
-  f1: float
+  em: Optional[float]
+  f1: Optional[float]
   auto_ais: str
   nli_score: Optional[float]
   human_rating: Optional[str]

@@ -29,7 +29,7 @@ Cohen's kappa of the decision, ROC-AUC and PR-AUC (average precision) of
     data alone (more distinct scores than the limit), not on how the rows were
     split among workers, so results stay deterministic. Every per-system group
     of an NQ-Open leaderboard (3,610 questions) and every public agreement set
-    in ../shared/data stays exact; bench/agreement.py measures the bounds at 1M
+    the tests read stays exact; bench/agreement.py measures the bounds at 1M
     rows of distinct scores (ROC-AUC within 3.5e-5, observed 7e-8).
 
 Calibration (`best_threshold`): the threshold that maximises accuracy or
@@ -45,11 +45,15 @@ confusion cells, or over the (score, label) cells).
 System level (`system_level_agreement`): Pearson, Spearman and Kendall tau
 between per-system AutoAIS and human AIS (scipy), with percentile-bootstrap CIs
 from resampling questions, paired across systems (metrics.BootstrapWeights);
+their p-values exact by permutation up to 8 systems (`correlations`, which says
+in `p_value_method` how each was computed);
 McNemar's exact test (a two-sided binomial test on the questions where exactly
 one of the two is attributable) between neighbours of the AutoAIS ranking.
 """
 import array
+import functools
 import hashlib
+import itertools
 import math
 import warnings
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -540,22 +544,78 @@ def mean_over_groups(counts: Dict[str, AgreementCounts],
 # Across systems (or groups).
 
 
+# Up to this many points (systems, groups), the correlations' p-values come from
+# every ordering of one side against the other (8! = 40,320 orderings): exact
+# under the null of no association. scipy's Spearman p-value is asymptotic (a t
+# distribution) and meaningless there: 0 for three systems ranked alike.
+EXACT_PERMUTATION_MAX_N = 8
+# Beyond it, what scipy does, as recorded in each entry's p_value_method.
+_SCIPY_P_VALUE_METHODS = {
+    "pearson": "scipy.stats.pearsonr: exact under bivariate normality (beta distribution)",
+    "spearman": "scipy.stats.spearmanr: asymptotic (t distribution)",
+    "kendall exact": "scipy.stats.kendalltau: exact (no ties, at most 33 points)",
+    "kendall asymptotic": "scipy.stats.kendalltau: asymptotic (normal approximation)",
+}
+
+
 def correlations(x: Sequence[float], y: Sequence[float]) -> Dict[str, object]:
-  """Pearson, Spearman and Kendall tau (scipy) with their p-values; None where
-  undefined (fewer than 3 points or a constant side)."""
+  """Pearson, Spearman and Kendall tau (scipy's statistics) with their two-sided
+  p-values and how each was computed (`p_value_method`): exact permutation
+  p-values up to EXACT_PERMUTATION_MAX_N points, else scipy's (Kendall's exact
+  without ties up to 33 points). None where undefined (fewer than 3 points or a
+  constant side)."""
   from scipy import stats  # pylint: disable=import-outside-toplevel
   x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
   result = {}
   defined = len(x) >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0
+  exact = permutation_p_values(x, y) if (
+      defined and len(x) <= EXACT_PERMUTATION_MAX_N) else None
+  ties = len(np.unique(x)) < len(x) or len(np.unique(y)) < len(y)
+  kendall_method = "exact" if not ties and len(x) <= 33 else "asymptotic"
   for name, function in (("pearson", stats.pearsonr), ("spearman", stats.spearmanr),
-                         ("kendall", stats.kendalltau)):
+                         ("kendall", functools.partial(stats.kendalltau,
+                                                       method=kendall_method))):
     if not defined:
-      result[name] = {"statistic": None, "p_value": None}
+      result[name] = {"statistic": None, "p_value": None, "p_value_method": None}
       continue
     outcome = function(x, y)
-    result[name] = {"statistic": _none_if_nan(outcome.statistic),
-                    "p_value": _none_if_nan(outcome.pvalue)}
+    if exact is not None:
+      p_value = exact[name]
+      method = (f"exact permutation: all {math.factorial(len(x))} orderings of the "
+                f"{len(x)} points")
+    else:
+      p_value = _none_if_nan(outcome.pvalue)
+      method = _SCIPY_P_VALUE_METHODS[
+          f"kendall {kendall_method}" if name == "kendall" else name]
+    result[name] = {"statistic": _none_if_nan(outcome.statistic), "p_value": p_value,
+                    "p_value_method": method}
   return result
+
+
+def permutation_p_values(x: np.ndarray, y: np.ndarray) -> Dict[str, float]:
+  """Two-sided p-values of Pearson, Spearman and Kendall tau from every ordering
+  of y against x: the share of orderings whose statistic is at least as far from
+  0 as the observed one. Each statistic's denominator is the same in every
+  ordering (the spreads and ties of x and y do not move), so orderings are
+  compared by their numerators: sum of products of centred values (of ranks for
+  Spearman), and the sum of concordant minus discordant pairs."""
+  from scipy import stats  # pylint: disable=import-outside-toplevel
+  orderings = np.array(list(itertools.permutations(range(len(x)))))
+  rank_x, rank_y = stats.rankdata(x), stats.rankdata(y)
+  first, second = np.triu_indices(len(x), k=1)
+  sign_x = np.sign(x[first] - x[second])
+  numerators = {
+      "pearson": (y[orderings] - y.mean()) @ (x - x.mean()),
+      "spearman": (rank_y[orderings] - rank_y.mean()) @ (rank_x - rank_x.mean()),
+      "kendall": np.sign(y[orderings][:, first] - y[orderings][:, second]) @ sign_x,
+  }
+  p_values = {}
+  for name, values in numerators.items():
+    observed = abs(values[0])  # orderings[0] is the identity: the data as given
+    # Float sums of the same terms in another order can differ in the last bits.
+    tolerance = 1e-9 * max(np.abs(values).max(), 1e-300)
+    p_values[name] = float(np.mean(np.abs(values) >= observed - tolerance))
+  return p_values
 
 
 def bootstrap_correlation_intervals(x_resamples: np.ndarray, y_resamples: np.ndarray,
@@ -631,16 +691,20 @@ class SystemAgreement:
 RESAMPLE_AUTOAIS, RESAMPLE_RATED_AUTO, RESAMPLE_RATED_HUMAN, RESAMPLE_RATED = range(4)
 
 
-def _ratio(numerator, denominator):
+def ratio_or_nan(numerator, denominator):
+  """numerator / denominator elementwise; NaN where the denominator is 0."""
   with np.errstate(divide="ignore", invalid="ignore"):
     return np.where(denominator > 0, numerator / np.where(denominator > 0, denominator,
                                                           1), np.nan)
 
 
 def system_level_agreement(systems: Iterable[SystemAgreement],
-                           bootstrap: Dict[str, object]) -> Dict[str, object]:
+                           bootstrap: Dict[str, object],
+                           over_gold: bool = True) -> Dict[str, object]:
   """Correlations over systems (with bootstrap CIs) and the neighbour tests;
-  `bootstrap` describes the resamples (method, samples, seed) for the record."""
+  `bootstrap` describes the resamples (method, samples, seed) for the record.
+  `over_gold` False: the systems' AutoAIS is over their own questions (evaluate
+  without gold) and the paired tests over the run's questions."""
   systems = sorted(systems, key=lambda s: s.system_name)
   rated = [s for s in systems if s.n_rated]
   result = {"n_systems": len(systems), "n_systems_rated": len(rated),
@@ -650,9 +714,11 @@ def system_level_agreement(systems: Iterable[SystemAgreement],
           "per-system AutoAIS over the human-rated rows against human AIS over the "
           "same rows",
           [s.autoais_rated for s in rated],
-          lambda m: _ratio(m[:, RESAMPLE_RATED_AUTO], m[:, RESAMPLE_RATED])),
+          lambda m: ratio_or_nan(m[:, RESAMPLE_RATED_AUTO], m[:, RESAMPLE_RATED])),
       "autoais_vs_human_ais": (
-          "per-system AutoAIS (paper mode, over all gold questions) against human AIS",
+          "per-system AutoAIS (paper mode, over all gold questions) against human AIS"
+          if over_gold else
+          "per-system AutoAIS (over its own predicted questions) against human AIS",
           [s.autoais for s in rated],
           lambda m: m[:, RESAMPLE_AUTOAIS]),
   }
@@ -663,7 +729,7 @@ def system_level_agreement(systems: Iterable[SystemAgreement],
     usable = [s for s in rated if s.resample_means is not None]
     if len(rated) >= 3 and len(usable) == len(rated):
       x = np.stack([resampled(s.resample_means) for s in rated], axis=1)
-      y = np.stack([_ratio(s.resample_means[:, RESAMPLE_RATED_HUMAN],
+      y = np.stack([ratio_or_nan(s.resample_means[:, RESAMPLE_RATED_HUMAN],
                            s.resample_means[:, RESAMPLE_RATED]) for s in rated], axis=1)
       intervals = bootstrap_correlation_intervals(x, y)
       for method, interval in intervals.pop("intervals").items():
@@ -677,7 +743,10 @@ def system_level_agreement(systems: Iterable[SystemAgreement],
                   "autoais_higher": higher.autoais, "autoais_lower": lower.autoais,
                   **mcnemar_exact(higher.attributable(), lower.attributable())})
   result["neighbour_tests"] = {
-      "test": "McNemar's exact test on gold questions (two-sided binomial test of "
+      "test": "McNemar's exact test on " + (
+          "gold questions" if over_gold else
+          "the run's questions (one a system did not answer counts as N)") +
+              " (two-sided binomial test of "
               "the questions only one of the two systems gets attributable; "
               "scipy.stats.binomtest), p-values not adjusted for multiple comparisons",
       "pairs": tests}

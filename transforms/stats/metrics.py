@@ -9,6 +9,9 @@ final mean is taken over the full gold-ordered array with numpy, as the
 reference does.
 Confidence intervals come from a percentile bootstrap over gold questions, with
 the same resamples for every system (paired): see BootstrapWeights.
+Without gold (QuestionIndexFromPredictions) the questions are the predictions'
+own, and a system's AutoAIS is over the questions it answers. Leaderboard rates
+are percents, written as `percent_of` and `written` say (docs/evaluate.md#units).
 """
 import array
 import math
@@ -19,7 +22,7 @@ import numpy as np
 
 from autoais.schemas import GoldAnswer, LeaderboardRow
 from autoais.transforms.stats.agreement import (AgreementCounts, SystemAgreement,
-                                        agreement_statistics)
+                                                agreement_statistics, ratio_or_nan)
 from autoais.schemas.errors import InputError
 from autoais.transforms.stats.squad import (grade_normalized, normalize_answer,
                                     normalize_short_answer)
@@ -29,11 +32,14 @@ HUMAN_NONE, HUMAN_N, HUMAN_Y = -1, 0, 1
 
 class GoldIndex:
   """Gold questions by text with their normalised answers, plus the EM/F1 an
-  empty prediction gets on each."""
+  empty prediction gets on each. `graded` is False for the index of
+  QuestionIndexFromPredictions (evaluate without --gold): its questions have no
+  answers, and `grade` gives no EM / F1."""
 
-  def __init__(self, answers: List[GoldAnswer]):
+  def __init__(self, answers: List[GoldAnswer], graded: bool = True):
     self.n = len(answers)
-    if not self.n:
+    self.graded = graded
+    if not self.n and graded:
       raise InputError("the gold source has no questions")
     self._by_question: Dict[str, Tuple[int, List[str]]] = {}
     self.empty_em = np.zeros(self.n)
@@ -47,15 +53,20 @@ class GoldIndex:
                          f"(records {first + 1} and {position + 1})")
       normalized = [normalize_answer(answer) for answer in gold.answers]
       self._by_question[gold.question] = (position, normalized)
-      self.empty_em[position], self.empty_f1[position] = grade_normalized(
-          normalized, "")
+      if graded:
+        self.empty_em[position], self.empty_f1[position] = grade_normalized(
+            normalized, "")
 
-  def grade(self, question: str, answer: str) -> Optional[Tuple[int, float, float]]:
-    """(gold index, EM, F1) of an answer to a gold question; None if not gold."""
+  def grade(self, question: str, answer: str
+            ) -> Optional[Tuple[int, Optional[float], Optional[float]]]:
+    """(gold index, EM, F1) of an answer to a gold question (EM and F1 None
+    where the index is not graded); None if not gold."""
     entry = self._by_question.get(question)
     if entry is None:
       return None
     position, normalized = entry
+    if not self.graded:
+      return position, None, None
     return (position,) + grade_normalized(normalized, normalize_short_answer(answer))
 
 
@@ -76,6 +87,26 @@ class BuildGoldIndex(beam.CombineFn):
     return GoldIndex(sorted(accumulator, key=lambda gold: gold.gold_index))
 
 
+class QuestionIndexFromPredictions(beam.PTransform):
+  """PCollection[Prediction] -> a singleton ungraded GoldIndex of the distinct
+  questions the predictions ask, in sorted order (evaluate without --gold: every
+  question is kept, and a question's position pairs the systems' answers to it
+  in the bootstrap and the paired tests)."""
+
+  def expand(self, predictions):
+    return (predictions
+            | "Questions" >> beam.Map(lambda prediction: prediction.question)
+            | "Distinct" >> beam.Distinct()
+            | "ListQuestions" >> beam.combiners.ToList()
+            | "Index" >> beam.Map(_question_index))
+
+
+def _question_index(questions: List[str]) -> GoldIndex:
+  return GoldIndex([GoldAnswer(question, [], position)
+                    for position, question in enumerate(sorted(questions))],
+                   graded=False)
+
+
 class SystemOutcomes:
   """One system's kept predictions, as compact columns (24 bytes a row): what the
   leaderboard needs of each, in the order they were added."""
@@ -94,8 +125,8 @@ class SystemOutcomes:
           scored: bool, human_rating: Optional[str],
           nli_score: Optional[float] = None) -> None:
     self.gold_index.append(gold_index)
-    self.em.append(int(em))
-    self.f1.append(f1)
+    self.em.append(int(em or 0))  # None without gold: no EM to keep
+    self.f1.append(f1 or 0.0)
     self.attributable.append(attributable)
     self.scored.append(scored)
     self.human.append(_HUMAN_CODES[human_rating])
@@ -156,17 +187,8 @@ class BootstrapWeights:
     Resamples whose denominator is 0 are left out; None if all are."""
     flat = [array for pair in ratios for array in pair]
     means = self.resample_means(flat)
-    intervals = []
-    for index in range(len(ratios)):
-      numerator, denominator = means[:, 2 * index], means[:, 2 * index + 1]
-      defined = denominator != 0
-      if not defined.any():
-        intervals.append(None)
-        continue
-      values = numerator[defined] / denominator[defined]
-      low, high = np.percentile(values, [2.5, 97.5])
-      intervals.append((float(low), float(high)))
-    return intervals
+    return [ratio_interval(means[:, 2 * index], means[:, 2 * index + 1])
+            for index in range(len(ratios))]
 
 
 def percentile_intervals(means: np.ndarray) -> List[Tuple[float, float]]:
@@ -175,28 +197,81 @@ def percentile_intervals(means: np.ndarray) -> List[Tuple[float, float]]:
           for low, high in np.percentile(means, [2.5, 97.5], axis=0).T]
 
 
+def ratio_interval(numerator: np.ndarray, denominator: np.ndarray
+                   ) -> Optional[Tuple[float, float]]:
+  """The 95% percentile interval of the ratio of resampled means, over the
+  resamples where it is defined; None if it is in none."""
+  values = ratio_or_nan(numerator, denominator)
+  values = values[~np.isnan(values)]
+  if not len(values):
+    return None
+  low, high = np.percentile(values, [2.5, 97.5])
+  return float(low), float(high)
+
+
+# Leaderboard figures. Rates (AutoAIS, coverage, EM, F1, shares of rated rows)
+# are percents, as the Attributed QA paper reports AutoAIS and the SQuAD script
+# EM and F1. A rate that is a ratio of counts is 100 * count / n, one rounding
+# (93.90625, where np.mean(...) * 100 gives 93.90624999999986); every other
+# figure (F1, bootstrap bounds, agreement statistics) keeps WRITTEN_DIGITS
+# significant digits: more than any count of questions determines, fewer than the
+# 16th and 17th where float arithmetic leaves its noise.
+WRITTEN_DIGITS = 12
+# How a summary file names the unit of its rates.
+PERCENT = "percent (0-100)"
+
+
+def percent_of(count: int, n: int) -> Optional[float]:
+  """100 * count / n, the double nearest the exact ratio; None if n is 0."""
+  return 100 * count / n if n else None
+
+
+def written(value: Optional[float], scale: float = 1.0) -> Optional[float]:
+  """value * scale with WRITTEN_DIGITS significant digits; None stays None."""
+  return None if value is None else float(f"{value * scale:.{WRITTEN_DIGITS}g}")
+
+
+def written_interval(interval: Optional[Tuple[float, float]]
+                      ) -> Tuple[Optional[float], Optional[float]]:
+  """A 95% interval of a fraction, as written: percents."""
+  return (None, None) if interval is None else (written(interval[0], 100),
+                                                written(interval[1], 100))
+
+
 
 
 def leaderboard_row(outcomes: SystemOutcomes, gold: GoldIndex,
-                    bootstrap: BootstrapWeights) -> Tuple[LeaderboardRow,
-                                                          SystemAgreement]:
-  """A system's leaderboard row, and what the agreement statistics need of it
-  (its counts against human ratings, per-resample means for the system-level
-  correlation CIs, its AutoAIS per gold question for the paired tests)."""
+                    bootstrap: BootstrapWeights
+                    ) -> Tuple[LeaderboardRow, SystemAgreement, Dict[str, object]]:
+  """A system's leaderboard row; what the agreement statistics need of it (its
+  counts against human ratings, per-resample means for the system-level
+  correlation CIs, its AutoAIS per question for the paired tests); and its
+  scores with the reference script's arithmetic, for scores.txt (`autoais` a
+  fraction, `em` and `f1` np.mean(...) * 100, None without gold).
+
+  AutoAIS and coverage are over every gold question (paper mode) or, where the
+  index is not graded (no gold), over the system's own distinct questions; EM
+  and F1 need gold."""
   index = np.frombuffer(outcomes.gold_index, dtype=np.int32)
   attributable = np.frombuffer(outcomes.attributable, dtype=np.int8).astype(bool)
   scored = np.frombuffer(outcomes.scored, dtype=np.int8).astype(bool)
   human = np.frombuffer(outcomes.human, dtype=np.int8)
   nli_score = np.frombuffer(outcomes.nli_score, dtype=np.float64)
 
-  em = gold.empty_em.copy()
-  f1 = gold.empty_f1.copy()
   ais = np.zeros(gold.n)
-  em[index] = np.frombuffer(outcomes.em, dtype=np.int8)
-  f1[index] = np.frombuffer(outcomes.f1, dtype=np.float64)
   ais[index] = attributable
   n_scored = int(scored.sum())
   n_yes = int(attributable.sum())
+  n_questions = gold.n if gold.graded else len(index)
+  columns = {"ais": ais}
+  if gold.graded:
+    columns["em"] = gold.empty_em.copy()
+    columns["f1"] = gold.empty_f1.copy()
+    columns["em"][index] = np.frombuffer(outcomes.em, dtype=np.int8)
+    columns["f1"][index] = np.frombuffer(outcomes.f1, dtype=np.float64)
+  else:
+    columns["answered"] = np.zeros(gold.n)
+    columns["answered"][index] = 1
 
   # Rated rows: decisions count whether scored or not (an attribution not in the
   # corpus is AutoAIS N); the AUCs use the rated rows that have a score.
@@ -204,44 +279,59 @@ def leaderboard_row(outcomes: SystemOutcomes, gold: GoldIndex,
   counts = AgreementCounts()
   counts.add_arrays(human[rated] == HUMAN_Y, attributable[rated], nli_score[rated],
                     scored[rated])
-  metrics = [ais, em, f1]
   if counts.n:
-    for values in (rated & attributable, rated & (human == HUMAN_Y), rated):
-      per_question = np.zeros(gold.n)
-      per_question[index] = values
-      metrics.append(per_question)
-  means = bootstrap.resample_means(metrics)
-  autoais_ci, em_ci, f1_ci = percentile_intervals(means[:, :3])
+    for name, values in (("rated_auto", rated & attributable),
+                         ("rated_human", rated & (human == HUMAN_Y)), ("rated", rated)):
+      columns[name] = np.zeros(gold.n)
+      columns[name][index] = values
+  means = dict(zip(columns, bootstrap.resample_means(list(columns.values())).T))
+  if gold.graded:
+    autoais_resampled = means["ais"]
+    autoais_ci, em_ci, f1_ci = percentile_intervals(
+        np.stack([means["ais"], means["em"], means["f1"]], axis=1))
+  else:
+    autoais_resampled = ratio_or_nan(means["ais"], means["answered"])
+    autoais_ci, em_ci, f1_ci = ratio_interval(means["ais"], means["answered"]), None, None
   stats = agreement_statistics(counts) if counts.n else {}
   system = SystemAgreement(
-      outcomes.system_name, counts, n_yes / gold.n, autoais_ci,
-      means[:, [0, 3, 4, 5]] if counts.n else None, ais > 0)
+      outcomes.system_name, counts, n_yes / n_questions if n_questions else 0.0,
+      autoais_ci, np.stack([autoais_resampled, means["rated_auto"], means["rated_human"],
+                            means["rated"]], axis=1) if counts.n else None, ais > 0)
+  reference = {"system_name": outcomes.system_name,
+               "autoais": n_yes / n_questions if n_questions else None,
+               "em": None, "f1": None}
+  if gold.graded:
+    # np.mean over the gold-ordered array, then x100: the reference's arithmetic.
+    reference["em"] = float(np.mean(columns["em"]) * 100)
+    reference["f1"] = float(np.mean(columns["f1"]) * 100)
+  (autoais_low, autoais_high), (em_low, em_high), (f1_low, f1_high) = (
+      written_interval(interval) for interval in (autoais_ci, em_ci, f1_ci))
   return LeaderboardRow(
       system_name=outcomes.system_name,
-      n_gold=gold.n,
+      n_gold=gold.n if gold.graded else None,
       n_predicted=len(index),
       n_scored=n_scored,
       n_unmatched_attribution=len(index) - n_scored,
-      coverage=n_scored / gold.n,
-      autoais=n_yes / gold.n,
-      autoais_ci_low=autoais_ci[0],
-      autoais_ci_high=autoais_ci[1],
-      autoais_scored=n_yes / n_scored if n_scored else None,
-      # np.mean over the gold-ordered array, then x100: the reference's arithmetic.
-      em=float(np.mean(em) * 100),
-      em_ci_low=em_ci[0] * 100,
-      em_ci_high=em_ci[1] * 100,
-      f1=float(np.mean(f1) * 100),
-      f1_ci_low=f1_ci[0] * 100,
-      f1_ci_high=f1_ci[1] * 100,
+      coverage=percent_of(n_scored, n_questions),
+      autoais=percent_of(n_yes, n_questions),
+      autoais_ci_low=autoais_low,
+      autoais_ci_high=autoais_high,
+      autoais_scored=percent_of(n_yes, n_scored),
+      # EM is 0 or 1 per question: a ratio of counts.
+      em=percent_of(int(columns["em"].sum()), gold.n) if gold.graded else None,
+      em_ci_low=em_low,
+      em_ci_high=em_high,
+      f1=written(reference["f1"]),
+      f1_ci_low=f1_low,
+      f1_ci_high=f1_high,
       n_human_rated=counts.n,
-      human_ais=stats.get("human_ais"),
-      human_agreement=stats.get("accuracy"),
-      human_kappa=stats.get("cohen_kappa"),
-      autoais_rated=stats.get("predicted_ais"),
-      human_balanced_accuracy=stats.get("balanced_accuracy"),
-      human_roc_auc=stats.get("roc_auc"),
-      human_pr_auc=stats.get("pr_auc")), system
+      human_ais=written(stats.get("human_ais"), 100),
+      human_agreement=written(stats.get("accuracy"), 100),
+      human_kappa=written(stats.get("cohen_kappa")),
+      autoais_rated=written(stats.get("predicted_ais"), 100),
+      human_balanced_accuracy=written(stats.get("balanced_accuracy"), 100),
+      human_roc_auc=written(stats.get("roc_auc")),
+      human_pr_auc=written(stats.get("pr_auc"))), system, reference
 
 
 class _LeaderboardRowFn(beam.DoFn):
@@ -254,15 +344,16 @@ class _LeaderboardRowFn(beam.DoFn):
   def process(self, outcomes: SystemOutcomes, gold: GoldIndex):
     if self._bootstrap is None or self._bootstrap.n != gold.n:
       self._bootstrap = BootstrapWeights(gold.n, self._samples, self._seed)
-    row, agreement = leaderboard_row(outcomes, gold, self._bootstrap)
+    row, agreement, reference = leaderboard_row(outcomes, gold, self._bootstrap)
     yield row
     yield beam.pvalue.TaggedOutput("agreement", agreement)
+    yield beam.pvalue.TaggedOutput("reference_scores", reference)
 
 
 class SummarizeSystems(beam.PTransform):
   """PCollection[SystemOutcomes] -> outputs `rows` (one LeaderboardRow per
-  system) and `agreement` (one transforms.stats.agreement.SystemAgreement per
-  system).
+  system), `agreement` (one transforms.stats.agreement.SystemAgreement per
+  system) and `reference_scores` (a dict per system: leaderboard_row).
 
   Each element must hold all of a system's kept predictions: the ratings writer
   sees rows sorted by system and emits one SystemOutcomes per system, so only one
@@ -280,7 +371,7 @@ class SummarizeSystems(beam.PTransform):
     return outcomes | "ComputeLeaderboardRows" >> beam.ParDo(
         _LeaderboardRowFn(self._samples, self._seed),
         beam.pvalue.AsSingleton(self._gold_index)).with_outputs(
-            "agreement", main="rows")
+            "agreement", "reference_scores", main="rows")
 
 
 def sorted_rows(rows: Iterable[LeaderboardRow]) -> List[LeaderboardRow]:

@@ -39,8 +39,9 @@ def _png(figure) -> str:
 
 def forest_plot(labels: Sequence[str], values, lows, highs, xlabel: str,
                 markers: Optional[Sequence[Optional[float]]] = None,
-                marker_label: str = "") -> str:
-  """Estimates with their intervals, first label on top."""
+                marker_label: str = "", top: float = 1.0) -> str:
+  """Estimates with their intervals, first label on top, on an axis from 0 to
+  `top` (1 for fractions, 100 for percents)."""
   figure = _figure(6.4, max(2.0, 0.32 * len(labels) + 1.2))
   axes = figure.add_subplot()
   positions = np.arange(len(labels))[::-1]
@@ -57,7 +58,7 @@ def forest_plot(labels: Sequence[str], values, lows, highs, xlabel: str,
   axes.set_yticks(positions)
   axes.set_yticklabels(labels, fontsize=8)
   axes.set_xlabel(xlabel)
-  axes.set_xlim(-0.02, 1.02)
+  axes.set_xlim(-0.02 * top, 1.02 * top)
   axes.grid(axis="x", alpha=0.3)
   axes.legend(loc="lower right", fontsize=8)
   return _png(figure)
@@ -304,8 +305,8 @@ def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts) -> st
        "intervals; diamonds: human AIS on the rated rows.",
        forest_plot([row.system_name for row in ranked], [row.autoais for row in ranked],
                    [row.autoais_ci_low for row in ranked],
-                   [row.autoais_ci_high for row in ranked], "AutoAIS",
-                   [row.human_ais for row in ranked], "human AIS")),
+                   [row.autoais_ci_high for row in ranked], "AutoAIS %",
+                   [row.human_ais for row in ranked], "human AIS", top=100)),
   ]
   if comparison["systems"]:
     figures.append((
@@ -315,9 +316,10 @@ def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts) -> st
         scatter_plot(comparison["systems"], comparison["x"], comparison["y"],
                      comparison, "AutoAIS on rated rows", "human AIS")))
   figures += _score_figures(overall)
-  system_rows = [(row.system_name, row.n_human_rated, row.human_ais, row.autoais_rated,
-                  row.human_agreement, row.human_balanced_accuracy, row.human_kappa,
-                  row.human_roc_auc, row.human_pr_auc) for row in ranked]
+  # The per-system statistics as agreement.json holds them (fractions), like the
+  # overall row above them.
+  system_rows = [_stats_row(row.system_name, content["systems"][row.system_name])
+                 for row in ranked]
   tables = [
       ("Overall (all rated rows)",
        _table(_ROW_HEADER, [_stats_row("all systems", content["overall"])])),
@@ -334,9 +336,11 @@ def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts) -> st
       ci = entry[method].get("ci")
       correlation_rows.append((name, method, entry[method]["statistic"],
                                None if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
-                               _p_value(entry[method]["p_value"])))
+                               _p_value(entry[method]["p_value"]),
+                               entry[method].get("p_value_method")))
   tables.append(("System-level correlation", _table(
-      ("comparison", "method", "value", "95% CI", "p-value"), correlation_rows)))
+      ("comparison", "method", "value", "95% CI", "p-value", "p-value from"),
+      correlation_rows)))
   more_tables.append((
       "Neighbours in the AutoAIS ranking: " + level["neighbour_tests"]["test"],
       _table(("higher", "lower", "AutoAIS higher", "AutoAIS lower",
@@ -344,7 +348,9 @@ def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts) -> st
              [(t["higher"], t["lower"], t["autoais_higher"], t["autoais_lower"],
                t["only_higher"], t["only_lower"], _p_value(t["p_value"]))
               for t in level["neighbour_tests"]["pairs"]])))
-  intro = [f"{len(rows)} systems over {content['n_gold']} gold questions; "
+  over = (f"over {content['n_gold']} gold questions" if content["n_gold"] is not None
+          else "without gold (AutoAIS over each system's predicted questions)")
+  intro = [f"{len(rows)} systems {over}; "
            f"{content['overall']['n_rated']} rows carry a human rating."]
   return _page("AutoAIS leaderboard and agreement with human ratings", intro, tables,
                figures, more_tables)

@@ -155,8 +155,8 @@ def test_rows_round_trip_through_arrow(element_type):
 
 
 def test_non_nullable_field_rejects_none():
-  row = _example(schemas.RatingRow)._replace(em=None)
-  with pytest.raises(ValueError, match="'em' is not nullable"):
+  row = _example(schemas.RatingRow)._replace(auto_ais=None)
+  with pytest.raises(ValueError, match="'auto_ais' is not nullable"):
     to_record_batch([row], schemas.RATING_SCHEMA)
 
 

@@ -190,3 +190,47 @@ def test_correlations_and_mcnemar_equal_scipy():
   only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
   assert (test["only_higher"], test["only_lower"]) == (only_a, only_b)
   assert test["p_value"] == stats.binomtest(only_a, only_a + only_b).pvalue
+
+
+def _p_by_enumeration(function, x, y):
+  """Two-sided permutation p-value written out here: scipy's statistic on every
+  ordering of y, the share at least as far from 0 as the observed one."""
+  import itertools
+  observed = abs(function(x, y).statistic)
+  values = [abs(function(x, [y[i] for i in order]).statistic)
+            for order in itertools.permutations(range(len(y)))]
+  return np.mean([value >= observed - 1e-12 for value in values])
+
+
+@pytest.mark.parametrize("x, y", [
+    ([0.10, 0.50, 0.90], [0.20, 0.30, 0.80]),  # three systems ranked alike
+    ([0.3, 0.1, 0.7, 0.4, 0.9], [0.2, 0.25, 0.6, 0.1, 0.95]),
+    ([0.3, 0.1, 0.7, 0.4, 0.9, 0.5], [0.2, 0.2, 0.6, 0.1, 0.6, 0.3]),  # ties in y
+])
+def test_small_n_correlation_p_values_are_exact_permutation_p_values(x, y):
+  result = agreement.correlations(x, y)
+  for name, function in (("pearson", stats.pearsonr), ("spearman", stats.spearmanr),
+                         ("kendall", stats.kendalltau)):
+    assert result[name]["statistic"] == function(x, y).statistic
+    assert result[name]["p_value"] == pytest.approx(_p_by_enumeration(function, x, y),
+                                                    abs=1e-12), name
+    assert result[name]["p_value_method"].startswith("exact permutation: all ")
+  # scipy's asymptotic Spearman p-value for three systems in the same order is 0.
+  if len(x) == 3:
+    assert stats.spearmanr(x, y).pvalue == 0
+    assert result["spearman"]["p_value"] == pytest.approx(1 / 3)
+  # Without ties, Kendall's permutation p-value is scipy's exact one.
+  if len(set(y)) == len(y):
+    assert result["kendall"]["p_value"] == pytest.approx(
+        stats.kendalltau(x, y, method="exact").pvalue, abs=1e-12)
+
+
+def test_correlation_p_values_past_the_exact_limit_are_scipys_and_say_so():
+  rng = np.random.default_rng(3)
+  x = rng.random(agreement.EXACT_PERMUTATION_MAX_N + 1)
+  y = x + rng.random(len(x))
+  result = agreement.correlations(x, y)
+  assert result["spearman"]["p_value"] == stats.spearmanr(x, y).pvalue
+  assert "asymptotic" in result["spearman"]["p_value_method"]
+  assert result["kendall"]["p_value"] == stats.kendalltau(x, y, method="exact").pvalue
+  assert result["kendall"]["p_value_method"].startswith("scipy.stats.kendalltau: exact")
