@@ -472,20 +472,21 @@ def job_help(job_name: str, argv: Sequence[str],
   classes it names in SHARED_OPTIONS (the scorer flags, for a job that scores),
   then the run flags. With --help_beam instead: Beam's pipeline options, those
   of the runner --runner names included."""
-  # The module docstring's first paragraph: what the job does.
-  summary = (sys.modules[options_class.__module__].__doc__ or job_name).strip().split("\n\n")[0]
   usage = f"autoais {job_name} [flags]"
   if HELP_BEAM_FLAG in argv:
     import_runner_options(runner_named(argv))
     parser = _BeamArgumentParser(
-        usage=usage, add_help=False, description=f"Beam's pipeline options, taken by every job (`autoais {job_name} "
+        usage=usage, add_help=False,
+        description=f"Beam's pipeline options, taken by every job (`autoais {job_name} "
         "--help`: the job's own flags).")
     for cls in _registered_options(options_class):
       if not cls.__module__.startswith("autoais."):
         cls._add_argparse_args(parser)  # pylint: disable=protected-access
     return parser.format_help()
+  # What the job does: its module docstring's first paragraph.
+  docstring = sys.modules[options_class.__module__].__doc__ or job_name
   parser = _BeamArgumentParser(
-      usage=usage, add_help=False, description=summary,
+      usage=usage, add_help=False, description=docstring.strip().split("\n\n")[0],
       epilog=f"Beam's pipeline options are taken too (--runner, --direct_num_workers, "
       f"--direct_running_mode, Dataflow's, Flink's, Spark's): `autoais {job_name} "
       f"{HELP_BEAM_FLAG}` lists them.")
