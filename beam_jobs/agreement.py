@@ -62,6 +62,9 @@ OUTPUT_FILES = ("run.json", "agreement_rows.parquet", "agreement_rows.csv",
 class AgreementOptions(PipelineOptions):
   """agreement's own flags; the scorer flags are beam_jobs.common.ScorerOptions."""
 
+  # Listed in `--help` after the job's own flags (beam_jobs.common.job_help).
+  SHARED_OPTIONS = (ScorerOptions,)
+
   @classmethod
   def _add_argparse_args(cls, parser):
     group = JobArguments(parser, "agreement")

@@ -70,6 +70,9 @@ OUTPUT_FILES = ("run.json", "audit_candidates.parquet", "audit_answers.parquet",
 class AuditOptions(PipelineOptions):
   """audit's own flags; the scorer flags are beam_jobs.common.ScorerOptions."""
 
+  # Listed in `--help` after the job's own flags (beam_jobs.common.job_help).
+  SHARED_OPTIONS = (ScorerOptions,)
+
   @classmethod
   def _add_argparse_args(cls, parser):
     group = JobArguments(parser, "audit")

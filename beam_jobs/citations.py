@@ -93,6 +93,9 @@ class _ReadItems:
 class CitationsOptions(PipelineOptions):
   """citations' own flags; the scorer flags are beam_jobs.common.ScorerOptions."""
 
+  # Listed in `--help` after the job's own flags (beam_jobs.common.job_help).
+  SHARED_OPTIONS = (ScorerOptions,)
+
   @classmethod
   def _add_argparse_args(cls, parser):
     group = JobArguments(parser, "citations")

@@ -10,7 +10,9 @@
     autoais sck --input PATH --kg 'kg/*.parquet' --output_dir DIR [scorer flags] ...
     autoais serve --model DIR [--host 127.0.0.1] [--port 8080]   (the NLI model over HTTP)
 
-`autoais JOB --help` lists a job's options (and Beam's).
+`autoais JOB --help` lists a job's own flags, then the scorer flags (jobs that
+score) and the run flags; `autoais JOB --help_beam`, Beam's pipeline options
+(--runner, Dataflow's, Flink's, ...). `autoais --version` prints the version.
 """
 import importlib
 import sys
@@ -30,12 +32,24 @@ JOBS = {
 
 def main(argv=None) -> int:
   argv = sys.argv[1:] if argv is None else list(argv)
-  if not argv or argv[0] in ("-h", "--help") or argv[0] not in JOBS:
-    if argv and argv[0] not in ("-h", "--help"):
+  usage = f"{__doc__.strip()}\n\njobs: {', '.join(JOBS)}"
+  if argv and argv[0] == "--version":
+    # The installed distribution's version, which setup.py takes from
+    # autoais.__version__ (a layer above this one), with what run.json records.
+    from autoais.transforms.io.manifest import software_versions  # pylint: disable=import-outside-toplevel
+    versions = software_versions()
+    print(f"autoais {versions.pop('autoais_beam')} (" +
+          ", ".join(f"{name} {value}" for name, value in versions.items()) + ")")
+    return 0
+  if argv and argv[0] in ("-h", "--help"):
+    print(usage)
+    return 0
+  if not argv or argv[0] not in JOBS:
+    # No job named, or one there is none of: the usage, as an error.
+    if argv:
       print(f"autoais: unknown job {argv[0]!r}", file=sys.stderr)
-    print(__doc__.strip(), file=sys.stderr)
-    print(f"\njobs: {', '.join(JOBS)}", file=sys.stderr)
-    return 0 if argv and argv[0] in ("-h", "--help") else 2
+    print(usage, file=sys.stderr)
+    return 2
   job = importlib.import_module(JOBS[argv[0]])
   return job.run(argv[1:])
 

@@ -68,6 +68,9 @@ class EvaluateOptions(PipelineOptions):
   """evaluate's own flags; the scorer flags (--scorer, --model, ...) are
   beam_jobs.common.ScorerOptions, shared with the other scoring jobs."""
 
+  # Listed in `--help` after the job's own flags (beam_jobs.common.job_help).
+  SHARED_OPTIONS = (ScorerOptions,)
+
   @classmethod
   def _add_argparse_args(cls, parser):
     group = JobArguments(parser, "evaluate")

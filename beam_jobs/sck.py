@@ -41,7 +41,6 @@ from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runn
                               run_job, scorer_from_options)
 from autoais.schemas.errors import ConfigError
 from autoais.beam_jobs.output_dir import OutputDir
-from autoais.models.embeddings import EmbeddingModelHandler, check_embedding_model
 from autoais.schemas import REJECTED
 from autoais.transforms.io.inputs import match_files
 from autoais.transforms.io.manifest import reconcile
@@ -50,11 +49,13 @@ from autoais.transforms.sck.intent import INTENT_WEIGHTS
 from autoais.transforms.sck.knowledge_graph import (BuildKnowledgeGraph, check_kg_file,
                                             read_kg_statements)
 from autoais.transforms.sck.readers import check_answers_file, read_answers
-from autoais.transforms.sck.steps import K_WEIGHTS, ScoreAnswers
 from autoais.transforms.sck.tables import AnswersFold, SummarizeSck
-from autoais.transforms.scoring.fanout import ScoreUniqueExamples
 from autoais.transforms.rows.merge import WriteMergedRows
 from autoais.transforms.rows.record import RunRecord, WriteRunRecord
+
+# The embedding model's modules (models/embeddings.py, transforms/sck/steps.py and
+# the fan-out) import torch through Beam's RunInference: they are imported where
+# a run needs them, so that `autoais sck --help` does not load torch.
 
 OUTPUT_FILES = ("run.json", "sck_rows.parquet", "sck_rows.csv", "sck.csv", "sck.json",
                 "sck.md", "dead_letter.jsonl")
@@ -62,6 +63,9 @@ OUTPUT_FILES = ("run.json", "sck_rows.parquet", "sck_rows.csv", "sck.csv", "sck.
 
 class SckOptions(PipelineOptions):
   """sck's own flags; the scorer flags are beam_jobs.common.ScorerOptions."""
+
+  # Listed in `--help` after the job's own flags (beam_jobs.common.job_help).
+  SHARED_OPTIONS = (ScorerOptions,)
 
   @classmethod
   def _add_argparse_args(cls, parser):
@@ -81,6 +85,7 @@ class SckOptions(PipelineOptions):
 
 
 def _k_weights(text: Optional[str]):
+  from autoais.transforms.sck.steps import K_WEIGHTS  # pylint: disable=import-outside-toplevel
   if text is None:
     return K_WEIGHTS
   try:
@@ -96,6 +101,7 @@ def _k_weights(text: Optional[str]):
 class _Plan:
 
   def __init__(self, options: SckOptions, runner):
+    from autoais.models.embeddings import check_embedding_model  # pylint: disable=import-outside-toplevel
     require(options, "input", "kg", "output_dir")
     self.files = match_files(options.input)
     self.kg_files = match_files(options.kg)
@@ -153,6 +159,9 @@ class _SckRecord(RunRecord):
 def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputDir:
   """Validates the options, claims the output directory, then adds the sck steps
   to `pipeline`; returns the claimed OutputDir."""
+  from autoais.models.embeddings import EmbeddingModelHandler  # pylint: disable=import-outside-toplevel
+  from autoais.transforms.sck.steps import ScoreAnswers  # pylint: disable=import-outside-toplevel
+  from autoais.transforms.scoring.fanout import ScoreUniqueExamples  # pylint: disable=import-outside-toplevel
   options = options.view_as(SckOptions)
   plan = _Plan(options, pipeline.runner)
   weights = {"sck": {intent: dict(zip(("s", "c", "k"), w))

@@ -1,9 +1,16 @@
 """The `autoais` entry point and `python -m autoais.beam_jobs.<job>`."""
 import json
 import os
+import re
 import subprocess
 import sys
 
+import pytest
+
+import autoais
+from autoais.beam_jobs import claims, cli, common, evaluate
+from autoais.schemas.errors import ConfigError
+from tests.support import startup
 from tests.support.paths import PROJECT_ROOT
 
 EXAMPLES = PROJECT_ROOT / "examples"
@@ -31,17 +38,101 @@ def test_python_dash_m_runs_both_jobs(tmp_path):
 
 def test_autoais_lists_jobs_and_refuses_unknown_ones():
   result = _run("-m", "autoais.beam_jobs.cli", "--help")
-  assert result.returncode == 0 and "build-corpus" in result.stderr
-  result = _run("-m", "autoais.beam_jobs.cli", "frobnicate")
-  assert result.returncode == 2 and "unknown job 'frobnicate'" in result.stderr
+  assert result.returncode == 0 and "build-corpus" in result.stdout
+  assert "autoais --version" in result.stdout and result.stderr == ""
+  for unknown in ([], ["frobnicate"]):
+    result = _run("-m", "autoais.beam_jobs.cli", *unknown)
+    assert result.returncode == 2 and "build-corpus" in result.stderr
+  assert "unknown job 'frobnicate'" in result.stderr
 
 
-def test_job_help_lists_its_options():
-  result = _run("-m", "autoais.beam_jobs.cli", "evaluate", "--help")
-  assert result.returncode == 0
-  for option in ("--predictions", "--corpus", "--gold", "--output_dir", "--scorer",
-                 "--threshold", "--join", "--direct_running_mode"):
-    assert option in result.stdout
+def test_version_is_the_packages():
+  result = _run("-m", "autoais", "--version")
+  assert result.returncode == 0, result.stderr
+  assert result.stdout.startswith(f"autoais {autoais.__version__} (python ")
+  assert "apache_beam " in result.stdout
+
+
+def _group_titles(text):
+  """The titles of a help text's argument groups ("evaluate:", "scorer:", ...)."""
+  return [line[:-1] for line in text.splitlines() if re.fullmatch(r"[a-z][\w -]*:", line)]
+
+
+def test_help_of_every_job_shows_its_own_flags_first_without_the_model_stack(tmp_path):
+  """`autoais JOB --help`, every job in one process: on stdout, exit 0, the job's
+  own flags first, then the scorer flags (jobs that score) and the run flags;
+  Beam's options only behind --help_beam. None imports torch or transformers."""
+  record = tmp_path / "record.json"
+  result = subprocess.run([sys.executable, "-m", "tests.support.startup",
+                           "--help-of-every-job"], cwd=PROJECT_ROOT, capture_output=True,
+                          text=True, timeout=300, env=dict(
+                              os.environ, PYTHONPATH=str(PROJECT_ROOT),
+                              **{startup.RECORD_ENV: str(record)}))
+  assert result.returncode == 0, result.stderr[-2000:]
+  found = json.loads(record.read_text())
+  assert found["heavy"] == []
+  helps = found["helps"]
+  assert set(helps) == set(cli.JOBS)
+  for job, shown in helps.items():
+    assert shown["code"] == 0 and shown["stderr"] == "", (job, shown["stderr"])
+    assert shown["stdout"].startswith(f"usage: autoais {job} "), job
+  scoring = ("evaluate", "agreement", "claims", "citations", "audit", "sck")
+  for job in cli.JOBS:
+    text = helps[job]["stdout"]
+    if job == "serve":  # not a Beam job: its own parser
+      assert "--model" in text and "--max_batch_windows" in text
+      continue
+    expected = [job, "scorer", "run"] if job in scoring else [job, "run"]
+    assert _group_titles(text) == expected, job
+    for beams in ("--runner", "--direct_running_mode", "--project"):
+      assert f"\n  {beams} " not in text, (job, beams)
+    assert f"`autoais {job} --help_beam` lists them" in " ".join(text.split())
+  evaluate = helps["evaluate"]["stdout"]
+  for flag in ("--predictions", "--corpus", "--gold", "--output_dir", "--join",
+               "--scorer", "--threshold", "--progress_interval"):
+    assert f"  {flag} " in evaluate, flag
+  assert evaluate.index("--predictions") < evaluate.index("--scorer") < evaluate.index(
+      "--progress_interval")
+
+
+def test_help_beam_lists_beams_options_and_not_the_jobs():
+  text = common.job_help("claims", ["--help_beam"], claims.ClaimsOptions)
+  for flag in ("--runner", "--direct_running_mode", "--project", "--flink_master",
+               "--spark_master_url", "--environment_type", "--setup_file"):
+    assert f"  {flag} " in text, flag
+  for ours in ("--scorer", "--output_dir", "--progress_interval"):
+    assert ours not in text
+
+
+def test_the_options_of_the_runner_named_are_known_and_no_others():
+  """A runner's module may declare its options (Beam's DaskRunner, RenderRunner):
+  the strict parser imports the module --runner names before it parses."""
+  runner = "tests.support.runners.LabelledRunner"
+  assert "tests.support.runners" not in sys.modules  # imported by this test only
+  with pytest.raises(ConfigError, match="^unknown argument\\(s\\): --run_label x$"):
+    common.parse_options(["--run_label", "x"], evaluate.EvaluateOptions)
+  options = common.parse_options(["--runner", runner, "--run_label", "x"],
+                                 evaluate.EvaluateOptions)
+  assert options.get_all_options()["run_label"] == "x"
+  assert "  --run_label " in common.job_help("evaluate", ["--runner", runner, "--help_beam"],
+                                             evaluate.EvaluateOptions)
+  with pytest.raises(ConfigError, match="^unknown argument\\(s\\): --run_lable x$"):
+    common.parse_options(["--runner", runner, "--run_lable", "x"], evaluate.EvaluateOptions)
+  with pytest.raises(ConfigError, match="^--runner Frob: no such runner; choose from "):
+    common.parse_options(["--runner", "Frob"], evaluate.EvaluateOptions)
+  with pytest.raises(ConfigError, match="^--runner nowhere.Runner: cannot import nowhere: "):
+    common.parse_options(["--runner", "nowhere.Runner"], evaluate.EvaluateOptions)
+
+
+def test_dask_runner_is_refused_with_why(tmp_path, capsys):
+  for runner in (["--runner", "DaskRunner", "--dask_client_address", "127.0.0.1:8786"],
+                 ["--runner=apache_beam.runners.dask.dask_runner.DaskRunner"]):
+    assert evaluate.run(["--predictions", str(EXAMPLES / "predictions" / "*.csv"),
+                         "--gold", str(EXAMPLES / "gold.jsonl"),
+                         "--output_dir", str(tmp_path / "out"), *runner]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == f"autoais evaluate: error: {common.DASK_REFUSED}"
+    assert not (tmp_path / "out").exists()
 
 
 def test_missing_options_exit_2():

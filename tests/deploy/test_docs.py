@@ -1,12 +1,16 @@
 """The docs run as written: every page's Example, the README's set-up, its links.
 
 * Each page under docs/ with a `## Example` section: its fenced commands (all of
-  them `autoais ...`) run one after the other, as `python -m autoais.beam_jobs.cli ...` with
-  this checkout's code, in a temporary directory that holds a link to examples/;
+  them `autoais ...`) run one after the other, through the `autoais` entry point
+  with this checkout's code (tests/support/startup.py, which records what the
+  process imported), in a temporary directory that holds a link to examples/;
   each must exit 0, and every output the section names (`out/...` in backticks)
   must then exist. examples/ must be left as it was. A command an earlier page
   already ran in this session, word for word (the example corpus), is not run
-  again: its outputs are there.
+  again: its outputs are there. Every example scores with string-match (or does
+  not score), and none but sck's (its ER-score embeds texts with a torch model)
+  may import torch or transformers: a run that needs no model starts without
+  loading the model stack.
 * Every job has a page, and each job page has an Example, except `serve`: it
   serves a T5 NLI model over HTTP until stopped, and no model is bundled, so its
   page shows commands that are not run (and says so).
@@ -21,6 +25,7 @@
   a developer's absolute path) or the team's SPEC.
 """
 import importlib.metadata
+import json
 import os
 import pathlib
 import re
@@ -30,6 +35,7 @@ import sys
 
 import pytest
 
+from tests.support import startup
 from tests.support.paths import PROJECT_ROOT
 
 ROOT = PROJECT_ROOT
@@ -40,6 +46,8 @@ JOBS = ("build-corpus", "evaluate", "agreement", "ais-annotations", "claims",
 NOT_RUN = {
     "serve": "serves a T5 NLI model over HTTP until stopped; no model is bundled",
 }
+# The jobs whose example may import torch or transformers (tests/support/startup.py).
+NEEDS_MODEL_STACK = {"sck": "the ER-score's sentence embeddings are a torch model"}
 # Outputs a section names: `out/...` in backticks, outside code blocks.
 OUTPUT = re.compile(r"`(out/[^`\s]+)`")
 LINK = re.compile(r"!?\[([^\]]*)\]\(([^)\s]+)\)")
@@ -162,19 +170,24 @@ class Workspace:
     self.done = set()
 
   def run(self, argv):
+    """Runs an `autoais` command (once a session); returns the model stack's
+    modules it imported (tests/support/startup.py), [] where it ran before."""
     assert argv[0] == "autoais", f"not an autoais command: {shlex.join(argv)}"
     key = tuple(argv)
     if key in self.done:
-      return
+      return []
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         [str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    record = self.path / "startup-record.json"
+    env[startup.RECORD_ENV] = str(record)
     result = subprocess.run(
-        [sys.executable, "-m", "autoais.beam_jobs.cli", *argv[1:]], cwd=self.path, env=env,
+        [sys.executable, "-m", "tests.support.startup", *argv[1:]], cwd=self.path, env=env,
         capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, check=False)
     assert result.returncode == 0, (
         f"`{shlex.join(argv)}` exited {result.returncode}:\n{result.stderr[-3000:]}")
     self.done.add(key)
+    return json.loads(record.read_text(encoding="utf-8"))["heavy"]
 
   def check_outputs(self, outputs, where: str):
     missing = [name for name in outputs if not (self.path / name).exists()]
@@ -232,7 +245,9 @@ def test_page_example_runs(page, workspace):
                 "(pip install 'autoais-beam[sck]')")
   before = _snapshot(EXAMPLES)
   for argv in argvs:
-    workspace.run(argv)
+    heavy = workspace.run(argv)
+    if argv[1] not in NEEDS_MODEL_STACK:
+      assert heavy == [], f"`{shlex.join(argv)}` imported {heavy}"
   workspace.check_outputs(outputs, f"docs/{page}.md")
   assert _snapshot(EXAMPLES) == before, "an example command changed examples/"
 

@@ -12,6 +12,7 @@ import copy
 import json
 import pathlib
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,8 @@ import sys
 import jsonschema
 import pytest
 import yaml
-from apache_beam.options.pipeline_options import GoogleCloudOptions, WorkerOptions
+from apache_beam.options.pipeline_options import (GoogleCloudOptions, StandardOptions,
+                                                  WorkerOptions)
 
 from autoais.beam_jobs.agreement import AgreementOptions
 from autoais.beam_jobs.ais_annotations import AisAnnotationsOptions
@@ -28,7 +30,7 @@ from autoais.beam_jobs.build_corpus import BuildCorpusOptions
 from autoais.beam_jobs.citations import CitationsOptions
 from autoais.beam_jobs.claims import ClaimsOptions
 from autoais.beam_jobs.sck import SckOptions
-from autoais.beam_jobs.common import ScorerOptions, parse_options
+from autoais.beam_jobs.common import ScorerOptions, job_help, parse_options
 from autoais.beam_jobs.evaluate import EvaluateOptions
 from tests.support.paths import PROJECT_ROOT
 
@@ -336,3 +338,40 @@ def test_the_image_installs_the_sck_extra_as_setup_py_pins_it():
   dockerfile = (LAUNCH / "Dockerfile").read_text(encoding="utf-8")
   for pin in re.findall(r'"([^"]+)"', pins):
     assert f'"{pin}"' in dockerfile, pin
+
+
+# ----------------------------------------------------------------------------
+# Self-hosted runners (README section 9): documented, not run.
+
+SELF_HOSTED = "## 9. Self-hosted: Flink and Spark"
+
+
+def _readme_section(title: str) -> str:
+  text = (LAUNCH / "README.md").read_text(encoding="utf-8")
+  assert title in text, f"launch/README.md has no '{title}'"
+  return text.split(title, 1)[1].split("\n## ", 1)[0]
+
+
+def test_self_hosted_section_gives_flags_the_jobs_accept():
+  """Its commands pass the jobs' strict parser as written, and every flag its
+  prose names is one a job or the runner it names declares."""
+  section = _readme_section(SELF_HOSTED)
+  assert "**Not run here.**" in section
+  commands = [" ".join(block.replace("\\\n", " ").split())
+              for block in re.findall(r"```sh\n(.*?)```", section, re.S)[0].split("\n\n")]
+  runners = set()
+  for command in commands:
+    argv = shlex.split(command)
+    assert argv[:2] == ["autoais", "evaluate"], command
+    options = parse_options(argv[2:], EvaluateOptions)
+    runners.add(options.view_as(StandardOptions).runner)
+  assert runners == {"FlinkRunner", "SparkRunner"}
+  known = set()
+  for runner in ("FlinkRunner", "SparkRunner", "PortableRunner"):
+    for argv in (["--help"], ["--runner", runner, "--help_beam"]):
+      known.update(re.findall(r"^  (--\w+)", job_help("evaluate", argv, EvaluateOptions),
+                              re.M))
+  named = set(re.findall(r"(--\w+)", section))
+  assert {"--flink_master", "--flink_job_server_jar", "--spark_master_url",
+          "--environment_type", "--setup_file"} <= named
+  assert named <= known, named - known

@@ -309,7 +309,10 @@ def test_on_this_host_a_live_process_holds_the_directory_and_a_dead_one_does_not
   output = tmp_path / "out"
   assert evaluate_into(output, PREDICTIONS, corpus) == 0
   host = socket.gethostname()
-  sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+  # Alive until killed below (it waits for input that never comes), however long
+  # the runs in between take.
+  sleeper = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)
   try:
     start = output_dir._process_start(sleeper.pid)
     # Long silent (no heartbeat): on this host the process decides, not the clock.
@@ -341,7 +344,12 @@ def test_a_held_directory_is_seen_while_its_run_lasts(tmp_path, monkeypatch):
   first = json.loads(ledger.read_text())["running"]
   assert first["pid"] == os.getpid() and first["host"] == socket.gethostname()
   with claimed.held():
-    time.sleep(1.6)
-    during = json.loads(ledger.read_text())["running"]
+    # last_seen is in whole seconds: a heartbeat (every 0.2 s) in a later second
+    # shows, however late the heartbeat thread runs on a loaded machine.
+    deadline = time.monotonic() + 60
+    during = first
+    while during["last_seen"] == first["last_seen"] and time.monotonic() < deadline:
+      time.sleep(0.05)
+      during = json.loads(ledger.read_text())["running"]
   assert during["run_id"] == first["run_id"] and during["last_seen"] > first["last_seen"]
   assert "running" not in json.loads(ledger.read_text())

@@ -10,6 +10,7 @@ how many examples the call that scored it held, so a test can see every call's
 size and compare the chunking between runs.
 """
 import hashlib
+import os
 import time
 from typing import Any, Callable, Dict, Optional, Sequence
 
@@ -116,19 +117,40 @@ class OracleScorer(Scorer):
     return {"name": self.name, "model": None, "threshold": 0.5}
 
 
-class DigestHandler(ModelHandler):
-  """`seconds_per_call`: a pause per call, to stand for a slow model."""
+# Calls of DigestHandler.run_inference so far in this process, per release file.
+_CALLS_BY_RELEASE_FILE: Dict[str, int] = {}
+# How long a held model waits to be released before it goes on anyway (the test
+# then fails on what it checks rather than hanging).
+RELEASE_WAIT_S = 120
 
-  def __init__(self, threshold: float = 0.5, seconds_per_call: float = 0.0):
+
+class DigestHandler(ModelHandler):
+  """With `release_file`, a model held mid-run: in each process, the first call
+  is answered at once and every later one waits until that file exists (the
+  test creates it once it has seen what it waits for while the model runs),
+  whatever the machine's load."""
+
+  def __init__(self, threshold: float = 0.5, release_file: Optional[str] = None):
     super().__init__()
     self._threshold = threshold
-    self._seconds_per_call = seconds_per_call
+    self._release_file = release_file
 
   def load_model(self):
     return None
 
+  def _wait_for_release(self) -> None:
+    calls = _CALLS_BY_RELEASE_FILE.get(self._release_file, 0)
+    _CALLS_BY_RELEASE_FILE[self._release_file] = calls + 1
+    deadline = time.monotonic() + RELEASE_WAIT_S
+    while calls and not os.path.exists(self._release_file):
+      if time.monotonic() > deadline:
+        # Never released: every call goes on from now (one wait, not one per call).
+        open(self._release_file, "a", encoding="utf-8").close()
+      time.sleep(0.02)
+
   def run_inference(self, batch: Sequence, model, inference_args=None):
-    time.sleep(self._seconds_per_call)
+    if self._release_file:
+      self._wait_for_release()
     results = []
     for example in batch:
       score = hash_score(example.premise, example.hypothesis)

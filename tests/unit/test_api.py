@@ -84,3 +84,17 @@ def test_flags_become_the_commands_flags():
                         "corpus": None, "threshold": 0.25}) == [
                             "--predictions=a.csv,b.csv", "--large_model=true",
                             "--threshold=0.25"]
+
+
+def test_a_flag_of_another_job_is_refused_in_one_process(tmp_path):
+  # Every job's options are registered once its module is imported: a flag of
+  # evaluate given to claims (or a scorer flag given to build-corpus) would
+  # parse, and be ignored.
+  from autoais.beam_jobs import evaluate  # pylint: disable=import-outside-toplevel,unused-import
+  with pytest.raises(autoais.ConfigError, match="--corpus: not a flag of this job"):
+    autoais.claims(input=EXAMPLES / "claims" / "expertqa.jsonl", format="expertqa",
+                   output_dir=tmp_path / "claims", corpus=tmp_path)
+  with pytest.raises(autoais.ConfigError, match="--scorer --model: not a flag of this job"):
+    autoais.build_corpus(input=EXAMPLES / "corpus" / "*.jsonl", output=tmp_path / "corpus",
+                         scorer="t5", model=tmp_path)
+  assert not (tmp_path / "claims").exists() and not (tmp_path / "corpus").exists()

@@ -28,8 +28,7 @@ from autoais.schemas import (AttributionScore, CitationItem, CitationItemRow,
 from autoais.transforms.citations import alce
 from autoais.transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             scoring_failed)
-from autoais.transforms.scoring.examples import claim_example
-from autoais.transforms.scoring.fanout import example_digest
+from autoais.transforms.scoring.examples import claim_example, example_digest
 
 RECALL, CLAIM, ALONE, WITHOUT = "recall", "claim", "alone", "without"
 

@@ -1,4 +1,7 @@
-"""The model inputs of attributed answers and claims (SPEC 5.2)."""
+"""The model inputs of attributed answers and claims (SPEC 5.2), and the key
+of one input (`example_digest`)."""
+import hashlib
+
 from autoais.schemas import AttributionExample
 from autoais.transforms.corpus.passages import ParsedPassage, nli_premise, reference_premise
 
@@ -22,3 +25,13 @@ def qa_example(question: str, answer: str, passage: ParsedPassage,
 def claim_example(evidence: str, claim: str) -> AttributionExample:
   """The claim-level input (SPEC 5.2): premise = evidence, hypothesis = claim."""
   return AttributionExample(evidence, claim, claim, evidence)
+
+
+def example_digest(premise: str, hypothesis: str) -> bytes:
+  """The key of one (premise, hypothesis) pair: for deduplication within a run
+  and for the score cache across runs."""
+  digest = hashlib.blake2b(digest_size=16)
+  for part in (premise, hypothesis):
+    digest.update(part.encode("utf-8"))
+    digest.update(b"\0")
+  return digest.digest()

@@ -41,7 +41,6 @@ model score, from the model or the cache), scoring_failed and
 rows_scoring_failed, inference_groups and largest_group_examples,
 inference_calls and largest_call_examples.
 """
-import hashlib
 from typing import Any, Optional, Tuple
 
 import apache_beam as beam
@@ -50,21 +49,12 @@ from apache_beam.ml.inference.base import ModelHandler, RunInference
 from autoais.schemas import ScoringFailure
 from autoais.transforms.io import progress
 from autoais.transforms.io.manifest import SumCounts
+from autoais.transforms.scoring.examples import example_digest
 
 LENGTH_BAND_CHARS = 512
 DEFAULT_CHUNK_CHARS = 256 * 1024
 DEFAULT_MAX_EXAMPLES_PER_CALL = 512
 DEFAULT_EXAMPLES_PER_GROUP = 1024
-
-
-def example_digest(premise: str, hypothesis: str) -> bytes:
-  """The key of one (premise, hypothesis) pair: for deduplication within a run
-  and for the score cache across runs."""
-  digest = hashlib.blake2b(digest_size=16)
-  for part in (premise, hypothesis):
-    digest.update(part.encode("utf-8"))
-    digest.update(b"\0")
-  return digest.digest()
 
 
 def example_chars(example) -> int:

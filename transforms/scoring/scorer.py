@@ -22,7 +22,6 @@ import apache_beam as beam
 
 from autoais.models import hub
 from autoais.transforms.scoring.cache import ScoreCache, identity_key
-from autoais.transforms.scoring.fanout import ScoreUniqueExamples
 
 
 class Scorer(abc.ABC):
@@ -148,6 +147,9 @@ class WorkerModelScorer(Scorer):
     """The DoFn (CallDescribe) that reads the model's run.json fields on a worker."""
 
   def score_keyed(self) -> beam.PTransform:
+    # fanout imports RunInference, and with it torch (Beam's model manager):
+    # only the scorers of a model import it, so a string-match run never does.
+    from autoais.transforms.scoring.fanout import ScoreUniqueExamples  # pylint: disable=import-outside-toplevel
     return ScoreUniqueExamples(
         self._handler, model_id=self._options["model"],
         score_cache=score_cache_for(self, self._options.get("score_cache"),

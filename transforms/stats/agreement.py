@@ -170,16 +170,16 @@ class ScoreCounts:
     return self.n_positive > 0 and self.n_negative > 0
 
   def roc_auc(self) -> Optional[float]:
-    from sklearn.metrics import roc_auc_score  # pylint: disable=import-outside-toplevel
     if not self.both_classes():
       return None
+    from sklearn.metrics import roc_auc_score  # pylint: disable=import-outside-toplevel
     labels, scores, weights = self.weighted_rows()
     return float(roc_auc_score(labels, scores, sample_weight=weights))
 
   def pr_auc(self) -> Optional[float]:
-    from sklearn.metrics import average_precision_score  # pylint: disable=import-outside-toplevel
     if not self.both_classes():
       return None
+    from sklearn.metrics import average_precision_score  # pylint: disable=import-outside-toplevel
     labels, scores, weights = self.weighted_rows()
     return float(average_precision_score(labels, scores, sample_weight=weights))
 
@@ -262,8 +262,6 @@ def _none_if_nan(value) -> Optional[float]:
 def decision_statistics(confusion: Sequence[int]) -> Dict[str, object]:
   """Accuracy, balanced accuracy, Cohen's kappa (scikit-learn) of a decision
   against human labels, from its confusion counts [tn, fp, fn, tp]."""
-  from sklearn.metrics import (accuracy_score, balanced_accuracy_score,  # pylint: disable=import-outside-toplevel
-                               cohen_kappa_score)
   cells = [(cell >> 1, cell & 1, int(count)) for cell, count in enumerate(confusion)
            if count]
   n = sum(count for _, _, count in cells)
@@ -274,6 +272,10 @@ def decision_statistics(confusion: Sequence[int]) -> Dict[str, object]:
                           "tn": int(confusion[TN]), "fn": int(confusion[FN])}}
   if not n:
     return result
+  # Imported only where rows carry human labels: scikit-learn takes most of a
+  # second to import, which a run without them (most runs) need not pay.
+  from sklearn.metrics import (accuracy_score, balanced_accuracy_score,  # pylint: disable=import-outside-toplevel
+                               cohen_kappa_score)
   human = np.array([c[0] for c in cells])
   predicted = np.array([c[1] for c in cells])
   weights = np.array([c[2] for c in cells], dtype=np.float64)

@@ -31,30 +31,52 @@ def test_progress_line_reports_rates_and_time_left():
       "x", {"model_queued": 5000, "model_examples": 0}, 1.0, 1.0)
 
 
+class _Console(io.StringIO):
+  """The console the progress lines go to: once a line shows the model's work
+  part done with an ETA, it creates `release_file`, which lets the held model
+  (DigestHandler) go on."""
+
+  def __init__(self, release_file):
+    super().__init__()
+    self._release_file = release_file
+
+  def write(self, text):
+    written = super().write(text)
+    match = _LINE.search(text)
+    if match and 0 < int(match.group(1)) < int(match.group(2)) and match.group(4):
+      open(self._release_file, "a", encoding="utf-8").close()
+    return written
+
+
 def test_console_progress_counts_across_worker_processes(tmp_path):
-  """A slow model (0.3 s a call of at most 10 examples) on 2 worker processes:
-  lines every 0.4 s show the model's work advancing, with a rate and an ETA."""
+  """A model on 2 worker processes, held after its first call in each until a
+  progress line (every 0.4 s) has shown its work part done with a rate and an
+  ETA: the lines count across processes while it runs, whatever the load."""
   examples = [(f"row{i}", AttributionExample(f"premise {i}", f"hypothesis {i}", "", ""))
               for i in range(200)]
-  stream = io.StringIO()
+  release_file = str(tmp_path / "release")
+  stream = _Console(release_file)
   options = PipelineOptions(["--direct_running_mode=multi_processing",
                              "--direct_num_workers=2"])
   with progress.ConsoleProgress("test", 0.4, stream=stream,
                                 directory=str(tmp_path / "progress")):
     pipeline = beam.Pipeline(runner=FnApiRunner(), options=options)
     scores = (pipeline | beam.Create(examples)
-              | fanout.ScoreUniqueExamples(DigestHandler(seconds_per_call=0.3),
-                                              "digest", max_examples_per_call=10))
+              | fanout.ScoreUniqueExamples(DigestHandler(release_file=release_file),
+                                           "digest", max_examples_per_call=10))
     _ = scores["scored"] | beam.Map(lambda _: None)
     result = pipeline.run()
     result.wait_until_finish()
   models = [tuple(match.groups()) for match in map(_LINE.search, stream.getvalue().splitlines())
             if match]
   done = [int(m[0]) for m in models]
-  assert all(int(m[1]) == 200 for m in models)  # every example queued before the model
-  assert any(0 < d < 200 for d in done), stream.getvalue()  # seen while it ran
-  assert done == sorted(done)
-  assert any(m[3] for m in models if 0 < int(m[0]) < 200)  # an ETA while it ran
+  queued = [int(m[1]) for m in models]
+  # Every example is queued before the model starts: a line that shows model
+  # work shows all 200 (before that, each process's queue count arrives when
+  # its bundle ends).
+  assert all(q == 200 for d, q in zip(done, queued) if d), stream.getvalue()
+  assert queued == sorted(queued) and done == sorted(done)
+  assert any(m[3] for m in models if 0 < int(m[0]) < 200), stream.getvalue()  # an ETA while it ran
   counters = {}
   for counter in result.metrics().query(
       MetricsFilter().with_namespace(progress.NAMESPACE))["counters"]:

@@ -25,7 +25,10 @@ from tests.support.openai_server import MODEL, OpenAIServer, build_judge_tokeniz
 from tests.support.minicheck_reference import import_minicheck
 
 APIS = ("chat", "completions")
-FAST = {"backoff": 0.01, "timeout": 1.0, "max_retries": 6}
+# Retries without waiting, and a request timeout that no answer of the local
+# server reaches however loaded the machine (a retried request would be asked
+# twice); the test of the "timeout" fault sets a short one of its own.
+FAST = {"backoff": 0.01, "timeout": 60.0, "max_retries": 6}
 
 
 @pytest.fixture(scope="module")
@@ -147,12 +150,20 @@ def test_scores_equal_minichecks_llmcheck(api, server, judge_tokenizer, referenc
 def test_requests_run_concurrently_up_to_the_bound(judge_tokenizer):
   tokenizer_dir, tokenizer = judge_tokenizer
   lock, state = threading.Lock(), {"now": 0, "most": 0}
+  bound_reached = threading.Event()
 
   def slow_logprobs(text):
     with lock:
       state["now"] += 1
       state["most"] = max(state["most"], state["now"])
-    time.sleep(0.05)
+      if state["now"] == 3:
+        bound_reached.set()
+    # The first requests wait for each other until three are in flight, however
+    # slowly their threads start (a handler that never sends three at once
+    # waits here once, then the rest go on and `most` tells) ...
+    if not bound_reached.wait(30):
+      bound_reached.set()
+    time.sleep(0.05)  # ... and each stays a moment, so that a fourth would be seen
     with lock:
       state["now"] -= 1
     return given_logprobs(text)
@@ -181,7 +192,9 @@ def test_retried_faults_give_the_clean_scores(api, judge_tokenizer):
       tokenizer, faults=["timeout", "503", "429", "drop", "500", "502"], delay=1.5)
   try:
     expected = _score(_handler(clean, tokenizer_dir, api), _EXAMPLES)
-    results = _score(_handler(faulty, tokenizer_dir, api, concurrency=4), _EXAMPLES)
+    # 1 s: the "timeout" fault answers after 1.5 s.
+    results = _score(_handler(faulty, tokenizer_dir, api, concurrency=4, timeout=1.0),
+                     _EXAMPLES)
   finally:
     clean.close()
     faulty.close()

@@ -1,7 +1,10 @@
 """`autoais serve`'s HTTP side and batcher in process (transforms/serve/http.py,
-models/serving.py), with a stand-in model whose cost the test chooses
-(tests/support/served_models.py): limits, batching across requests, deadline
-and client cancellation, readiness apart from liveness, metrics, drain."""
+models/serving.py), with a stand-in model the test holds busy for as long as it
+needs (tests/support/served_models.py): limits, batching across requests,
+deadline and client cancellation, readiness apart from liveness, metrics, drain.
+No test depends on how fast the machine is: where one needs the model busy
+while something happens, the model waits to be released; where it needs
+requests to share a batch, the batcher waits for all of them."""
 import asyncio
 import json
 import threading
@@ -18,9 +21,14 @@ from tests.support.served_models import FakeWindowModel, expected_score
 from autoais.transforms.serve import http
 
 
-def _service(delay=0.0, **options):
+# The bound of every wait on the service, in seconds (never reached unless a
+# test fails).
+WAIT_S = 60
+
+
+def _service(held=False, **options):
   settings = options.pop("settings", http.Settings())
-  inner = FakeWindowModel(delay)
+  inner = FakeWindowModel(held)
   service = http.NliService(ServedModel(inner, "fake"), {"name": "fake"}, settings,
                             **options)
   return service, inner
@@ -41,6 +49,18 @@ def _body(pairs):
   return {"instances": [{"premise": p, "hypothesis": h} for p, h in pairs]}
 
 
+async def _until(condition):
+  """Polls `condition()` on the event loop until it holds (at most WAIT_S)."""
+  deadline = time.monotonic() + WAIT_S
+  while not condition() and time.monotonic() < deadline:
+    await asyncio.sleep(0.01)
+
+
+async def _started(inner):
+  """Waits until the model has begun a call."""
+  await asyncio.get_running_loop().run_in_executor(None, inner.started.wait, WAIT_S)
+
+
 async def _post(client, payload, **kwargs):
   data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
   response = await client.post("/predict", data=data,
@@ -49,7 +69,9 @@ async def _post(client, payload, **kwargs):
 
 
 def test_concurrent_requests_share_batches_and_get_their_own_scores():
-  service, inner = _service(delay=0.05, max_wait=0.2)
+  # The six requests hold 42 windows: the batcher waits for all of them, however
+  # slowly they arrive.
+  service, inner = _service(max_wait=WAIT_S, max_batch_windows=42)
   requests = [[(f"premise {r}.{i}|window {i}", f"hypothesis {r}") for i in range(r + 1)]
               for r in range(6)]
 
@@ -62,7 +84,7 @@ def test_concurrent_requests_share_batches_and_get_their_own_scores():
     assert [p["nli_score"] for p in body["predictions"]] == [
         expected_score(p, h) for p, h in pairs]
     assert all(p["n_windows"] == 2 and p["truncated"] for p in body["predictions"])
-  # Six requests arriving within the 200 ms wait: fewer model calls than requests.
+  # Six requests arriving within the wait: fewer model calls than requests.
   assert len(inner.calls) < len(requests)
   stats = service.batcher.snapshot()
   assert stats.requests == 6 and stats.batches == len(inner.calls)
@@ -142,13 +164,15 @@ def test_json_depth_of_parsed_bodies_and_of_bodies_the_parser_refuses():
 
 def test_deadline_answers_504_and_drops_the_waiting_request():
   settings = http.Settings(request_deadline=0.3)
-  service, inner = _service(delay=0.8, settings=settings, max_wait=0.0)
+  service, inner = _service(held=True, settings=settings, max_wait=0.0)
 
   async def scenario(client):
     first = asyncio.create_task(_post(client, _body([("slow", "h")])))
-    await asyncio.get_running_loop().run_in_executor(None, inner.started.wait, 5)
+    await _started(inner)
     second = await _post(client, _body([("never scored", "h")]))
-    return await first, second
+    first = await first
+    inner.release()
+    return first, second
 
   first, second = _run(service, scenario)
   assert first[0] == 504 and second[0] == 504
@@ -160,16 +184,19 @@ def test_deadline_answers_504_and_drops_the_waiting_request():
 
 
 def test_a_client_that_disconnects_is_never_scored():
-  service, inner = _service(delay=0.6, max_wait=0.0)
+  service, inner = _service(held=True, max_wait=0.0)
 
   async def scenario(client):
     first = asyncio.create_task(_post(client, _body([("busy", "h")])))
-    await asyncio.get_running_loop().run_in_executor(None, inner.started.wait, 5)
-    with pytest.raises(asyncio.TimeoutError):
-      await _post(client, _body([("gone", "h")]),
-                  timeout=aiohttp.ClientTimeout(total=0.1))
+    await _started(inner)
+    gone = asyncio.create_task(_post(client, _body([("gone", "h")])))
+    await _until(lambda: service.batcher.queue_depth() == (1, 1))  # it waits its turn
+    gone.cancel()  # the client goes away
+    with pytest.raises(asyncio.CancelledError):
+      await gone
+    await _until(lambda: service.metrics.by_status[499] == 1)  # the server saw it go
+    inner.release()
     status, _ = await first
-    await asyncio.sleep(0.1)
     return status, (await client.get("/metrics", params={"format": "json"})).status
 
   assert _run(service, scenario) == (200, 200)
@@ -180,18 +207,19 @@ def test_a_client_that_disconnects_is_never_scored():
 
 def test_readiness_and_liveness_apart_while_the_model_is_stuck():
   settings = http.Settings(stuck_seconds=0.2)
-  service, inner = _service(delay=1.0, settings=settings, max_wait=0.0)
+  service, inner = _service(held=True, settings=settings, max_wait=0.0)
 
   async def scenario(client):
     before = await client.get("/health")
     request = asyncio.create_task(_post(client, _body([("stuck", "h")])))
-    await asyncio.get_running_loop().run_in_executor(None, inner.started.wait, 5)
-    await asyncio.sleep(0.4)
+    await _started(inner)
+    await asyncio.sleep(0.4)  # at least that long: past stuck_seconds, the model held
     during = await client.get("/health")
     live = await client.get("/live")
     metrics = await client.get("/metrics")
     result = (before.status, await before.json(), during.status, await during.json(),
               live.status, await metrics.text())
+    inner.release()
     await request
     after = await client.get("/health")
     return result + (after.status,)
@@ -208,17 +236,19 @@ def test_readiness_and_liveness_apart_while_the_model_is_stuck():
 
 
 def test_a_full_queue_refuses_with_503_and_is_not_ready():
-  service, inner = _service(delay=0.6, max_wait=0.0, max_queue_windows=2)
+  service, inner = _service(held=True, max_wait=0.0, max_queue_windows=2)
 
   async def scenario(client):
     busy = asyncio.create_task(_post(client, _body([("busy", "h")])))
-    await asyncio.get_running_loop().run_in_executor(None, inner.started.wait, 5)
+    await _started(inner)
     queued = asyncio.create_task(_post(client, _body([("a", "h"), ("b", "h")])))
-    await asyncio.sleep(0.1)
+    await _until(lambda: service.batcher.queue_depth() == (1, 2))
     refused = await client.post("/predict", json=_body([("c", "h")]))
     health = await client.get("/health")
-    return (refused.status, refused.headers.get("Retry-After"), await refused.json(),
-            health.status, await health.json(), (await busy)[0], (await queued)[0])
+    answers = (refused.status, refused.headers.get("Retry-After"), await refused.json(),
+               health.status, await health.json())
+    inner.release()
+    return answers + ((await busy)[0], (await queued)[0])
 
   refused, retry_after, body, health, health_body, busy, queued = _run(service, scenario)
   assert (refused, retry_after) == (503, "1")
@@ -229,15 +259,16 @@ def test_a_full_queue_refuses_with_503_and_is_not_ready():
 
 
 def test_drain_finishes_requests_in_flight_and_refuses_new_ones():
-  service, inner = _service(delay=0.5, max_wait=0.0)
+  service, inner = _service(held=True, max_wait=0.0)
 
   async def scenario(client):
     in_flight = asyncio.create_task(_post(client, _body([("in flight", "h")])))
-    await asyncio.get_running_loop().run_in_executor(None, inner.started.wait, 5)
+    await _started(inner)
     drain = asyncio.create_task(service.drain())
-    await asyncio.sleep(0.05)
+    await _until(lambda: service.draining)
     late = await _post(client, _body([("late", "h")]))
     health = await client.get("/health")
+    inner.release()
     await drain
     return await in_flight, late, health.status, await health.json()
 
@@ -249,7 +280,7 @@ def test_drain_finishes_requests_in_flight_and_refuses_new_ones():
 
 
 def test_a_failing_request_does_not_fail_the_requests_batched_with_it():
-  service, inner = _service(delay=0.05, max_wait=0.2)
+  service, inner = _service(max_wait=WAIT_S, max_batch_windows=3)  # waits for all 3
 
   async def scenario(client):
     return await asyncio.gather(_post(client, _body([("fine", "h")])),
@@ -265,18 +296,21 @@ def test_a_failing_request_does_not_fail_the_requests_batched_with_it():
 
 def test_batcher_queue_bound_and_prometheus_text():
   gate = threading.Event()
-  batcher = Batcher(lambda items: gate.wait(5) and items, max_wait=0.0,
+  batcher = Batcher(lambda items: gate.wait(WAIT_S) and items, max_wait=0.0,
                     max_queue_windows=3)
   try:
     running = batcher.submit(["a"], 1)
-    time.sleep(0.1)  # taken by the model thread: the queue is empty again
+    deadline = time.monotonic() + WAIT_S
+    while batcher.stuck_for() == 0 and time.monotonic() < deadline:
+      time.sleep(0.01)  # until the model thread has taken it: the queue is empty again
+    assert batcher.queue_depth() == (0, 0)
     batcher.submit(["b", "c"], 2)
     with pytest.raises(Overloaded):
       batcher.submit(["d", "e"], 2)
     gate.set()
-    assert running.result(5) == ["a"]
+    assert running.result(WAIT_S) == ["a"]
   finally:
-    batcher.close(5)
+    batcher.close(WAIT_S)
   service, _ = _service()
   try:
     text = http.prometheus_text(service.metrics_values())
@@ -298,9 +332,9 @@ def test_remote_reads_the_model_of_a_server_that_is_not_ready():
   async def scenario(client):
     url = str(client.make_url("")).rstrip("/")
     loop = asyncio.get_running_loop()
-    ready = await loop.run_in_executor(None, remote.fetch_health, url, 5)
+    ready = await loop.run_in_executor(None, remote.fetch_health, url, WAIT_S)
     service.draining = True
-    draining = await loop.run_in_executor(None, remote.fetch_health, url, 5)
+    draining = await loop.run_in_executor(None, remote.fetch_health, url, WAIT_S)
     return ready, draining
 
   ready, draining = _run(service, scenario)
@@ -315,7 +349,7 @@ def test_remote_reads_the_model_of_a_server_that_is_not_ready():
   async def refused(client):
     url = str(client.make_url("")).rstrip("/")
     with pytest.raises(ModelError, match="does not answer: HTTP Error 503"):
-      await asyncio.get_running_loop().run_in_executor(None, remote.fetch_health, url, 5)
+      await asyncio.get_running_loop().run_in_executor(None, remote.fetch_health, url, WAIT_S)
 
   async def main():
     async with TestClient(TestServer(bare)) as client:

@@ -2,6 +2,7 @@
 merged in any split and order, they give scikit-learn's figures exactly (or,
 past the exact limit, within the error bound they report)."""
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -133,6 +134,19 @@ def test_decision_statistics_equal_sklearn_including_degenerate_cases():
     else:
       assert result["balanced_accuracy"] is None
 
+
+
+def test_a_group_without_human_labels_needs_no_scikit_learn(monkeypatch):
+  """Most evaluate runs rate no row by hand: their statistics are all None,
+  and scikit-learn (most of a second to import) is not imported for them."""
+  monkeypatch.setitem(sys.modules, "sklearn.metrics", None)  # any import of it fails
+  counts = AgreementCounts()
+  counts.scores.flush()
+  statistics = agreement.agreement_statistics(counts)
+  assert statistics["n_rated"] == 0
+  assert statistics["accuracy"] is statistics["roc_auc"] is statistics["pr_auc"] is None
+  with pytest.raises(ImportError):
+    decision_statistics([1, 0, 0, 1])
 
 def _sweep(scores, labels, metric, default):
   """Every cut between distinct scores, scored by scikit-learn on the rows."""
