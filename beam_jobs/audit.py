@@ -43,7 +43,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
-                              require_choice, run_job, scorer_from_options)
+                              require_choice, run_job, scorer_from_options, scorer_read_dirs)
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas.errors import ConfigError, InputError
 from autoais.transforms.audit.readers import (ANSWER_FIELDS, candidates_format,
@@ -141,8 +141,7 @@ class _Plan:
       reads["--gold"] = [options.gold]
     self.output = OutputDir(
         "audit", options.output_dir, OUTPUT_FILES, reads=reads,
-        read_dirs={"--corpus": options.corpus,
-                   "--model": options.view_as(ScorerOptions).model})
+        read_dirs={"--corpus": options.corpus, **scorer_read_dirs(options)})
 
   @staticmethod
   def _files(pattern: str, flag: str):

@@ -40,8 +40,8 @@ import os
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
-                              require_choice, run_job, scorer_from_options)
+from autoais.beam_jobs.common import (JobArguments, is_local_runner, require,
+                              require_choice, run_job, scorer_from_options, scorer_read_dirs)
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas.errors import ConfigError
 from autoais.transforms.citations.alce import splitter
@@ -143,7 +143,7 @@ class _Plan:
       self.formats[path] = file_format(path, options.format)
     self.output = OutputDir(
         "citations", options.output_dir, OUTPUT_FILES, reads={"--input": self.files},
-        read_dirs={"--model": options.view_as(ScorerOptions).model})
+        read_dirs=scorer_read_dirs(options))
 
 
 class _CitationsRecord(RunRecord):

@@ -32,8 +32,8 @@ if __name__ == "__main__":
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
-                              require_choice, run_job, scorer_from_options)
+from autoais.beam_jobs.common import (JobArguments, is_local_runner, require,
+                              require_choice, run_job, scorer_from_options, scorer_read_dirs)
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas.errors import ConfigError
 from autoais.transforms.claims.readers import read_claims_jsonl
@@ -95,7 +95,7 @@ class _Plan:
       check_input_file(path)
     self.output = OutputDir(
         "claims", options.output_dir, OUTPUT_FILES, reads={"--input": self.files},
-        read_dirs={"--model": options.view_as(ScorerOptions).model})
+        read_dirs=scorer_read_dirs(options))
 
 
 class _ClaimsRecord(RunRecord):

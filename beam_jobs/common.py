@@ -387,6 +387,14 @@ def _judge_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
                      score_cache=options.score_cache)
 
 
+def scorer_read_dirs(options: PipelineOptions) -> Dict[str, Optional[str]]:
+  """The directories the scorer flags name ({flag: path or None}), for a job's
+  OutputDir: its output directory may neither lie inside nor hold them."""
+  scorer = options.view_as(ScorerOptions)
+  return {"--model": scorer.model, "--tokenizer": scorer.tokenizer,
+          "--score_cache": scorer.score_cache}
+
+
 def check_cache_dir(path: str) -> None:
   if FileSystems.get_scheme(path) in (None, "file"):
     local = path.removeprefix("file://")

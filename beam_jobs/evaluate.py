@@ -33,7 +33,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
-                              run_job, scorer_from_options)
+                              run_job, scorer_from_options, scorer_read_dirs)
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import UNMATCHED
 from autoais.schemas.errors import ConfigError
@@ -110,9 +110,7 @@ class _Plan:
         reads={"--predictions": self.prediction_files,
                "--gold": [] if options.gold.startswith(TFDS_PREFIX) else [options.gold],
                "--human_ratings": self.human_rating_files},
-        read_dirs={"--corpus": options.corpus,
-                   "--model": options.view_as(ScorerOptions).model,
-                   "--score_cache": options.view_as(ScorerOptions).score_cache})
+        read_dirs={"--corpus": options.corpus, **scorer_read_dirs(options)})
     self.output.check()
     carry_passages = True
     for path in self.prediction_files:

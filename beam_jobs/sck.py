@@ -37,8 +37,8 @@ from typing import Optional
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
-                              run_job, scorer_from_options)
+from autoais.beam_jobs.common import (JobArguments, is_local_runner, require,
+                              run_job, scorer_from_options, scorer_read_dirs)
 from autoais.schemas.errors import ConfigError
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.models.embeddings import EmbeddingModelHandler, check_embedding_model
@@ -102,8 +102,8 @@ class _Plan:
     self.output = OutputDir(
         "sck", options.output_dir, OUTPUT_FILES,
         reads={"--input": self.files, "--kg": self.kg_files},
-        read_dirs={"--model": options.view_as(ScorerOptions).model,
-                   "--embedding_model": options.embedding_model})
+        read_dirs={"--embedding_model": options.embedding_model,
+                   **scorer_read_dirs(options)})
     self.output.check()
     if not self.files:
       raise ConfigError(f"--input {options.input!r} matches no files")
