@@ -143,6 +143,9 @@ class _AgreementRecord(RunRecord):
 
   def __init__(self, options, plan: _Plan):
     super().__init__(plan.scorer.describe())
+    self.rows_from(INPUT, "read_counts", "--input", plan.input_files)
+    self.rows_from(CALIBRATION, "calibration_read_counts", "--calibrate_on",
+                   plan.calibration_files)
     self._inputs = {"input": plan.input_files, "format": options.format,
                     "scenario": plan.scenario,
                     "calibrate_on": plan.calibration_files or None,

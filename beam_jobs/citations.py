@@ -46,14 +46,14 @@ from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas.errors import ConfigError
 from autoais.transforms.citations.alce import splitter
 from autoais.transforms.citations.human import CheckAgainstHumans
-from autoais.transforms.citations.readers import (read_alce_document, read_alce_human_eval,
-                                          read_alce_lines)
+from autoais.transforms.citations.readers import (ITEM_FIELDS, read_alce_document,
+                                          read_alce_human_eval, read_alce_lines)
 from autoais.transforms.citations.steps import ScoreCitations
 from autoais.transforms.citations.tables import ItemsFold, SentencesFold, SummarizeCitations
 from autoais.transforms.io.inputs import (check_input_file, data_format, match_files,
                                   uncompressed_name)
 from autoais.transforms.io.manifest import reconcile
-from autoais.transforms.io.records import ReadRecords
+from autoais.transforms.io.records import ReadRecords, read_columns
 from autoais.transforms.rows.merge import WriteMergedRows
 from autoais.transforms.rows.record import RunRecord, WriteRunRecord
 
@@ -141,6 +141,8 @@ class _Plan:
         raise ConfigError(f"{path}: ALCE results are read from .json or .jsonl files")
       check_input_file(path)
       self.formats[path] = file_format(path, options.format)
+      if self.formats[path] == "jsonl":
+        read_columns(path).require(ITEM_FIELDS)
     self.output = OutputDir(
         "citations", options.output_dir, OUTPUT_FILES, reads={"--input": self.files},
         read_dirs=scorer_read_dirs(options))
@@ -151,6 +153,7 @@ class _CitationsRecord(RunRecord):
 
   def __init__(self, options: CitationsOptions, plan: _Plan):
     super().__init__(plan.scorer.describe())
+    self.rows_from("items", "read_counts", "--input", plan.files)
     self._inputs = {"input": plan.files,
                     "formats": [plan.formats[path] for path in plan.files],
                     "qampari": options.qampari,

@@ -27,9 +27,14 @@ from autoais.transforms.scoring.scorer import Scorer
 from autoais.transforms.scoring.registry import make_scorer
 from autoais.schemas.errors import ConfigError, CorpusError, InputError, ModelError
 from autoais.transforms.io import progress
+from autoais.transforms.io.cloud_storage import check_gcs_flags
+from autoais.transforms.rows.record import empty_inputs
 
 EXIT_CONFIG_ERROR = 2
 EXIT_JOB_FAILED = 1
+# The run completed and wrote its outputs, but an input file yielded no row
+# (run.json: status "empty_inputs").
+EXIT_EMPTY_INPUTS = 3
 
 
 class JobArguments:
@@ -473,6 +478,7 @@ def run_job(job_name: str, argv: Optional[List[str]],
   started = time.time()
   try:
     options = parse_options(argv, options_class)
+    check_gcs_flags(options)
     pipeline = beam.Pipeline(runner=local_runner_or_none(options), options=options)
     output_dir = build_pipeline(pipeline, options)
   except CONFIGURATION_ERRORS as error:
@@ -494,7 +500,25 @@ def run_job(job_name: str, argv: Optional[List[str]],
     print(f"autoais {job_name}: failed: {_root_cause(error)}", file=sys.stderr)
     return EXIT_JOB_FAILED
   logging.info("autoais %s finished in %.1f s", job_name, time.time() - started)
-  return 0
+  return _exit_code_of_outputs(job_name, output_dir)
+
+
+def _exit_code_of_outputs(job_name: str, output_dir) -> int:
+  """0, or EXIT_EMPTY_INPUTS, said on the console's last lines, where the run's
+  run.json lists input files that yielded no row."""
+  if output_dir is None or "run.json" not in output_dir.outputs:
+    return 0
+  empty = empty_inputs(output_dir.join("run.json"))
+  if not empty:
+    return 0
+  print(f"autoais {job_name}: the outputs are written, but {len(empty)} input "
+        f"file(s) yielded no row (run.json: status \"empty_inputs\"; exit code "
+        f"{EXIT_EMPTY_INPUTS}):", file=sys.stderr)
+  for entry in empty:
+    print(f"  {entry['flag']} {entry['file']}: {entry['read']} read, "
+          f"{entry['rejected']} rejected, {entry['unmatched']} unmatched; main "
+          f"reason {entry['main_reason']} (dead_letter.jsonl)", file=sys.stderr)
+  return EXIT_EMPTY_INPUTS
 
 
 def _run_with_progress(job_name: str, pipeline: beam.Pipeline,

@@ -43,7 +43,7 @@ from autoais.transforms.evaluate.ratings import RatingsFold
 from autoais.transforms.evaluate.steps import (AttachHumanRatings, AttachPassages,
                                        MatchGoldQuestions, ScoreAnswers)
 from autoais.transforms.io.gold import TFDS_PREFIX, ReadGold, check_gold_source
-from autoais.transforms.io.inputs import data_format, match_files
+from autoais.transforms.io.inputs import match_files
 from autoais.transforms.io.manifest import reconcile
 from autoais.transforms.io.predictions import check_prediction_file, read_predictions
 from autoais.transforms.io.records import ReadRecords
@@ -114,11 +114,11 @@ class _Plan:
     self.output.check()
     carry_passages = True
     for path in self.prediction_files:
-      header = check_prediction_file(path)
-      # JSON Lines declare no columns: a row without a passage is found out when
-      # it is read (dead-lettered as no_passage).
-      if data_format(path) != "jsonl":
-        carry_passages &= "passage" in header
+      columns = check_prediction_file(path)
+      # A JSON Lines record carries its own fields: a row without a passage is
+      # found out when it is read (dead-lettered as no_passage).
+      if columns.kind == "column":
+        carry_passages &= "passage" in columns.names
     check_gold_source(options.gold)
     for path in self.human_rating_files:
       check_human_ratings_file(path)
@@ -153,6 +153,10 @@ class _EvaluateRecord(RunRecord):
 
   def __init__(self, options: EvaluateOptions, plan: _Plan):
     super().__init__(plan.scorer.describe())
+    # Gold is looked up (a gold file without a usable question stops the job).
+    self.rows_from("predictions", "read_counts", "--predictions", plan.prediction_files)
+    self.rows_from("human_ratings", "human_rating_counts", "--human_ratings",
+                   plan.human_rating_files)
     self._inputs = {
         "predictions": plan.prediction_files,
         "gold": options.gold,

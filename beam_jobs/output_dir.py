@@ -58,6 +58,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from autoais.schemas.errors import ConfigError
 from autoais.transforms.io.atomic import delete_tree, write_text_atomically
+from autoais.transforms.io.cloud_storage import write_refused
 
 LEDGER = "_autoais_outputs.json"
 LEDGER_FORMAT = "autoais-outputs/1"
@@ -171,8 +172,17 @@ class OutputDir:
     # The ledger names everything this directory may hold of ours before anything
     # is deleted or written: a run killed at any point leaves a ledger from
     # which the next run can clean up.
-    self._write_ledger(sorted(set(earlier["outputs"]) | set(self.outputs)),
-                       sorted(set(earlier["scratch"]) | {scratch}), self._lease)
+    try:
+      self._write_ledger(sorted(set(earlier["outputs"]) | set(self.outputs)),
+                         sorted(set(earlier["scratch"]) | {scratch}), self._lease)
+    except Exception as error:  # pylint: disable=broad-except
+      # The first write of the run: a refusal is the configuration's (a bucket
+      # that lists but takes no writes), found before anything was written.
+      cause = write_refused(error)
+      if cause is None:
+        raise
+      raise ConfigError(f"{self._flag} {self.path}: the write of {LEDGER} was "
+                        f"refused ({cause}). Nothing was written.") from error
     self._delete_earlier(earlier)
     self._write_ledger(self.outputs, [scratch], self._lease)
     self.scratch = self.join(scratch)

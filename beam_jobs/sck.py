@@ -123,6 +123,8 @@ class _SckRecord(RunRecord):
 
   def __init__(self, plan: _Plan, weights: dict):
     super().__init__(plan.scorer.describe())
+    # The knowledge graph is looked up, as a corpus is: no row is read from it.
+    self.rows_from("answers", "read_counts", "--input", plan.files)
     self._inputs = {"input": plan.files, "kg": plan.kg_files}
     self._embedding = plan.embedding_model
     self._weights = weights
