@@ -9,7 +9,9 @@ Side by side, each in a fresh process and without credentials
           FileSystems.match of `gs://bucket/*.csv` (credential discovery with
           Beam's retries, then the listing with google-cloud-storage's);
   autoais `autoais evaluate --predictions 'gs://bucket/*.csv' ...`, refused at
-          launch (transforms/io/cloud_storage.py).
+          launch (transforms/io/cloud_storage.py);
+  startup the same command refused for a local file that does not exist: what
+          starting the command costs, without Cloud Storage.
 
 Cases: unreachable: Cloud Storage does not answer (STORAGE_EMULATOR_HOST is a
 closed local port; on a machine without Google's network, unset it with
@@ -52,6 +54,12 @@ def _timed(command, env):
           "last_line": result.stderr.strip().splitlines()[-1][:300]}
 
 
+def _evaluate(predictions, scratch):
+  return [sys.executable, "-m", "autoais", "evaluate", "--predictions", predictions,
+          "--gold", os.path.join(ROOT, "examples", "gold.jsonl"),
+          "--output_dir", os.path.join(scratch, "out")]
+
+
 def _case(endpoint, scratch):
   env = dict(os.environ, NO_GCE_CHECK="True", PYTHONPATH=ROOT,
              GOOGLE_APPLICATION_CREDENTIALS=os.path.join(scratch, "none.json"))
@@ -59,11 +67,9 @@ def _case(endpoint, scratch):
   if endpoint:
     env["STORAGE_EMULATOR_HOST"] = endpoint
   beam = _timed([sys.executable, "-c", _BEAM_MATCH], env)
-  autoais = _timed([sys.executable, "-m", "autoais", "evaluate", "--predictions",
-                    "gs://bucket/*.csv", "--gold", os.path.join(ROOT, "examples",
-                                                                "gold.jsonl"),
-                    "--output_dir", os.path.join(scratch, "out")], env)
-  return {"beam": beam, "autoais": autoais,
+  autoais = _timed(_evaluate("gs://bucket/*.csv", scratch), env)
+  startup = _timed(_evaluate(os.path.join(scratch, "missing.csv"), scratch), env)
+  return {"beam": beam, "autoais": autoais, "startup": startup,
           "autoais_over_beam": round(autoais["seconds"] / beam["seconds"], 3)}
 
 

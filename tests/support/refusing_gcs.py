@@ -41,7 +41,8 @@ class RefusingGcs(http.server.ThreadingHTTPServer):
     self.token_status = token_status
     self.requests = []
     super().__init__(("127.0.0.1", 0), _Handler)
-    threading.Thread(target=self.serve_forever, daemon=True).start()
+    # A short poll: close() waits for the loop to notice (0.5 s by default).
+    threading.Thread(target=self.serve_forever, args=(0.02,), daemon=True).start()
 
   @property
   def url(self) -> str:
