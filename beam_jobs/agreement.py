@@ -39,7 +39,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.common import (JobArguments, ScorerOptions, boolean_flag, is_local_runner,
                               require, require_choice, run_job,
-                              scorer_from_options)
+                              scorer_from_options, scorer_read_dirs)
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import AgreementRow
 from autoais.schemas.errors import ConfigError
@@ -135,7 +135,7 @@ class _Plan:
     self.output = OutputDir(
         "agreement", options.output_dir, OUTPUT_FILES,
         reads={"--input": self.input_files, "--calibrate_on": self.calibration_files},
-        read_dirs={"--model": options.view_as(ScorerOptions).model})
+        read_dirs=scorer_read_dirs(options))
     self.output.check()
     for path in self.input_files + self.calibration_files:
       check_labelled_file(options.format, path, self.scenario)
@@ -146,6 +146,9 @@ class _AgreementRecord(RunRecord):
 
   def __init__(self, options, plan: _Plan):
     super().__init__(plan.scorer.describe())
+    self.rows_from(INPUT, "read_counts", "--input", plan.input_files)
+    self.rows_from(CALIBRATION, "calibration_read_counts", "--calibrate_on",
+                   plan.calibration_files)
     self._inputs = {"input": plan.input_files, "format": options.format,
                     "scenario": plan.scenario,
                     "calibrate_on": plan.calibration_files or None,

@@ -34,13 +34,13 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.common import JobArguments, require, run_job
 from autoais.beam_jobs.output_dir import OutputDir
-from autoais.schemas.errors import ConfigError, InputError
+from autoais.schemas.errors import ConfigError
 from autoais.transforms.ais_annotations import readers, steps
 from autoais.transforms.ais_annotations.paper import PAPER, SAMPLED_ITEMS, SIGNIFICANCE_LEVEL
 from autoais.transforms.ais_annotations.tables import WriteAisTables
-from autoais.transforms.io.inputs import check_input_file, data_format, match_files
+from autoais.transforms.io.inputs import match_files
 from autoais.transforms.io.manifest import reconcile
-from autoais.transforms.io.records import ReadRecords, read_header
+from autoais.transforms.io.records import ReadRecords
 from autoais.transforms.rows.record import RunRecord, WriteRunRecord
 
 OUTPUT_FILES = ("run.json", "ais_tables.csv", "ais_tables.json", "ais_tables.md",
@@ -81,14 +81,7 @@ class _Plan:
     self.output.check()
     datasets = {}
     for path in self.files:
-      check_input_file(path)
-      if data_format(path) != "jsonl":
-        header = read_header(path)
-        missing = [name for name in readers.REQUIRED_COLUMNS if name not in header]
-        if missing:
-          raise InputError(
-              f"{path}:1: missing required column(s) {', '.join(missing)} "
-              f"(found: {', '.join(header) or 'none'})")
+      readers.check_annotations_file(path)
       dataset = readers.dataset_of(path)
       if dataset in datasets:
         raise ConfigError(f"--input: {datasets[dataset]} and {path} both hold data set "
@@ -102,6 +95,7 @@ class _AisAnnotationsRecord(RunRecord):
 
   def __init__(self, options: AisAnnotationsOptions, plan: _Plan):
     super().__init__()
+    self.rows_from("annotations", "read_counts", "--input", plan.files)
     self._inputs = {"input": plan.files, "datasets": plan.datasets}
     self._settings = {"alpha": options.alpha, "sampled_outputs": options.sampled_outputs,
                       "significance_test": steps.TEST_NAME, "paper": PAPER}

@@ -43,10 +43,10 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
-                              require_choice, run_job, scorer_from_options)
+                              require_choice, run_job, scorer_from_options, scorer_read_dirs)
 from autoais.beam_jobs.output_dir import OutputDir
-from autoais.schemas.errors import ConfigError, InputError
-from autoais.transforms.audit.readers import (ANSWER_FIELDS, candidates_format,
+from autoais.schemas.errors import ConfigError
+from autoais.transforms.audit.readers import (check_answers_file, check_candidates_file,
                                       read_audit_answers, read_candidates)
 from autoais.transforms.audit.stages import (ExpandToArticles, GradeAnswers, IndexTopics,
                                      JoinCandidatePassages, MatchCandidates,
@@ -55,10 +55,9 @@ from autoais.transforms.audit.steps import ARTICLE, CANDIDATE_SOURCES, RUN, Buil
 from autoais.transforms.audit.tables import AuditFold, SummarizeAudit
 from autoais.transforms.corpus import store
 from autoais.transforms.io.gold import TFDS_PREFIX, check_gold_source
-from autoais.transforms.io.inputs import (check_input_file, check_text_file, data_format,
-                                  match_files)
+from autoais.transforms.io.inputs import check_text_file, match_files
 from autoais.transforms.io.manifest import reconcile
-from autoais.transforms.io.records import ReadRecords, read_header
+from autoais.transforms.io.records import ReadRecords
 from autoais.transforms.rows.merge import WriteMergedRows
 from autoais.transforms.rows.record import RunRecord, WriteRunRecord
 
@@ -110,18 +109,11 @@ class _Plan:
     self.answer_files = self._files(options.answers, "--answers")
     has_query_ids = False
     for path in self.answer_files:
-      check_input_file(path)
-      header = read_header(path, ANSWER_FIELDS)
-      missing = [name for name in ("question", "answer") if name not in header]
-      if data_format(path) != "jsonl" and missing:
-        raise InputError(f"{path}:1: missing required column(s) {', '.join(missing)} "
-                         f"(found: {', '.join(header) or 'none'})")
-      has_query_ids |= data_format(path) == "jsonl" or "query_id" in header
+      columns = check_answers_file(path)
+      # A JSON Lines record carries its own fields: any may hold a query_id.
+      has_query_ids |= columns.kind == "field" or "query_id" in columns.names
     self.candidate_files = self._files(options.candidates, "--candidates")
-    formats = set()
-    for path in self.candidate_files:
-      formats.add(candidates_format(path))
-      check_text_file(path)
+    formats = {check_candidates_file(path) for path in self.candidate_files}
     self.topic_files = self._files(options.topics, "--topics") if options.topics else []
     for path in self.topic_files:
       check_text_file(path)
@@ -144,8 +136,7 @@ class _Plan:
       reads["--gold"] = [options.gold]
     self.output = OutputDir(
         "audit", options.output_dir, OUTPUT_FILES, reads=reads,
-        read_dirs={"--corpus": options.corpus,
-                   "--model": options.view_as(ScorerOptions).model})
+        read_dirs={"--corpus": options.corpus, **scorer_read_dirs(options)})
 
   @staticmethod
   def _files(pattern: str, flag: str):
@@ -160,6 +151,9 @@ class _AuditRecord(RunRecord):
 
   def __init__(self, options: AuditOptions, plan: _Plan):
     super().__init__(plan.scorer.describe())
+    # Topics and gold are looked up, as a corpus is: no row is read from them.
+    self.rows_from("answers", "answer_reads", "--answers", plan.answer_files)
+    self.rows_from("candidates", "candidate_reads", "--candidates", plan.candidate_files)
     self._inputs = {
         "answers": plan.answer_files, "candidates": plan.candidate_files,
         "topics": plan.topic_files, "gold": options.gold, "corpus": options.corpus,

@@ -41,19 +41,19 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
-                              require_choice, run_job, scorer_from_options)
+                              require_choice, run_job, scorer_from_options, scorer_read_dirs)
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas.errors import ConfigError
 from autoais.transforms.citations.alce import splitter
 from autoais.transforms.citations.human import CheckAgainstHumans
-from autoais.transforms.citations.readers import (read_alce_document, read_alce_human_eval,
-                                          read_alce_lines)
+from autoais.transforms.citations.readers import (ITEM_FIELDS, read_alce_document,
+                                          read_alce_human_eval, read_alce_lines)
 from autoais.transforms.citations.steps import ScoreCitations
 from autoais.transforms.citations.tables import ItemsFold, SentencesFold, SummarizeCitations
 from autoais.transforms.io.inputs import (check_input_file, data_format, match_files,
                                   uncompressed_name)
 from autoais.transforms.io.manifest import reconcile
-from autoais.transforms.io.records import ReadRecords
+from autoais.transforms.io.records import ReadRecords, read_columns
 from autoais.transforms.rows.merge import WriteMergedRows
 from autoais.transforms.rows.record import RunRecord, WriteRunRecord
 
@@ -144,9 +144,11 @@ class _Plan:
         raise ConfigError(f"{path}: ALCE results are read from .json or .jsonl files")
       check_input_file(path)
       self.formats[path] = file_format(path, options.format)
+      if self.formats[path] == "jsonl":
+        read_columns(path).require(ITEM_FIELDS)
     self.output = OutputDir(
         "citations", options.output_dir, OUTPUT_FILES, reads={"--input": self.files},
-        read_dirs={"--model": options.view_as(ScorerOptions).model})
+        read_dirs=scorer_read_dirs(options))
 
 
 class _CitationsRecord(RunRecord):
@@ -154,6 +156,7 @@ class _CitationsRecord(RunRecord):
 
   def __init__(self, options: CitationsOptions, plan: _Plan):
     super().__init__(plan.scorer.describe())
+    self.rows_from("items", "read_counts", "--input", plan.files)
     self._inputs = {"input": plan.files,
                     "formats": [plan.formats[path] for path in plan.files],
                     "qampari": options.qampari,

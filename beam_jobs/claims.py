@@ -33,22 +33,23 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
-                              require_choice, run_job, scorer_from_options)
+                              require_choice, run_job, scorer_from_options, scorer_read_dirs)
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas.errors import ConfigError
-from autoais.transforms.claims.readers import read_claims_jsonl
+from autoais.transforms.claims.readers import CLAIM_FIELDS, read_claims_jsonl
 from autoais.transforms.claims.steps import EVIDENCE_MODES, ScoreClaims
 from autoais.transforms.claims.tables import ClaimsFold, SummarizeClaims
 from autoais.transforms.io.inputs import check_input_file, data_format, match_files
 from autoais.transforms.io.manifest import reconcile
-from autoais.transforms.io.records import ReadRecords
-from autoais.transforms.labelled.expertqa import read_expertqa
+from autoais.transforms.io.records import ReadRecords, read_columns
+from autoais.transforms.labelled.expertqa import EXPERTQA_FIELDS, read_expertqa
 from autoais.transforms.rows.merge import WriteMergedRows
 from autoais.transforms.rows.record import RunRecord, WriteRunRecord
 
 OUTPUT_FILES = ("run.json", "claims_rows.parquet", "claims_rows.csv", "claims.csv",
                 "claims.json", "claims.md", "dead_letter.jsonl")
 FORMATS = {"expertqa": read_expertqa, "jsonl": read_claims_jsonl}
+_REQUIRED_FIELDS = {"expertqa": EXPERTQA_FIELDS, "jsonl": CLAIM_FIELDS}
 
 
 DEFAULT_FORMAT = "expertqa"
@@ -96,9 +97,10 @@ class _Plan:
       if data_format(path) != "jsonl":
         raise ConfigError(f"{path}: claims are read from JSON Lines files")
       check_input_file(path)
+      read_columns(path).require(_REQUIRED_FIELDS[self.format])
     self.output = OutputDir(
         "claims", options.output_dir, OUTPUT_FILES, reads={"--input": self.files},
-        read_dirs={"--model": options.view_as(ScorerOptions).model})
+        read_dirs=scorer_read_dirs(options))
 
 
 class _ClaimsRecord(RunRecord):
@@ -106,6 +108,7 @@ class _ClaimsRecord(RunRecord):
 
   def __init__(self, options: ClaimsOptions, plan: _Plan):
     super().__init__(plan.scorer.describe())
+    self.rows_from("claims", "read_counts", "--input", plan.files)
     self._inputs = {"input": plan.files, "format": plan.format,
                     "evidence_mode": options.evidence_mode}
 

@@ -32,9 +32,14 @@ from autoais.transforms.scoring.scorer import Scorer
 from autoais.transforms.scoring.registry import make_scorer
 from autoais.schemas.errors import ConfigError, CorpusError, InputError, JobFailed, ModelError
 from autoais.transforms.io import progress
+from autoais.transforms.io.cloud_storage import check_gcs_flags
+from autoais.transforms.rows.record import empty_inputs
 
 EXIT_CONFIG_ERROR = 2
 EXIT_JOB_FAILED = 1
+# The run completed and wrote its outputs, but an input file yielded no row
+# (run.json: status "empty_inputs").
+EXIT_EMPTY_INPUTS = 3
 
 
 class JobArguments:
@@ -445,6 +450,14 @@ def _judge_scorer(options: "ScorerOptions", references: _ModelReferences,
                      score_cache=options.score_cache)
 
 
+def scorer_read_dirs(options: PipelineOptions) -> Dict[str, Optional[str]]:
+  """The directories the scorer flags name ({flag: path or None}), for a job's
+  OutputDir: its output directory may neither lie inside nor hold them."""
+  scorer = options.view_as(ScorerOptions)
+  return {"--model": scorer.model, "--tokenizer": scorer.tokenizer,
+          "--score_cache": scorer.score_cache}
+
+
 def check_cache_dir(path: str) -> None:
   if FileSystems.get_scheme(path) in (None, "file"):
     local = path.removeprefix("file://")
@@ -653,6 +666,7 @@ def run_job(job_name: str, argv: Optional[List[str]],
       print(job_help(job_name, argv, options_class), end="")
       return 0
     options = parse_options(argv, options_class)
+    check_gcs_flags(options)
     pipeline = beam.Pipeline(runner=local_runner_or_none(options), options=options)
     output_dir = build_pipeline(pipeline, options)
   except CONFIGURATION_ERRORS as error:
@@ -688,7 +702,25 @@ def run_job(job_name: str, argv: Optional[List[str]],
       # be listed or read back now is worth a warning, not a failed run.
       logging.warning("autoais %s: could not read back %s", job_name, output_dir.path,
                       exc_info=True)
-  return 0
+  return _exit_code_of_outputs(job_name, output_dir)
+
+
+def _exit_code_of_outputs(job_name: str, output_dir) -> int:
+  """0, or EXIT_EMPTY_INPUTS, said on the console's last lines, where the run's
+  run.json lists input files that yielded no row."""
+  if output_dir is None or "run.json" not in output_dir.outputs:
+    return 0
+  empty = empty_inputs(output_dir.join("run.json"))
+  if not empty:
+    return 0
+  print(f"autoais {job_name}: the outputs are written, but {len(empty)} input "
+        f"file(s) yielded no row (run.json: status \"empty_inputs\"; exit code "
+        f"{EXIT_EMPTY_INPUTS}):", file=sys.stderr)
+  for entry in empty:
+    print(f"  {entry['flag']} {entry['file']}: {entry['read']} read, "
+          f"{entry['rejected']} rejected, {entry['unmatched']} unmatched; main "
+          f"reason {entry['main_reason']} (dead_letter.jsonl)", file=sys.stderr)
+  return EXIT_EMPTY_INPUTS
 
 
 # A run names at most this many of its output files (a corpus has a file per

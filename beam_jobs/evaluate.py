@@ -36,7 +36,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
-                              run_job, scorer_from_options)
+                              run_job, scorer_from_options, scorer_read_dirs)
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import UNMATCHED
 from autoais.schemas.errors import ConfigError
@@ -46,7 +46,7 @@ from autoais.transforms.evaluate.ratings import RatingsFold
 from autoais.transforms.evaluate.steps import (AttachHumanRatings, AttachPassages,
                                        MatchGoldQuestions, ScoreAnswers)
 from autoais.transforms.io.gold import TFDS_PREFIX, ReadGold, check_gold_source
-from autoais.transforms.io.inputs import data_format, match_files
+from autoais.transforms.io.inputs import match_files
 from autoais.transforms.io.manifest import reconcile
 from autoais.transforms.io.predictions import check_prediction_file, read_predictions
 from autoais.transforms.io.records import ReadRecords
@@ -120,17 +120,15 @@ class _Plan:
                "--gold": ([options.gold] if options.gold and
                           not options.gold.startswith(TFDS_PREFIX) else []),
                "--human_ratings": self.human_rating_files},
-        read_dirs={"--corpus": options.corpus,
-                   "--model": options.view_as(ScorerOptions).model,
-                   "--score_cache": options.view_as(ScorerOptions).score_cache})
+        read_dirs={"--corpus": options.corpus, **scorer_read_dirs(options)})
     self.output.check()
     carry_passages = True
     for path in self.prediction_files:
-      header = check_prediction_file(path)
-      # JSON Lines declare no columns: a row without a passage is found out when
-      # it is read (dead-lettered as no_passage).
-      if data_format(path) != "jsonl":
-        carry_passages &= "passage" in header
+      columns = check_prediction_file(path)
+      # A JSON Lines record carries its own fields: a row without a passage is
+      # found out when it is read (dead-lettered as no_passage).
+      if columns.kind == "column":
+        carry_passages &= "passage" in columns.names
     if options.gold:
       check_gold_source(options.gold)
     for path in self.human_rating_files:
@@ -166,6 +164,10 @@ class _EvaluateRecord(RunRecord):
 
   def __init__(self, options: EvaluateOptions, plan: _Plan):
     super().__init__(plan.scorer.describe())
+    # Gold is looked up (a gold file without a usable question stops the job).
+    self.rows_from("predictions", "read_counts", "--predictions", plan.prediction_files)
+    self.rows_from("human_ratings", "human_rating_counts", "--human_ratings",
+                   plan.human_rating_files)
     self._inputs = {
         "predictions": plan.prediction_files,
         "gold": options.gold,

@@ -9,12 +9,14 @@ A job names, up front, every file it writes into its output directory and every
 file and directory it reads. `claim()` then refuses (ConfigError: the job exits 2
 before writing anything) when
 
-  * an input is one of the job's output paths (or one of its temporary or scratch
-    paths, or an earlier run's output that this run would remove):
-    `autoais evaluate --predictions ratings.csv --output_dir .` would overwrite
-    its own input;
-  * the output directory is, or lies inside, a directory the job reads (a corpus,
-    a model);
+  * an input file lies in the output directory (at any depth): one of the job's
+    output paths (or one of its temporary or scratch paths, or an earlier run's
+    output that this run would remove) is named as such: `autoais evaluate
+    --predictions ratings.csv --output_dir .` would overwrite its own input; any
+    other would be read again, beside this run's outputs, by the next run over
+    the same glob;
+  * the output directory is, lies inside, or holds a directory the job reads (a
+    corpus, a model, a score cache);
   * a file under one of the output names exists and no earlier run of the same job
     recorded it in this directory's ledger: autoais never overwrites a file it
     did not write;
@@ -56,6 +58,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from autoais.schemas.errors import ConfigError
 from autoais.transforms.io.atomic import delete_tree, write_text_atomically
+from autoais.transforms.io.cloud_storage import write_refused
 
 LEDGER = "_autoais_outputs.json"
 LEDGER_FORMAT = "autoais-outputs/1"
@@ -169,8 +172,17 @@ class OutputDir:
     # The ledger names everything this directory may hold of ours before anything
     # is deleted or written: a run killed at any point leaves a ledger from
     # which the next run can clean up.
-    self._write_ledger(sorted(set(earlier["outputs"]) | set(self.outputs)),
-                       sorted(set(earlier["scratch"]) | {scratch}), self._lease)
+    try:
+      self._write_ledger(sorted(set(earlier["outputs"]) | set(self.outputs)),
+                         sorted(set(earlier["scratch"]) | {scratch}), self._lease)
+    except Exception as error:  # pylint: disable=broad-except
+      # The first write of the run: a refusal is the configuration's (a bucket
+      # that lists but takes no writes), found before anything was written.
+      cause = write_refused(error)
+      if cause is None:
+        raise
+      raise ConfigError(f"{self._flag} {self.path}: the write of {LEDGER} was "
+                        f"refused ({cause}). Nothing was written.") from error
     self._delete_earlier(earlier)
     self._write_ledger(self.outputs, [scratch], self._lease)
     self.scratch = self.join(scratch)
@@ -244,6 +256,11 @@ class OutputDir:
             f"{self._flag} {self.path} is inside {flag} {directory}: a job never "
             f"writes into a directory it reads. Choose another {self._flag} "
             "(nothing was written).")
+      if _inside(directory, self.path):
+        raise ConfigError(
+            f"{self._flag} {self.path} holds {flag} {directory}: a job never "
+            f"writes into a directory that holds its inputs. Choose another "
+            f"{self._flag} (nothing was written).")
 
   def _check_not_running(self, running: Optional[dict]) -> None:
     if not running:
@@ -270,9 +287,9 @@ class OutputDir:
                  "this run cleans up after it", self.path, host, pid)
 
   def _forbidden(self, path: str, names: Sequence[str]) -> Optional[str]:
-    """The name (of `names`, or a scratch directory) that an input path collides
-    with, if any."""
-    if not _inside(path, self.path) or _resolved(path) == _resolved(self.path):
+    """The name (of `names`, or a scratch directory) that an input path inside
+    the output directory collides with, if any."""
+    if _resolved(path) == _resolved(self.path):
       return None
     for name in names:
       candidate = self.join(name)
@@ -285,11 +302,19 @@ class OutputDir:
     return None
 
   def _check_inputs(self, names: Sequence[str]) -> None:
+    """Refuses an input file inside the output directory, naming the output it
+    collides with where it does (`names`: this run's and the earlier run's)."""
     for flag, paths in self._reads.items():
       for path in paths:
+        if not _inside(path, self.path):
+          continue
         name = self._forbidden(path, names)
         if name is None:
-          continue
+          raise ConfigError(
+              f"{flag} {path} lies inside {self._flag} {self.path}: a job never "
+              "writes into a directory that holds its inputs (the next run over "
+              "the same files would read this run's outputs beside them). Choose "
+              f"another {self._flag} (nothing was written).")
         if name in self.outputs or name == LEDGER or name.startswith(SCRATCH_PREFIX):
           what = f"is where `autoais {self.job}` writes its output {name}"
         else:

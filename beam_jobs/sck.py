@@ -38,7 +38,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
-                              run_job, scorer_from_options)
+                              run_job, scorer_from_options, scorer_read_dirs)
 from autoais.schemas.errors import ConfigError
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import REJECTED
@@ -108,8 +108,8 @@ class _Plan:
     self.output = OutputDir(
         "sck", options.output_dir, OUTPUT_FILES,
         reads={"--input": self.files, "--kg": self.kg_files},
-        read_dirs={"--model": options.view_as(ScorerOptions).model,
-                   "--embedding_model": options.embedding_model})
+        read_dirs={"--embedding_model": options.embedding_model,
+                   **scorer_read_dirs(options)})
     self.output.check()
     if not self.files:
       raise ConfigError(f"--input {options.input!r} matches no files")
@@ -129,6 +129,8 @@ class _SckRecord(RunRecord):
 
   def __init__(self, plan: _Plan, weights: dict):
     super().__init__(plan.scorer.describe())
+    # The knowledge graph is looked up, as a corpus is: no row is read from it.
+    self.rows_from("answers", "read_counts", "--input", plan.files)
     self._inputs = {"input": plan.files, "kg": plan.kg_files}
     self._embedding = plan.embedding_model
     self._weights = weights

@@ -96,15 +96,16 @@ def test_predictions_under_any_output_name_are_refused(tmp_path, corpus, name, c
 
 
 def test_predictions_read_by_glob_from_the_output_directory(tmp_path, corpus, capsys):
-  # A first run reads out/*.csv and writes ratings.csv and leaderboard.csv there;
-  # the same command again would read them as predictions: refused.
+  # A run reading out/*.csv would write ratings.csv and leaderboard.csv there, and
+  # the same command again would read them as predictions: the first run is
+  # refused already.
   output = tmp_path / "out"
   output.mkdir()
   shutil.copy(PREDICTIONS, output / "mine.csv")
-  assert evaluate_into(output, output / "*.csv", corpus) == 0
   before = snapshot(tmp_path, corpus)
   assert evaluate_into(output, output / "*.csv", corpus) == 2
-  assert "writes its output" in capsys.readouterr().err
+  assert f"--predictions {output / 'mine.csv'} lies inside --output_dir" in (
+      capsys.readouterr().err)
   assert snapshot(tmp_path, corpus) == before
 
 
@@ -227,14 +228,14 @@ def test_build_corpus_never_overwrites_its_inputs(tmp_path, capsys):
                  "--num_shards", 2) == 2
   assert "--input" in capsys.readouterr().err
   assert snapshot(tmp_path) == before
-  # Another name: the corpus is written beside the user's files, which stay.
+  # Under another name too: a directory that holds an input is no output directory.
   (data / "dead_letter.jsonl").rename(data / "passages.jsonl")
   before = snapshot(tmp_path)
   assert run_job(build_corpus, "--input", data / "passages.jsonl", "--output", data,
-                 "--num_shards", 2) == 0
-  after = snapshot(tmp_path)
-  assert {path: after[path] for path in before} == before
-  assert (data / "corpus.json").exists()
+                 "--num_shards", 2) == 2
+  assert f"--input {data / 'passages.jsonl'} lies inside --output {data}" in (
+      capsys.readouterr().err)
+  assert snapshot(tmp_path) == before
 
 
 def test_build_corpus_rerun_with_fewer_shards_leaves_no_stale_shard(tmp_path):

@@ -14,6 +14,7 @@ in a reader and checks that the property finds it: an invariant that cannot
 fail is not trusted. The end-to-end property runs the evaluate job on generated
 prediction files and checks run.json and dead_letter.jsonl.
 """
+import collections
 import json
 import os
 import tempfile
@@ -173,11 +174,25 @@ def test_the_property_catches_a_planted_bug(name, bug):
 # End to end: the evaluate job on generated prediction files.
 
 
+def _first_record_lacks_a_field(generated) -> bool:
+  """Whether a generated JSON Lines file's first record is a JSON object
+  without a required field (the job refuses it at launch)."""
+  if ".jsonl" not in generated.name or not generated.records:
+    return False
+  try:
+    fields = json.loads(generated.records[0].data.decode("utf-8", "surrogateescape"))
+  except (ValueError, RecursionError):
+    return False
+  return isinstance(fields, dict) and not set(reader_damage.REQUIRED) <= set(fields)
+
+
 def test_evaluate_reconciles_generated_damage(example_corpus):
   """read = scored + rejected + unmatched, and every damaged record is in
   dead_letter.jsonl at its file and line, for generated prediction files (with
   the example gold and corpus, most questions are unmatched: the reconciliation
-  covers all three outcomes). A file with no record at all is refused (exit 2)."""
+  covers all three outcomes). A file with no record at all, or whose first JSON
+  record lacks a required field, is refused (exit 2); a file none of whose
+  records is scored is named in run.json's empty_inputs (exit 3)."""
   gold = PROJECT_ROOT / "examples" / "gold.jsonl"
   files = st.lists(st.one_of(reader_damage.csv_prediction_files(),
                              reader_damage.jsonl_prediction_files()),
@@ -197,8 +212,11 @@ def test_evaluate_reconciles_generated_damage(example_corpus):
       if any(not g.records and ".jsonl" in g.name for g in generated_files):
         assert code == 2  # JSON Lines with no record: an empty file
         return
-      assert code == 0
+      if any(_first_record_lacks_a_field(g) for g in generated_files):
+        assert code == 2
+        return
       manifest = json.load(open(os.path.join(output, "run.json"), encoding="utf-8"))
+      assert code == (3 if manifest["status"] == "empty_inputs" else 0)
       counts = manifest["counts"]
       assert counts["read"] == sum(len(g.records) for g in generated_files)
       assert counts["read"] == counts["scored"] + counts["rejected"] + counts["unmatched"]
@@ -206,6 +224,10 @@ def test_evaluate_reconciles_generated_damage(example_corpus):
                                                 encoding="utf-8")]
       assert len(dead) == counts["rejected"] + counts["unmatched"]
       located = {(row["source_file"], row["source_line"]): row for row in dead}
+      dead_by_file = collections.Counter(row["source_file"] for row in dead)
+      assert [entry["file"] for entry in manifest.get("empty_inputs", [])] == [
+          path for path, generated in zip(paths, generated_files)
+          if len(generated.records) == dead_by_file[path]]
       for path, generated in zip(paths, generated_files):
         for record in generated.records:
           if not record.good:

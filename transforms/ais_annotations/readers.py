@@ -7,8 +7,8 @@ from typing import Dict, Iterator, Optional, Union
 
 from autoais.schemas import AisAnnotation, DeadLetter
 from autoais.transforms.io.fields import json_record, rejected
-from autoais.transforms.io.inputs import system_name_from_path
-from autoais.transforms.io.records import records
+from autoais.transforms.io.inputs import check_input_file, system_name_from_path
+from autoais.transforms.io.records import read_columns, records
 
 MODEL_COLUMN = "model-name"
 ID_COLUMN = "ex-idx"
@@ -55,6 +55,13 @@ def _agreement(value):
   if not isinstance(value, int) or value < -1:
     return _NO_COUNT
   return None if value == -1 else value
+
+
+def check_annotations_file(path: str) -> None:
+  """Raises InputError if a release file cannot be read or lacks a required
+  column (in JSON Lines, a field of its first record)."""
+  check_input_file(path)
+  read_columns(path).require(REQUIRED_COLUMNS)
 
 
 def parse_annotation(fields: Dict[str, object], path: str, line: int,

@@ -22,8 +22,9 @@ from typing import Iterator, NamedTuple, Optional, Union
 from autoais.schemas import UNMATCHED, AuditAnswer, Candidate, DeadLetter, Topic
 from autoais.transforms.io.fields import (clean_text_fields, has_surrogates, json_record,
                                   raw_record, rejected)
-from autoais.transforms.io.inputs import data_format, open_input
-from autoais.transforms.io.records import jsonl_records, records
+from autoais.transforms.io.inputs import (check_input_file, check_text_file, data_format,
+                                  open_input)
+from autoais.transforms.io.records import Columns, jsonl_records, read_columns, records
 from autoais.schemas.errors import InputError
 
 ANSWER_FIELDS = ("question", "answer", "system_name", "query_id")
@@ -47,6 +48,13 @@ def _query_id(value) -> Union[str, None, bool]:
   if isinstance(value, str) and value.strip() and not has_surrogates(value):
     return value.strip()
   return False
+
+
+def check_answers_file(path: str) -> Columns:
+  """Raises InputError if an answers file cannot be read or lacks `question` or
+  `answer` (in JSON Lines, in its first record); returns its Columns."""
+  check_input_file(path)
+  return read_columns(path, ANSWER_FIELDS).require(("question", "answer"))
 
 
 def read_audit_answers(path: str) -> Iterator[Union[AuditAnswer, DeadLetter]]:
@@ -170,6 +178,17 @@ def candidates_format(path: str) -> str:
   if fmt != "jsonl":
     raise InputError(f"{path}: candidates are TREC run files or JSON Lines, not {fmt}")
   return "jsonl"
+
+
+def check_candidates_file(path: str) -> str:
+  """Raises InputError if a candidates file cannot be read or, for a candidate
+  list (JSON Lines), its first record lacks a field every list needs; returns
+  its format (candidates_format)."""
+  fmt = candidates_format(path)
+  check_text_file(path)
+  if fmt == "jsonl":
+    read_columns(path).require(("system_name", "candidates", ("question", "query_id")))
+  return fmt
 
 
 def read_candidates(path: str) -> Iterator[Union[Candidate, DeadLetter]]:

@@ -37,6 +37,9 @@ from autoais.transforms.io.inputs import UTF8_BOM, open_input, system_name_from_
 from autoais.transforms.io.records import jsonl_records
 
 _WHITESPACE = " \t\n\r"
+# What every item needs (in the JSON Lines variant, checked in the first record
+# at launch).
+ITEM_FIELDS = ("question", "output", "docs")
 
 
 class _BadField(Exception):

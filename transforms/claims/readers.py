@@ -21,6 +21,10 @@ from autoais.transforms.labelled.expertqa import (BadField, bad_type_reason, cla
                                           did_abstain, usable_text)
 
 
+# What every line of the flat format needs (checked in its first record at launch).
+CLAIM_FIELDS = ("question", "claim")
+
+
 def read_claims_jsonl(path: str) -> Iterator[Union[ClaimInput, DeadLetter]]:
   """The flat format. The claims of one answer are the lines that share its
   system and question; they are numbered in file order, and the answer is

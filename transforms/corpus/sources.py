@@ -5,27 +5,19 @@ Parquet, each read into a CorpusRecord or its DeadLetter (transforms/io/records.
 from typing import Iterator, Union
 
 from autoais.schemas import CorpusRecord, DeadLetter
-from autoais.schemas.errors import InputError
 from autoais.transforms.corpus.passages import pyserini_contents
 from autoais.transforms.io.fields import clean_text_fields, json_record, rejected
-from autoais.transforms.io.inputs import check_input_file, data_format
-from autoais.transforms.io.records import read_header, records
+from autoais.transforms.io.inputs import check_input_file
+from autoais.transforms.io.records import read_columns, records
 
 CORPUS_FIELDS = ("id", "contents", "title", "text", "headings")
 
 
 def check_corpus_file(path: str) -> None:
-  """Raises InputError if a corpus source cannot be read (check_input_file) or,
-  for CSV and Parquet, lacks the columns of a passage."""
+  """Raises InputError if a corpus source cannot be read (check_input_file) or
+  lacks the columns of a passage (in JSON Lines, its first record the fields)."""
   check_input_file(path)
-  header = read_header(path, CORPUS_FIELDS)
-  if data_format(path) == "jsonl":
-    return
-  if "id" not in header or not ("contents" in header or
-                                ("title" in header and "text" in header)):
-    raise InputError(
-        f"{path}:1: a corpus needs columns id and contents (Pyserini) or id, title "
-        f"and text (found: {', '.join(header) or 'none'})")
+  read_columns(path, CORPUS_FIELDS).require(("id", ("contents", ("title", "text"))))
 
 
 def parse_corpus_record(fields, path: str, line: int) -> Union[CorpusRecord, DeadLetter]:

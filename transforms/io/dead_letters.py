@@ -58,7 +58,8 @@ class _WriteDeadLettersFn(beam.DoFn):
 
 
 class _CountDeadLetters(beam.CombineFn):
-  """Dead letters of one input role -> {role: {rejected, unmatched, by_reason}}."""
+  """Dead letters of one input role -> {role: {rejected, unmatched, by_reason,
+  by_file: {file: {rejected, unmatched, by_reason}}}}."""
 
   def __init__(self, role: str):
     self._role = role
@@ -67,7 +68,7 @@ class _CountDeadLetters(beam.CombineFn):
     return collections.Counter()
 
   def add_input(self, accumulator, row: DeadLetter):
-    accumulator[(row.kind, row.reason)] += 1
+    accumulator[(row.source_file, row.kind, row.reason)] += 1
     return accumulator
 
   def merge_accumulators(self, accumulators):
@@ -77,20 +78,34 @@ class _CountDeadLetters(beam.CombineFn):
     return merged
 
   def extract_output(self, accumulator):
-    counts = {REJECTED: 0, UNMATCHED: 0}
-    by_reason = {}
-    for (kind, reason), count in sorted(accumulator.items()):
-      counts[kind] = counts.get(kind, 0) + count
-      by_reason[f"{kind}:{reason}"] = count
-    return {self._role: dict(counts, by_reason=by_reason)}
+    totals = collections.Counter()
+    by_file = collections.defaultdict(collections.Counter)
+    for (source_file, kind, reason), count in accumulator.items():
+      totals[(kind, reason)] += count
+      by_file[source_file][(kind, reason)] += count
+    counts = _kind_and_reason_counts(totals)
+    counts["by_file"] = {source_file: _kind_and_reason_counts(file_counts)
+                         for source_file, file_counts in sorted(by_file.items())}
+    return {self._role: counts}
+
+
+def _kind_and_reason_counts(counts) -> dict:
+  """{rejected, unmatched, by_reason} of a Counter of (kind, reason)."""
+  totals = {REJECTED: 0, UNMATCHED: 0}
+  by_reason = {}
+  for (kind, reason), count in sorted(counts.items()):
+    totals[kind] = totals.get(kind, 0) + count
+    by_reason[f"{kind}:{reason}"] = count
+  return dict(totals, by_reason=by_reason)
 
 
 class WriteDeadLetters(beam.PTransform):
   """{role: PCollection[DeadLetter] or a tuple of them} -> one dead_letter.jsonl
   sorted by (file, line, reason, field, message); returns a singleton
-  PCollection {role: {"rejected": n, "unmatched": m, "by_reason": {...}}} with
-  an entry (zeros where none) for every role: each input role ("predictions",
-  "gold", ...) reconciles on its own in run.json.
+  PCollection {role: {"rejected": n, "unmatched": m, "by_reason": {...},
+  "by_file": {file: {"rejected", "unmatched", "by_reason"}}}} with an entry
+  (zeros where none) for every role: each input role ("predictions", "gold",
+  ...) reconciles on its own in run.json.
 
   Each input is spilled where it is produced and only run paths are flattened:
   the FnApiRunner would hold the inputs of a Flatten in memory.

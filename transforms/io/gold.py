@@ -11,20 +11,22 @@ from autoais.schemas import DeadLetter, GoldAnswer
 from autoais.schemas.errors import InputError
 from autoais.transforms.io.fields import has_surrogates, json_record, rejected
 from autoais.transforms.io.inputs import check_input_file, data_format
-from autoais.transforms.io.records import ReadRecords, jsonl_records
+from autoais.transforms.io.records import ReadRecords, jsonl_records, read_columns
 
 TFDS_PREFIX = "tfds:"
 
 
 def check_gold_source(source: str) -> None:
-  """Raises InputError if a gold JSONL file cannot be read (a tfds: source is
-  checked where it is read)."""
+  """Raises InputError if a gold JSONL file cannot be read or its first record
+  lacks the question or the answers (a tfds: source is checked where it is
+  read)."""
   if source.startswith(TFDS_PREFIX):
     return
   if data_format(source) != "jsonl":
     raise InputError(f"{source}: gold answers are JSON Lines "
                      '({"question": ..., "answer": [...]}), optionally compressed')
   check_input_file(source)
+  read_columns(source).require(("question", ("answer", "answers")))
 
 
 def _read_tfds_gold(spec: str) -> Iterator[GoldAnswer]:

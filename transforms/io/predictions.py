@@ -2,14 +2,13 @@
 Parquet rows of question, answer, attribution and, optionally, system_name,
 passage and human_rating), also the ratings format of `autoais agreement`.
 """
-from typing import Dict, Iterator, List, Union
+from typing import Dict, Iterator, Union
 
 from autoais.schemas import DeadLetter, Prediction
-from autoais.schemas.errors import InputError
 from autoais.transforms.io.fields import (clean_text_fields, json_record, rejected,
                                   system_name_field)
-from autoais.transforms.io.inputs import check_input_file, data_format, system_name_from_path
-from autoais.transforms.io.records import read_header, records
+from autoais.transforms.io.inputs import check_input_file, system_name_from_path
+from autoais.transforms.io.records import Columns, read_columns, records
 
 REQUIRED_PREDICTION_FIELDS = ("question", "answer", "attribution")
 OPTIONAL_PREDICTION_FIELDS = ("system_name", "passage", "human_rating")
@@ -17,20 +16,12 @@ _PREDICTION_FIELDS = REQUIRED_PREDICTION_FIELDS + OPTIONAL_PREDICTION_FIELDS
 HUMAN_RATINGS = {"y": "Y", "yes": "Y", "n": "N", "no": "N"}
 
 
-def check_prediction_file(path: str) -> List[str]:
-  """Raises InputError if a predictions file cannot be read (check_input_file) or,
-  for CSV and Parquet, lacks a required column; returns its columns (none for
-  JSON Lines)."""
+def check_prediction_file(path: str) -> Columns:
+  """Raises InputError if a predictions file cannot be read (check_input_file) or
+  lacks a required column (in JSON Lines, a required field of its first
+  record); returns its Columns."""
   check_input_file(path)
-  header = read_header(path, _PREDICTION_FIELDS)
-  if data_format(path) == "jsonl":
-    return header
-  missing = [f for f in REQUIRED_PREDICTION_FIELDS if f not in header]
-  if missing:
-    raise InputError(
-        f"{path}:1: missing required column(s) {', '.join(missing)} "
-        f"(found: {', '.join(header) or 'none'})")
-  return header
+  return read_columns(path, _PREDICTION_FIELDS).require(REQUIRED_PREDICTION_FIELDS)
 
 
 def parse_prediction(fields: Dict[str, object], path: str, line: int,

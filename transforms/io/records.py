@@ -7,14 +7,17 @@ either a parsed element or a `DeadLetter` naming the file, the line (1-based
 physical line where the record starts; the row number for Parquet) and the field
 at fault. A bad record never raises; a bad *file* (unknown format, missing
 required column) raises `InputError` so that the job stops before it writes
-anything. Paths are anything Beam's `FileSystems` opens: local paths, `gs://`
+anything: `read_columns(path).require(...)` checks, at launch, a CSV header, a
+Parquet schema, or the first record of a JSON Lines file, which stands for the
+file as a header does. Paths are anything Beam's `FileSystems` opens: local paths, `gs://`
 URIs, `.gz` files.
 """
 import collections
+import contextlib
 import csv
 import io
 import json
-from typing import Iterator, List, Sequence, Union
+from typing import Iterator, List, NamedTuple, Optional, Sequence, Union
 
 import apache_beam as beam
 import pyarrow as pa
@@ -234,16 +237,59 @@ def _is_text_type(data_type) -> bool:
           pa.types.is_null(data_type))
 
 
-def read_header(path: str, text_columns: Sequence[str] = ()) -> List[str]:
-  """Column names of a CSV or Parquet file (JSON Lines have none: empty list).
+# A need of `Columns.require`: a name, or a tuple of alternatives, each a name or
+# a tuple of names needed together: ("id", ("contents", ("title", "text"))).
+Need = Union[str, tuple]
+
+
+def _alternatives(need: Need) -> List[tuple]:
+  if isinstance(need, str):
+    return [(need,)]
+  return [(alternative,) if isinstance(alternative, str) else tuple(alternative)
+          for alternative in need]
+
+
+def _describe(need: Need) -> str:
+  described = [" and ".join(names) for names in _alternatives(need)]
+  return described[0] if len(described) == 1 else f"({', or '.join(described)})"
+
+
+class Columns(NamedTuple):
+  """The fields a file declares, read at launch (`read_columns`): a CSV header
+  or a Parquet schema (`kind` "column", line 1), or the fields of a JSON Lines
+  file's first record (`kind` "field", at its line). `names` is None for a JSON
+  Lines file whose first line holds no JSON object: that line is dead-lettered
+  when the file is read, and nothing is checked."""
+  path: str
+  line: int
+  names: Optional[List[str]]
+  kind: str
+
+  def require(self, required: Sequence[Need]) -> "Columns":
+    """Raises InputError naming the file, the line and each need of `required`
+    the names do not meet; returns self."""
+    if self.names is None:
+      return self
+    missing = [_describe(need) for need in required if not any(
+        all(name in self.names for name in names) for names in _alternatives(need))]
+    if missing:
+      where = " in the first record" if self.kind == "field" else ""
+      raise InputError(
+          f"{self.path}:{self.line}: missing required {self.kind}(s) "
+          f"{', '.join(missing)}{where} (found: {', '.join(self.names) or 'none'})")
+    return self
+
+
+def read_columns(path: str, text_columns: Sequence[str] = ()) -> Columns:
+  """The Columns of a CSV, Parquet or JSON Lines file (cheap: a header, a
+  footer or one line).
 
   Parquet columns named in `text_columns` must hold text (string, binary or a
   dictionary of strings): another type is refused, naming the column.
   """
   fmt = data_format(path)
   if fmt == "csv":
-    header = next(_csv_rows(path), None)
-    return header or []
+    return Columns(path, 1, next(_csv_rows(path), None) or [], "column")
   if fmt == "parquet":
     parquet = open_parquet(path)
     schema = parquet.schema_arrow
@@ -253,8 +299,15 @@ def read_header(path: str, text_columns: Sequence[str] = ()) -> List[str]:
         raise InputError(
             f"{path}: column '{name}' has type {schema.field(name).type}, "
             "expected string")
-    return list(schema.names)
-  return []
+    return Columns(path, 1, list(schema.names), "column")
+  with contextlib.closing(jsonl_records(path)) as items:
+    first = next(items, None)
+  if first is None:
+    return Columns(path, 1, [], "field")
+  if isinstance(first, DeadLetter):
+    return Columns(path, first.source_line, None, "field")
+  line, fields = first
+  return Columns(path, line, list(fields), "field")
 
 
 def records(path: str, columns: Sequence[str]) -> Iterator[Union[tuple, DeadLetter]]:
@@ -276,11 +329,11 @@ class _ReadRecordsFn(beam.DoFn):
     self._read_file = read_file
 
   def start_bundle(self):
-    self._read = 0
+    self._read = collections.Counter()
 
   def process(self, path):
     for item in self._read_file(path):
-      self._read += 1
+      self._read[path] += 1
       if isinstance(item, DeadLetter):
         yield beam.pvalue.TaggedOutput("dead_letter", item)
       else:
@@ -289,14 +342,16 @@ class _ReadRecordsFn(beam.DoFn):
   def finish_bundle(self):
     if self._read:
       yield beam.pvalue.TaggedOutput("counts", WindowedValue(
-          {"read": self._read}, MIN_TIMESTAMP, [GlobalWindow()]))
-      self._read = 0
+          {"read": sum(self._read.values()), "by_file": dict(self._read)},
+          MIN_TIMESTAMP, [GlobalWindow()]))
+      self._read = collections.Counter()
 
 
 class ReadRecords(beam.PTransform):
   """Reads files record by record with `read_file(path)` (read_predictions,
   read_corpus_source). Outputs: main (parsed elements), 'dead_letter' and
-  'counts' (per-bundle {'read': n}: every record, parsed or not)."""
+  'counts' (per-bundle {'read': n, 'by_file': {path: n}}: every record, parsed
+  or not)."""
 
   def __init__(self, paths: Sequence[str], read_file):
     super().__init__()

@@ -41,6 +41,8 @@ ABSTENTION_PHRASES = (
     "The context provided doesn't", "The context doesn't", "not sure if I understand",
     "I'm sorry, but I can't", "The given context does not",
     "I couldn't find any relevant information")
+# What every ExpertQA record needs (checked in its first record at launch).
+EXPERTQA_FIELDS = ("question", "answers")
 # An evidence item that is only a URL, cited or not ("[10] https://...").
 _BARE_URL = re.compile(r"\s*(?:\[\d+\]\s*)?https?://\S*\s*")
 

@@ -50,8 +50,9 @@ from autoais.transforms.corpus.passages import parse_passage
 from autoais.transforms.io.fields import clean_text_fields, json_record, rejected
 from autoais.transforms.io.inputs import check_input_file, open_input, system_name_from_path
 from autoais.transforms.io.predictions import HUMAN_RATINGS, read_predictions
-from autoais.transforms.io.records import read_header, records
-from autoais.transforms.labelled.expertqa import evidence_text, read_expertqa
+from autoais.transforms.io.records import Columns, read_columns, records
+from autoais.transforms.labelled.expertqa import (EXPERTQA_FIELDS, evidence_text,
+                                          read_expertqa)
 from autoais.transforms.scoring.examples import claim_example, qa_example, qa_hypothesis
 from autoais.schemas.errors import InputError
 
@@ -127,8 +128,8 @@ HUMAN_RATING_FIELDS = ("system_name", "question", "human_rating")
 
 
 def check_human_ratings_file(path: str) -> None:
-  """Raises InputError if a ratings file cannot be read or, for CSV and Parquet,
-  lacks a column of HUMAN_RATING_FIELDS."""
+  """Raises InputError if a ratings file cannot be read or lacks a column of
+  HUMAN_RATING_FIELDS (in JSON Lines, a field of its first record)."""
   check_input_file(path)
   _require_columns(path, HUMAN_RATING_FIELDS)
 
@@ -161,26 +162,22 @@ class LabelledFormat(NamedTuple):
   read: Callable[[str, Optional[str]], Iterator[Union[LabelledItem, DeadLetter]]]
   groupings: Tuple[str, ...]  # what `group`, then `secondary_group`, hold
   positive: str  # which human label counts as attributable, in words
-  required_columns: Tuple[str, ...]  # checked at launch in CSV / TSV / Parquet
+  required_columns: Tuple[str, ...]  # checked at launch (JSON Lines: the first record)
   multi_premise: bool = False  # items of several premise chunks (max over them)
   number_columns: Tuple[str, ...] = ()  # required columns that are not text
 
 
 def _require_columns(path: str, required, number_columns=()) -> None:
   text_columns = [name for name in required if name not in number_columns]
-  header = _tsv_header(path) if _is_tsv(path) else read_header(path, text_columns)
-  if not header:  # JSON Lines: no header to check
-    return
-  missing = [name for name in required if name not in header]
-  if missing:
-    raise InputError(f"{path}:1: missing required column(s) {', '.join(missing)} "
-                     f"(found: {', '.join(header)})")
+  columns = (Columns(path, 1, _tsv_header(path), "column") if _is_tsv(path)
+             else read_columns(path, text_columns))
+  columns.require(required)
 
 
 def check_labelled_file(format_name: str, path: str,
                         scenario: Optional[str] = None) -> None:
   """Launch checks of an agreement input: readable, and the columns the format
-  (and scenario) needs where the file has a header."""
+  (and scenario) needs (in JSON Lines, the fields of its first record)."""
   if _is_tsv(path):
     with open_input(path) as binary:
       if not binary.read(65536).strip():
@@ -562,7 +559,7 @@ FORMATS: Dict[str, LabelledFormat] = {
                            multi_premise=True),
     "expertqa": LabelledFormat(_read_expertqa, ("system",),
                                "support 'Complete' (Partial, Incomplete, Missing are "
-                               "not; N/A has no label)", ("question", "answers")),
+                               "not; N/A has no label)", EXPERTQA_FIELDS),
     "xor-attriqa": LabelledFormat(_read_xor_attriqa, ("query_language",),
                                   "ais Y / yes / true / 1", ("ais",)),
     "aggrefact": LabelledFormat(_read_aggrefact, ("dataset",),

@@ -11,29 +11,73 @@
         counts={"read_counts": read.counts}, values={"written": ...},
         scorer=plan.scorer, scorer_stats=scored["stats"])
 
-`RunRecord(**side_inputs)` gives {"job", "status": "complete", the job's
-fields in the order `fields` returns them, the software versions, the start
-time and duration}. It is built when the pipeline is, so that the duration
-counts from there.
+`RunRecord(**side_inputs)` gives {"job", "status", the job's fields in the
+order `fields` returns them, the software versions, the start time and
+duration}. It is built when the pipeline is, so that the duration counts from
+there.
+
+The status is "complete", or "empty_inputs" when a file that rows are read from
+yielded none: the job declares those files per input role
+(`rows_from(role, counts, flag, files)`: the role's dead letters, the name of
+the counts side input that holds its ReadRecords counts), and a file none of
+whose records outlived the dead letters (or that held none) is listed in
+run.json's `empty_inputs` with its counts and main reason. `empty_inputs(path)`
+reads that list back from a run.json (the run's exit code 3).
 """
+import json
 import time
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from autoais.schemas import REJECTED, UNMATCHED
 from autoais.transforms.io.dead_letters import WriteDeadLetters
 from autoais.transforms.io.manifest import (SumCounts, WriteManifest, utc_now,
                                     versions_and_timings)
 
 
+COMPLETE = "complete"
+EMPTY_INPUTS = "empty_inputs"
+
+
 class RunRecord:
-  """Subclasses set `job` and implement `fields(**side_inputs)`."""
+  """Subclasses set `job` and implement `fields(**side_inputs)`, and declare
+  the files rows are read from with `rows_from`."""
   job: str
 
   def __init__(self, scorer: Optional[Dict[str, Any]] = None):
     self._scorer = scorer
     self._started, self._started_at = time.time(), utc_now()
+    self._rows_from: Dict[str, tuple] = {}
+
+  def rows_from(self, role: str, counts: str, flag: str, files: Sequence[str]) -> None:
+    """Declares `files` (given by `flag`) as files that rows are read from,
+    whose dead letters go under `role` and whose ReadRecords counts reach the
+    record as the side input `counts`."""
+    self._rows_from[role] = (counts, flag, list(files))
+
+  def _empty_inputs(self, side_inputs) -> List[Dict[str, Any]]:
+    """The declared files that yielded no row, each with its counts and main
+    reason (the commonest, "no_records" where it held none)."""
+    empty = []
+    for role, (counts, flag, files) in self._rows_from.items():
+      if not files:  # an optional input not given
+        continue
+      read = (side_inputs.get(counts) or {}).get("by_file", {})
+      dead = side_inputs["dead"][role].get("by_file", {})
+      for path in files:
+        file_dead = dead.get(path, {REJECTED: 0, UNMATCHED: 0, "by_reason": {}})
+        if read.get(path, 0) > file_dead[REJECTED] + file_dead[UNMATCHED]:
+          continue
+        reasons = file_dead["by_reason"]
+        empty.append({
+            "file": path, "flag": flag, "read": read.get(path, 0),
+            REJECTED: file_dead[REJECTED], UNMATCHED: file_dead[UNMATCHED],
+            "main_reason": (max(sorted(reasons), key=reasons.get) if reasons
+                            else "no_records")})
+    return empty
 
   def scorer_fields(self, model_info: dict, scorer_stats: dict) -> Dict[str, Any]:
     """The scorer's description, the model's details and its counters."""
@@ -43,8 +87,20 @@ class RunRecord:
     raise NotImplementedError
 
   def __call__(self, **side_inputs) -> Dict[str, Any]:
-    return {"job": self.job, "status": "complete", **self.fields(**side_inputs),
+    empty = self._empty_inputs(side_inputs)
+    head = {"job": self.job, "status": EMPTY_INPUTS if empty else COMPLETE}
+    if empty:
+      head[EMPTY_INPUTS] = empty
+    return {**head, **self.fields(**side_inputs),
             **versions_and_timings(self._started, self._started_at)}
+
+
+def empty_inputs(run_json: str) -> List[Dict[str, Any]]:
+  """The `empty_inputs` of a run.json (local or gs://): [] for a complete
+  run."""
+  with FileSystems.open(run_json, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    record = json.loads(f.read().decode("utf-8"))
+  return record.get(EMPTY_INPUTS, []) if record.get("status") == EMPTY_INPUTS else []
 
 
 def scorer_side_inputs(pipeline, scorer, stats) -> Dict[str, Any]:

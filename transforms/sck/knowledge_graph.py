@@ -33,10 +33,9 @@ import apache_beam as beam
 
 from autoais.schemas import DeadLetter, EntityRecord, KgEdge, KgStatement
 from autoais.transforms.io.fields import clean_text_fields, json_record, rejected
-from autoais.transforms.io.inputs import check_input_file, data_format
-from autoais.transforms.io.records import read_header, records
+from autoais.transforms.io.inputs import check_input_file
+from autoais.transforms.io.records import read_columns, records
 from autoais.transforms.sck.entity_linking import Gazetteer, linkable_name, name_key
-from autoais.schemas.errors import InputError
 
 LABEL = "rdfs:label"
 ALIAS = "skos:altLabel"
@@ -48,13 +47,7 @@ KG_COLUMNS = ("subject", "predicate", "object")
 def check_kg_file(path: str) -> None:
   """InputError if a knowledge-graph file cannot be read or lacks a column."""
   check_input_file(path)
-  header = read_header(path, KG_COLUMNS)
-  if data_format(path) == "jsonl":
-    return
-  missing = [name for name in KG_COLUMNS if name not in header]
-  if missing:
-    raise InputError(f"{path}:1: missing required column(s) {', '.join(missing)} "
-                     f"(found: {', '.join(header) or 'none'})")
+  read_columns(path, KG_COLUMNS).require(KG_COLUMNS)
 
 
 def read_kg_statements(path: str) -> Iterator[Union[KgStatement, DeadLetter]]:

@@ -11,30 +11,22 @@ rows of
 Like transforms/io/records.py's readers, a bad record never raises: it becomes a
 DeadLetter naming the file, the line and the field.
 """
-from typing import Iterator, List, Union
+from typing import Iterator, Union
 
 from autoais.schemas import DeadLetter, SckInput
 from autoais.transforms.io.fields import (clean_text_fields, json_record, rejected,
                                   system_name_field)
-from autoais.transforms.io.inputs import check_input_file, data_format, system_name_from_path
-from autoais.transforms.io.records import read_header, records
+from autoais.transforms.io.inputs import check_input_file, system_name_from_path
+from autoais.transforms.io.records import read_columns, records
 from autoais.transforms.sck.intent import INTENTS, parse_intent
-from autoais.schemas.errors import InputError
 
 REQUIRED_FIELDS = ("question", "answer")
 FIELDS = REQUIRED_FIELDS + ("reference_answer", "system_name", "intent")
 
 
-def check_answers_file(path: str) -> List[str]:
+def check_answers_file(path: str) -> None:
   check_input_file(path)
-  header = read_header(path, FIELDS)
-  if data_format(path) == "jsonl":
-    return header
-  missing = [name for name in REQUIRED_FIELDS if name not in header]
-  if missing:
-    raise InputError(f"{path}:1: missing required column(s) {', '.join(missing)} "
-                     f"(found: {', '.join(header) or 'none'})")
-  return header
+  read_columns(path, FIELDS).require(REQUIRED_FIELDS)
 
 
 def parse_answer(fields, path: str, line: int,

@@ -138,7 +138,8 @@ def test_corpus_parquet_with_title_and_text(tmp_path):
                                                             "« B » « B » y"]
   bad = str(tmp_path / "bad.parquet")
   pq.write_table(pa.table({"id": ["a"], "body": ["x"]}), bad)
-  with pytest.raises(InputError, match="a corpus needs columns"):
+  with pytest.raises(InputError, match=r"missing required column\(s\) \(contents, or title "
+                                       r"and text\)"):
     check_corpus_file(bad)
 
 
