@@ -454,8 +454,11 @@ def scorer_read_dirs(options: PipelineOptions) -> Dict[str, Optional[str]]:
   """The directories the scorer flags name ({flag: path or None}), for a job's
   OutputDir: its output directory may neither lie inside nor hold them."""
   scorer = options.view_as(ScorerOptions)
-  return {"--model": scorer.model, "--tokenizer": scorer.tokenizer,
-          "--score_cache": scorer.score_cache}
+  # A Hugging Face hub id names no directory here (its files are in the
+  # huggingface_hub cache): `google/t5_xxl_true_nli_mixture` is not ./google/.
+  return {flag: None if path and hub.is_hub_id(path) else path
+          for flag, path in (("--model", scorer.model), ("--tokenizer", scorer.tokenizer),
+                             ("--score_cache", scorer.score_cache))}
 
 
 def check_cache_dir(path: str) -> None:

@@ -119,6 +119,17 @@ def test_a_hub_model_the_cache_cannot_give_is_refused_at_launch(
   assert not (tmp_path / "out").exists()
 
 
+def test_a_hub_id_is_no_directory_of_the_working_directory(offline, tmp_path, monkeypatch,
+                                                           examples_corpus_dir):
+  # org/tiny-t5 would lie inside --output_dir if it were read as ./org/tiny-t5.
+  (tmp_path / "run").mkdir()
+  monkeypatch.chdir(tmp_path / "run")
+  code, run = _evaluate(tmp_path / "run", examples_corpus_dir, "--scorer", "t5",
+                        "--model", REPO)
+  assert code == 0
+  assert run["scorer"]["model_commit"] == offline["main"]
+
+
 def test_the_cache_is_read_where_huggingface_hub_keeps_it(offline):
   # The layout the fixture wrote is the one huggingface_hub resolves itself.
   from huggingface_hub import snapshot_download  # pylint: disable=import-outside-toplevel
