@@ -247,14 +247,6 @@ class LoadedScorer:
     return scores
 
 
-def _scorer_flag_names():
-  import argparse  # pylint: disable=import-outside-toplevel
-  from autoais.beam_jobs.common import ScorerOptions  # pylint: disable=import-outside-toplevel
-  parser = argparse.ArgumentParser()
-  ScorerOptions._add_argparse_args(parser)  # pylint: disable=protected-access
-  return {action.dest for action in parser._actions} - {"help"}  # pylint: disable=protected-access
-
-
 def load_scorer(family: str, **flags) -> LoadedScorer:
   """A scorer of (premise, hypothesis) pairs: `family` is a `--scorer` of the
   jobs (t5, nli-classifier, minicheck, remote, vertex, llm-judge) and `flags`
@@ -262,11 +254,12 @@ def load_scorer(family: str, **flags) -> LoadedScorer:
   the jobs check them; the model loads at the first `score` call. string-match
   is refused: it matches an answer in a passage and reads no premise."""
   from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=import-outside-toplevel
-  from autoais.beam_jobs.common import ScorerOptions, parse_options, scorer_from_options  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs.common import (ScorerOptions, option_dests, parse_options,  # pylint: disable=import-outside-toplevel
+                                        scorer_from_options)
   from autoais.schemas.errors import ConfigError  # pylint: disable=import-outside-toplevel
   if "scorer" in flags:
     raise ConfigError("name the family as load_scorer's first argument, not scorer=")
-  unknown = sorted(set(flags) - _scorer_flag_names())
+  unknown = sorted(set(flags) - option_dests(ScorerOptions))
   if unknown:
     # parse_options knows every job's flags once their modules are imported:
     # refuse a job's flag here rather than let it be ignored.

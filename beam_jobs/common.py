@@ -211,13 +211,26 @@ class RunOptions(PipelineOptions):
                        "none. Dataflow shows the same counters as job metrics.")
 
 
+def options_parser(*classes: Type[PipelineOptions]) -> _BeamArgumentParser:
+  """A strict parser (no abbreviations) of the flags `classes` declare."""
+  parser = _BeamArgumentParser(allow_abbrev=False)
+  for cls in classes:
+    cls._add_argparse_args(parser)  # pylint: disable=protected-access
+  return parser
+
+
+def option_dests(options_class: Type[PipelineOptions]) -> FrozenSet[str]:
+  """The names (dests) of the flags `options_class` declares."""
+  return frozenset(action.dest for action in options_parser(options_class)._actions  # pylint: disable=protected-access
+                   if action.dest != "help")
+
+
 def given_flags(options: PipelineOptions,
                 options_class: Type[PipelineOptions]) -> FrozenSet[str]:
   """The dests of `options_class`'s flags that the command line gave, with any
   value (its default's too): a flag's default cannot tell "given" from "left
   out". Read from the flags the options were parsed from (Beam keeps them)."""
-  parser = _BeamArgumentParser(allow_abbrev=False)
-  options_class._add_argparse_args(parser)  # pylint: disable=protected-access
+  parser = options_parser(options_class)
   for action in parser._actions:  # pylint: disable=protected-access
     action.default = argparse.SUPPRESS
   flags = getattr(options, "_flags", None) or []
@@ -531,10 +544,7 @@ def _key(cls) -> str:
 
 
 def _unknown_flags(argv: Sequence[str], classes) -> List[str]:
-  parser = _BeamArgumentParser(allow_abbrev=False)
-  for cls in classes:
-    cls._add_argparse_args(parser)  # pylint: disable=protected-access
-  _, unknown = parser.parse_known_args(list(argv))
+  _, unknown = options_parser(*classes).parse_known_args(list(argv))
   return unknown
 
 
