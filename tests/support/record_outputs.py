@@ -20,7 +20,10 @@ beam_jobs.cli JOB ...`, a process of its own, DirectRunner):
   bootstrap samples);
 * sck: the seed examples' knowledge graph of tests/support/sck_kg.py with
   string-match and the packaged embedding model;
-* ais-annotations: the AIS release's consensus files.
+* ais-annotations: the AIS release's consensus files;
+* citations: ALCE result files of five systems (sentences, a QAMPARI list, ELI5
+  claims) and ALCE's human evaluation file over NQ-Open oracle questions
+  (tests/support/citations.py); citations-t5: two of them with the tiny T5.
 
 Inputs are built once into INPUTS_DIR (default /tmp/autoais-recording-inputs)
 and reused, so two recordings read the very same files, model included.
@@ -94,11 +97,27 @@ def build_inputs(inputs: pathlib.Path) -> dict:
       nq = build_nq_leaderboard(inputs / "nq")
       (inputs / "audit").mkdir(exist_ok=True)
       build_audit_inputs(inputs / "audit", nq)
+      _write_citations_inputs(inputs / "citations")
     done.write_text("built\n", encoding="utf-8")
   paths.update({"nq_corpus": inputs / "nq" / "corpus",
                 "nq_predictions": inputs / "nq" / "predictions" / "*.csv",
-                "audit": inputs / "audit"})
+                "audit": inputs / "audit", "citations": inputs / "citations"})
   return paths
+
+
+def _write_citations_inputs(directory: pathlib.Path) -> None:
+  """ALCE result files over NQ-Open oracle questions: the three sentence
+  systems, a QAMPARI list system, an ELI5 system with claims, and ALCE's human
+  evaluation file (tests/support/citations.py)."""
+  # pylint: disable=import-outside-toplevel
+  from tests.support import citations
+  from tests.support.nq import nq_oracle_records
+  records = nq_oracle_records()
+  directory.mkdir(parents=True, exist_ok=True)
+  for system in (*citations.SYSTEMS, citations.QAMPARI_SYSTEM, citations.ELI5_SYSTEM):
+    citations.write_alce(directory / f"{system}.json",
+                         citations.alce_items(records, system, range(120)))
+  citations.write_human_eval(directory / "human_eval.json", records, first=300)
 
 
 def runs(paths: dict, out: pathlib.Path) -> dict:
@@ -156,6 +175,11 @@ def runs(paths: dict, out: pathlib.Path) -> dict:
                        paths["nq_corpus"], "--gold",
                        shared_file("nq_open/NQ-open.dev.jsonl"),
                        "--bootstrap_samples", "100"]),
+      "citations": (True, ["citations", "--input", paths["citations"] / "*.json",
+                           "--bootstrap_samples", "100"]),
+      "citations-t5": (True, ["citations", "--input", ",".join(
+          str(paths["citations"] / name) for name in ("single.json", "multiple.json")),
+                              "--bootstrap_samples", "100", *t5]),
       "ais-annotations": (True, [
           "ais-annotations", "--input",
           str(shared_file("ais_annotations/ann_qrecc.csv").parent / "ann_*.csv")]),
