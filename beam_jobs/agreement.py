@@ -37,9 +37,10 @@ if __name__ == "__main__":
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import (JobArguments, ScorerOptions, boolean_flag, is_local_runner,
-                              require, require_choice, run_job,
-                              scorer_from_options, scorer_read_dirs)
+from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions,
+                                      boolean_flag, is_local_runner, require,
+                                      require_choice, row_table_shards, run_job,
+                                      scorer_from_options, scorer_read_dirs)
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import AgreementRow
 from autoais.schemas.errors import ConfigError
@@ -51,7 +52,7 @@ from autoais.transforms.io.manifest import reconcile
 from autoais.transforms.io.records import ReadRecords
 from autoais.transforms.labelled.readers import (FORMATS, SCENARIOS, check_labelled_file,
                                          labelled_reader)
-from autoais.transforms.rows.merge import WriteMergedRows
+from autoais.transforms.rows.merge import WriteMergedRows, row_table_files
 from autoais.transforms.rows.record import RunRecord, WriteRunRecord
 from autoais.transforms.stats.agreement import METRICS
 
@@ -63,7 +64,7 @@ class AgreementOptions(PipelineOptions):
   """agreement's own flags; the scorer flags are beam_jobs.common.ScorerOptions."""
 
   # Listed in `--help` after the job's own flags (beam_jobs.common.job_help).
-  SHARED_OPTIONS = (ScorerOptions,)
+  SHARED_OPTIONS = (ScorerOptions, RowTableOptions)
 
   @classmethod
   def _add_argparse_args(cls, parser):
@@ -132,8 +133,10 @@ class _Plan:
       raise ConfigError(f"--calibrate_per_dataset: the groups of --format "
                         f"{options.format} are not data sets (formats whose are: "
                         f"{', '.join(dataset_formats)})")
+    self.num_shards = row_table_shards(options)
     self.output = OutputDir(
-        "agreement", options.output_dir, OUTPUT_FILES,
+        "agreement", options.output_dir, row_table_files(
+            OUTPUT_FILES, (RowsFold,), self.num_shards),
         reads={"--input": self.input_files, "--calibrate_on": self.calibration_files},
         read_dirs=scorer_read_dirs(options))
     self.output.check()
@@ -220,7 +223,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
     calibration = pipeline | "NoCalibration" >> beam.Create([None])
 
   rows_written = input_rows | "WriteRows" >> WriteMergedRows(
-      RowsFold, options.output_dir, work_dir)
+      RowsFold, options.output_dir, work_dir, plan.num_shards)
   header = {
       "job": "agreement", "format": options.format, "scenario": plan.scenario,
       "inputs": plan.input_files, "positive_label": plan.format.positive,

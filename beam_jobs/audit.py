@@ -42,8 +42,10 @@ if __name__ == "__main__":
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
-                              require_choice, run_job, scorer_from_options, scorer_read_dirs)
+from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions,
+                                      is_local_runner, require, require_choice,
+                                      row_table_shards, run_job, scorer_from_options,
+                                      scorer_read_dirs)
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas.errors import ConfigError
 from autoais.transforms.audit.readers import (check_answers_file, check_candidates_file,
@@ -58,7 +60,7 @@ from autoais.transforms.io.gold import TFDS_PREFIX, check_gold_source
 from autoais.transforms.io.inputs import check_text_file, match_files
 from autoais.transforms.io.manifest import reconcile
 from autoais.transforms.io.records import ReadRecords
-from autoais.transforms.rows.merge import WriteMergedRows
+from autoais.transforms.rows.merge import WriteMergedRows, row_table_files
 from autoais.transforms.rows.record import RunRecord, WriteRunRecord
 
 OUTPUT_FILES = ("run.json", "audit_candidates.parquet", "audit_answers.parquet",
@@ -70,7 +72,7 @@ class AuditOptions(PipelineOptions):
   """audit's own flags; the scorer flags are beam_jobs.common.ScorerOptions."""
 
   # Listed in `--help` after the job's own flags (beam_jobs.common.job_help).
-  SHARED_OPTIONS = (ScorerOptions,)
+  SHARED_OPTIONS = (ScorerOptions, RowTableOptions)
 
   @classmethod
   def _add_argparse_args(cls, parser):
@@ -134,8 +136,10 @@ class _Plan:
              "--topics": self.topic_files}
     if options.gold and not options.gold.startswith(TFDS_PREFIX):
       reads["--gold"] = [options.gold]
+    self.num_shards = row_table_shards(options)
     self.output = OutputDir(
-        "audit", options.output_dir, OUTPUT_FILES, reads=reads,
+        "audit", options.output_dir, row_table_files(
+            OUTPUT_FILES, (AuditFold,), self.num_shards), reads=reads,
         read_dirs={"--corpus": options.corpus, **scorer_read_dirs(options)})
 
   @staticmethod
@@ -247,7 +251,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   rated = joined["examples"] | "RateCandidates" >> RateCandidates(
       plan.scorer, answers, index, matched["per_answer"])
   written = rated["rows"] | "WriteAudit" >> WriteMergedRows(AuditFold, options.output_dir,
-                                                           work_dir)
+                                                           work_dir, plan.num_shards)
   summary = written["outcomes"] | "SummarizeAudit" >> SummarizeAudit(
       options.output_dir, options.candidates_from, options.bootstrap_samples,
       options.seed)

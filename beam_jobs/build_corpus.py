@@ -39,6 +39,7 @@ from autoais.transforms.io.records import ReadRecords
 from autoais.transforms.io.sorted_runs import SpillSortedRuns, merge_sorted_runs
 
 OUTPUT_FILES = (store.MANIFEST, "dead_letter.jsonl")
+DEFAULT_NUM_SHARDS = 64
 
 
 def output_files(num_shards: int):
@@ -62,8 +63,11 @@ class BuildCorpusOptions(PipelineOptions):
     group.add_argument("--input", help="Passage files: path, glob or comma list "
                        "(.jsonl, .parquet; .gz allowed), local or gs://.")
     group.add_argument("--output", help="Corpus directory to write.")
-    group.add_argument("--num_shards", type=int, default=64,
-                       help="Number of hash shards (default 64).")
+    # No argparse default: the row-writing jobs' --num_shards (their row
+    # tables' files, default 1) shares the name, and Beam gives every class
+    # of a process one default (the API imports all jobs).
+    group.add_argument("--num_shards", type=int,
+                       help=f"Number of hash shards (default {DEFAULT_NUM_SHARDS}).")
     group.add_argument("--row_group_size", type=int,
                        default=store.DEFAULT_ROW_GROUP_SIZE,
                        help="Passages per Parquet row group; small groups make "
@@ -171,6 +175,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   build-corpus steps to `pipeline`; returns the claimed OutputDir."""
   options = options.view_as(BuildCorpusOptions)
   require(options, "input", "output")
+  if options.num_shards is None:
+    options.num_shards = DEFAULT_NUM_SHARDS
   if options.num_shards < 1 or options.row_group_size < 1:
     raise ConfigError("--num_shards and --row_group_size must be positive")
   inputs = match_files(options.input)

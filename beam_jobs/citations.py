@@ -40,8 +40,10 @@ import os
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
-                              require_choice, run_job, scorer_from_options, scorer_read_dirs)
+from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions,
+                                      is_local_runner, require, require_choice,
+                                      row_table_shards, run_job, scorer_from_options,
+                                      scorer_read_dirs)
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas.errors import ConfigError
 from autoais.transforms.citations.alce import splitter
@@ -54,7 +56,7 @@ from autoais.transforms.io.inputs import (check_input_file, data_format, match_f
                                   uncompressed_name)
 from autoais.transforms.io.manifest import reconcile
 from autoais.transforms.io.records import ReadRecords, read_columns
-from autoais.transforms.rows.merge import WriteMergedRows
+from autoais.transforms.rows.merge import WriteMergedRows, row_table_files
 from autoais.transforms.rows.record import RunRecord, WriteRunRecord
 
 OUTPUT_FILES = ("run.json", "citations_rows.parquet", "citations_rows.csv",
@@ -94,7 +96,7 @@ class CitationsOptions(PipelineOptions):
   """citations' own flags; the scorer flags are beam_jobs.common.ScorerOptions."""
 
   # Listed in `--help` after the job's own flags (beam_jobs.common.job_help).
-  SHARED_OPTIONS = (ScorerOptions,)
+  SHARED_OPTIONS = (ScorerOptions, RowTableOptions)
 
   @classmethod
   def _add_argparse_args(cls, parser):
@@ -146,8 +148,10 @@ class _Plan:
       self.formats[path] = file_format(path, options.format)
       if self.formats[path] == "jsonl":
         read_columns(path).require(ITEM_FIELDS)
+    self.num_shards = row_table_shards(options)
     self.output = OutputDir(
-        "citations", options.output_dir, OUTPUT_FILES, reads={"--input": self.files},
+        "citations", options.output_dir, row_table_files(
+            OUTPUT_FILES, (SentencesFold, ItemsFold), self.num_shards), reads={"--input": self.files},
         read_dirs=scorer_read_dirs(options))
 
 
@@ -197,9 +201,9 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   scored = read.records | "ScoreCitations" >> ScoreCitations(
       plan.scorer, options.at_most_citations)
   sentences = scored["sentences"] | "WriteSentenceRows" >> WriteMergedRows(
-      SentencesFold, options.output_dir, work_dir)
+      SentencesFold, options.output_dir, work_dir, plan.num_shards)
   items = scored["items"] | "WriteItemRows" >> WriteMergedRows(
-      ItemsFold, options.output_dir, work_dir)
+      ItemsFold, options.output_dir, work_dir, plan.num_shards)
   summary = items["outcomes"] | "SummarizeCitations" >> SummarizeCitations(
       options.output_dir, {"at_most_citations": options.at_most_citations},
       options.bootstrap_samples, options.seed)

@@ -32,8 +32,10 @@ if __name__ == "__main__":
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
-                              require_choice, run_job, scorer_from_options, scorer_read_dirs)
+from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions,
+                                      is_local_runner, require, require_choice,
+                                      row_table_shards, run_job, scorer_from_options,
+                                      scorer_read_dirs)
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas.errors import ConfigError
 from autoais.transforms.claims.readers import CLAIM_FIELDS, read_claims_jsonl
@@ -43,7 +45,7 @@ from autoais.transforms.io.inputs import check_input_file, data_format, match_fi
 from autoais.transforms.io.manifest import reconcile
 from autoais.transforms.io.records import ReadRecords, read_columns
 from autoais.transforms.labelled.expertqa import EXPERTQA_FIELDS, read_expertqa
-from autoais.transforms.rows.merge import WriteMergedRows
+from autoais.transforms.rows.merge import WriteMergedRows, row_table_files
 from autoais.transforms.rows.record import RunRecord, WriteRunRecord
 
 OUTPUT_FILES = ("run.json", "claims_rows.parquet", "claims_rows.csv", "claims.csv",
@@ -59,7 +61,7 @@ class ClaimsOptions(PipelineOptions):
   """claims' own flags; the scorer flags are beam_jobs.common.ScorerOptions."""
 
   # Listed in `--help` after the job's own flags (beam_jobs.common.job_help).
-  SHARED_OPTIONS = (ScorerOptions,)
+  SHARED_OPTIONS = (ScorerOptions, RowTableOptions)
 
   @classmethod
   def _add_argparse_args(cls, parser):
@@ -98,8 +100,10 @@ class _Plan:
         raise ConfigError(f"{path}: claims are read from JSON Lines files")
       check_input_file(path)
       read_columns(path).require(_REQUIRED_FIELDS[self.format])
+    self.num_shards = row_table_shards(options)
     self.output = OutputDir(
-        "claims", options.output_dir, OUTPUT_FILES, reads={"--input": self.files},
+        "claims", options.output_dir, row_table_files(
+            OUTPUT_FILES, (ClaimsFold,), self.num_shards), reads={"--input": self.files},
         read_dirs=scorer_read_dirs(options))
 
 
@@ -135,7 +139,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   scored = read.records | "ScoreClaims" >> ScoreClaims(plan.scorer,
                                                        options.evidence_mode)
   written = scored["rows"] | "WriteClaimRows" >> WriteMergedRows(
-      ClaimsFold, options.output_dir, work_dir)
+      ClaimsFold, options.output_dir, work_dir, plan.num_shards)
   summary = written["outcomes"] | "SummarizeClaims" >> SummarizeClaims(
       options.output_dir, options.evidence_mode, options.bootstrap_samples,
       options.seed)

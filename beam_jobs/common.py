@@ -211,6 +211,35 @@ class RunOptions(PipelineOptions):
                        "none. Dataflow shows the same counters as job metrics.")
 
 
+class RowTableOptions(PipelineOptions):
+  """How a job writes its row tables, for every job that merges rows
+  (transforms/rows/merge.py)."""
+
+  @classmethod
+  def _add_argparse_args(cls, parser):
+    group = parser.add_argument_group("row tables")
+    # No argparse default: build-corpus's --num_shards (its corpus's shards,
+    # default 64) shares the name, and Beam gives every class of a process
+    # one default.
+    group.add_argument(
+        "--num_shards", type=int,
+        help="Write each row table as N files, {table}-SSSSS-of-NNNNN.parquet and "
+        ".csv, merged and written on N workers: a system's rows in one shard, "
+        "picked by a hash of its name, so every file's bytes depend on the "
+        "inputs alone (default 1: one file per table, merged on one worker; "
+        "see docs/scale.md for when to shard).")
+
+
+def row_table_shards(options: PipelineOptions) -> int:
+  """--num_shards of a row-writing job (1 where not given)."""
+  num_shards = options.view_as(RowTableOptions).num_shards
+  if num_shards is None:
+    return 1
+  if num_shards < 1:
+    raise ConfigError("--num_shards must be positive")
+  return num_shards
+
+
 def options_parser(*classes: Type[PipelineOptions]) -> _BeamArgumentParser:
   """A strict parser (no abbreviations) of the flags `classes` declare."""
   parser = _BeamArgumentParser(allow_abbrev=False)

@@ -35,8 +35,9 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
-                              run_job, scorer_from_options, scorer_read_dirs)
+from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions,
+                                      is_local_runner, require, row_table_shards, run_job,
+                                      scorer_from_options, scorer_read_dirs)
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import UNMATCHED
 from autoais.schemas.errors import ConfigError
@@ -51,7 +52,7 @@ from autoais.transforms.io.manifest import reconcile
 from autoais.transforms.io.predictions import check_prediction_file, read_predictions
 from autoais.transforms.io.records import ReadRecords
 from autoais.transforms.labelled.readers import check_human_ratings_file, read_human_ratings
-from autoais.transforms.rows.merge import WriteMergedRows
+from autoais.transforms.rows.merge import WriteMergedRows, row_table_files
 from autoais.transforms.rows.record import RunRecord, WriteRunRecord
 from autoais.transforms.stats.metrics import (BuildGoldIndex, QuestionIndexFromPredictions,
                                                SummarizeSystems)
@@ -69,7 +70,7 @@ class EvaluateOptions(PipelineOptions):
   beam_jobs.common.ScorerOptions, shared with the other scoring jobs."""
 
   # Listed in `--help` after the job's own flags (beam_jobs.common.job_help).
-  SHARED_OPTIONS = (ScorerOptions,)
+  SHARED_OPTIONS = (ScorerOptions, RowTableOptions)
 
   @classmethod
   def _add_argparse_args(cls, parser):
@@ -114,8 +115,10 @@ class _Plan:
       self.human_rating_files = match_files(options.human_ratings)
       if not self.human_rating_files:
         raise ConfigError(f"--human_ratings {options.human_ratings!r} matches no files")
+    self.num_shards = row_table_shards(options)
     self.output = OutputDir(
-        "evaluate", options.output_dir, OUTPUT_FILES,
+        "evaluate", options.output_dir, row_table_files(
+            OUTPUT_FILES, (RatingsFold,), self.num_shards),
         reads={"--predictions": self.prediction_files,
                "--gold": ([options.gold] if options.gold and
                           not options.gold.startswith(TFDS_PREFIX) else []),
@@ -250,7 +253,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   scored = passages["joined"] | "ScoreAnswers" >> ScoreAnswers(plan.scorer, decode)
   ratings = scored["rows"] | "WriteRatings" >> WriteMergedRows(
       functools.partial(RatingsFold, options.corpus is not None), options.output_dir,
-      work_dir)
+      work_dir, plan.num_shards)
   summary = ratings["outcomes"] | "SummarizeSystems" >> SummarizeSystems(
       gold_index, options.bootstrap_samples, options.seed)
   leaderboard = summary.rows | "WriteLeaderboard" >> WriteLeaderboard(

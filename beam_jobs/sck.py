@@ -37,8 +37,9 @@ from typing import Optional
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import (JobArguments, ScorerOptions, is_local_runner, require,
-                              run_job, scorer_from_options, scorer_read_dirs)
+from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions,
+                                      is_local_runner, require, row_table_shards, run_job,
+                                      scorer_from_options, scorer_read_dirs)
 from autoais.schemas.errors import ConfigError
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import REJECTED
@@ -50,7 +51,7 @@ from autoais.transforms.sck.knowledge_graph import (BuildKnowledgeGraph, check_k
                                             read_kg_statements)
 from autoais.transforms.sck.readers import check_answers_file, read_answers
 from autoais.transforms.sck.tables import AnswersFold, SummarizeSck
-from autoais.transforms.rows.merge import WriteMergedRows
+from autoais.transforms.rows.merge import WriteMergedRows, row_table_files
 from autoais.transforms.rows.record import RunRecord, WriteRunRecord
 
 # The embedding model's modules (models/embeddings.py, transforms/sck/steps.py and
@@ -65,7 +66,7 @@ class SckOptions(PipelineOptions):
   """sck's own flags; the scorer flags are beam_jobs.common.ScorerOptions."""
 
   # Listed in `--help` after the job's own flags (beam_jobs.common.job_help).
-  SHARED_OPTIONS = (ScorerOptions,)
+  SHARED_OPTIONS = (ScorerOptions, RowTableOptions)
 
   @classmethod
   def _add_argparse_args(cls, parser):
@@ -105,8 +106,10 @@ class _Plan:
     require(options, "input", "kg", "output_dir")
     self.files = match_files(options.input)
     self.kg_files = match_files(options.kg)
+    self.num_shards = row_table_shards(options)
     self.output = OutputDir(
-        "sck", options.output_dir, OUTPUT_FILES,
+        "sck", options.output_dir, row_table_files(
+            OUTPUT_FILES, (AnswersFold,), self.num_shards),
         reads={"--input": self.files, "--kg": self.kg_files},
         read_dirs={"--embedding_model": options.embedding_model,
                    **scorer_read_dirs(options)})
@@ -180,7 +183,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   scored = read.records | "ScoreAnswers" >> ScoreAnswers(graph, plan.scorer, embedder,
                                                          plan.k_weights)
   written = scored["rows"] | "WriteAnswerRows" >> WriteMergedRows(
-      AnswersFold, options.output_dir, work_dir)
+      AnswersFold, options.output_dir, work_dir, plan.num_shards)
   summary = written["outcomes"] | "SummarizeSck" >> SummarizeSck(options.output_dir,
                                                                  weights)
   _ = pipeline | "WriteRunRecord" >> WriteRunRecord(

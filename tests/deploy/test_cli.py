@@ -60,7 +60,8 @@ def _group_titles(text):
 
 def test_help_of_every_job_shows_its_own_flags_first_without_the_model_stack(tmp_path):
   """`autoais JOB --help`, every job in one process: on stdout, exit 0, the job's
-  own flags first, then the scorer flags (jobs that score) and the run flags;
+  own flags first, then the scorer flags (jobs that score), the row-table flags
+  (the same jobs: they merge rows) and the run flags;
   Beam's options only behind --help_beam. None imports torch or transformers."""
   record = tmp_path / "record.json"
   result = subprocess.run([sys.executable, "-m", "tests.support.startup",
@@ -82,14 +83,14 @@ def test_help_of_every_job_shows_its_own_flags_first_without_the_model_stack(tmp
     if job == "serve":  # not a Beam job: its own parser
       assert "--model" in text and "--max_batch_windows" in text
       continue
-    expected = [job, "scorer", "run"] if job in scoring else [job, "run"]
+    expected = [job, "scorer", "row tables", "run"] if job in scoring else [job, "run"]
     assert _group_titles(text) == expected, job
     for beams in ("--runner", "--direct_running_mode", "--project"):
       assert f"\n  {beams} " not in text, (job, beams)
     assert f"`autoais {job} --help_beam` lists them" in " ".join(text.split())
   evaluate = helps["evaluate"]["stdout"]
   for flag in ("--predictions", "--corpus", "--gold", "--output_dir", "--join",
-               "--scorer", "--threshold", "--progress_interval"):
+               "--scorer", "--threshold", "--num_shards", "--progress_interval"):
     assert f"  {flag} " in evaluate, flag
   assert evaluate.index("--predictions") < evaluate.index("--scorer") < evaluate.index(
       "--progress_interval")

@@ -30,15 +30,17 @@ from autoais.beam_jobs.build_corpus import BuildCorpusOptions
 from autoais.beam_jobs.citations import CitationsOptions
 from autoais.beam_jobs.claims import ClaimsOptions
 from autoais.beam_jobs.sck import SckOptions
-from autoais.beam_jobs.common import ScorerOptions, job_help, parse_options
+from autoais.beam_jobs.common import job_help, parse_options
 from autoais.beam_jobs.evaluate import EvaluateOptions
 from tests.support.paths import PROJECT_ROOT
 
 LAUNCH = PROJECT_ROOT / "launch"
 
-# job -> (options class, metadata file, entry script, module, required options)
+# job -> (options class, metadata file, entry script, module, required options); the
+# options a template takes are its class's and those of the classes it names in
+# SHARED_OPTIONS (the scorer and row-table flags).
 JOBS = {
-    "evaluate": ((EvaluateOptions, ScorerOptions), "evaluate_metadata.json",
+    "evaluate": ((EvaluateOptions,), "evaluate_metadata.json",
                  "evaluate_main.py",
                  "autoais.beam_jobs.evaluate", {"predictions", "output_dir"}),
     "build-corpus": ((BuildCorpusOptions,), "build_corpus_metadata.json",
@@ -47,24 +49,25 @@ JOBS = {
     "ais-annotations": ((AisAnnotationsOptions,), "ais_annotations_metadata.json",
                         "ais_annotations_main.py", "autoais.beam_jobs.ais_annotations",
                         {"input", "output_dir"}),
-    "agreement": ((AgreementOptions, ScorerOptions), "agreement_metadata.json",
+    "agreement": ((AgreementOptions,), "agreement_metadata.json",
                   "agreement_main.py", "autoais.beam_jobs.agreement",
                   {"input", "format", "output_dir"}),
-    "claims": ((ClaimsOptions, ScorerOptions), "claims_metadata.json", "claims_main.py",
+    "claims": ((ClaimsOptions,), "claims_metadata.json", "claims_main.py",
                "autoais.beam_jobs.claims", {"input", "output_dir"}),
-    "citations": ((CitationsOptions, ScorerOptions), "citations_metadata.json",
+    "citations": ((CitationsOptions,), "citations_metadata.json",
                   "citations_main.py", "autoais.beam_jobs.citations", {"input", "output_dir"}),
-    "audit": ((AuditOptions, ScorerOptions), "audit_metadata.json", "audit_main.py",
+    "audit": ((AuditOptions,), "audit_metadata.json", "audit_main.py",
               "autoais.beam_jobs.audit", {"answers", "candidates", "output_dir"}),
-    "sck": ((SckOptions, ScorerOptions), "sck_metadata.json", "sck_main.py",
+    "sck": ((SckOptions,), "sck_metadata.json", "sck_main.py",
             "autoais.beam_jobs.sck", {"input", "kg", "output_dir"}),
 }
 
 
-def job_arguments(options_classes):
+def job_arguments(own_classes):
   """dest -> argparse action, for the options the job's own classes add."""
   parser = argparse.ArgumentParser()
-  for options_class in options_classes:
+  for options_class in (*own_classes, *(shared for own in own_classes
+                                        for shared in getattr(own, "SHARED_OPTIONS", ()))):
     options_class._add_argparse_args(parser)  # pylint: disable=protected-access
   return {action.dest: action for action in parser._actions  # pylint: disable=protected-access
           if action.dest != "help"}

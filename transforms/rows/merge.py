@@ -10,7 +10,13 @@ rows one by one in sort order; `WriteMergedRows` does the rest:
 1. spills the rows into sorted runs under `work_dir` (transforms/io/sorted_runs.py:
    bounded memory, any number of rows);
 2. merges every run on one worker (an impulse with the runs as a side input, so
-   the merge starts once all runs are written) in `RowFold.sort_key` order;
+   the merge starts once all runs are written) in `RowFold.sort_key` order; with
+   `num_shards` above 1, each of that many shards on a worker of its own, a
+   system's rows (a row's first key field where the fold is not by system) in
+   the shard a CRC-32 of its name picks, every table written as
+   `{stem}-SSSSS-of-NNNNN.parquet` / `.csv` (`table_file_stem`): the shard of
+   a row, and so every file's bytes, depend on the data alone, whatever the
+   runner or the number of workers;
 3. applies the duplicate rule: where `unique` is set, the first unit (a row, or
    the rows sharing `unit`) of each `unique` key is kept and every row of a
    later unit is dead-lettered by `RowFold.duplicate`;
@@ -22,7 +28,8 @@ rows one by one in sort order; `WriteMergedRows` does the rest:
    `RowFold.stats()` goes to the "stats" output, once.
 """
 import contextlib
-from typing import Any, Dict, Iterable, NamedTuple, Optional, Sequence, Type
+import zlib
+from typing import Any, Dict, Iterable, NamedTuple, Optional, Sequence, Tuple, Type
 
 import apache_beam as beam
 import pyarrow as pa
@@ -30,6 +37,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from autoais.schemas import DeadLetter
 from autoais.transforms.io.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
+from autoais.transforms.io.manifest import SumCounts
 from autoais.transforms.io.tables import TABLE_ROW_GROUP, SortedTableWriter
 
 
@@ -87,6 +95,45 @@ class RowFold:
     return {}
 
 
+def table_file_stem(stem: str, shard: int, num_shards: int) -> str:
+  """The file name, less its suffix, of one shard of a row table: the table's
+  own stem where it is written whole (one shard)."""
+  if num_shards == 1:
+    return stem
+  return f"{stem}-{shard:05d}-of-{num_shards:05d}"
+
+
+def row_table_files(output_files: Sequence[str], folds: Sequence[Type[RowFold]],
+                    num_shards: int) -> Tuple[str, ...]:
+  """A job's output file names (OutputDir's list) with the files of the folds'
+  row tables named per shard."""
+  tables = {f"{table.stem}{suffix}": (table.stem, suffix)
+            for fold in folds for table in fold.tables
+            for suffix in (".parquet", ".csv")}
+  names = []
+  for name in output_files:
+    if name not in tables:
+      names.append(name)
+      continue
+    stem, suffix = tables[name]
+    names.extend(table_file_stem(stem, shard, num_shards) + suffix
+                 for shard in range(num_shards))
+  return tuple(names)
+
+
+class _ShardOfField:
+  """A row's shard from one string field (picklable, for SpillSortedRuns): a
+  CRC-32 of its UTF-8 bytes, the same in every process (Python's own str hash
+  is salted per process)."""
+
+  def __init__(self, element_type: Type[tuple], field: str, num_shards: int):
+    self._index = element_type._fields.index(field)
+    self._num_shards = num_shards
+
+  def __call__(self, row) -> int:
+    return zlib.crc32(str(row[self._index]).encode("utf-8")) % self._num_shards
+
+
 def _fields_of(row, names: Optional[Sequence[str]]):
   return row if names is None else tuple(getattr(row, name) for name in names)
 
@@ -120,17 +167,18 @@ def fold_rows(fold: RowFold, refs: Iterable[RowRef],
 
 class _MergeRowsFn(beam.DoFn):
 
-  def __init__(self, make_fold, output_dir: str):
+  def __init__(self, make_fold, output_dir: str, num_shards: int):
     self._make_fold = make_fold
     self._output_dir = output_dir
+    self._num_shards = num_shards
 
-  def process(self, unused_impulse, shard_runs):
+  def process(self, shard, shard_runs):
     fold = self._make_fold()
-    runs = [run for _, run in shard_runs]
+    runs = [run for run_shard, run in shard_runs if run_shard == shard]
     with contextlib.ExitStack() as stack:
       tables = {table.stem: stack.enter_context(SortedTableWriter(
-                    self._output_dir, table.stem, table.schema, table.row_group_size,
-                    table.write_csv))
+                    self._output_dir, table_file_stem(table.stem, shard, self._num_shards),
+                    table.schema, table.row_group_size, table.write_csv))
                 for table in fold.tables}
       yield from fold_rows(fold, merge_run_refs(runs, fold.merged_type._fields,
                                                 fold.sort_key), tables)
@@ -142,10 +190,12 @@ class _MergeRowsFn(beam.DoFn):
 class WriteMergedRows(beam.PTransform):
   """PCollection[fold.row_type] -> {"outcomes", "dead_letter", "stats"}.
 
-  `make_fold()` builds the job's RowFold (on the worker, once per merge).
+  `make_fold()` builds the job's RowFold (on the worker, once per merge, so
+  once per shard). "stats" holds one dict: the folds' stats summed over the
+  shards (SumCounts).
   """
 
-  def __init__(self, make_fold, output_dir: str, work_dir: str):
+  def __init__(self, make_fold, output_dir: str, work_dir: str, num_shards: int = 1):
     super().__init__()
     self._make_fold = make_fold
     prototype = make_fold()
@@ -153,15 +203,23 @@ class WriteMergedRows(beam.PTransform):
     self._sort_key = tuple(prototype.sort_key)
     self._run_dir = FileSystems.join(work_dir, prototype.run_name)
     self._output_dir = output_dir
+    self._num_shards = num_shards
+    self._shard_of = None if num_shards == 1 else _ShardOfField(
+        prototype.row_type,
+        "system_name" if prototype.by_system else prototype.sort_key[0], num_shards)
 
   def expand(self, rows):
     runs = rows | "SpillRuns" >> SpillSortedRuns(self._run_dir, self._row_type,
-                                                 self._sort_key)
-    merged = (rows.pipeline
-              | "StartTables" >> beam.Create([None])
-              | "MergeRuns" >> beam.ParDo(
-                  _MergeRowsFn(self._make_fold, self._output_dir),
-                  beam.pvalue.AsList(runs)).with_outputs(
-                      "dead_letter", "stats", main="outcomes"))
+                                                 self._sort_key, self._shard_of)
+    shards = rows.pipeline | "StartTables" >> beam.Create(list(range(self._num_shards)))
+    if self._num_shards > 1:
+      # Each shard's merge on any worker (a fusion break after the Create).
+      shards = shards | "SpreadShards" >> beam.Reshuffle()
+    merged = shards | "MergeRuns" >> beam.ParDo(
+        _MergeRowsFn(self._make_fold, self._output_dir, self._num_shards),
+        beam.pvalue.AsList(runs)).with_outputs("dead_letter", "stats", main="outcomes")
+    stats = merged.stats
+    if self._num_shards > 1:
+      stats = stats | "SumShardStats" >> beam.CombineGlobally(SumCounts())
     return {"outcomes": merged.outcomes, "dead_letter": merged.dead_letter,
-            "stats": merged.stats}
+            "stats": stats}

@@ -15,7 +15,8 @@ from apache_beam.testing.util import assert_that, equal_to
 from autoais import schemas
 from autoais.schemas import REJECTED, DeadLetter
 from autoais.transforms.io.manifest import versions_and_timings
-from autoais.transforms.rows.merge import RowFold, RowTable, WriteMergedRows, fold_rows
+from autoais.transforms.rows.merge import (RowFold, RowTable, WriteMergedRows, fold_rows,
+                                           row_table_files, table_file_stem)
 from autoais.transforms.rows.record import RunRecord, WriteRunRecord
 from autoais.transforms.rows.summary import WriteSummary, percent
 from autoais.transforms.io.sorted_runs import RowRef
@@ -132,6 +133,15 @@ def _expected(rows):
   return written, dead, [_Outcome(s, n, t) for s, (n, t) in sorted(outcomes.items())]
 
 
+def _assert_fold_outputs(result, written, dead, outcomes):
+  """WriteMergedRows' outputs hold the expected outcomes, dead letters and stats."""
+  assert_that(result["outcomes"], equal_to(outcomes), label="CheckOutcomes")
+  assert_that(result["dead_letter"]
+              | beam.Map(lambda d: (d.reason, d.source_file, d.source_line, d.message)),
+              equal_to(dead), label="CheckDeadLetters")
+  assert_that(result["stats"], equal_to([{"written": len(written)}]), label="CheckStats")
+
+
 @pytest.fixture(autouse=True)
 def _toy_schema(monkeypatch):
   """The runs are Arrow files of the row type's registered schema."""
@@ -147,13 +157,7 @@ def test_write_merged_rows_equals_a_direct_fold(tmp_path):
   with TestPipeline() as pipeline:
     result = (pipeline | beam.Create(rows, reshuffle=False)
               | WriteMergedRows(_ToyFold, str(out), str(tmp_path / "work")))
-    assert_that(result["outcomes"], equal_to(outcomes), label="CheckOutcomes")
-    assert_that(result["dead_letter"]
-                | beam.Map(lambda d: (d.reason, d.source_file, d.source_line,
-                                      d.message)),
-                equal_to(dead), label="CheckDeadLetters")
-    assert_that(result["stats"], equal_to([{"written": len(written)}]),
-                label="CheckStats")
+    _assert_fold_outputs(result, written, dead, outcomes)
   table = pq.read_table(out / "toy_rows.parquet")
   assert table.schema == _SCHEMA
   assert [_Row(**r) for r in table.to_pylist()] == written
@@ -164,6 +168,36 @@ def test_write_merged_rows_equals_a_direct_fold(tmp_path):
   # Nothing half-written is left beside the outputs.
   assert sorted(p.name for p in out.iterdir()) == [
       "toy_parquet_only.parquet", "toy_rows.csv", "toy_rows.parquet"]
+
+
+@pytest.mark.parametrize("num_shards", [2, 5])
+def test_sharded_tables_hold_each_systems_rows_whole_and_the_same_figures(
+    tmp_path, num_shards):
+  """--num_shards: each system's rows, in key order, in one shard; outcomes,
+  dead letters and the summed stats as written whole; every shard's files
+  exist (empty where no system hashed there)."""
+  rows = _toy_rows()
+  written, dead, outcomes = _expected(rows)
+  out = tmp_path / "out"
+  out.mkdir()
+  with TestPipeline() as pipeline:
+    result = (pipeline | beam.Create(rows)
+              | WriteMergedRows(_ToyFold, str(out), str(tmp_path / "work"), num_shards))
+    _assert_fold_outputs(result, written, dead, outcomes)
+  expected_files = row_table_files(("run.json", "toy_rows.parquet", "toy_rows.csv",
+                                    "toy_parquet_only.parquet"), (_ToyFold,),
+                                   num_shards)[1:]
+  assert sorted(p.name for p in out.iterdir()) == sorted(expected_files)
+  assert len(expected_files) == 3 * num_shards
+  shards = [[_Row(**r) for r in pq.read_table(
+      out / f"{table_file_stem('toy_rows', shard, num_shards)}.parquet").to_pylist()]
+            for shard in range(num_shards)]
+  assert sum(shards, []) != [] and sorted(sum(shards, [])) == sorted(written)
+  for shard_rows in shards:
+    assert shard_rows == [row for row in written if row in shard_rows]  # key order
+  systems = [{row.system_name for row in shard_rows} for shard_rows in shards]
+  assert sum(len(names) for names in systems) == 3  # no system in two shards
+  assert table_file_stem("toy_rows", 0, 1) == "toy_rows"
 
 
 def test_fold_without_systems_or_duplicates_sees_every_row_in_order():

@@ -1,0 +1,134 @@
+"""Merge-rate benchmark (not a test): how fast one worker writes a job's row tables.
+
+    .venv/bin/python bench/merge.py [--rows 100000,1000000] [--systems 277]
+        [--workdir bench/out/merge]
+
+Every job ends by merging its sorted runs on one worker and writing its row
+tables there (transforms/rows/merge.py, WriteMergedRows): ratings.parquet and
+ratings.csv for evaluate. This measures that step alone, on evaluate's rows:
+`--rows` rating rows of `--systems` systems (bench/pipeline.py's words, passages
+of about 80 words as in its corpus) are spilled as the pipeline spills them
+(transforms/io/sorted_runs.py, runs of 16 MB), then merged, folded
+(RatingsFold: the duplicate rule, each system's outcomes) and written, in this
+process, timed by process CPU seconds and wall seconds. Prints one JSON line:
+rows, spill seconds, merge seconds, merge rows/s (CPU and wall), bytes written,
+and the pure-Python yardstick of bench/pipeline.py measured just before, so
+that runs on machines of different speed can be compared.
+"""
+import argparse
+import contextlib
+import json
+import os
+import random
+import shutil
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+from pipeline import Words, python_speed_seconds  # pylint: disable=wrong-import-position
+
+from autoais.schemas import RatingRow  # pylint: disable=wrong-import-position
+from autoais.transforms.evaluate.ratings import RatingsFold  # pylint: disable=wrong-import-position
+from autoais.transforms.io.sorted_runs import (  # pylint: disable=wrong-import-position
+    merge_run_refs, write_run)
+from autoais.transforms.io.tables import SortedTableWriter  # pylint: disable=wrong-import-position
+from autoais.transforms.rows.merge import fold_rows  # pylint: disable=wrong-import-position
+
+RUN_BYTES = 16 * 1024 * 1024  # SpillSortedRuns' default max_run_bytes
+
+
+def rating_rows(n_rows: int, n_systems: int, words: Words):
+  """Rating rows in a worker's order (systems interleaved), as evaluate makes
+  them: a few hundred distinct passages' text, scores, EM/F1."""
+  rng = random.Random(7)
+  passages = [words.passage(i) for i in range(2000)]
+  per_system = -(-n_rows // n_systems)
+  for index in range(n_rows):
+    system, question = index % n_systems, index // n_systems
+    if question >= per_system:
+      break
+    score = rng.random()
+    yield RatingRow(
+        f"system-{system:03d}", f"question {question} {words.text(8)}",
+        words.text(3), f"Page {question}#{system % 5}",
+        passages[(question * 7 + system) % len(passages)], None,
+        "Y" if score > 0.5 else "N", score, float(score > 0.7), score, question,
+        "string-match", 1, False, f"/data/predictions/system-{system:03d}.csv",
+        question + 2)
+
+
+def spill(rows, directory: str):
+  """Runs as SpillSortedRuns writes them: ~RUN_BYTES of rows, sorted."""
+  slices, buffer, buffered = [], [], 0
+  key = RatingsFold.sort_key
+  index = [RatingRow._fields.index(name) for name in key]
+
+  def flush():
+    buffer.sort(key=lambda row: tuple(row[i] for i in index))
+    path = os.path.join(directory, f"run-{len(slices):05d}.arrow")
+    slices.extend(run for _, run in write_run(path, [(0, buffer)], RatingRow))
+
+  for row in rows:
+    buffer.append(row)
+    buffered += 200 + sum(len(value) for value in row if isinstance(value, str))
+    if buffered >= RUN_BYTES:
+      flush()
+      buffer, buffered = [], 0
+  if buffer:
+    flush()
+  return slices
+
+
+def merge(runs, output_dir: str) -> int:
+  fold = RatingsFold(has_corpus=True)
+  systems = 0
+  with contextlib.ExitStack() as stack:
+    tables = {table.stem: stack.enter_context(SortedTableWriter(
+        output_dir, table.stem, table.schema, table.row_group_size, table.write_csv))
+              for table in fold.tables}
+    for _ in fold_rows(fold, merge_run_refs(runs, fold.merged_type._fields,
+                                            fold.sort_key), tables):
+      systems += 1
+  return systems
+
+
+def measure(n_rows: int, n_systems: int, work: str) -> dict:
+  shutil.rmtree(work, ignore_errors=True)
+  runs_dir, output_dir = os.path.join(work, "runs"), os.path.join(work, "out")
+  os.makedirs(runs_dir)
+  os.makedirs(output_dir)
+  yardstick = python_speed_seconds()
+  cpu, wall = time.process_time(), time.perf_counter()
+  runs = spill(rating_rows(n_rows, n_systems, Words(seed=1)), runs_dir)
+  spill_cpu, spill_wall = time.process_time() - cpu, time.perf_counter() - wall
+  cpu, wall = time.process_time(), time.perf_counter()
+  outcomes = merge(runs, output_dir)
+  merge_cpu, merge_wall = time.process_time() - cpu, time.perf_counter() - wall
+  written = {name: os.path.getsize(os.path.join(output_dir, name))
+             for name in sorted(os.listdir(output_dir))}
+  shutil.rmtree(work, ignore_errors=True)
+  return {"rows": n_rows, "systems": n_systems, "runs": len(runs),
+          "system_outcomes": outcomes, "yardstick_s": round(yardstick, 4),
+          "spill_cpu_s": round(spill_cpu, 2), "spill_wall_s": round(spill_wall, 2),
+          "merge_cpu_s": round(merge_cpu, 2), "merge_wall_s": round(merge_wall, 2),
+          "merge_rows_per_cpu_s": round(n_rows / merge_cpu),
+          "merge_rows_per_wall_s": round(n_rows / merge_wall),
+          "bytes_written": written}
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--rows", default="100000,1000000")
+  parser.add_argument("--systems", type=int, default=277)
+  parser.add_argument("--workdir", default=os.path.join(ROOT, "bench", "out", "merge"))
+  args = parser.parse_args()
+  results = [measure(int(n), args.systems, os.path.join(args.workdir, n))
+             for n in args.rows.split(",")]
+  print(json.dumps({"cpus": os.cpu_count(), "runs": results}))
+
+
+if __name__ == "__main__":
+  main()
