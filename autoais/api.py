@@ -35,7 +35,8 @@ from typing import Any, Dict, List, Optional, Sequence
 # The per-system table each job writes (the CSV a leaderboard is read from);
 # jobs without one have none.
 _LEADERBOARDS = {"evaluate": "leaderboard.csv", "claims": "claims.csv",
-                 "citations": "citations.csv", "audit": "audit.csv", "sck": "sck.csv"}
+                 "citations": "citations.csv", "audit": "audit.csv", "sck": "sck.csv",
+                 "compare": "compare_systems.csv"}
 # The record a run writes last: run.json, corpus.json for build-corpus.
 _RECORDS = {"build-corpus": "corpus.json"}
 # Columns of those tables that name things: never read as numbers, even where
@@ -202,6 +203,13 @@ def audit(**flags) -> JobResult:
 def sck(**flags) -> JobResult:
   """`autoais sck`: SCK answer quality (docs/sck.md)."""
   return run("sck", **flags)
+
+
+def compare(**flags) -> JobResult:
+  """`autoais compare`: what changed between two evaluate runs (docs/compare.md);
+  `result.leaderboard` holds the systems' changes, `result.table("compare.csv")`
+  the flipped rows; exit_code 3 where --fail_on_regression found one."""
+  return run("compare", **flags)
 
 
 def serve(**flags) -> None:

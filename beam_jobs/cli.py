@@ -26,6 +26,7 @@ JOBS = {
     "citations": "autoais.beam_jobs.citations",
     "audit": "autoais.beam_jobs.audit",
     "sck": "autoais.beam_jobs.sck",
+    "compare": "autoais.beam_jobs.compare",
     "serve": "autoais.beam_jobs.serve",
 }
 

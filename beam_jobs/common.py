@@ -33,13 +33,15 @@ from autoais.transforms.scoring.registry import make_scorer
 from autoais.schemas.errors import ConfigError, CorpusError, InputError, JobFailed, ModelError
 from autoais.transforms.io import progress
 from autoais.transforms.io.cloud_storage import check_gcs_flags
-from autoais.transforms.rows.record import empty_inputs
+from autoais.transforms.rows.record import REGRESSION, empty_inputs, read_run_record
 
 EXIT_CONFIG_ERROR = 2
 EXIT_JOB_FAILED = 1
 # The run completed and wrote its outputs, but an input file yielded no row
 # (run.json: status "empty_inputs").
 EXIT_EMPTY_INPUTS = 3
+# compare --fail_on_regression found a regression (run.json: status "regression").
+EXIT_REGRESSION = 3
 
 
 class JobArguments:
@@ -752,6 +754,13 @@ def _exit_code_of_outputs(job_name: str, output_dir) -> int:
   run.json lists input files that yielded no row."""
   if output_dir is None or "run.json" not in output_dir.outputs:
     return 0
+  record = read_run_record(output_dir.join("run.json"))
+  if record.get("status") == REGRESSION:
+    print(f"autoais {job_name}: the outputs are written, and AutoAIS fell by more "
+          f"than {record.get('fail_on_regression')} points, with a 95% interval below "
+          f"0, for: {', '.join(record.get('regressions', []))} (run.json: status "
+          f"\"regression\"; exit code {EXIT_REGRESSION})", file=sys.stderr)
+    return EXIT_REGRESSION
   empty = empty_inputs(output_dir.join("run.json"))
   if not empty:
     return 0

@@ -8,7 +8,7 @@ its owner:
   common           types several jobs share (predictions, gold answers, scorer
                    inputs and outputs, score cache entries, dead letters)
   corpus           the passage corpus (build-corpus; joined by evaluate and audit)
-  evaluate, agreement, ais_annotations, claims, citations, audit, sck
+  evaluate, agreement, ais_annotations, claims, citations, audit, sck, compare
                    the types of that one job
   registry         `SCHEMAS` (every type with its schema), their Beam RowCoders,
                    and the conversions between rows and Arrow record batches
@@ -49,6 +49,8 @@ from autoais.schemas.sck import (ENTITY_RECORD_SCHEMA, KG_EDGE_SCHEMA, KG_STATEM
                          SCK_INPUT_SCHEMA, SCK_ROW_SCHEMA, SCK_SUMMARY_SCHEMA,
                          EntityRecord, KgEdge, KgStatement, SckInput, SckRow,
                          SckSummaryRow)
+from autoais.schemas.compare import (COMPARE_FLIP_SCHEMA, COMPARE_SYSTEM_SCHEMA, CompareFlipRow,
+                                    CompareSystemRow)
 from autoais.schemas.registry import SCHEMAS, iter_rows, schema_of, to_record_batch
 
 # Every name above, re-exported: `from schemas import X` as before the split.
@@ -73,6 +75,8 @@ __all__ = [
     "AuditAnswerRow", "AuditCandidateRow", "AuditPair", "AuditSystemRow", "Candidate",
     "Topic", "ENTITY_RECORD_SCHEMA", "KG_EDGE_SCHEMA", "KG_STATEMENT_SCHEMA",
     "SCK_INPUT_SCHEMA", "SCK_ROW_SCHEMA", "SCK_SUMMARY_SCHEMA", "EntityRecord",
-    "KgEdge", "KgStatement", "SckInput", "SckRow", "SckSummaryRow", "SCHEMAS",
+    "KgEdge", "KgStatement", "SckInput", "SckRow", "SckSummaryRow",
+    "COMPARE_FLIP_SCHEMA", "COMPARE_SYSTEM_SCHEMA", "CompareFlipRow", "CompareSystemRow",
+    "SCHEMAS",
     "iter_rows", "schema_of", "to_record_batch",
 ]

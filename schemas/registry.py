@@ -9,8 +9,8 @@ from typing import Sequence, Type
 import apache_beam as beam
 import pyarrow as pa
 
-from autoais.schemas import (agreement, ais_annotations, audit, citations, claims, common, corpus,
-                     evaluate, sck)
+from autoais.schemas import (agreement, ais_annotations, audit, citations, claims, common,
+                             compare, corpus, evaluate, sck)
 
 # In the order of the single module that held every type before issue 16 split it,
 # so that coders are registered, and tests listed, as before.
@@ -55,6 +55,8 @@ SCHEMAS = {
     sck.EntityRecord: sck.ENTITY_RECORD_SCHEMA,
     sck.SckRow: sck.SCK_ROW_SCHEMA,
     sck.SckSummaryRow: sck.SCK_SUMMARY_SCHEMA,
+    compare.CompareFlipRow: compare.COMPARE_FLIP_SCHEMA,
+    compare.CompareSystemRow: compare.COMPARE_SYSTEM_SCHEMA,
 }
 
 # Beam encodes these NamedTuples with its schema-aware RowCoder, so that they

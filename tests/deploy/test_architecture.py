@@ -30,7 +30,7 @@ LAYERS = ("schemas", "models", "transforms", "beam_jobs", "autoais", "launch")
 PACKAGE = "autoais"
 
 JOBS = ("agreement", "ais-annotations", "audit", "build-corpus", "citations", "claims",
-        "evaluate", "sck", "serve")
+        "compare", "evaluate", "sck", "serve")
 # A module belongs to a job when its path is transforms/<job>/..., beam_jobs/<job>.py
 # or launch/<job>_main.py (the job's name with '_' for '-').
 JOB_MODULES = {job: (f"transforms.{job.replace('-', '_')}",

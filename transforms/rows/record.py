@@ -40,6 +40,9 @@ from autoais.transforms.io.manifest import (SumCounts, WriteManifest, utc_now,
 
 COMPLETE = "complete"
 EMPTY_INPUTS = "empty_inputs"
+# A finished run whose figures crossed a bar the user set (compare's
+# --fail_on_regression): exit code 3, like EMPTY_INPUTS.
+REGRESSION = "regression"
 
 
 class RunRecord:
@@ -95,11 +98,16 @@ class RunRecord:
             **versions_and_timings(self._started, self._started_at)}
 
 
+def read_run_record(run_json: str) -> Dict[str, Any]:
+  """A run.json (local or gs://)."""
+  with FileSystems.open(run_json, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    return json.loads(f.read().decode("utf-8"))
+
+
 def empty_inputs(run_json: str) -> List[Dict[str, Any]]:
   """The `empty_inputs` of a run.json (local or gs://): [] for a complete
   run."""
-  with FileSystems.open(run_json, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-    record = json.loads(f.read().decode("utf-8"))
+  record = read_run_record(run_json)
   return record.get(EMPTY_INPUTS, []) if record.get("status") == EMPTY_INPUTS else []
 
 

@@ -39,9 +39,11 @@ def _png(figure) -> str:
 
 def forest_plot(labels: Sequence[str], values, lows, highs, xlabel: str,
                 markers: Optional[Sequence[Optional[float]]] = None,
-                marker_label: str = "", top: float = 1.0) -> str:
+                marker_label: str = "", top: float = 1.0,
+                limits: Optional[Tuple[float, float]] = None) -> str:
   """Estimates with their intervals, first label on top, on an axis from 0 to
-  `top` (1 for fractions, 100 for percents)."""
+  `top` (1 for fractions, 100 for percents), or over `limits` with a line at 0
+  (changes)."""
   figure = _figure(6.4, max(2.0, 0.32 * len(labels) + 1.2))
   axes = figure.add_subplot()
   positions = np.arange(len(labels))[::-1]
@@ -58,7 +60,11 @@ def forest_plot(labels: Sequence[str], values, lows, highs, xlabel: str,
   axes.set_yticks(positions)
   axes.set_yticklabels(labels, fontsize=8)
   axes.set_xlabel(xlabel)
-  axes.set_xlim(-0.02 * top, 1.02 * top)
+  if limits is None:
+    axes.set_xlim(-0.02 * top, 1.02 * top)
+  else:
+    axes.set_xlim(*limits)
+    axes.axvline(0.0, color="0.4", linewidth=0.8)
   axes.grid(axis="x", alpha=0.3)
   axes.legend(loc="lower right", fontsize=8)
   return _png(figure)
@@ -354,3 +360,35 @@ def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts) -> st
            f"{content['overall']['n_rated']} rows carry a human rating."]
   return _page("AutoAIS leaderboard and agreement with human ratings", intro, tables,
                figures, more_tables)
+
+
+def compare_report_html(header: Dict, systems: Sequence) -> str:
+  """report.html of `autoais compare`: each system's AutoAIS change in points
+  with its paired-bootstrap interval (forest plot), and the table of changes."""
+  changed = [row for row in systems if row.autoais_change is not None]
+  figures = []
+  if changed:
+    reach = max(max(abs(row.autoais_change_low), abs(row.autoais_change_high))
+                for row in changed)
+    reach = max(1.0, 1.1 * reach)
+    figures.append(("AutoAIS change, candidate - baseline, in points over the questions "
+                    "both runs scored, with 95% paired-bootstrap intervals",
+                    forest_plot([row.system_name for row in changed],
+                                [row.autoais_change for row in changed],
+                                [row.autoais_change_low for row in changed],
+                                [row.autoais_change_high for row in changed],
+                                "AutoAIS change (points)", limits=(-reach, reach))))
+  rows = [(row.system_name, row.status, row.n_paired, row.autoais_baseline,
+           row.autoais_candidate, row.autoais_change, row.autoais_change_low,
+           row.autoais_change_high, row.flipped_to_y, row.flipped_to_n,
+           _p_value(row.mcnemar_p_value), "yes" if row.regression else "")
+          for row in systems]
+  table = _table(("system", "status", "paired questions", "AutoAIS baseline %",
+                  "AutoAIS candidate %", "change (points)", "low", "high", "N to Y",
+                  "Y to N", "McNemar p", "regression"), rows)
+  intro = [f"Baseline: {header['baseline']}", f"Candidate: {header['candidate']}"]
+  if header.get("scorer_changed"):
+    intro.append("The scorers differ (--allow_changed_scorer): the change of model is "
+                 "the subject of this comparison: " + "; ".join(header["scorer_changed"]))
+  return _page("Changes between two evaluate runs", intro,
+               [("Changes by system", table)], figures)

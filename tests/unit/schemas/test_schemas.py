@@ -123,6 +123,12 @@ def _example(element_type):
           "string-match", "a.csv", 2),
       schemas.SckSummaryRow: schemas.SckSummaryRow(
           "sys", "all", 3, 0.5, 0.25, None, 0, 0.6, 0.5, None, 0.0, 1),
+      schemas.CompareFlipRow: schemas.CompareFlipRow(
+          "sys", "q?", "a", "b", "P#1", "P#2", "Title: P", None, "Y", "N", 0.9, 0.2,
+          -0.7),
+      schemas.CompareSystemRow: schemas.CompareSystemRow(
+          "sys", "both", 10, 12, 9, 55.6, 44.4, -11.1, -33.3, 0.0, None, None, None,
+          None, None, None, 0, 1, 1.0, 50.0, 40.0, False),
   }
   if element_type is schemas.EntityRecord:
     return schemas.EntityRecord("Q76", "Barack Obama", ["Obama"], None,
@@ -200,7 +206,7 @@ _HOME = {name: module for module, names in EXPORTED_BEFORE_SPLIT.items()
          for name in names}
 SCHEMAS_DIR = pathlib.Path(schemas.__file__).parent
 # Modules of jobs added since the split.
-ADDED_SINCE_SPLIT = ("schemas.citations",)
+ADDED_SINCE_SPLIT = ("schemas.citations", "schemas.compare")
 TYPE_MODULES = sorted(set(EXPORTED_BEFORE_SPLIT) - {"schemas.registry"} |
                       set(ADDED_SINCE_SPLIT))
 

@@ -1,0 +1,220 @@
+"""compare: what changed between two `autoais evaluate` runs, with the
+statistics to trust it.
+
+    autoais compare --baseline LAST_NIGHT_DIR --candidate TONIGHT_DIR --output_dir OUT \
+        [--fail_on_regression POINTS] [--allow_changed_scorer true] \
+        [--bootstrap_samples 1000] [--seed 0]
+    python -m autoais.beam_jobs.compare ...
+
+Reads each run's run.json, leaderboard.json and ratings table (ratings.parquet,
+or its shards), local or gs://. Refuses (exit 2, saying why) two runs whose
+scorer differs (name, family, model or tokenizer checksum, threshold, decision
+mode, dtype) unless --allow_changed_scorer, and two runs over different gold
+answers (file name or question count), or runs of another job. The rows are
+joined by system and question in the pipeline (transforms/compare/steps.py).
+
+Outputs in --output_dir: compare.csv / compare.parquet (the rows both runs
+scored whose decision flipped, with both answers, passages and scores, most
+lowered score first), compare_systems.csv, compare.json and compare.md (per
+system: AutoAIS of both runs over the questions both scored, the change of
+AutoAIS, EM and F1 in points with a 95% paired-bootstrap interval, McNemar's
+exact test, the leaderboards' headline AutoAIS; systems added and removed),
+report.html (a forest plot of the changes), dead_letter.jsonl and run.json,
+written last. With --fail_on_regression POINTS, a system whose AutoAIS fell by
+more than POINTS with an interval below 0 makes run.json's status "regression"
+and the exit code 3, after every output is written.
+"""
+if __name__ == "__main__":
+  # `python -m autoais.beam_jobs.compare`: run the package module (Beam pickles
+  # DoFns by reference).
+  import sys
+  from autoais.beam_jobs.compare import run
+  sys.exit(run())
+
+import json
+import re
+from typing import Dict, List
+
+import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from autoais.beam_jobs.common import JobArguments, boolean_flag, require, run_job
+from autoais.beam_jobs.output_dir import OutputDir
+from autoais.schemas import DeadLetter
+from autoais.schemas.errors import ConfigError
+from autoais.transforms.compare.steps import RUNS, CompareRatings
+from autoais.transforms.compare.tables import WriteCompareFiles
+from autoais.transforms.rows.record import REGRESSION, RunRecord, WriteRunRecord
+
+OUTPUT_FILES = ("run.json", "compare.csv", "compare.parquet", "compare_systems.csv",
+                "compare.json", "compare.md", "report.html", "dead_letter.jsonl")
+# The scorer fields of run.json that make two runs' decisions comparable.
+SCORER_FIELDS = ("name", "family", "weights_sha256", "tokenizer_sha256", "threshold",
+                 "decision", "dtype", "positive_label", "model_commit")
+_SHARD = re.compile(r"ratings-\d{5}-of-\d{5}\.parquet$")
+
+
+class CompareOptions(PipelineOptions):
+  """compare's flags."""
+
+  @classmethod
+  def _add_argparse_args(cls, parser):
+    group = JobArguments(parser, "compare")
+    group.add_argument("--baseline", help="The earlier evaluate run's output directory "
+                       "(local or gs://).")
+    group.add_argument("--candidate", help="The later evaluate run's output directory.")
+    group.add_argument("--output_dir", help="Directory for the outputs.")
+    group.add_argument("--allow_changed_scorer", type=boolean_flag, default=False,
+                       help="true: compare runs whose scorers differ (the change of "
+                       "model is then the subject; the outputs say so).")
+    group.add_argument("--fail_on_regression", type=float, default=None,
+                       help="Exit 3 (run.json status \"regression\") when a system's "
+                       "AutoAIS fell by more than this many points with a 95%% "
+                       "interval below 0.")
+    group.add_argument("--bootstrap_samples", type=int, default=1000,
+                       help="Bootstrap resamples for 95%% CIs (default 1000).")
+    group.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
+
+
+def _read_json(path: str) -> Dict:
+  try:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+      return json.loads(f.read().decode("utf-8"))
+  except (OSError, IOError) as error:
+    raise ConfigError(f"{path}: cannot be read: {error}") from error
+  except ValueError as error:
+    raise ConfigError(f"{path}: not JSON: {error}") from error
+
+
+def _ratings_files(flag: str, directory: str) -> List[str]:
+  """ratings.parquet, or its shards (--num_shards), of an evaluate run."""
+  whole = FileSystems.join(directory, "ratings.parquet")
+  if FileSystems.exists(whole):
+    return [whole]
+  matched = FileSystems.match([FileSystems.join(directory, "ratings-*-of-*.parquet")])
+  shards = sorted(m.path for m in matched[0].metadata_list
+                  if _SHARD.search(m.path))
+  if not shards:
+    raise ConfigError(f"{flag} {directory}: no ratings.parquet (nor its shards): "
+                      "not the output directory of a finished evaluate run")
+  return shards
+
+
+def _scorer_differences(baseline: Dict, candidate: Dict) -> List[str]:
+  return [f"{field}: {baseline.get(field)!r} -> {candidate.get(field)!r}"
+          for field in SCORER_FIELDS if baseline.get(field) != candidate.get(field)]
+
+
+def _gold_differences(baseline: Dict, candidate: Dict) -> List[str]:
+  def gold(run):
+    path = (run.get("inputs") or {}).get("gold")
+    return (None if path is None else path.rstrip("/").rsplit("/", 1)[-1],
+            run.get("n_gold"))
+  if gold(baseline) == gold(candidate):
+    return []
+  return [f"gold (file, questions): {gold(baseline)} -> {gold(candidate)}"]
+
+
+class _Plan:
+
+  def __init__(self, options: CompareOptions):
+    require(options, "baseline", "candidate", "output_dir")
+    if options.bootstrap_samples < 1:
+      raise ConfigError("--bootstrap_samples must be positive")
+    if options.fail_on_regression is not None and options.fail_on_regression < 0:
+      raise ConfigError("--fail_on_regression must be 0 or more points")
+    self.dirs = {"baseline": options.baseline.rstrip("/"),
+                 "candidate": options.candidate.rstrip("/")}
+    self.runs, self.files, self.leaderboards = {}, {}, {}
+    for run in RUNS:
+      flag, directory = f"--{run}", self.dirs[run]
+      record = _read_json(FileSystems.join(directory, "run.json"))
+      if record.get("job") != "evaluate":
+        raise ConfigError(f"{flag} {directory}: a run of {record.get('job')!r}; "
+                          "compare reads evaluate runs")
+      if record.get("status") not in ("complete", "empty_inputs"):
+        raise ConfigError(f"{flag} {directory}: run.json status "
+                          f"{record.get('status')!r}: not a finished run")
+      self.runs[run] = record
+      self.files[run] = _ratings_files(flag, directory)
+      board = _read_json(FileSystems.join(directory, "leaderboard.json"))
+      self.leaderboards[run] = {row["system_name"]: row.get("autoais")
+                                for row in board.get("systems", [])}
+    gold = _gold_differences(self.runs["baseline"], self.runs["candidate"])
+    if gold:
+      raise ConfigError("the runs were graded against different gold answers ("
+                        + "; ".join(gold) + "): their EM and AutoAIS over gold "
+                        "questions are not comparable")
+    self.scorer_changed = _scorer_differences(self.runs["baseline"].get("scorer", {}),
+                                              self.runs["candidate"].get("scorer", {}))
+    if self.scorer_changed and not options.allow_changed_scorer:
+      raise ConfigError("the runs were scored differently (" + "; ".join(
+          self.scorer_changed) + "): a change would be the scorer's, not the systems'. "
+          "Pass --allow_changed_scorer true to compare the scorers themselves")
+    self.header = {
+        "baseline": self.dirs["baseline"], "candidate": self.dirs["candidate"],
+        "scorer": self.runs["candidate"].get("scorer", {}).get("name"),
+        "scorer_changed": self.scorer_changed,
+        "bootstrap": {"samples": options.bootstrap_samples, "seed": options.seed,
+                      "unit": "question", "paired": True},
+        "fail_on_regression": options.fail_on_regression,
+        "units": {"autoais": "percent", "changes": "points"}}
+    reads = {f"--{run}": self.files[run] + [FileSystems.join(self.dirs[run], name)
+                                            for name in ("run.json", "leaderboard.json")]
+             for run in RUNS}
+    self.output = OutputDir("compare", options.output_dir, OUTPUT_FILES, reads=reads,
+                            read_dirs={f"--{run}": self.dirs[run] for run in RUNS})
+
+
+class _CompareRecord(RunRecord):
+  job = "compare"
+
+  def __init__(self, plan: _Plan, fail_points):
+    super().__init__()
+    self._plan = plan
+    self._fail_points = fail_points
+
+  def fields(self, dead, summary):
+    del dead  # the ratings are this project's own outputs: nothing is refused
+    return {
+        "inputs": {run: {"dir": self._plan.dirs[run], "ratings": self._plan.files[run],
+                         "started_at": (self._plan.runs[run].get("timings") or {}
+                                        ).get("started_at")}
+                   for run in RUNS},
+        "scorer": self._plan.header["scorer"],
+        "scorer_changed": self._plan.scorer_changed,
+        "fail_on_regression": self._fail_points,
+        **summary,
+    }
+
+  def __call__(self, **side_inputs):
+    record = super().__call__(**side_inputs)
+    if self._fail_points is not None and record["regressions"]:
+      record["status"] = REGRESSION
+    return record
+
+
+def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputDir:
+  """Validates the options and the two runs, claims the output directory, then
+  adds the compare steps to `pipeline`; returns the claimed OutputDir."""
+  options = options.view_as(CompareOptions)
+  plan = _Plan(options)
+  record = _CompareRecord(plan, options.fail_on_regression)
+  work_dir = plan.output.claim()
+  changes = pipeline | "CompareRatings" >> CompareRatings(
+      plan.files, options.bootstrap_samples, options.seed, options.fail_on_regression,
+      plan.leaderboards)
+  summary = changes | "WriteCompareFiles" >> WriteCompareFiles(options.output_dir,
+                                                                plan.header)
+  no_dead_letters = pipeline | "NoDeadLetters" >> beam.Create(
+      []).with_output_types(DeadLetter)
+  _ = pipeline | "WriteRunRecord" >> WriteRunRecord(
+      options.output_dir, work_dir, record, {"rows": no_dead_letters},
+      values={"summary": summary})
+  return plan.output
+
+
+def run(argv=None) -> int:
+  return run_job("compare", argv, CompareOptions, build_pipeline)

@@ -1,0 +1,125 @@
+"""What an accelerator would need from the pipeline (not a measurement of a GPU).
+
+    .venv/bin/python bench/gpu_keepup.py --pipeline_pairs_per_cpu_s N [--mfu 0.4]
+        [--tokens 256]
+
+For each scorer family at its published size, the forward FLOPs of scoring one
+(premise, hypothesis) pair of `--tokens` input tokens, computed from the
+published architecture (layers, widths, heads; the encoder pass, plus one
+decoder step for the T5 models), then the pairs per second an accelerator
+would answer at a model FLOPs utilisation of `--mfu` of its dense bf16 peak,
+and how many CPUs of the pipeline around the model (measured by
+bench/pipeline_cost.py as distinct pairs per CPU second with an instant model)
+that rate takes. Prints one JSON line, and the table with --markdown.
+
+No GPU was measured: the rates are arithmetic from FLOPs and datasheet peaks,
+an upper bound on what a real run reaches (padding, the tokenizer and host
+transfers cost more; a real MFU of encoder inference is often 30-50%).
+"""
+import argparse
+import json
+import math
+
+# Dense bf16 tensor peaks from the vendors' datasheets (no sparsity), TFLOP/s.
+ACCELERATORS = {
+    "H100 SXM": 989.0,
+    "A100": 312.0,
+    "L4": 121.0,
+}
+
+# Dataflow worker shapes with one accelerator: vCPUs of the smallest shape, and
+# of the shapes beside it, from Compute Engine's machine families.
+WORKER_SHAPES = {
+    "H100 SXM": [("a3-highgpu-1g", 26)],
+    "A100": [("a2-highgpu-1g", 12)],
+    "L4": [("g2-standard-4", 4), ("g2-standard-8", 8), ("g2-standard-12", 12),
+           ("g2-standard-16", 16), ("g2-standard-24", 24), ("g2-standard-32", 32)],
+}
+
+
+def transformer_layer_flops(tokens: int, d_model: int, d_attention: int, d_ff: int,
+                            ff_matrices: int, attention_terms: int = 1,
+                            cross_tokens: int = 0) -> float:
+  """Forward FLOPs of one layer over `tokens` tokens: 2 per multiply-add of the
+  Q, K, V, O projections and the feed-forward matrices, plus the attention
+  scores and the weighted sum (`attention_terms` score matrices: 3 for
+  DeBERTa's content-to-content, content-to-position and position-to-content);
+  `cross_tokens`: a decoder layer's cross-attention over the encoder's."""
+  projections = 2 * tokens * 4 * d_model * d_attention
+  feed_forward = 2 * tokens * ff_matrices * d_model * d_ff
+  attention = 2 * tokens * tokens * d_attention * (attention_terms + 1)
+  cross = 0
+  if cross_tokens:
+    cross = (2 * tokens * 4 * d_model * d_attention
+             + 2 * tokens * cross_tokens * d_attention * 2)
+  return projections + feed_forward + attention + cross
+
+
+# Published shapes: (layers, d_model, heads x head width, d_ff, feed-forward
+# matrices (3 for T5 v1.1's gated GELU), attention score terms, decoder layers).
+FAMILIES = {
+    "TRUE (T5-11B, t5_xxl_true_nli_mixture)": (24, 1024, 128 * 128, 65536, 2, 1, 24),
+    "MiniCheck Flan-T5-large": (24, 1024, 16 * 64, 2816, 3, 1, 24),
+    "MiniCheck RoBERTa-large": (24, 1024, 16 * 64, 4096, 2, 1, 0),
+    "MiniCheck DeBERTa-large": (24, 1024, 16 * 64, 4096, 2, 3, 0),
+    "NLI DeBERTa-v3-large": (24, 1024, 16 * 64, 4096, 2, 3, 0),
+}
+
+
+def pair_flops(shape, tokens: int) -> float:
+  layers, d_model, d_attention, d_ff, matrices, terms, decoder_layers = shape
+  encoder = layers * transformer_layer_flops(tokens, d_model, d_attention, d_ff,
+                                             matrices, terms)
+  # T5 scores a pair from one decoder step (the first label token).
+  decoder = decoder_layers * transformer_layer_flops(1, d_model, d_attention, d_ff,
+                                                     matrices, 1, cross_tokens=tokens)
+  return encoder + decoder
+
+
+def table(pipeline_rate: float, mfu: float, tokens: int):
+  rows = []
+  for family, shape in FAMILIES.items():
+    flops = pair_flops(shape, tokens)
+    for accelerator, peak in ACCELERATORS.items():
+      pairs = peak * 1e12 * mfu / flops
+      cpus = pairs / pipeline_rate
+      fitting = [name for name, vcpus in WORKER_SHAPES[accelerator] if vcpus >= cpus]
+      rows.append({"family": family, "accelerator": accelerator,
+                   "tflop_per_pair": round(flops / 1e12, 4),
+                   "pairs_per_s": round(pairs), "pipeline_cpus": round(cpus, 2),
+                   "pipeline_cpus_ceil": math.ceil(cpus),
+                   "smallest_worker": fitting[0] if fitting else None})
+  return rows
+
+
+def markdown(rows, pipeline_rate: float) -> str:
+  lines = [f"| family | accelerator | TFLOP per pair | pairs/s it answers | CPUs at "
+           f"{pipeline_rate:,.0f} pairs/s each | smallest one-accelerator worker |",
+           "|---|---|---:|---:|---:|---|"]
+  for row in rows:
+    lines.append(f"| {row['family']} | {row['accelerator']} | {row['tflop_per_pair']} | "
+                 f"{row['pairs_per_s']:,} | {row['pipeline_cpus']} | "
+                 f"{row['smallest_worker'] or 'none: a pipeline that fast'} |")
+  return "\n".join(lines)
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+  parser.add_argument("--pipeline_pairs_per_cpu_s", type=float, required=True,
+                      help="distinct pairs per CPU second of the pipeline with an "
+                      "instant model (bench/pipeline_cost.py), the slowest job's")
+  parser.add_argument("--mfu", type=float, default=0.4)
+  parser.add_argument("--tokens", type=int, default=256)
+  parser.add_argument("--markdown", action="store_true")
+  args = parser.parse_args()
+  rows = table(args.pipeline_pairs_per_cpu_s, args.mfu, args.tokens)
+  print(json.dumps({"mfu": args.mfu, "tokens": args.tokens,
+                    "pipeline_pairs_per_cpu_s": args.pipeline_pairs_per_cpu_s,
+                    "rows": rows}))
+  if args.markdown:
+    print(markdown(rows, args.pipeline_pairs_per_cpu_s))
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,94 @@
+"""Types of `autoais compare` (two evaluate runs side by side): the rows whose
+decision flipped (compare_rows.csv) and one row per system (compare.csv)."""
+from typing import NamedTuple, Optional
+
+import pyarrow as pa
+
+
+class CompareFlipRow(NamedTuple):
+  """A (system, question) both runs scored whose AutoAIS decision differs."""
+  system_name: str
+  question: str
+  baseline_answer: str
+  candidate_answer: str
+  baseline_attribution: str
+  candidate_attribution: str
+  baseline_passage: Optional[str]
+  candidate_passage: Optional[str]
+  baseline_auto_ais: str  # "Y" / "N"
+  candidate_auto_ais: str
+  baseline_nli_score: Optional[float]
+  candidate_nli_score: Optional[float]
+  score_change: Optional[float]  # candidate - baseline
+
+
+COMPARE_FLIP_SCHEMA = pa.schema([
+    pa.field("system_name", pa.string(), nullable=False),
+    pa.field("question", pa.string(), nullable=False),
+    pa.field("baseline_answer", pa.string(), nullable=False),
+    pa.field("candidate_answer", pa.string(), nullable=False),
+    pa.field("baseline_attribution", pa.string(), nullable=False),
+    pa.field("candidate_attribution", pa.string(), nullable=False),
+    pa.field("baseline_passage", pa.string()),
+    pa.field("candidate_passage", pa.string()),
+    pa.field("baseline_auto_ais", pa.string(), nullable=False),
+    pa.field("candidate_auto_ais", pa.string(), nullable=False),
+    pa.field("baseline_nli_score", pa.float64()),
+    pa.field("candidate_nli_score", pa.float64()),
+    pa.field("score_change", pa.float64()),
+])
+
+
+class CompareSystemRow(NamedTuple):
+  """One system's change. Rates are percents over the questions both runs
+  scored (`n_paired`), changes in points (candidate - baseline) with a 95%
+  paired-bootstrap interval; EM and F1 empty where a run had no gold;
+  `status` is "both", "added" (candidate only) or "removed" (baseline only)."""
+  system_name: str
+  status: str
+  n_baseline: int  # the system's rows in the baseline's ratings
+  n_candidate: int
+  n_paired: int
+  autoais_baseline: Optional[float]
+  autoais_candidate: Optional[float]
+  autoais_change: Optional[float]
+  autoais_change_low: Optional[float]
+  autoais_change_high: Optional[float]
+  em_change: Optional[float]
+  em_change_low: Optional[float]
+  em_change_high: Optional[float]
+  f1_change: Optional[float]
+  f1_change_low: Optional[float]
+  f1_change_high: Optional[float]
+  flipped_to_y: int  # N in the baseline, Y in the candidate
+  flipped_to_n: int
+  mcnemar_p_value: Optional[float]  # exact, on the paired decisions
+  leaderboard_autoais_baseline: Optional[float]  # the leaderboard's headline
+  leaderboard_autoais_candidate: Optional[float]
+  regression: bool  # --fail_on_regression: fell by more, interval excluding 0
+
+
+COMPARE_SYSTEM_SCHEMA = pa.schema([
+    pa.field("system_name", pa.string(), nullable=False),
+    pa.field("status", pa.string(), nullable=False),
+    pa.field("n_baseline", pa.int64(), nullable=False),
+    pa.field("n_candidate", pa.int64(), nullable=False),
+    pa.field("n_paired", pa.int64(), nullable=False),
+    pa.field("autoais_baseline", pa.float64()),
+    pa.field("autoais_candidate", pa.float64()),
+    pa.field("autoais_change", pa.float64()),
+    pa.field("autoais_change_low", pa.float64()),
+    pa.field("autoais_change_high", pa.float64()),
+    pa.field("em_change", pa.float64()),
+    pa.field("em_change_low", pa.float64()),
+    pa.field("em_change_high", pa.float64()),
+    pa.field("f1_change", pa.float64()),
+    pa.field("f1_change_low", pa.float64()),
+    pa.field("f1_change_high", pa.float64()),
+    pa.field("flipped_to_y", pa.int64(), nullable=False),
+    pa.field("flipped_to_n", pa.int64(), nullable=False),
+    pa.field("mcnemar_p_value", pa.float64()),
+    pa.field("leaderboard_autoais_baseline", pa.float64()),
+    pa.field("leaderboard_autoais_candidate", pa.float64()),
+    pa.field("regression", pa.bool_(), nullable=False),
+])
