@@ -29,6 +29,7 @@ from autoais.beam_jobs.audit import AuditOptions
 from autoais.beam_jobs.build_corpus import BuildCorpusOptions
 from autoais.beam_jobs.citations import CitationsOptions
 from autoais.beam_jobs.claims import ClaimsOptions
+from autoais.beam_jobs.compare import CompareOptions
 from autoais.beam_jobs.sck import SckOptions
 from autoais.beam_jobs.common import job_help, parse_options
 from autoais.beam_jobs.evaluate import EvaluateOptions
@@ -58,6 +59,8 @@ JOBS = {
                   "citations_main.py", "autoais.beam_jobs.citations", {"input", "output_dir"}),
     "audit": ((AuditOptions,), "audit_metadata.json", "audit_main.py",
               "autoais.beam_jobs.audit", {"answers", "candidates", "output_dir"}),
+    "compare": ((CompareOptions,), "compare_metadata.json", "compare_main.py",
+                "autoais.beam_jobs.compare", {"baseline", "candidate", "output_dir"}),
     "sck": ((SckOptions,), "sck_metadata.json", "sck_main.py",
             "autoais.beam_jobs.sck", {"input", "kg", "output_dir"}),
 }
@@ -329,10 +332,32 @@ def test_workflow_waits_for_the_job_and_fails_unless_done():
   assert poll["args"]["jobId"] == "${launched.job.id}"
   assert steps["launch"]["result"] == "launched"
   conditions = steps["check"]["switch"]
-  assert 'JOB_STATE_DONE' in conditions[0]["condition"] and "return" in conditions[0]
+  assert 'JOB_STATE_DONE' in conditions[0]["condition"]
+  assert conditions[0]["next"] == "find_last_night"
   assert "raise" in conditions[1] and "JOB_STATE_FAILED" in conditions[1]["condition"]
   assert steps["check"]["next"] == "wait"
   assert steps["wait"]["call"] == "sys.sleep"
+
+
+def test_workflow_compares_tonight_with_last_night_and_fails_on_a_regression():
+  steps = _steps(_workflow())
+  compare = steps["compare"]["args"]["body"]["launchParameter"]
+  assert compare["containerSpecGcsPath"].endswith('/templates/compare.json"}')
+  params = {p["name"]: p for p in metadata("compare")["parameters"]}
+  assert set(compare["parameters"]) <= set(params)
+  assert {name for name, p in params.items() if not p.get("isOptional")} <= set(
+      compare["parameters"])
+  assert "last_night" in compare["parameters"]["baseline"]
+  assert compare["parameters"]["candidate"] == "${output_dir}"
+  assert "fail_on_regression" in compare["parameters"]
+  # Its output directory is neither run's: compare refuses those.
+  assert "/compare/" in compare["parameters"]["output_dir"]
+  assert steps["compare_poll"]["args"]["jobId"] == "${compare_launched.job.id}"
+  assert steps["read_compare"]["args"]["alt"] == "media"
+  verdict = steps["verdict"]["switch"][0]
+  assert verdict["condition"] == '${compare_run.status == "regression"}' and "raise" in verdict
+  # The first night has no last night: the leaderboard stands alone.
+  assert "except" in steps["find_last_night"]
 
 
 def test_the_image_installs_the_sck_extra_as_setup_py_pins_it():
