@@ -18,6 +18,8 @@ beam_jobs.cli JOB ...`, a process of its own, DirectRunner):
 * claims: ExpertQA's validation files; claims-t5-max: the tiny T5, max mode;
 * audit: the audit inputs of tests/support/audit_inputs.py (gold answers, 100
   bootstrap samples);
+* compare: the string-match example run against the tiny T5's (their scorers
+  differ: --allow_changed_scorer);
 * sck: the seed examples' knowledge graph of tests/support/sck_kg.py with
   string-match and the packaged embedding model;
 * ais-annotations: the AIS release's consensus files;
@@ -31,9 +33,10 @@ and reused, so two recordings read the very same files, model included.
 identical, except JSON files, which are compared as data without the keys that
 hold times, versions, hosts and processes (VOLATILE_KEYS), and with each
 recording's own directory written as "<OUT>" and scratch directory names as
-"_work-*". Exit 1 on any difference. The bundled example is read where it lies:
-record both from checkouts at the same path (the row tables name their input
-files).
+"_work-*"; Markdown and HTML pages are compared with the recording's own
+directory written as "<OUT>" too. Exit 1 on any difference. The bundled
+example is read where it lies: record both from checkouts at the same path (the
+row tables name their input files).
 Shared data (AUTOAIS_SHARED_DATA or ../shared/data) is needed for all but the
 example and t5 runs; where it is absent those runs are skipped and say so.
 """
@@ -52,7 +55,8 @@ EXAMPLES = PROJECT_ROOT / "examples"
 DEFAULT_INPUTS = pathlib.Path("/tmp/autoais-recording-inputs")
 # Keys whose values differ from run to run of the same code: when and where a run
 # happened and with which package versions.
-VOLATILE_KEYS = frozenset({"timings", "versions", "started", "last_seen", "finished",
+VOLATILE_KEYS = frozenset({"timings", "versions", "started", "started_at", "last_seen",
+                           "finished",
                            "host", "pid", "process_start", "seconds", "elapsed",
                            "wall_seconds"})
 # A run's scratch directory is named at random (the output ledger lists it).
@@ -141,6 +145,9 @@ def runs(paths: dict, out: pathlib.Path) -> dict:
                             "--corpus", corpus, "--gold", paths["gold"], *t5,
                             "--decision", "decode"]),
       "sck": (False, ["sck", "--input", paths["sck_answers"], "--kg", paths["kg"]]),
+      "compare": (False, ["compare", "--baseline", out / "example", "--candidate",
+                          out / "t5", "--allow_changed_scorer", "true",
+                          "--bootstrap_samples", "200"]),
   }
   if not _shared_available():
     return table
@@ -248,6 +255,11 @@ def compare(first: pathlib.Path, second: pathlib.Path) -> int:
     if name.endswith((".json", ".jsonl")):
       if _json_values(a, first) != _json_values(b, second):
         differences.append(f"differs (as data, volatile keys left out): {name}")
+    elif name.endswith((".md", ".html")):
+      # Pages may name the runs they read (compare's): each as "<OUT>".
+      if (a.read_bytes().replace(bytes(first), b"<OUT>")
+          != b.read_bytes().replace(bytes(second), b"<OUT>")):
+        differences.append(f"differs (bytes, own directory as <OUT>): {name}")
     elif a.read_bytes() != b.read_bytes():
       differences.append(f"differs (bytes): {name}")
   for line in differences:
