@@ -251,12 +251,16 @@ class ScoreClaims(beam.PTransform):
     scored = (claims
               | "JoinEvidence" >> beam.Map(_concat_example)
               | "ScoreJoinedEvidence" >> ScoreAttribution(self._scorer))
-    outcomes = scored_or_failed(scored, "CollectJoinedOutcomes")
     if self._mode == CONCAT:
-      rated = outcomes | "RateClaims" >> beam.ParDo(
-          _RateClaimsFn(name, False)).with_outputs("dead_letter", main="rows")
-      return {"rows": rated.rows, "dead_letter": rated.dead_letter,
-              "stats": scored["stats"]}
+      # The rows come from the scores alone, not from a Flatten of scores and
+      # failures: the FnApiRunner holds a Flatten's inputs whole, and the rows
+      # are spilled where they are made (WriteMergedRows).
+      rows = scored["scored"] | "RateClaims" >> beam.MapTuple(
+          lambda key, score: claim_row(key[0], key[1], score, False, name))
+      failed = scored["failed"] | "DeadLetterFailedClaims" >> beam.MapTuple(
+          lambda key, failure: _claim_scoring_failed(key[0], failure))
+      return {"rows": rows, "dead_letter": failed, "stats": scored["stats"]}
+    outcomes = scored_or_failed(scored, "CollectJoinedOutcomes")
     routed = outcomes | "RouteLongEvidence" >> beam.ParDo(
         _RouteLongEvidenceFn()).with_outputs("long", main="fits")
     sentences = (routed.long
