@@ -140,7 +140,8 @@ class _MergeRowsFn(beam.DoFn):
 
 
 class WriteMergedRows(beam.PTransform):
-  """PCollection[fold.row_type] -> {"outcomes", "dead_letter", "stats"}.
+  """PCollection[fold.row_type], or a tuple of them -> {"outcomes",
+  "dead_letter", "stats"}.
 
   `make_fold()` builds the job's RowFold (on the worker, once per merge).
   """
@@ -155,9 +156,14 @@ class WriteMergedRows(beam.PTransform):
     self._output_dir = output_dir
 
   def expand(self, rows):
-    runs = rows | "SpillRuns" >> SpillSortedRuns(self._run_dir, self._row_type,
-                                                 self._sort_key)
-    merged = (rows.pipeline
+    # A tuple of PCollections is spilled part by part, where each is made: a
+    # Flatten of them would be held whole by the FnApiRunner.
+    parts = rows if isinstance(rows, (tuple, list)) else (rows,)
+    runs = tuple(part | ("SpillRuns" if index == 0 else f"SpillRuns{index}") >> (
+                     SpillSortedRuns(self._run_dir, self._row_type, self._sort_key))
+                 for index, part in enumerate(parts))
+    runs = runs[0] if len(runs) == 1 else runs | "CollectRuns" >> beam.Flatten()
+    merged = (parts[0].pipeline
               | "StartTables" >> beam.Create([None])
               | "MergeRuns" >> beam.ParDo(
                   _MergeRowsFn(self._make_fold, self._output_dir),

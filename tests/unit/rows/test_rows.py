@@ -166,6 +166,27 @@ def test_write_merged_rows_equals_a_direct_fold(tmp_path):
       "toy_parquet_only.parquet", "toy_rows.csv", "toy_rows.parquet"]
 
 
+def test_rows_given_in_parts_are_written_as_one_collection(tmp_path):
+  """A tuple of PCollections (spilled part by part) writes the tables and
+  outcomes that the same rows as one PCollection write."""
+  rows = _toy_rows()
+  written, dead, outcomes = _expected(rows)
+  out = tmp_path / "out"
+  out.mkdir()
+  with TestPipeline() as pipeline:
+    first = pipeline | "CreateFirst" >> beam.Create(rows[::2], reshuffle=False)
+    second = pipeline | "CreateSecond" >> beam.Create(rows[1::2], reshuffle=False)
+    result = (first, second) | WriteMergedRows(_ToyFold, str(out),
+                                               str(tmp_path / "work"))
+    assert_that(result["outcomes"], equal_to(outcomes), label="CheckOutcomes")
+    assert_that(result["dead_letter"]
+                | beam.Map(lambda d: (d.reason, d.source_file, d.source_line,
+                                      d.message)),
+                equal_to(dead), label="CheckDeadLetters")
+  assert [_Row(**r) for r in pq.read_table(out / "toy_rows.parquet").to_pylist()] == (
+      written)
+
+
 def test_fold_without_systems_or_duplicates_sees_every_row_in_order():
   class Plain(RowFold):
     merged_type = _Merged
