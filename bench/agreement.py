@@ -138,9 +138,9 @@ def run_statistics(total: int, mode: str, workdir: str):
   }
 
 
-def run_job(total: int, workdir: str):
-  """The whole agreement job (string-match) on a generated ratings CSV."""
-  path = os.path.join(workdir, f"ratings-{total}.csv")
+def write_ratings(path: str, total: int) -> None:
+  """A ratings CSV of `total` rows (`--format ratings`): the rounded scores of
+  shard_rows, as answers a string-match scorer finds in their passage or not."""
   with open(path, "w", newline="", encoding="utf-8") as sink:
     writer = csv.writer(sink)
     writer.writerow(["system_name", "question", "answer", "attribution", "passage",
@@ -152,6 +152,12 @@ def run_job(total: int, workdir: str):
         passage = f"The text mentions {answer if x > 0.5 else 'nothing'} here."
         writer.writerow([f"system-{s:02d}", f"question {shard} {index}?", answer,
                          f"doc-{index}", passage, "Y" if h else "N"])
+
+
+def run_job(total: int, workdir: str):
+  """The whole agreement job (string-match) on a generated ratings CSV."""
+  path = os.path.join(workdir, f"ratings-{total}.csv")
+  write_ratings(path, total)
   output = os.path.join(workdir, f"job-{total}")
   wrapper = ("import resource, subprocess, sys\n"
              "code = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL, "

@@ -58,10 +58,13 @@ def _peak_kib(pid: int):
   return None
 
 
-def run_measured(args, log_path):
-  """Runs a command; returns (exit code, seconds, {pid: (role, peak RSS MiB)})
-  for the process and every descendant, sampled until it exits."""
+def run_measured(args, log_path, limit_mib=None):
+  """Runs a command; returns (exit code, seconds, {pid: (role, peak RSS MiB)},
+  killed) for the process and every descendant, sampled until it exits. With
+  limit_mib, the whole tree is killed (each process by its id) once the sum of
+  its current RSS passes it, and killed is True."""
   peaks = {}
+  killed = False
   started = time.time()
   with open(log_path, "w", encoding="utf-8") as log:
     process = subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
@@ -71,6 +74,7 @@ def run_measured(args, log_path):
         family = [root] + root.children(recursive=True)
       except psutil.NoSuchProcess:
         family = []
+      current_kib = 0
       for member in family:
         peak = _peak_kib(member.pid)
         if peak is None:
@@ -84,14 +88,28 @@ def run_measured(args, log_path):
                   "worker" if "sdk_worker_main" in command else "other")
           peaks[member.pid] = [role, peak]
         peaks[member.pid][1] = max(peaks[member.pid][1], peak)
+        try:
+          current_kib += member.memory_info().rss // 1024
+        except psutil.Error:
+          pass
+      if limit_mib is not None and current_kib > limit_mib * 1024:
+        killed = True
+        # Children first, so that none is left behind by its dying parent.
+        for member in reversed(family):
+          try:
+            member.kill()
+          except psutil.Error:
+            pass
+        process.wait()
+        break
       time.sleep(0.2)
   return process.returncode, time.time() - started, {
-      pid: (role, round(kib / 1024)) for pid, (role, kib) in peaks.items()}
+      pid: (role, round(kib / 1024)) for pid, (role, kib) in peaks.items()}, killed
 
 
 def evaluate(work, name, predictions, corpus, gold, *extra):
   output = os.path.join(work, f"eval_{name}")
-  code, seconds, peaks = run_measured(
+  code, seconds, peaks, _ = run_measured(
       AUTOAIS + ["evaluate", "--predictions", f"{predictions}/*.csv", "--corpus", corpus,
                  "--gold", gold, "--output_dir", output, "--bootstrap_samples", "100",
                  "--progress_interval", "30", *extra],

@@ -231,11 +231,18 @@ class RateCandidates(beam.PTransform):
         AccountAnswersFn(), beam.pvalue.AsSingleton(self._index),
         beam.pvalue.AsDict(self._per_answer), failed_answers).with_outputs(
             "dead_letter", main="audited")
-    rated = (scored_or_failed(scored, "CollectCandidateOutcomes")
-             | "RateCandidateRows" >> beam.ParDo(
-                 _RateCandidatesFn(self._scorer.describe()["name"]),
-                 failed_answers).with_outputs("dead_letter", main="rows"))
-    return {"rows": rated.rows, "dead_letter": rated.dead_letter,
+    # Scores and failures are rated apart, not flattened first: the FnApiRunner
+    # holds a Flatten's inputs whole, and the rows are spilled where they are
+    # made (WriteMergedRows). A failed candidate's answer is in failed_answers,
+    # so it yields a dead letter only.
+    name = self._scorer.describe()["name"]
+    rated = scored["scored"] | "RateCandidateRows" >> beam.ParDo(
+        _RateCandidatesFn(name), failed_answers).with_outputs("dead_letter", main="rows")
+    failed = scored["failed"] | "RateFailedCandidates" >> beam.ParDo(
+        _RateCandidatesFn(name), failed_answers).with_outputs("dead_letter", main="rows")
+    dead = ((rated.dead_letter, failed.dead_letter)
+            | "CollectCandidateDeadLetters" >> beam.Flatten())
+    return {"rows": rated.rows, "dead_letter": dead,
             "audited": accounted.audited, "answer_dead_letter": accounted.dead_letter,
             "stats": scored["stats"]}
 

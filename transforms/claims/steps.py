@@ -217,7 +217,8 @@ def _reranked_example(scored):
 
 
 class ScoreClaims(beam.PTransform):
-  """PCollection[ClaimInput] -> {"rows": PCollection[ClaimRow], "dead_letter":
+  """PCollection[ClaimInput] -> {"rows": PCollection[ClaimRow] (in rerank mode a
+  tuple of two, for WriteMergedRows to spill apart), "dead_letter":
   PCollection[DeadLetter] of the claims left out because scoring any of their
   evidence failed (a hosted model refused it, or kept failing), "stats":
   PCollection[dict] of the scorer's counts}, in one of EVIDENCE_MODES."""
@@ -251,13 +252,16 @@ class ScoreClaims(beam.PTransform):
     scored = (claims
               | "JoinEvidence" >> beam.Map(_concat_example)
               | "ScoreJoinedEvidence" >> ScoreAttribution(self._scorer))
-    outcomes = scored_or_failed(scored, "CollectJoinedOutcomes")
+    # The rows come from the scores alone, not from a Flatten of scores and
+    # failures: the FnApiRunner holds a Flatten's inputs whole, and the rows
+    # are spilled where they are made (WriteMergedRows).
+    failed = scored["failed"] | "DeadLetterFailedClaims" >> beam.MapTuple(
+        lambda key, failure: _claim_scoring_failed(key[0], failure))
     if self._mode == CONCAT:
-      rated = outcomes | "RateClaims" >> beam.ParDo(
-          _RateClaimsFn(name, False)).with_outputs("dead_letter", main="rows")
-      return {"rows": rated.rows, "dead_letter": rated.dead_letter,
-              "stats": scored["stats"]}
-    routed = outcomes | "RouteLongEvidence" >> beam.ParDo(
+      rows = scored["scored"] | "RateClaims" >> beam.MapTuple(
+          lambda key, score: claim_row(key[0], key[1], score, False, name))
+      return {"rows": rows, "dead_letter": failed, "stats": scored["stats"]}
+    routed = scored["scored"] | "RouteLongEvidence" >> beam.ParDo(
         _RouteLongEvidenceFn()).with_outputs("long", main="fits")
     sentences = (routed.long
                  | "SplitEvidenceSentences" >> beam.FlatMap(_sentence_examples)
@@ -270,14 +274,16 @@ class ScoreClaims(beam.PTransform):
                   "failed", main="examples"))
     reranked = chosen.examples | "ScoreChosenSentences" >> ScoreAttribution(
         self._scorer)
-    fitting = routed.fits | "RateFittingClaims" >> beam.ParDo(
-        _RateClaimsFn(name, False)).with_outputs("dead_letter", main="rows")
+    fitting = routed.fits | "RateFittingClaims" >> beam.MapTuple(
+        lambda key, score: claim_row(key[0], key[1], score, False, name))
     rated = ((scored_or_failed(reranked, "CollectRerankedOutcomes"), chosen.failed)
              | "CollectRerankOutcomes" >> beam.Flatten()
              | "RateRerankedClaims" >> beam.ParDo(
                  _RateClaimsFn(name, True)).with_outputs("dead_letter", main="rows"))
-    rows = (fitting.rows, rated.rows) | "MergeClaimRows" >> beam.Flatten()
-    dead = ((fitting.dead_letter, rated.dead_letter)
+    # Two PCollections, not a Flatten of them: WriteMergedRows spills each where
+    # it is made.
+    rows = (fitting, rated.rows)
+    dead = ((failed, rated.dead_letter)
             | "MergeClaimDeadLetters" >> beam.Flatten())
     stats = ((scored["stats"], sentences["stats"], reranked["stats"])
              | "CollectScorerStats" >> beam.Flatten())

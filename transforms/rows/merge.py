@@ -188,7 +188,8 @@ class _MergeRowsFn(beam.DoFn):
 
 
 class WriteMergedRows(beam.PTransform):
-  """PCollection[fold.row_type] -> {"outcomes", "dead_letter", "stats"}.
+  """PCollection[fold.row_type], or a tuple of them -> {"outcomes",
+  "dead_letter", "stats"}.
 
   `make_fold()` builds the job's RowFold (on the worker, once per merge, so
   once per shard). "stats" holds one dict: the folds' stats summed over the
@@ -209,9 +210,16 @@ class WriteMergedRows(beam.PTransform):
         "system_name" if prototype.by_system else prototype.sort_key[0], num_shards)
 
   def expand(self, rows):
-    runs = rows | "SpillRuns" >> SpillSortedRuns(self._run_dir, self._row_type,
-                                                 self._sort_key, self._shard_of)
-    shards = rows.pipeline | "StartTables" >> beam.Create(list(range(self._num_shards)))
+    # A tuple of PCollections is spilled part by part, where each is made: a
+    # Flatten of them would be held whole by the FnApiRunner.
+    parts = rows if isinstance(rows, (tuple, list)) else (rows,)
+    runs = tuple(part | ("SpillRuns" if index == 0 else f"SpillRuns{index}") >> (
+                     SpillSortedRuns(self._run_dir, self._row_type, self._sort_key,
+                                     self._shard_of))
+                 for index, part in enumerate(parts))
+    runs = runs[0] if len(runs) == 1 else runs | "CollectRuns" >> beam.Flatten()
+    shards = parts[0].pipeline | "StartTables" >> beam.Create(
+        list(range(self._num_shards)))
     if self._num_shards > 1:
       # Each shard's merge on any worker (a fusion break after the Create).
       shards = shards | "SpreadShards" >> beam.Reshuffle()

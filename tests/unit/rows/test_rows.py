@@ -200,6 +200,23 @@ def test_sharded_tables_hold_each_systems_rows_whole_and_the_same_figures(
   assert table_file_stem("toy_rows", 0, 1) == "toy_rows"
 
 
+def test_rows_given_in_parts_are_written_as_one_collection(tmp_path):
+  """A tuple of PCollections (spilled part by part) writes the tables and
+  outcomes that the same rows as one PCollection write."""
+  rows = _toy_rows()
+  written, dead, outcomes = _expected(rows)
+  out = tmp_path / "out"
+  out.mkdir()
+  with TestPipeline() as pipeline:
+    first = pipeline | "CreateFirst" >> beam.Create(rows[::2], reshuffle=False)
+    second = pipeline | "CreateSecond" >> beam.Create(rows[1::2], reshuffle=False)
+    result = (first, second) | WriteMergedRows(_ToyFold, str(out),
+                                               str(tmp_path / "work"))
+    _assert_fold_outputs(result, written, dead, outcomes)
+  assert [_Row(**r) for r in pq.read_table(out / "toy_rows.parquet").to_pylist()] == (
+      written)
+
+
 def test_fold_without_systems_or_duplicates_sees_every_row_in_order():
   class Plain(RowFold):
     merged_type = _Merged
