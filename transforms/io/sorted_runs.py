@@ -64,9 +64,11 @@ def _ipc_options(path: str) -> pa.ipc.IpcWriteOptions:
 
 
 def write_run(path: str, shards: Sequence[Tuple[int, Sequence[tuple]]],
-              element_type: Type[tuple]) -> Iterator[Tuple[int, RunSlice]]:
-  """Writes each shard's sorted rows as consecutive batches of one IPC file."""
-  schema = schema_of(element_type)
+              element_type: Type[tuple], schema: Optional[pa.Schema] = None
+              ) -> Iterator[Tuple[int, RunSlice]]:
+  """Writes each shard's sorted rows as consecutive batches of one IPC file
+  (`schema`: element_type's registered one where None)."""
+  schema = schema or schema_of(element_type)
   slices = []
   with FileSystems.create(path) as sink:
     with pa.ipc.new_file(sink, schema, options=_ipc_options(path)) as writer:
@@ -174,9 +176,10 @@ class _SpillRunsFn(beam.DoFn):
 
   def __init__(self, work_dir: str, element_type: Type[tuple],
                key_fields: Sequence[str], shard_of: Optional[Callable[[tuple], int]],
-               max_run_bytes: int):
+               max_run_bytes: int, schema: Optional[pa.Schema]):
     self._work_dir = work_dir
     self._element_type = element_type
+    self._schema = schema
     self._key_fields = tuple(key_fields)
     self._shard_of = shard_of
     self._max_bytes = max_run_bytes
@@ -194,10 +197,10 @@ class _SpillRunsFn(beam.DoFn):
     shard = self._shard_of(element) if self._shard_of else 0
     self._buffers[shard].append(element)
     if self._rows % 32 == 0:
-      # Text dominates rows: count its characters, plus a fixed cost per row;
-      # measuring one row in 32 is accurate enough and costs little.
+      # Text (or encoded bytes) dominates rows: count its length, plus a fixed
+      # cost per row; measuring one row in 32 is accurate enough and costs little.
       self._row_bytes = 200 + sum(len(value) for value in element
-                                  if isinstance(value, str))
+                                  if isinstance(value, (str, bytes)))
     self._rows += 1
     self._buffered += self._row_bytes
     if self._buffered >= self._max_bytes:
@@ -216,7 +219,7 @@ class _SpillRunsFn(beam.DoFn):
       rows.sort(key=self._key)
       shards.append((shard, rows))
     path = FileSystems.join(self._work_dir, f"run-{uuid.uuid4().hex}.arrow")
-    yield from write_run(path, shards, self._element_type)
+    yield from write_run(path, shards, self._element_type, self._schema)
     self._buffers = defaultdict(list)
     self._buffered = 0
 
@@ -226,15 +229,17 @@ class SpillSortedRuns(beam.PTransform):
 
   A worker buffers about `max_run_bytes` of rows (all shards together) before it
   writes them, sorted by `key_fields`, as one run per shard. Runs from failed
-  bundle attempts are never emitted, so retries do not duplicate rows.
+  bundle attempts are never emitted, so retries do not duplicate rows. `schema`
+  is for an element type outside the schema registry (a scratch type).
   """
 
   def __init__(self, work_dir: str, element_type: Type[tuple],
                key_fields: Sequence[str], shard_of: Optional[Callable] = None,
-               max_run_bytes: int = 16 * 1024 * 1024):
+               max_run_bytes: int = 16 * 1024 * 1024,
+               schema: Optional[pa.Schema] = None):
     super().__init__()
     self._fn = _SpillRunsFn(work_dir, element_type, key_fields, shard_of,
-                            max_run_bytes)
+                            max_run_bytes, schema)
 
   def expand(self, rows):
     return rows | "WriteSortedRuns" >> beam.ParDo(self._fn)
