@@ -47,34 +47,38 @@ TWO_WORKERS = ["--direct_running_mode=multi_processing", "--direct_num_workers=2
 PARTS = ("memory", "fanout", "nightly")
 
 
-def _peak_kib(pid: int):
+def _status_kib(pid: int, field: str):
   try:
     with open(f"/proc/{pid}/status", encoding="utf-8") as f:
       for line in f:
-        if line.startswith("VmHWM:"):
+        if line.startswith(field):
           return int(line.split()[1])
   except OSError:
     return None
   return None
 
 
-def run_measured(args, log_path):
+def run_measured(args, log_path, cwd=ROOT):
   """Runs a command; returns (exit code, seconds, {pid: (role, peak RSS MiB)})
-  for the process and every descendant, sampled until it exits."""
+  for the process and every descendant, sampled until it exits, and the
+  largest sum of their current RSS at one sample (the tree's peak, MiB)."""
   peaks = {}
+  tree_peak = 0
   started = time.time()
   with open(log_path, "w", encoding="utf-8") as log:
-    process = subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(args, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
     root = psutil.Process(process.pid)
     while process.poll() is None:
       try:
         family = [root] + root.children(recursive=True)
       except psutil.NoSuchProcess:
         family = []
+      current = 0
       for member in family:
-        peak = _peak_kib(member.pid)
+        peak = _status_kib(member.pid, "VmHWM:")
         if peak is None:
           continue
+        current += _status_kib(member.pid, "VmRSS:") or 0
         if member.pid not in peaks:
           try:
             command = " ".join(member.cmdline())
@@ -84,14 +88,16 @@ def run_measured(args, log_path):
                   "worker" if "sdk_worker_main" in command else "other")
           peaks[member.pid] = [role, peak]
         peaks[member.pid][1] = max(peaks[member.pid][1], peak)
+      tree_peak = max(tree_peak, current)
       time.sleep(0.2)
   return process.returncode, time.time() - started, {
-      pid: (role, round(kib / 1024)) for pid, (role, kib) in peaks.items()}
+      pid: (role, round(kib / 1024)) for pid, (role, kib) in peaks.items()
+  }, round(tree_peak / 1024)
 
 
 def evaluate(work, name, predictions, corpus, gold, *extra):
   output = os.path.join(work, f"eval_{name}")
-  code, seconds, peaks = run_measured(
+  code, seconds, peaks, _ = run_measured(
       AUTOAIS + ["evaluate", "--predictions", f"{predictions}/*.csv", "--corpus", corpus,
                  "--gold", gold, "--output_dir", output, "--bootstrap_samples", "100",
                  "--progress_interval", "30", *extra],

@@ -33,9 +33,11 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from autoais.schemas import schema_of, to_record_batch
 
-# Rows per Arrow batch in a run file. A merge holds one decoded batch per run,
-# so small batches keep its memory low however many runs there are.
+# Rows per Arrow batch in a run file, at most, and bytes per batch, at most
+# (about: wide rows make batches of fewer rows). A merge holds one decoded batch
+# per run, so small batches keep its memory low however many runs there are.
 _BATCH_ROWS = 256
+_BATCH_BYTES = 64 * 1024
 _CONVERT_ROWS = 16 * _BATCH_ROWS
 _LOCAL_IPC_OPTIONS = pa.ipc.IpcWriteOptions()
 _REMOTE_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
@@ -76,11 +78,14 @@ def write_run(path: str, shards: Sequence[Tuple[int, Sequence[tuple]]],
       for shard, rows in shards:
         first = batch
         # Rows are converted _CONVERT_ROWS at a time (fewer, larger calls into
-        # Arrow) and written as slices of _BATCH_ROWS.
+        # Arrow) and written as slices of at most _BATCH_ROWS rows and about
+        # _BATCH_BYTES.
         for start in range(0, len(rows), _CONVERT_ROWS):
           converted = to_record_batch(rows[start:start + _CONVERT_ROWS], schema)
-          for offset in range(0, converted.num_rows, _BATCH_ROWS):
-            writer.write_batch(converted.slice(offset, _BATCH_ROWS))
+          step = max(1, min(_BATCH_ROWS, _BATCH_BYTES * converted.num_rows
+                            // max(converted.nbytes, 1)))
+          for offset in range(0, converted.num_rows, step):
+            writer.write_batch(converted.slice(offset, step))
             batch += 1
         slices.append((shard, RunSlice(path, first, batch - first)))
   return slices
