@@ -35,6 +35,7 @@ if __name__ == "__main__":
   sys.exit(run())
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions,
@@ -201,7 +202,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
               | "TagCalibration" >> beam.Map(lambda item: (CALIBRATION, item)))
              | "FlattenSets" >> beam.Flatten())
   scored = items | "ScoreItems" >> ScoreItems(plan.scorer, plan.format.multi_premise,
-                                             roles)
+                                             roles,
+                                             FileSystems.join(work_dir, "scoring"))
   dead_letters = {INPUT: (read.dead_letter, scored["dead_letter"][INPUT])}
   counts = {"read_counts": read.counts}
   if calibrating:

@@ -40,6 +40,7 @@ if __name__ == "__main__":
   sys.exit(run())
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions,
@@ -249,7 +250,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   steps.append(joined["stats"])
   join_stats.append(joined["join_stats"])
   rated = joined["examples"] | "RateCandidates" >> RateCandidates(
-      plan.scorer, answers, index, matched["per_answer"])
+      plan.scorer, answers, index, matched["per_answer"],
+      FileSystems.join(work_dir, "scoring"))
   written = rated["rows"] | "WriteAudit" >> WriteMergedRows(AuditFold, options.output_dir,
                                                            work_dir, plan.num_shards)
   summary = written["outcomes"] | "SummarizeAudit" >> SummarizeAudit(

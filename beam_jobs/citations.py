@@ -38,6 +38,7 @@ if __name__ == "__main__":
 import os
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions,
@@ -199,7 +200,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   read = pipeline | "ReadItems" >> ReadRecords(
       plan.files, _ReadItems(plan.formats, QAMPARI[options.qampari]))
   scored = read.records | "ScoreCitations" >> ScoreCitations(
-      plan.scorer, options.at_most_citations)
+      plan.scorer, options.at_most_citations, FileSystems.join(work_dir, "groups"))
   sentences = scored["sentences"] | "WriteSentenceRows" >> WriteMergedRows(
       SentencesFold, options.output_dir, work_dir, plan.num_shards)
   items = scored["items"] | "WriteItemRows" >> WriteMergedRows(

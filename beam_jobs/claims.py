@@ -30,6 +30,7 @@ if __name__ == "__main__":
   sys.exit(run())
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions,
@@ -136,8 +137,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   work_dir = plan.output.claim()
 
   read = pipeline | "ReadClaims" >> ReadRecords(plan.files, FORMATS[plan.format])
-  scored = read.records | "ScoreClaims" >> ScoreClaims(plan.scorer,
-                                                       options.evidence_mode)
+  scored = read.records | "ScoreClaims" >> ScoreClaims(
+      plan.scorer, FileSystems.join(work_dir, "scoring"), options.evidence_mode)
   written = scored["rows"] | "WriteClaimRows" >> WriteMergedRows(
       ClaimsFold, options.output_dir, work_dir, plan.num_shards)
   summary = written["outcomes"] | "SummarizeClaims" >> SummarizeClaims(

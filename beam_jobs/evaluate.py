@@ -250,7 +250,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
     dead_letters["human_ratings"] = (human.dead_letter, rated.dead_letter)
     counts["human_rating_counts"] = (human.counts, rated.stats)
   passages = matches | "AttachPassages" >> AttachPassages(options.corpus, plan.join)
-  scored = passages["joined"] | "ScoreAnswers" >> ScoreAnswers(plan.scorer, decode)
+  scored = passages["joined"] | "ScoreAnswers" >> ScoreAnswers(
+      plan.scorer, decode, FileSystems.join(work_dir, "scoring"))
   ratings = scored["rows"] | "WriteRatings" >> WriteMergedRows(
       functools.partial(RatingsFold, options.corpus is not None), options.output_dir,
       work_dir, plan.num_shards)

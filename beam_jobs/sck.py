@@ -35,6 +35,7 @@ if __name__ == "__main__":
 from typing import Optional
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions,
@@ -178,10 +179,12 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   read = pipeline | "ReadAnswers" >> ReadRecords(plan.files, read_answers)
   kg = pipeline | "ReadKnowledgeGraph" >> ReadRecords(plan.kg_files, read_kg_statements)
   graph = kg.records | "BuildKnowledgeGraph" >> BuildKnowledgeGraph()
+  scoring_dir = FileSystems.join(work_dir, "scoring")
   embedder = ScoreUniqueExamples(EmbeddingModelHandler(options.embedding_model),
-                                 model_id=f"embedding:{plan.embedding_model}")
+                                 model_id=f"embedding:{plan.embedding_model}",
+                                 work_dir=FileSystems.join(work_dir, "embedding"))
   scored = read.records | "ScoreAnswers" >> ScoreAnswers(graph, plan.scorer, embedder,
-                                                         plan.k_weights)
+                                                         scoring_dir, plan.k_weights)
   written = scored["rows"] | "WriteAnswerRows" >> WriteMergedRows(
       AnswersFold, options.output_dir, work_dir, plan.num_shards)
   summary = written["outcomes"] | "SummarizeSck" >> SummarizeSck(options.output_dir,

@@ -1,7 +1,8 @@
 """Citations benchmark (not a test): `autoais citations` on ALCE items at scale.
 
     .venv/bin/python bench/citations.py [--items 100000] [--systems 4] \
-        [--workdir bench/out/citations] [--skip_t5]
+        [--workdir bench/out/citations] [--skip_t5] [--modes in_process,two_workers] \
+        [--checkout DIR]
 
 Writes `--items` synthetic ALCE items (bench/pipeline.py's word generator), each
 answer 3 sentences of 2 citations each into 5 documents of 80 words, spread over
@@ -9,10 +10,15 @@ answer 3 sentences of 2 citations each into 5 documents of 80 words, spread over
 documents (half of each system's sentences are shared with the first system,
 as systems that quote the same passages), then runs the job as a child process
 with the string-match scorer and with a tiny random T5 (threshold mode; models/
-testing.py), side by side in this one run. Prints one JSON line per scorer:
-wall seconds, items/s and sentences/s, the child's peak RSS, the model calls
-(distinct pairs) and the calls ALCE's eval.py would make (run.json), and the
-yardstick of bench/pipeline.py measured just before.
+testing.py), side by side in this one run, each in process and (`--modes`)
+with `--direct_running_mode=multi_processing --direct_num_workers=2`. Prints
+one JSON line per scorer and mode: wall seconds, items/s and sentences/s, the
+peak RSS of the whole process tree (the largest sum of the launcher's and its
+SDK workers' RSS at one 0.2 s sample) and each process's own peak
+(bench/scale.py's run_measured), the model calls (distinct pairs) and the calls
+ALCE's eval.py would make (run.json), and the yardstick of bench/pipeline.py
+measured just before. `--checkout DIR` runs the job of another checkout (its
+own .venv, e.g. a worktree of an earlier commit) on the same inputs.
 """
 import argparse
 import json
@@ -21,7 +27,10 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pipeline import AUTOAIS, ROOT, Words, peak_rss_mib, python_speed_seconds  # pylint: disable=wrong-import-position
+from pipeline import AUTOAIS, ROOT, Words, python_speed_seconds  # pylint: disable=wrong-import-position
+from scale import TWO_WORKERS, by_role, run_measured  # pylint: disable=wrong-import-position
+
+MODES = {"in_process": [], "two_workers": TWO_WORKERS}
 
 DOCS, SENTENCES, SENTENCE_WORDS = 5, 3, 12
 
@@ -50,19 +59,25 @@ def write_items(directory: str, n_items: int, n_systems: int, words: Words) -> N
                             "docs": docs}) + "\n")
 
 
-def run(inputs: str, output: str, *extra) -> dict:
+def run(checkout: str, inputs: str, output: str, *extra) -> dict:
   shutil.rmtree(output, ignore_errors=True)
   yardstick = python_speed_seconds()
-  wall, peak = peak_rss_mib(AUTOAIS + ["citations", "--input", inputs, "--output_dir",
-                                       output, "--bootstrap_samples", "200",
-                                       "--progress_interval", "0", *extra])
+  command = ([os.path.join(checkout, ".venv", "bin", "python")] + AUTOAIS[1:]
+             if checkout != ROOT else AUTOAIS)
+  code, wall, peaks, tree_peak, _ = run_measured(
+      command + ["citations", "--input", inputs, "--output_dir", output,
+                 "--bootstrap_samples", "200", "--progress_interval", "0", *extra],
+      output + ".log", cwd=checkout)
+  if code != 0:
+    raise SystemExit(f"citations failed ({code}): see {output}.log")
   with open(os.path.join(output, "run.json"), encoding="utf-8") as f:
     record = json.load(f)
   items = record["counts"]["scored"]
   return {"items": items, "sentences": record["sentences"], "wall_s": round(wall, 1),
           "items_per_s": round(items / wall, 1),
           "sentences_per_s": round(record["sentences"] / wall, 1),
-          "peak_rss_mib": round(peak, 1), "model_calls": record["model_calls"],
+          "peak_rss_tree_mib": tree_peak, "peak_rss_mib_by_role": by_role(peaks),
+          "model_calls": record["model_calls"],
           "unique_pairs": record["unique_pairs"],
           "eval_py_calls": record["reference_model_calls"],
           "pairs_reused": record["scorer"].get("pairs_reused", 0),
@@ -75,24 +90,33 @@ def main():
   parser.add_argument("--systems", type=int, default=4)
   parser.add_argument("--workdir", default=os.path.join(ROOT, "bench", "out", "citations"))
   parser.add_argument("--skip_t5", action="store_true")
+  parser.add_argument("--modes", default=",".join(MODES),
+                      help="in_process and/or two_workers, comma-separated")
+  parser.add_argument("--checkout", default=ROOT,
+                      help="the checkout whose job runs (default: this one)")
   args = parser.parse_args()
+  checkout = os.path.abspath(args.checkout)
+  modes = args.modes.split(",")
   inputs = os.path.join(args.workdir, "inputs")
   shutil.rmtree(inputs, ignore_errors=True)
   words = Words(seed=11)
   write_items(inputs, args.items, args.systems, words)
   pattern = os.path.join(inputs, "*.jsonl")
-  results = {"string-match": run(pattern, os.path.join(args.workdir, "string-match"))}
+  scorers = {"string-match": []}
   if not args.skip_t5:
     from autoais.models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
     model = os.path.join(args.workdir, "model")
     if not os.path.isdir(model):
       build_random_t5(model, [words.passage(i) for i in range(2000)], vocab_size=4000,
                       seed=5)
-    results["t5"] = run(pattern, os.path.join(args.workdir, "t5"), "--scorer", "t5",
-                        "--model", model)
-  for scorer, result in results.items():
-    print(json.dumps(dict({"scorer": scorer, "items_requested": args.items,
-                           "systems": args.systems}, **result)))
+    scorers["t5"] = ["--scorer", "t5", "--model", model]
+  for scorer, flags in scorers.items():
+    for mode in modes:
+      result = run(checkout, pattern, os.path.join(args.workdir, f"{scorer}-{mode}"),
+                   *flags, *MODES[mode])
+      print(json.dumps(dict({"scorer": scorer, "mode": mode, "items_requested": args.items,
+                             "systems": args.systems, "checkout": checkout},
+                            **result)), flush=True)
 
 
 if __name__ == "__main__":

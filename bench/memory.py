@@ -184,7 +184,7 @@ def inputs(job: str, directory: str, rows: int, work: str):
 
 def measure(job: str, arguments, rows: int, mode: str, work: str, limit_mib: int):
   output = os.path.join(work, f"{job}_{rows}_{mode}_out")
-  code, seconds, peaks, killed = run_measured(
+  code, seconds, peaks, _, killed = run_measured(
       AUTOAIS + [job, *arguments, "--output_dir", output, *MODES[mode]],
       os.path.join(work, f"{job}_{rows}_{mode}.log"), limit_mib=limit_mib)
   roles = by_role(peaks)

@@ -47,38 +47,41 @@ TWO_WORKERS = ["--direct_running_mode=multi_processing", "--direct_num_workers=2
 PARTS = ("memory", "fanout", "nightly")
 
 
-def _peak_kib(pid: int):
+def _status_kib(pid: int, field: str):
   try:
     with open(f"/proc/{pid}/status", encoding="utf-8") as f:
       for line in f:
-        if line.startswith("VmHWM:"):
+        if line.startswith(field):
           return int(line.split()[1])
   except OSError:
     return None
   return None
 
 
-def run_measured(args, log_path, limit_mib=None):
+def run_measured(args, log_path, limit_mib=None, cwd=ROOT):
   """Runs a command; returns (exit code, seconds, {pid: (role, peak RSS MiB)},
-  killed) for the process and every descendant, sampled until it exits. With
-  limit_mib, the whole tree is killed (each process by its id) once the sum of
-  its current RSS passes it, and killed is True."""
+  tree peak MiB, killed) for the process and every descendant, sampled until
+  it exits: the tree's peak is the largest sum of their current RSS at one
+  sample. With limit_mib, the whole tree is killed (each process by its id)
+  once that sum passes it, and killed is True."""
   peaks = {}
+  tree_peak = 0
   killed = False
   started = time.time()
   with open(log_path, "w", encoding="utf-8") as log:
-    process = subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(args, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
     root = psutil.Process(process.pid)
     while process.poll() is None:
       try:
         family = [root] + root.children(recursive=True)
       except psutil.NoSuchProcess:
         family = []
-      current_kib = 0
+      current = 0
       for member in family:
-        peak = _peak_kib(member.pid)
+        peak = _status_kib(member.pid, "VmHWM:")
         if peak is None:
           continue
+        current += _status_kib(member.pid, "VmRSS:") or 0
         if member.pid not in peaks:
           try:
             command = " ".join(member.cmdline())
@@ -88,11 +91,8 @@ def run_measured(args, log_path, limit_mib=None):
                   "worker" if "sdk_worker_main" in command else "other")
           peaks[member.pid] = [role, peak]
         peaks[member.pid][1] = max(peaks[member.pid][1], peak)
-        try:
-          current_kib += member.memory_info().rss // 1024
-        except psutil.Error:
-          pass
-      if limit_mib is not None and current_kib > limit_mib * 1024:
+      tree_peak = max(tree_peak, current)
+      if limit_mib is not None and current > limit_mib * 1024:
         killed = True
         # Children first, so that none is left behind by its dying parent.
         for member in reversed(family):
@@ -104,12 +104,13 @@ def run_measured(args, log_path, limit_mib=None):
         break
       time.sleep(0.2)
   return process.returncode, time.time() - started, {
-      pid: (role, round(kib / 1024)) for pid, (role, kib) in peaks.items()}, killed
+      pid: (role, round(kib / 1024)) for pid, (role, kib) in peaks.items()
+  }, round(tree_peak / 1024), killed
 
 
 def evaluate(work, name, predictions, corpus, gold, *extra):
   output = os.path.join(work, f"eval_{name}")
-  code, seconds, peaks, _ = run_measured(
+  code, seconds, peaks, _, _ = run_measured(
       AUTOAIS + ["evaluate", "--predictions", f"{predictions}/*.csv", "--corpus", corpus,
                  "--gold", gold, "--output_dir", output, "--bootstrap_samples", "100",
                  "--progress_interval", "30", *extra],

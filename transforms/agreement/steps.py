@@ -94,11 +94,14 @@ class ScoreItems(beam.PTransform):
   """PCollection[(role, LabelledItem)] -> {"rows": PCollection[(role,
   AgreementRow)], "dead_letter": {role: PCollection[DeadLetter]}, "stats": scorer
   counts}: each premise scored once by the scorer; multi-premise items (WiCE)
-  grouped by id and maxed."""
+  grouped by id and maxed; a model's examples are grouped in runs under
+  `work_dir`."""
 
-  def __init__(self, scorer, multi_premise: bool, roles: Tuple[str, ...]):
+  def __init__(self, scorer, multi_premise: bool, roles: Tuple[str, ...],
+               work_dir: str):
     super().__init__()
     self._scorer = scorer
+    self._work_dir = work_dir
     self._multi_premise = multi_premise
     self._roles = roles
 
@@ -106,7 +109,7 @@ class ScoreItems(beam.PTransform):
     scores = (items
               | "KeyExamples" >> beam.MapTuple(
                   lambda role, item: (RoleItem(role, item), item.example))
-              | "ScoreAttribution" >> ScoreAttribution(self._scorer))
+              | "ScoreAttribution" >> ScoreAttribution(self._scorer, self._work_dir))
     if not self._multi_premise:
       rows = scores["scored"] | "MakeRows" >> beam.MapTuple(
           lambda key, score: (key.role, agreement_row([(key.item, score)])))

@@ -209,17 +209,20 @@ class RateCandidates(beam.PTransform):
   answer audited, "answer_dead_letter": answers repeated, without candidates
   or left out because scoring a candidate failed, "stats": the scorer's}.
   `answers`: every answer read; `index`: the singleton AnswerIndex;
-  `per_answer`: MatchCandidates' counts."""
+  `per_answer`: MatchCandidates' counts; a model's examples are grouped in
+  runs under `work_dir`."""
 
-  def __init__(self, scorer, answers, index, per_answer):
+  def __init__(self, scorer, answers, index, per_answer, work_dir: str):
     super().__init__()
     self._scorer = scorer
+    self._work_dir = work_dir
     self._answers = answers
     self._index = index
     self._per_answer = per_answer
 
   def expand(self, examples):
-    scored = examples | "ScoreAttribution" >> ScoreAttribution(self._scorer)
+    scored = examples | "ScoreAttribution" >> ScoreAttribution(self._scorer,
+                                                               self._work_dir)
     # Answers one of whose candidates could not be scored: left out whole, with
     # their candidates (few: a side input).
     failed_answers = beam.pvalue.AsDict(

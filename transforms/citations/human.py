@@ -27,13 +27,16 @@ Across systems, Pearson / Spearman / Kendall between the human and the
 automatic figures (defined from three systems). Writes citations_human.csv /
 .json / .md; returns one dict for run.json (items judged, by alignment).
 """
+import collections
 from typing import Dict, List, Optional
 
 import apache_beam as beam
 import numpy as np
+import pyarrow as pa
 
 from autoais.schemas import CITATIONS_HUMAN_SCHEMA, CitationSentenceRow, CitationsHumanRow
 from autoais.transforms.citations.steps import ALIGNED, HUMAN_CHECKS, NO_JUDGEMENTS
+from autoais.transforms.citations.tables import item_table
 from autoais.transforms.io.summary import write_summary_files
 from autoais.transforms.rows.summary import percent
 from autoais.transforms.stats.agreement import (FN, FP, TN, TP, AgreementCounts,
@@ -97,21 +100,26 @@ def _percent_mean(values) -> Optional[float]:
   return float(100 * np.mean(values)) if values else None
 
 
-def _system_row(name: Optional[str], items, counts: Dict[str, AgreementCounts],
+def _system_row(name: Optional[str], items: pa.Table, counts: Dict[str, AgreementCounts],
                 statistics: Dict[str, Dict[str, object]]) -> CitationsHumanRow:
-  """`items`: CitationItemRows of the system (or of all), in file order;
-  `statistics`: agreement_statistics of each kind's `counts`."""
-  judged = [item for item in items if item.human_check != NO_JUDGEMENTS]
-  aligned = [item for item in judged if item.human_check == ALIGNED]
-  figured = [item for item in aligned if item.human_citation_rec is not None]
+  """`items`: the table of CitationItemRows of the system (or of all), in file
+  order; `statistics`: agreement_statistics of each kind's `counts`."""
+  check = items.column("human_check").to_pylist()
+  judged = [k for k, value in enumerate(check) if value != NO_JUDGEMENTS]
+  aligned = [k for k in judged if check[k] == ALIGNED]
+  human_recall = items.column("human_citation_rec").to_pylist()
+  figured = [k for k in aligned if human_recall[k] is not None]
+
+  def mean_of(column):
+    values = items.column(column).to_pylist()
+    return _percent_mean([values[k] for k in figured])
+
   recall, precision = statistics[RECALL], statistics[PRECISION]
   return CitationsHumanRow(
-      name, len(items), len(judged), len(aligned), counts[RECALL].n,
+      name, items.num_rows, len(judged), len(aligned), counts[RECALL].n,
       counts[PRECISION].n,
-      _percent_mean([item.human_citation_rec for item in figured]),
-      _percent_mean([item.citation_rec for item in figured]),
-      _percent_mean([item.human_citation_prec for item in figured]),
-      _percent_mean([item.citation_prec for item in figured]),
+      mean_of("human_citation_rec"), mean_of("citation_rec"),
+      mean_of("human_citation_prec"), mean_of("citation_prec"),
       recall["accuracy"], recall["balanced_accuracy"], recall["cohen_kappa"],
       recall["roc_auc"], *(counts[RECALL].confusion[cell] for cell in (TP, FP, TN, FN)),
       precision["accuracy"], precision["balanced_accuracy"], precision["cohen_kappa"],
@@ -176,24 +184,25 @@ class _WriteHumanCheckFn(beam.DoFn):
     self._output_dir = output_dir
 
   def process(self, systems):
-    """`systems`: [(system, {"items": [list of CitationItemRow], "counts":
-    [{kind: AgreementCounts}]})]."""
+    """`systems`: [(system, {"items": [Arrow table of its CitationItemRows],
+    "counts": [{kind: AgreementCounts}]})]."""
     rows, statistics, pooled_items = [], {}, []
     pooled = _empty_counts()
-    for name, groups in sorted(systems):
-      items = [item for chunk in groups["items"] for item in chunk]
+    for name, groups in sorted(systems, key=lambda system: system[0]):
+      items = item_table(list(groups["items"]))
       # One accumulator per system (CombinePerKey); none where no sentence of
       # the system was judged.
       counts = next(iter(groups["counts"]), None) or _empty_counts()
       for kind in (RECALL, PRECISION):
         pooled[kind].merge(counts[kind])
-      pooled_items.extend(items)
+      pooled_items.append(items)
       statistics[name] = _statistics(counts)
       rows.append(_system_row(name, items, counts, statistics[name]))
     statistics[ALL_SYSTEMS] = _statistics(pooled)
+    pooled_items = item_table(pooled_items)
     rows.append(_system_row(None, pooled_items, pooled, statistics[ALL_SYSTEMS]))
-    by_check = {check: sum(item.human_check == check for item in pooled_items)
-                for check in HUMAN_CHECKS}
+    checks = collections.Counter(pooled_items.column("human_check").to_pylist())
+    by_check = {check: checks[check] for check in HUMAN_CHECKS}
     document = {
         "human_eval_format": "an item's `sentences`: [{sentence_recall_score: 0|1, "
                              "citations: [{citation_precision_score: 0|1|2}]}]",
@@ -204,14 +213,14 @@ class _WriteHumanCheckFn(beam.DoFn):
     }
     write_summary_files(self._output_dir, STEM, rows, CITATIONS_HUMAN_SCHEMA, document,
                         human_check_markdown(rows))
-    yield {"items_judged": len(pooled_items) - by_check[NO_JUDGEMENTS],
+    yield {"items_judged": pooled_items.num_rows - by_check[NO_JUDGEMENTS],
            "items_by_check": by_check}
 
 
 class CheckAgainstHumans(beam.PTransform):
-  """{"sentences": PCollection[CitationSentenceRow], "systems": PCollection[list
-  of one system's CitationItemRow]} -> citations_human.{csv,json,md}; returns
-  a singleton PCollection[dict] for run.json."""
+  """{"sentences": PCollection[CitationSentenceRow], "systems": PCollection[(system
+  name, Arrow table of its CitationItemRows)]} -> citations_human.{csv,json,md};
+  returns a singleton PCollection[dict] for run.json."""
 
   def __init__(self, output_dir: str):
     super().__init__()
@@ -221,9 +230,7 @@ class CheckAgainstHumans(beam.PTransform):
     counts = (inputs["sentences"]
               | "KeyJudgements" >> beam.FlatMap(_judgements)
               | "CountJudgements" >> beam.CombinePerKey(_CountJudgementsFn()))
-    items = inputs["systems"] | "KeySystemItems" >> beam.Map(
-        lambda items: (items[0].system_name, items))
-    return ({"items": items, "counts": counts}
+    return ({"items": inputs["systems"], "counts": counts}
             | "JoinJudgements" >> beam.CoGroupByKey()
             | "ListSystems" >> beam.combiners.ToList()
             | "WriteHumanCheck" >> beam.ParDo(_WriteHumanCheckFn(self._output_dir)))

@@ -26,6 +26,7 @@ import apache_beam as beam
 from autoais.schemas import (AttributionScore, CitationItem, CitationItemRow,
                      CitationSentenceRow)
 from autoais.transforms.citations import alce
+from autoais.transforms.io.spilled_groups import SpilledCoGroupByKey
 from autoais.transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             scoring_failed)
 from autoais.transforms.scoring.examples import claim_example, example_digest
@@ -77,64 +78,74 @@ def _supported(outcome) -> bool:
   return isinstance(outcome, AttributionScore) and outcome.attributable
 
 
+def _key_by_digest(pair):
+  return example_digest(pair[1].premise, pair[1].hypothesis), pair
+
+
 class _SplitKnownFn(beam.DoFn):
   """(digest, {"asked": [(key, example)], "known": [outcome]}) -> (key, outcome)
   where an earlier round answered the pair, else ((key, digest), example) on
-  "new"."""
+  "new" and, once per digest, 1 on "unique"."""
 
   def process(self, grouped):
     digest, groups = grouped
-    known = list(groups["known"])
-    for key, example in groups["asked"]:
-      if known:
+    asked, known = groups["asked"], groups.get("known")
+    if known:
+      for key, _ in asked:
         yield key, known[0]
-      else:
-        yield beam.pvalue.TaggedOutput("new", ((key, digest), example))
+      return
+    if asked:
+      yield beam.pvalue.TaggedOutput("unique", 1)
+    for key, example in asked:
+      yield beam.pvalue.TaggedOutput("new", ((key, digest), example))
+
+
+def _each(parts, label: str, transform_of):
+  """`transform_of()` applied to each PCollection of `parts` (labels `label0`,
+  `label1`, ...): the parts stay apart, as a Flatten of them would be a buffer
+  that the DirectRunner holds whole."""
+  return tuple(part | f"{label}{index}" >> transform_of()
+               for index, part in enumerate(parts))
 
 
 class _ScoreRound(beam.PTransform):
-  """PCollection[(key, example)] -> {"outcomes": (key, AttributionScore or
-  ScoringFailure), "known": (digest, outcome) of the pairs scored in this round,
-  "stats": the scorer's counts, {"unique_pairs": distinct pairs scored in this
-  round} and, with `known` (the earlier rounds' answers, whose pairs are not
-  scored again), {"pairs_reused": asked pairs they answered}}."""
+  """Parts (a tuple of PCollections) of (key, example) -> {"outcomes": parts of
+  (key, AttributionScore or ScoringFailure), "known": parts of (digest,
+  outcome) of the pairs scored in this round, "stats": the scorer's counts,
+  {"unique_pairs": distinct pairs scored in this round} and, with `known` (the
+  earlier rounds' answers, whose pairs are not scored again), {"pairs_reused":
+  asked pairs they answered}}. The pairs are grouped by digest on disk
+  (SpilledCoGroupByKey under `work_dir`)."""
 
-  def __init__(self, scorer, known=None):
+  def __init__(self, scorer, work_dir: str, known=()):
     super().__init__()
     self._scorer = scorer
-    self._known = known
+    self._work_dir = work_dir
+    self._known = tuple(known)
 
   def expand(self, asked):
-    keyed = asked | "KeyByDigest" >> beam.Map(
-        lambda pair: (example_digest(pair[1].premise, pair[1].hypothesis), pair))
-    if self._known is None:
-      new = keyed | "KeepKeys" >> beam.MapTuple(
-          lambda digest, pair: ((pair[0], digest), pair[1]))
-      reused = None
-    else:
-      split = ({"asked": keyed, "known": self._known}
-               | "JoinEarlierAnswers" >> beam.CoGroupByKey()
-               | "SplitKnown" >> beam.ParDo(_SplitKnownFn()).with_outputs(
-                   "new", main="reused"))
-      new, reused = split.new, split.reused
-    scored = new | "ScorePairs" >> ScoreAttribution(self._scorer)
-    answered = ((scored["scored"], scored["failed"])
-                | "CollectAnswers" >> beam.Flatten())
-    known = answered | "KnownByDigest" >> beam.MapTuple(
-        lambda key, outcome: (key[1], outcome))
-    outcomes = answered | "DropDigests" >> beam.MapTuple(
-        lambda key, outcome: (key[0], outcome))
-    unique = (new
-              | "Digests" >> beam.Map(lambda pair: pair[0][1])
-              | "DistinctPairs" >> beam.Distinct()
-              | "CountPairs" >> beam.combiners.Count.Globally()
+    groups = {"asked": _each(asked, "KeyByDigest", lambda: beam.Map(_key_by_digest))}
+    if self._known:
+      groups["known"] = self._known
+    split = (groups
+             | "JoinEarlierAnswers" >> SpilledCoGroupByKey(self._work_dir)
+             | "SplitKnown" >> beam.ParDo(_SplitKnownFn()).with_outputs(
+                 "new", "unique", main="reused"))
+    scored = split.new | "ScorePairs" >> ScoreAttribution(self._scorer, self._work_dir)
+    answered = (scored["scored"], scored["failed"])
+    known = _each(answered, "KnownByDigest", lambda: beam.MapTuple(
+        lambda key, outcome: (key[1], outcome)))
+    outcomes = _each(answered, "DropDigests", lambda: beam.MapTuple(
+        lambda key, outcome: (key[0], outcome)))
+    unique = (split.unique
+              | "CountPairs" >> beam.CombineGlobally(sum)
               | "PairStats" >> beam.Map(lambda n: {"unique_pairs": n}))
     stats = [scored["stats"], unique]
-    if reused is not None:
-      stats.append(reused
+    if self._known:
+      stats.append(split.reused
                    | "CountReused" >> beam.combiners.Count.Globally()
                    | "ReusedStats" >> beam.Map(lambda n: {"pairs_reused": n}))
-      outcomes = (outcomes, reused) | "WithReused" >> beam.Flatten()
+      outcomes += (split.reused,)
     stats = tuple(stats) | "CollectStats" >> beam.Flatten()
     return {"outcomes": outcomes, "known": known, "stats": stats}
 
@@ -288,31 +299,31 @@ class ScoreCitations(beam.PTransform):
   "items": PCollection[CitationItemRow], "dead_letter": PCollection[DeadLetter]
   of items one of whose pairs could not be scored, "stats": PCollection[dict] of
   the scorer's counts over the three rounds (model_calls: distinct pairs sent
-  to the model) and pairs_reused (pairs an earlier round had answered)}."""
+  to the model) and pairs_reused (pairs an earlier round had answered)}. Pairs
+  and items are grouped on disk, in runs under `work_dir`."""
 
-  def __init__(self, scorer, at_most_citations: Optional[int]):
+  def __init__(self, scorer, at_most_citations: Optional[int], work_dir: str):
     super().__init__()
     self._scorer = scorer
     self._at_most = at_most_citations
+    self._work_dir = work_dir
     self._name = scorer.describe()["name"]
 
   def expand(self, items):
-    recall = (items
-              | "AskRecall" >> beam.FlatMap(_recall_examples, self._at_most)
-              | "ScoreRecall" >> _ScoreRound(self._scorer))
-    alone = (recall["outcomes"]
-             | "AskAlone" >> beam.FlatMap(_alone_examples)
-             | "ScoreAlone" >> _ScoreRound(self._scorer, recall["known"]))
-    known = (recall["known"], alone["known"]) | "KnownSoFar" >> beam.Flatten()
-    without = (alone["outcomes"]
-               | "AskWithout" >> beam.FlatMap(_without_examples)
-               | "ScoreWithout" >> _ScoreRound(self._scorer, known))
-    answers = ((recall["outcomes"], alone["outcomes"], without["outcomes"])
-               | "CollectAnswers" >> beam.Flatten()
-               | "KeyAnswersByItem" >> beam.Map(_by_item))
+    recall = ((items | "AskRecall" >> beam.FlatMap(_recall_examples, self._at_most),)
+              | "ScoreRecall" >> _ScoreRound(self._scorer, self._work_dir))
+    alone = (_each(recall["outcomes"], "AskAlone", lambda: beam.FlatMap(_alone_examples))
+             | "ScoreAlone" >> _ScoreRound(self._scorer, self._work_dir,
+                                           recall["known"]))
+    without = (_each(alone["outcomes"], "AskWithout",
+                     lambda: beam.FlatMap(_without_examples))
+               | "ScoreWithout" >> _ScoreRound(self._scorer, self._work_dir,
+                                               recall["known"] + alone["known"]))
+    answers = _each(recall["outcomes"] + alone["outcomes"] + without["outcomes"],
+                    "KeyAnswersByItem", lambda: beam.Map(_by_item))
     assembled = ({"item": items | "KeyItems" >> beam.Map(lambda i: (item_id(i), i)),
                   "answers": answers}
-                 | "GroupByItem" >> beam.CoGroupByKey()
+                 | "GroupByItem" >> SpilledCoGroupByKey(self._work_dir)
                  | "AssembleItems" >> beam.ParDo(
                      _AssembleItemFn(self._at_most, self._name)).with_outputs(
                          "items", "dead_letter", main="sentences"))

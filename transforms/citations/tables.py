@@ -11,14 +11,17 @@ answering the same questions are compared on the same resamples (paired); a
 system's figure in a resample is the mean over its items whose questions were
 drawn.
 """
-from typing import List, NamedTuple, Optional
+from typing import List, NamedTuple, Optional, Tuple
 
 import apache_beam as beam
 import numpy as np
+import pyarrow as pa
 
 from autoais.schemas import (CITATION_ITEM_ROW_SCHEMA, CITATION_SENTENCE_SCHEMA,
                      CITATIONS_SYSTEM_SCHEMA, CitationItemRow, CitationSentenceRow,
                      CitationsSystemRow)
+from autoais.schemas.registry import iter_rows
+from autoais.transforms.io.sorted_runs import RowRefBuffer
 from autoais.transforms.rows.merge import RowFold, RowTable
 from autoais.transforms.rows.summary import WriteSummary, percent
 from autoais.transforms.stats.metrics import BootstrapWeights
@@ -55,9 +58,16 @@ class SentencesFold(RowFold):
     return {"sentences": self._sentences}
 
 
+def item_table(tables: List[pa.Table]) -> pa.Table:
+  """Systems' item tables as one (an empty one for none)."""
+  return (pa.concat_tables(tables) if tables
+          else CITATION_ITEM_ROW_SCHEMA.empty_table())
+
+
 class ItemsFold(RowFold):
   """Writes citations_items.parquet / .csv and gives each system's items, in
-  file order, as a list of CitationItemRow."""
+  file order, as (system name, Arrow table of its CitationItemRows): columns,
+  not one Python object per item, for the summaries that read them all."""
   row_type = CitationItemRow
   merged_type = CitationItemRow
   sort_key = ITEM_KEY
@@ -65,22 +75,23 @@ class ItemsFold(RowFold):
   tables = (RowTable("citations_items", CITATION_ITEM_ROW_SCHEMA),)
 
   def __init__(self):
-    self._items = None
+    self._system = None
+    self._items = RowRefBuffer()
     self._counts = {"scored": 0, "citations": 0, "reference_model_calls": 0}
 
   def start_system(self, system_name):
-    self._items = []
+    self._system = system_name
 
   def add(self, row, ref, tables):
     tables["citations_items"].add(ref)
-    self._items.append(row)
+    self._items.add(ref)
     self._counts["scored"] += 1
     self._counts["citations"] += row.n_citations
     self._counts["reference_model_calls"] += row.reference_calls
     return ()
 
   def end_system(self, tables):
-    yield self._items
+    yield self._system, self._items.take()
 
   def stats(self):
     return dict(self._counts)
@@ -101,13 +112,17 @@ def _share(part: int, whole: int) -> Optional[float]:
   return 100 * part / whole if whole else None
 
 
-def citations_system_rows(systems: List[List[CitationItemRow]], bootstrap_samples: int,
+def citations_system_rows(systems: List[Tuple[str, pa.Table]], bootstrap_samples: int,
                           seed: int) -> List[CitationsSystemRow]:
-  questions = sorted({item.question for items in systems for item in items})
+  """`systems`: (name, item table) of each system, in output order; the items
+  are made Python objects one system at a time."""
+  questions = sorted({question for _, table in systems
+                      for question in table.column("question").to_pylist()})
   position = {question: index for index, question in enumerate(questions)}
   bootstrap = BootstrapWeights(max(len(questions), 1), bootstrap_samples, seed)
   rows = []
-  for items in systems:
+  for _, table in systems:
+    items = list(iter_rows(table, CitationItemRow))
     where = np.array([position[item.question] for item in items], dtype=np.int64)
     values = {
         "citation_rec": [item.citation_rec for item in items],
@@ -196,7 +211,7 @@ def citations_markdown(rows) -> str:
 
 
 def _system_rows(systems, bootstrap_samples: int, seed: int):
-  return citations_system_rows(sorted(systems, key=lambda items: items[0].system_name),
+  return citations_system_rows(sorted(systems, key=lambda system: system[0]),
                                bootstrap_samples, seed)
 
 
@@ -205,8 +220,9 @@ def _describe(rows):
 
 
 class SummarizeCitations(beam.PTransform):
-  """PCollection[list of a system's CitationItemRow] -> citations.{csv,json,md};
-  returns WriteSummary's singleton (systems and items)."""
+  """PCollection[(system name, Arrow table of its CitationItemRows)] ->
+  citations.{csv,json,md}; returns WriteSummary's singleton (systems and
+  items)."""
 
   def __init__(self, output_dir: str, header: dict, bootstrap_samples: int, seed: int):
     super().__init__()

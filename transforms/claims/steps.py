@@ -221,14 +221,16 @@ class ScoreClaims(beam.PTransform):
   tuple of two, for WriteMergedRows to spill apart), "dead_letter":
   PCollection[DeadLetter] of the claims left out because scoring any of their
   evidence failed (a hosted model refused it, or kept failing), "stats":
-  PCollection[dict] of the scorer's counts}, in one of EVIDENCE_MODES."""
+  PCollection[dict] of the scorer's counts}, in one of EVIDENCE_MODES; a
+  model's examples are grouped in runs under `work_dir`."""
 
-  def __init__(self, scorer, evidence_mode: str = CONCAT):
+  def __init__(self, scorer, work_dir: str, evidence_mode: str = CONCAT):
     super().__init__()
     if evidence_mode not in EVIDENCE_MODES:
       raise ValueError(f"evidence mode {evidence_mode!r}: choose from "
                        f"{', '.join(EVIDENCE_MODES)}")
     self._scorer = scorer
+    self._work_dir = work_dir
     self._mode = evidence_mode
     self._name = scorer.describe()["name"]
 
@@ -237,7 +239,7 @@ class ScoreClaims(beam.PTransform):
     if self._mode == MAX:
       scored = (claims
                 | "ExpandEvidenceItems" >> beam.FlatMap(_item_examples)
-                | "ScoreEvidenceItems" >> ScoreAttribution(self._scorer))
+                | "ScoreEvidenceItems" >> ScoreAttribution(self._scorer, self._work_dir))
       rated = (scored_or_failed(scored, "CollectItemOutcomes")
                | "KeyItemsByClaim" >> beam.MapTuple(
                    lambda key, outcome: (_claim_id(key[0]),
@@ -251,7 +253,7 @@ class ScoreClaims(beam.PTransform):
               "stats": scored["stats"]}
     scored = (claims
               | "JoinEvidence" >> beam.Map(_concat_example)
-              | "ScoreJoinedEvidence" >> ScoreAttribution(self._scorer))
+              | "ScoreJoinedEvidence" >> ScoreAttribution(self._scorer, self._work_dir))
     # The rows come from the scores alone, not from a Flatten of scores and
     # failures: the FnApiRunner holds a Flatten's inputs whole, and the rows
     # are spilled where they are made (WriteMergedRows).
@@ -265,7 +267,8 @@ class ScoreClaims(beam.PTransform):
         _RouteLongEvidenceFn()).with_outputs("long", main="fits")
     sentences = (routed.long
                  | "SplitEvidenceSentences" >> beam.FlatMap(_sentence_examples)
-                 | "ScoreEvidenceSentences" >> ScoreAttribution(self._scorer))
+                 | "ScoreEvidenceSentences" >> ScoreAttribution(self._scorer,
+                                                                  self._work_dir))
     chosen = (scored_or_failed(sentences, "CollectSentenceOutcomes")
               | "KeySentencesByClaim" >> beam.MapTuple(
                   lambda key, outcome: (_claim_id(key[0]), (key[1], key[0], outcome)))
@@ -273,7 +276,7 @@ class ScoreClaims(beam.PTransform):
               | "ChooseSentences" >> beam.ParDo(_ChooseSentencesFn()).with_outputs(
                   "failed", main="examples"))
     reranked = chosen.examples | "ScoreChosenSentences" >> ScoreAttribution(
-        self._scorer)
+        self._scorer, self._work_dir)
     fitting = routed.fits | "RateFittingClaims" >> beam.MapTuple(
         lambda key, score: claim_row(key[0], key[1], score, False, name))
     rated = ((scored_or_failed(reranked, "CollectRerankedOutcomes"), chosen.failed)

@@ -209,11 +209,13 @@ class MatchGoldQuestions(beam.PTransform):
 class ScoreAnswers(beam.PTransform):
   """PCollection[(GoldMatch, corpus passage or None)] -> {"rows": RatingRow of
   every row the scorer answered (a row without a passage is rated N, unscored),
-  "dead_letter": rows the scorer could not score, "stats": its counters}."""
+  "dead_letter": rows the scorer could not score, "stats": its counters}; a
+  model's examples are grouped in runs under `work_dir`."""
 
-  def __init__(self, scorer, reference_premise: bool):
+  def __init__(self, scorer, reference_premise: bool, work_dir: str):
     super().__init__()
     self._scorer = scorer
+    self._work_dir = work_dir
     self._reference_premise = reference_premise
 
   def expand(self, joined):
@@ -221,7 +223,7 @@ class ScoreAnswers(beam.PTransform):
     scores = (joined
               | "PrepareExamples" >> beam.MapTuple(
                   prepare_example, reference_premise=self._reference_premise)
-              | "ScoreAttribution" >> ScoreAttribution(self._scorer))
+              | "ScoreAttribution" >> ScoreAttribution(self._scorer, self._work_dir))
     rows = scores["scored"] | "RateAnswers" >> beam.MapTuple(
         lambda rated, score: rating_row(rated.match, rated.passage, score, scorer_name))
     failed = scores["failed"] | "DeadLetterScoringFailures" >> beam.MapTuple(

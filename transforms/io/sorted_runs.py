@@ -33,9 +33,11 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from autoais.schemas import schema_of, to_record_batch
 
-# Rows per Arrow batch in a run file. A merge holds one decoded batch per run,
-# so small batches keep its memory low however many runs there are.
+# Rows per Arrow batch in a run file, at most, and bytes per batch, at most
+# (about: wide rows make batches of fewer rows). A merge holds one decoded batch
+# per run, so small batches keep its memory low however many runs there are.
 _BATCH_ROWS = 256
+_BATCH_BYTES = 64 * 1024
 _CONVERT_ROWS = 16 * _BATCH_ROWS
 _LOCAL_IPC_OPTIONS = pa.ipc.IpcWriteOptions()
 _REMOTE_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
@@ -64,9 +66,11 @@ def _ipc_options(path: str) -> pa.ipc.IpcWriteOptions:
 
 
 def write_run(path: str, shards: Sequence[Tuple[int, Sequence[tuple]]],
-              element_type: Type[tuple]) -> Iterator[Tuple[int, RunSlice]]:
-  """Writes each shard's sorted rows as consecutive batches of one IPC file."""
-  schema = schema_of(element_type)
+              element_type: Type[tuple], schema: Optional[pa.Schema] = None
+              ) -> Iterator[Tuple[int, RunSlice]]:
+  """Writes each shard's sorted rows as consecutive batches of one IPC file
+  (`schema`: element_type's registered one where None)."""
+  schema = schema or schema_of(element_type)
   slices = []
   with FileSystems.create(path) as sink:
     with pa.ipc.new_file(sink, schema, options=_ipc_options(path)) as writer:
@@ -74,11 +78,14 @@ def write_run(path: str, shards: Sequence[Tuple[int, Sequence[tuple]]],
       for shard, rows in shards:
         first = batch
         # Rows are converted _CONVERT_ROWS at a time (fewer, larger calls into
-        # Arrow) and written as slices of _BATCH_ROWS.
+        # Arrow) and written as slices of at most _BATCH_ROWS rows and about
+        # _BATCH_BYTES.
         for start in range(0, len(rows), _CONVERT_ROWS):
           converted = to_record_batch(rows[start:start + _CONVERT_ROWS], schema)
-          for offset in range(0, converted.num_rows, _BATCH_ROWS):
-            writer.write_batch(converted.slice(offset, _BATCH_ROWS))
+          step = max(1, min(_BATCH_ROWS, _BATCH_BYTES * converted.num_rows
+                            // max(converted.nbytes, 1)))
+          for offset in range(0, converted.num_rows, step):
+            writer.write_batch(converted.slice(offset, step))
             batch += 1
         slices.append((shard, RunSlice(path, first, batch - first)))
   return slices
@@ -174,9 +181,10 @@ class _SpillRunsFn(beam.DoFn):
 
   def __init__(self, work_dir: str, element_type: Type[tuple],
                key_fields: Sequence[str], shard_of: Optional[Callable[[tuple], int]],
-               max_run_bytes: int):
+               max_run_bytes: int, schema: Optional[pa.Schema]):
     self._work_dir = work_dir
     self._element_type = element_type
+    self._schema = schema
     self._key_fields = tuple(key_fields)
     self._shard_of = shard_of
     self._max_bytes = max_run_bytes
@@ -194,10 +202,10 @@ class _SpillRunsFn(beam.DoFn):
     shard = self._shard_of(element) if self._shard_of else 0
     self._buffers[shard].append(element)
     if self._rows % 32 == 0:
-      # Text dominates rows: count its characters, plus a fixed cost per row;
-      # measuring one row in 32 is accurate enough and costs little.
+      # Text (or encoded bytes) dominates rows: count its length, plus a fixed
+      # cost per row; measuring one row in 32 is accurate enough and costs little.
       self._row_bytes = 200 + sum(len(value) for value in element
-                                  if isinstance(value, str))
+                                  if isinstance(value, (str, bytes)))
     self._rows += 1
     self._buffered += self._row_bytes
     if self._buffered >= self._max_bytes:
@@ -216,7 +224,7 @@ class _SpillRunsFn(beam.DoFn):
       rows.sort(key=self._key)
       shards.append((shard, rows))
     path = FileSystems.join(self._work_dir, f"run-{uuid.uuid4().hex}.arrow")
-    yield from write_run(path, shards, self._element_type)
+    yield from write_run(path, shards, self._element_type, self._schema)
     self._buffers = defaultdict(list)
     self._buffered = 0
 
@@ -226,15 +234,17 @@ class SpillSortedRuns(beam.PTransform):
 
   A worker buffers about `max_run_bytes` of rows (all shards together) before it
   writes them, sorted by `key_fields`, as one run per shard. Runs from failed
-  bundle attempts are never emitted, so retries do not duplicate rows.
+  bundle attempts are never emitted, so retries do not duplicate rows. `schema`
+  is for an element type outside the schema registry (a scratch type).
   """
 
   def __init__(self, work_dir: str, element_type: Type[tuple],
                key_fields: Sequence[str], shard_of: Optional[Callable] = None,
-               max_run_bytes: int = 16 * 1024 * 1024):
+               max_run_bytes: int = 16 * 1024 * 1024,
+               schema: Optional[pa.Schema] = None):
     super().__init__()
     self._fn = _SpillRunsFn(work_dir, element_type, key_fields, shard_of,
-                            max_run_bytes)
+                            max_run_bytes, schema)
 
   def expand(self, rows):
     return rows | "WriteSortedRuns" >> beam.ParDo(self._fn)

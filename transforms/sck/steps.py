@@ -415,13 +415,15 @@ class ScoreAnswers(beam.PTransform):
   scored (a hosted model refused it, or kept failing), "scorer_stats",
   "embedding_stats": PCollection[dict]}, given the knowledge graph of
   knowledge_graph.BuildKnowledgeGraph, a Scorer (transforms/scoring/) and a ModelHandler of
-  sentence embeddings (models/embeddings.py)."""
+  sentence embeddings (models/embeddings.py); a model's examples are grouped in
+  runs under `work_dir`."""
 
   def __init__(self, graph: Dict[str, object], scorer, embedding_transform,
-               k_weights: Sequence[float] = K_WEIGHTS):
+               work_dir: str, k_weights: Sequence[float] = K_WEIGHTS):
     super().__init__()
     self._graph = graph
     self._scorer = scorer
+    self._work_dir = work_dir
     self._embed = embedding_transform
     self._k_weights = tuple(k_weights)
 
@@ -441,7 +443,7 @@ class ScoreAnswers(beam.PTransform):
         | "MakeContexts" >> beam.Map(_context))
     scored = (contexts
               | "BuildSentenceExamples" >> beam.ParDo(_ExamplesFn(), predicate_labels)
-              | "ScoreSentences" >> ScoreAttribution(self._scorer))
+              | "ScoreSentences" >> ScoreAttribution(self._scorer, self._work_dir))
     embedded = (contexts
                 | "ListTextsToEmbed" >> beam.ParDo(_EmbeddingTextsFn())
                 | "EmbedTexts" >> self._embed)

@@ -13,15 +13,18 @@ class ScoreAttribution(beam.PTransform):
   """PCollection[(key, AttributionExample or None)] -> {"scored":
   PCollection[(key, AttributionScore or None)], "failed": PCollection[(key,
   ScoringFailure)], "stats": PCollection[dict]}, with any Scorer ("failed" is
-  empty for scorers that cannot fail; see transforms/scoring/scorer.py)."""
+  empty for scorers that cannot fail; see transforms/scoring/scorer.py); a
+  model's examples are grouped in runs under `work_dir`."""
 
-  def __init__(self, scorer):
+  def __init__(self, scorer, work_dir: str):
     super().__init__()
     self._scorer = scorer
+    self._work_dir = work_dir
 
   def expand(self, keyed_examples):
     label = "ScoreWith" + self._scorer.name.title().replace("-", "")
-    outputs = dict(keyed_examples | label >> self._scorer.score_keyed())
+    outputs = dict(keyed_examples | label >> self._scorer.score_keyed(
+        self._work_dir))
     if "failed" not in outputs:
       outputs["failed"] = keyed_examples.pipeline | "NoScoringFailures" >> beam.Create(
           []).with_output_types(Tuple[Any, ScoringFailure])

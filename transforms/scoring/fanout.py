@@ -1,6 +1,6 @@
 """Model scoring of keyed examples, each distinct example scored once per run.
 
-`ScoreUniqueExamples(handler, model_id, score_cache=None)`:
+`ScoreUniqueExamples(handler, model_id, work_dir, score_cache=None)`:
     PCollection[(key, AttributionExample or None)]
       -> {"scored": PCollection[(key, AttributionScore or None)],
           "failed": PCollection[(key, ScoringFailure)],
@@ -22,9 +22,16 @@ and spread over the workers:
     `examples_per_group` examples (the digest is uniform, so groups are even);
   * each group's examples are sorted by digest and cut at `chunk_chars`
     characters or `max_examples_per_call` examples, whichever comes first;
-  * a reshuffle (a fusion break) hands the chunks to RunInference on any
-    worker; each chunk is one call (the model loads once per worker and splits
-    a chunk into token-budget batches).
+  * the chunks are spread again (keyed by their first digest) and handed to
+    RunInference on any worker; each chunk is one call (the model loads once
+    per worker and splits a chunk into token-budget batches).
+
+Every grouping goes through runs on disk under `work_dir`
+(transforms/io/spilled_groups.py), so that the launching process of the
+DirectRunner, which holds whatever is shuffled, holds no example: identical
+triples are grouped by digest; the distinct ones are spilled keyed by (length
+band, digest), shard by band, and each shard's merge cuts its bands' groups
+(band counts as a side input of the merge, not of the spill) and their chunks.
 
 A model's floating-point result depends, in its last bits, on which examples
 share a padded batch; with chunks fixed by the data, scores are byte-identical
@@ -44,11 +51,14 @@ inference_calls and largest_call_examples.
 from typing import Any, Optional, Tuple
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.ml.inference.base import ModelHandler, RunInference
 
 from autoais.schemas import ScoringFailure
 from autoais.transforms.io import progress
 from autoais.transforms.io.manifest import SumCounts
+from autoais.transforms.io.spilled_groups import (SpilledGroupByKey, SpillKeyedRuns,
+                                                  merge_groups)
 from autoais.transforms.scoring.examples import example_digest
 
 LENGTH_BAND_CHARS = 512
@@ -103,22 +113,14 @@ def group_key(digest: bytes, example, band_counts, examples_per_group: int):
   return band, (int.from_bytes(digest[:8], "big") * shards) >> 64
 
 
-class _KeyByGroupFn(beam.DoFn):
+def _key_by_band(unique):
+  """(digest, (keys, example)) -> ((length band, digest), (keys, example))."""
+  digest, keys_and_example = unique
+  return (length_band(keys_and_example[1]), digest), keys_and_example
 
-  def __init__(self, examples_per_group: int):
-    self._examples_per_group = examples_per_group
 
-  def setup(self):
-    self._queued = progress.Tally("model_queued")
-
-  def process(self, unique, band_counts):
-    digest, (keys, example) = unique
-    self._queued.add()
-    yield group_key(digest, example, band_counts, self._examples_per_group), (
-        digest, keys, example)
-
-  def finish_bundle(self):
-    self._queued.flush()
+def _band_of_key(band_and_digest) -> int:
+  return band_and_digest[0]
 
 
 def cut_chunks(items, chunk_chars: int, max_examples: int):
@@ -137,20 +139,48 @@ def cut_chunks(items, chunk_chars: int, max_examples: int):
 
 
 class _CutChunksFn(beam.DoFn):
+  """(shard, runs) of distinct examples keyed by (band, digest) -> the chunks of
+  each (band, digest shard) group, with "stats" per group and per chunk.
 
-  def __init__(self, chunk_chars: int, max_examples: int):
+  merge_groups hands a shard's keys in the order of their encoded bytes: a
+  band's keys share their encoded prefix (the band), and a digest shard is a
+  range of the band's digests (equal lengths, so ordered by their bytes), so
+  each group's examples come out together and a group is complete when the next
+  key is another group's."""
+
+  def __init__(self, chunk_chars: int, max_examples: int, examples_per_group: int):
     self._chunk_chars = chunk_chars
     self._max_examples = max_examples
+    self._examples_per_group = examples_per_group
 
-  def process(self, group):
-    _, items = group
-    items = list(items)
+  def setup(self):
+    self._queued = progress.Tally("model_queued")
+
+  def process(self, shard_runs, band_counts):
+    _, runs = shard_runs
+    group, items = None, []
+    for (_, digest), (values,) in merge_groups(runs, 1):
+      keys, example = values[0]
+      self._queued.add()
+      key = group_key(digest, example, band_counts, self._examples_per_group)
+      if key != group and items:
+        yield from self._cut(items)
+        items = []
+      group = key
+      items.append((digest, keys, example))
+    if items:
+      yield from self._cut(items)
+
+  def _cut(self, items):
     yield beam.pvalue.TaggedOutput("stats", {
         "inference_groups": 1, "largest_group_examples": len(items)})
     for chunk in cut_chunks(items, self._chunk_chars, self._max_examples):
       yield beam.pvalue.TaggedOutput("stats", {
           "inference_calls": 1, "largest_call_examples": len(chunk)})
       yield chunk
+
+  def finish_bundle(self):
+    self._queued.flush()
 
 
 class _ChunkHandler(ModelHandler):
@@ -251,7 +281,7 @@ class ScoreUniqueExamples(beam.PTransform):
   the transform, so it is not part of the example digest); `score_cache` is a
   transforms.scoring.cache.ScoreCache or None."""
 
-  def __init__(self, handler: ModelHandler, model_id: str,
+  def __init__(self, handler: ModelHandler, model_id: str, work_dir: str,
                chunk_chars: int = DEFAULT_CHUNK_CHARS,
                max_examples_per_call: int = DEFAULT_MAX_EXAMPLES_PER_CALL,
                examples_per_group: int = DEFAULT_EXAMPLES_PER_GROUP,
@@ -259,6 +289,7 @@ class ScoreUniqueExamples(beam.PTransform):
     super().__init__()
     self._handler = handler
     self._model_id = model_id
+    self._work_dir = work_dir
     self._chunk_chars = chunk_chars
     self._max_examples = max_examples_per_call
     self._examples_per_group = examples_per_group
@@ -269,7 +300,8 @@ class ScoreUniqueExamples(beam.PTransform):
         _KeyByExampleFn()).with_output_types(
             Tuple[bytes, Any]).with_outputs("unscored", main="to_score")
     unique = (routed.to_score
-              | "GroupIdenticalTriples" >> beam.GroupByKey()
+              | "GroupIdenticalTriples" >> SpilledGroupByKey(
+                  FileSystems.join(self._work_dir, "triples"))
               | "CollectRowKeys" >> beam.Map(_collect_row_keys))
     stats = []
     scored_parts = [routed.unscored]
@@ -287,16 +319,19 @@ class ScoreUniqueExamples(beam.PTransform):
     # Distinct triples = the model's (counted per band here) + the cache's hits.
     stats.append(band_counts | "CountUniqueTriples" >> beam.MapTuple(
         lambda _, count: {"unique_triples": count}))
-    chunks = (to_model
-              | "KeyByBandShard" >> beam.ParDo(
-                  _KeyByGroupFn(self._examples_per_group),
-                  beam.pvalue.AsDict(band_counts))
-              | "GroupBandShards" >> beam.GroupByKey()
-              | "CutChunks" >> beam.ParDo(_CutChunksFn(
-                  self._chunk_chars, self._max_examples)).with_outputs(
-                      "stats", main="chunks"))
+    chunks = ({"examples": to_model | "KeyByBand" >> beam.Map(_key_by_band)}
+              | "SpillByBand" >> SpillKeyedRuns(
+                  FileSystems.join(self._work_dir, "bands"), ("examples",),
+                  key_shard=_band_of_key)
+              | "CutChunks" >> beam.ParDo(
+                  _CutChunksFn(self._chunk_chars, self._max_examples,
+                               self._examples_per_group),
+                  beam.pvalue.AsDict(band_counts)).with_outputs("stats", main="chunks"))
     results = (chunks.chunks
-               | "SpreadChunks" >> beam.Reshuffle()
+               | "KeyByFirstDigest" >> beam.Map(lambda chunk: (chunk[0][0], chunk))
+               | "SpreadChunks" >> SpilledGroupByKey(
+                   FileSystems.join(self._work_dir, "chunks"))
+               | "TakeChunks" >> beam.FlatMap(lambda grouped: grouped[1])
                | "RunInference" >> RunInference(_ChunkHandler(self._handler))
                | "RouteResults" >> beam.ParDo(_RouteResultsFn()).with_outputs(
                    "failed", "new_scores", "stats", main="scored"))

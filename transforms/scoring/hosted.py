@@ -39,9 +39,9 @@ class _HostedScorer(Scorer):
   def _describe_fn(self) -> beam.DoFn:
     raise NotImplementedError
 
-  def score_keyed(self) -> beam.PTransform:
+  def score_keyed(self, work_dir: str) -> beam.PTransform:
     return ScoreUniqueExamples(
-        self._handler, model_id=self._model_id,
+        self._handler, model_id=self._model_id, work_dir=work_dir,
         score_cache=score_cache_for(self, self._options.get("score_cache"),
                                     self._describe_fn(), self._options["threshold"]))
 

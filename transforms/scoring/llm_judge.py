@@ -48,9 +48,9 @@ class LlmJudgeScorer(Scorer):
   def _describe_fn(self) -> beam.DoFn:
     return _DescribeJudgeFn(self._options["tokenizer"])
 
-  def score_keyed(self) -> beam.PTransform:
+  def score_keyed(self, work_dir: str) -> beam.PTransform:
     return ScoreUniqueExamples(
-        self._handler,
+        self._handler, work_dir=work_dir,
         model_id=f"{self._options['judge_url']}#{self._options['judge_model']}",
         score_cache=score_cache_for(self, self._options.get("score_cache"),
                                     self._describe_fn(), self._options["threshold"]))

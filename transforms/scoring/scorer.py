@@ -29,10 +29,11 @@ class Scorer(abc.ABC):
   name: str = ""
 
   @abc.abstractmethod
-  def score_keyed(self) -> beam.PTransform:
+  def score_keyed(self, work_dir: str) -> beam.PTransform:
     """PCollection[(key, example or None)] -> {"scored": PCollection[(key, score
     or None)], "stats": PCollection[dict] of counts to sum into run.json,
-    optionally "failed": PCollection[(key, ScoringFailure)]}."""
+    optionally "failed": PCollection[(key, ScoringFailure)]}. `work_dir`: a
+    scratch directory for the runs of the examples' groupings."""
 
   @abc.abstractmethod
   def describe(self) -> Dict[str, Any]:
@@ -146,12 +147,12 @@ class WorkerModelScorer(Scorer):
   def _describe_fn(self) -> beam.DoFn:
     """The DoFn (CallDescribe) that reads the model's run.json fields on a worker."""
 
-  def score_keyed(self) -> beam.PTransform:
+  def score_keyed(self, work_dir: str) -> beam.PTransform:
     # fanout imports RunInference, and with it torch (Beam's model manager):
     # only the scorers of a model import it, so a string-match run never does.
     from autoais.transforms.scoring.fanout import ScoreUniqueExamples  # pylint: disable=import-outside-toplevel
     return ScoreUniqueExamples(
-        self._handler, model_id=self._options["model"],
+        self._handler, model_id=self._options["model"], work_dir=work_dir,
         score_cache=score_cache_for(self, self._options.get("score_cache"),
                                     self._describe_fn(), self._options["threshold"]))
 

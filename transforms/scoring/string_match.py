@@ -80,7 +80,8 @@ class StringMatchScorer(Scorer):
   def __init__(self, threshold: float = 0.5):
     self._threshold = threshold
 
-  def score_keyed(self) -> beam.PTransform:
+  def score_keyed(self, work_dir: str) -> beam.PTransform:
+    del work_dir  # one DoFn, no grouping
     return _ScoreByStringMatch(self._threshold)
 
   def describe(self) -> Dict[str, Any]:

@@ -48,13 +48,13 @@ class T5Scorer(Scorer):
     return _DescribeModelFn(self._options["model"], self._options["max_input_tokens"],
                             self._options["tokenizer_path"])
 
-  def score_keyed(self) -> beam.PTransform:
+  def score_keyed(self, work_dir: str) -> beam.PTransform:
     # Decode mode's decision is part of the cache identity; threshold mode's is
     # retaken from the cached score with this run's threshold.
     threshold = (self._options["threshold"]
                  if self._options["decision"] == "threshold" else None)
     return ScoreUniqueExamples(
-        self._handler, model_id=self._options["model"],
+        self._handler, model_id=self._options["model"], work_dir=work_dir,
         score_cache=score_cache_for(self, self._options.get("score_cache"),
                                     self._describe_fn(), threshold))
 

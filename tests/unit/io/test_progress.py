@@ -63,7 +63,8 @@ def test_console_progress_counts_across_worker_processes(tmp_path):
     pipeline = beam.Pipeline(runner=FnApiRunner(), options=options)
     scores = (pipeline | beam.Create(examples)
               | fanout.ScoreUniqueExamples(DigestHandler(release_file=release_file),
-                                           "digest", max_examples_per_call=10))
+                                           "digest", str(tmp_path / "work"),
+                                           max_examples_per_call=10))
     _ = scores["scored"] | beam.Map(lambda _: None)
     result = pipeline.run()
     result.wait_until_finish()

@@ -54,14 +54,19 @@ def test_write_run_slices_shards_and_keeps_empty_ones(tmp_path):
   letters = sorted(_letters(600, seed=1), key=_key)
   path = str(tmp_path / "run.arrow")
   slices = dict(write_run(path, [(0, letters), (1, []), (2, letters[:7])], DeadLetter))
-  per_batch = sorted_runs._BATCH_ROWS  # pylint: disable=protected-access
-  assert slices[0] == RunSlice(path, 0, -(-600 // per_batch))
+  max_rows = sorted_runs._BATCH_ROWS  # pylint: disable=protected-access
+  max_bytes = sorted_runs._BATCH_BYTES  # pylint: disable=protected-access
+  assert slices[0].first_batch == 0 and slices[0].num_batches > 1
   assert slices[1].num_batches == 0
   assert slices[2] == RunSlice(path, slices[0].num_batches, 1)
   with pa.ipc.open_file(path) as reader:
     assert reader.num_record_batches == slices[0].num_batches + 1
-    assert max(reader.get_batch(i).num_rows
-               for i in range(reader.num_record_batches)) == per_batch
+    batches = [reader.get_batch(i) for i in range(slices[0].num_batches)]
+  # Batches of at most max_rows rows and about max_bytes: a merge holds one
+  # per run.
+  assert sum(batch.num_rows for batch in batches) == 600
+  assert max(batch.num_rows for batch in batches) <= max_rows
+  assert max(batch.nbytes for batch in batches) <= 1.5 * max_bytes
   assert list(merge_sorted_runs([slices[0]], DeadLetter, DEAD_LETTER_KEY)) == letters
   assert list(merge_sorted_runs([slices[2]], DeadLetter, DEAD_LETTER_KEY)) == letters[:7]
 

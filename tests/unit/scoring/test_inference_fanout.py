@@ -58,7 +58,8 @@ def _run(output_dir, flags):
   with beam.Pipeline(runner=FnApiRunner(), options=options) as pipeline:
     rows = (pipeline | beam.Create([None]) | beam.ParDo(_ExpandRowsFn())
             | "SpreadRows" >> beam.Reshuffle())
-    scores = rows | fanout.ScoreUniqueExamples(DigestHandler(), model_id="digest")
+    scores = rows | fanout.ScoreUniqueExamples(DigestHandler(), model_id="digest",
+                                               work_dir=str(output_dir / "work"))
     _ = (scores["scored"] | "Format" >> beam.Map(_line)
          | "WriteScores" >> beam.io.WriteToText(str(output_dir / "scores"),
                                                 num_shards=1))

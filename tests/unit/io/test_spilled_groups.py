@@ -1,0 +1,130 @@
+"""The disk-backed groupings give beam.GroupByKey's and beam.CoGroupByKey's
+groups: over several bundles, with many spills per worker (a tiny run size), a
+key spread over runs and inputs, and for no input at all."""
+import glob
+import random
+
+import apache_beam as beam
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from autoais.transforms.io.spilled_groups import (SpilledCoGroupByKey,
+                                                  SpilledGroupByKey)
+from autoais.transforms.scoring.examples import claim_example
+
+
+def _pairs(n, seed=0):
+  """(key, value) pairs whose keys repeat: digests, (file, index) tuples and
+  ints, with NamedTuple and nested values."""
+  rng = random.Random(seed)
+  pairs = []
+  for i in range(n):
+    kind = i % 3
+    if kind == 0:
+      key = bytes([rng.randrange(60)]) * 8  # a digest's bytes
+    elif kind == 1:
+      key = (f"file-{rng.randrange(5)}.jsonl", rng.randrange(40))
+    else:
+      key = rng.randrange(50)
+    value = (claim_example(f"premise {i} " + "x" * rng.randrange(400),
+                           f"hypothesis {i}")
+             if i % 2 else {"index": i, "tags": [i, str(i)]})
+    pairs.append((key, value))
+  return pairs
+
+
+def _sorted_groups(groups):
+  """Groups with their values in a canonical order (neither grouping orders
+  the values of a key)."""
+  return [(key, sorted(values, key=repr)) for key, values in groups]
+
+
+def _sorted_co_groups(groups):
+  return [(key, {tag: sorted(values, key=repr) for tag, values in tagged.items()})
+          for key, tagged in groups]
+
+
+def _same_lists(actual, expected):
+  """A PCollection[bool] holding one True where `actual` and `expected` hold the
+  same elements (compared as canonical lists, with beam's grouping computed in
+  the same pipeline)."""
+  return (actual
+          | "ListActual" >> beam.combiners.ToList()
+          | "CompareWithExpected" >> beam.Map(
+              lambda got, want: sorted(got, key=repr) == sorted(want, key=repr),
+              beam.pvalue.AsSingleton(
+                  expected | "ListExpected" >> beam.combiners.ToList())))
+
+
+def test_groups_equal_group_by_key_with_many_spills(tmp_path):
+  pairs = _pairs(3000)
+  expected = _sorted_groups(
+      (key, [value for k, value in pairs if k == key]) for key in
+      {key: None for key, _ in pairs})
+  with TestPipeline() as pipeline:
+    # Three Creates of the same pairs' thirds: several bundles, one key in
+    # several of them; a 16 KB run size makes many spills per bundle.
+    parts = tuple(pipeline | f"Create{i}" >> beam.Create(pairs[i::3], reshuffle=False)
+                  for i in range(3))
+    grouped = (parts
+               | SpilledGroupByKey(str(tmp_path), num_shards=4,
+                                   max_run_bytes=16 * 1024)
+               | beam.Map(lambda group: _sorted_groups([group])[0]))
+    assert_that(grouped, equal_to(expected))
+  # Many runs were written: each key's values came from several of them.
+  assert len(glob.glob(str(tmp_path / "run-*.arrow"))) > 10
+
+
+def test_groups_equal_beams_group_by_key(tmp_path):
+  pairs = _pairs(500, seed=3)
+  with TestPipeline() as pipeline:
+    created = pipeline | beam.Create(pairs)
+    expected = (created
+                | beam.GroupByKey()
+                | "CanonicalExpected" >> beam.Map(
+                    lambda group: _sorted_groups([(group[0], list(group[1]))])[0]))
+    grouped = (created
+               | SpilledGroupByKey(str(tmp_path), max_run_bytes=4096)
+               | "CanonicalSpilled" >> beam.Map(lambda group: _sorted_groups([group])[0]))
+    assert_that(_same_lists(grouped, expected), equal_to([True]))
+
+
+def test_co_groups_equal_beams_co_group_by_key(tmp_path):
+  left, right = _pairs(900, seed=1), _pairs(600, seed=2)
+  with TestPipeline() as pipeline:
+    expected = ({"left": pipeline | "CreateLeft" >> beam.Create(left),
+                 "right": pipeline | "CreateRight" >> beam.Create(right)}
+                | beam.CoGroupByKey()
+                | "CanonicalExpected" >> beam.Map(lambda group: _sorted_co_groups(
+                    [(group[0], {tag: list(values)
+                                 for tag, values in group[1].items()})])[0]))
+    # The right side as two PCollections: both spilled into the same tag.
+    right_parts = (pipeline | "CreateRightA" >> beam.Create(right[:250]),
+                   pipeline | "CreateRightB" >> beam.Create(right[250:]))
+    grouped = ({"left": pipeline | "CreateLeftAgain" >> beam.Create(left),
+                "right": right_parts}
+               | SpilledCoGroupByKey(str(tmp_path), num_shards=3,
+                                     max_run_bytes=8 * 1024)
+               | "CanonicalSpilled" >> beam.Map(
+                   lambda group: _sorted_co_groups([group])[0]))
+    assert_that(_same_lists(grouped, expected), equal_to([True]))
+
+
+def test_a_key_in_one_input_only_gets_an_empty_list_for_the_other(tmp_path):
+  with TestPipeline() as pipeline:
+    grouped = ({"items": pipeline | "Items" >> beam.Create([("a", 1), ("b", 2)]),
+                "answers": pipeline | "Answers" >> beam.Create([("a", "x"), ("a", "y"),
+                                                                ("c", "z")])}
+               | SpilledCoGroupByKey(str(tmp_path))
+               | beam.MapTuple(lambda key, tagged: (
+                   key, sorted(tagged["items"]), sorted(tagged["answers"]))))
+    assert_that(grouped, equal_to([("a", [1], ["x", "y"]), ("b", [2], []),
+                                   ("c", [], ["z"])]))
+
+
+def test_empty_input_makes_no_groups(tmp_path):
+  with TestPipeline() as pipeline:
+    grouped = (pipeline
+               | beam.Create([]).with_output_types(tuple)
+               | SpilledGroupByKey(str(tmp_path)))
+    assert_that(grouped, equal_to([]))

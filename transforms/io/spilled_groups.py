@@ -1,0 +1,177 @@
+"""GroupByKey and CoGroupByKey that keep a run's elements on disk, not in memory.
+
+The DirectRunner holds every element that crosses a shuffle in the launching
+process, so a job that groups all its pairs or items by key grows with the run.
+These composites group through the external sort of transforms/io/sorted_runs.py
+instead:
+
+    grouped = {"asked": (asked, more_asked), "known": known} | "JoinAnswers" >> (
+        SpilledCoGroupByKey(work_dir))   # (key, {"asked": [...], "known": [...]})
+    grouped = pairs | "GroupPairs" >> SpilledGroupByKey(work_dir)  # (key, [...])
+
+1. each input is encoded where it is made: the key by Beam's deterministic coder
+   (equal keys, equal bytes; the bytes order the keys), the value pickled (values
+   need no order), as one `_Entry` with its input's tag and a shard of the key;
+2. each worker spills its entries to sorted runs (SpillSortedRuns), one run per
+   shard a spill, so only (shard, RunSlice) pairs are shuffled;
+3. each shard's runs are merged in key order and every key's entries come out as
+   one group (merge_groups), shard by shard on any worker.
+
+Each input PCollection is spilled by its own step: a Flatten of several inputs
+is a buffer the DirectRunner holds whole, so callers pass a tuple of
+PCollections instead of flattening them first. The order of the values within
+a group is not defined (as with beam.GroupByKey); the groups are.
+"""
+import itertools
+import operator
+import pickle
+import zlib
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, NamedTuple,
+                    Optional, Sequence, Tuple)
+
+import apache_beam as beam
+import pyarrow as pa
+
+from autoais.transforms.io.sorted_runs import (RunSlice, SpillSortedRuns,
+                                               merge_sorted_runs)
+
+DEFAULT_SHARDS = 16
+DEFAULT_MAX_RUN_BYTES = 16 * 1024 * 1024
+
+_KEY_CODER = beam.coders.FastPrimitivesCoder().as_deterministic_coder(
+    "the key of a spilled group")
+
+
+class _Entry(NamedTuple):
+  """One (key, value) of one input, encoded for a run file."""
+  shard: int
+  key: bytes
+  tag: int
+  value: bytes
+
+
+_ENTRY_SCHEMA = pa.schema([
+    pa.field("shard", pa.int32(), nullable=False),
+    pa.field("key", pa.binary(), nullable=False),
+    pa.field("tag", pa.int32(), nullable=False),
+    pa.field("value", pa.binary(), nullable=False),
+])
+_ENTRY_KEY = ("key",)
+
+
+def _shard_of_entry(entry: _Entry) -> int:
+  return entry.shard
+
+
+class _EncodeEntryFn(beam.DoFn):
+  """(key, value) -> _Entry of input `tag`, in shard `key_shard(key)` or, without
+  one, a hash of the key's bytes."""
+
+  def __init__(self, tag: int, num_shards: int,
+               key_shard: Optional[Callable[[Any], int]]):
+    self._tag = tag
+    self._num_shards = num_shards
+    self._key_shard = key_shard
+
+  def process(self, keyed):
+    key, value = keyed
+    encoded = _KEY_CODER.encode(key)
+    shard = (self._key_shard(key) if self._key_shard is not None
+             else zlib.crc32(encoded)) % self._num_shards
+    yield _Entry(shard, encoded, self._tag,
+                 pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def merge_groups(runs: Iterable[RunSlice], num_tags: int
+                 ) -> Iterator[Tuple[Any, List[list]]]:
+  """(key, [values of input 0, values of input 1, ...]) for each key of the run
+  slices (one shard's), in the order of the keys' encoded bytes."""
+  entries = merge_sorted_runs(runs, _Entry, _ENTRY_KEY)
+  for key, group in itertools.groupby(entries, key=operator.attrgetter("key")):
+    values = [[] for _ in range(num_tags)]
+    for entry in group:
+      values[entry.tag].append(pickle.loads(entry.value))
+    yield _KEY_CODER.decode(key), values
+
+
+class SpillKeyedRuns(beam.PTransform):
+  """{tag: PCollection[(key, value)] or a tuple of them} -> PCollection[(shard,
+  [RunSlice])], one element per shard that holds entries; merge_groups(runs,
+  len(tags)) reads a shard's groups back, values in the order of `tags`.
+
+  For a consumer that merges a shard its own way (with a side input, say);
+  SpilledGroupByKey and SpilledCoGroupByKey are the plain groupings.
+  `key_shard(key)` picks a key's shard (all keys of a shard are merged on one
+  worker); by default a hash of the key spreads them.
+  """
+
+  def __init__(self, work_dir: str, tags: Sequence[str],
+               num_shards: int = DEFAULT_SHARDS,
+               key_shard: Optional[Callable[[Any], int]] = None,
+               max_run_bytes: int = DEFAULT_MAX_RUN_BYTES):
+    super().__init__()
+    self._work_dir = work_dir
+    self._tags = tuple(tags)
+    self._num_shards = num_shards
+    self._key_shard = key_shard
+    self._max_run_bytes = max_run_bytes
+
+  def expand(self, inputs: Dict[str, Any]):
+    runs = []
+    for tag_index, tag in enumerate(self._tags):
+      parts = inputs[tag]
+      for part_index, part in enumerate(parts if isinstance(parts, (tuple, list))
+                                        else (parts,)):
+        name = f"{tag.title().replace('_', '')}{part_index}"
+        runs.append(part
+                    | f"Encode{name}" >> beam.ParDo(_EncodeEntryFn(
+                        tag_index, self._num_shards, self._key_shard))
+                    | f"Spill{name}" >> SpillSortedRuns(
+                        self._work_dir, _Entry, _ENTRY_KEY, _shard_of_entry,
+                        self._max_run_bytes, schema=_ENTRY_SCHEMA))
+    return (tuple(runs)
+            | "CollectRuns" >> beam.Flatten()
+            | "GroupRunsByShard" >> beam.GroupByKey())
+
+
+class _MergeGroupsFn(beam.DoFn):
+
+  def __init__(self, tags: Optional[Sequence[str]]):
+    self._tags = tags
+
+  def process(self, shard_runs):
+    _, runs = shard_runs
+    for key, values in merge_groups(runs, len(self._tags) if self._tags else 1):
+      yield key, (dict(zip(self._tags, values)) if self._tags else values[0])
+
+
+class SpilledCoGroupByKey(beam.PTransform):
+  """{tag: PCollection[(key, value)] or a tuple of them} -> PCollection[(key,
+  {tag: [values]})], as beam.CoGroupByKey, through runs under `work_dir`
+  (max_run_bytes: how much a worker buffers before it writes a run)."""
+
+  def __init__(self, work_dir: str, num_shards: int = DEFAULT_SHARDS,
+               max_run_bytes: int = DEFAULT_MAX_RUN_BYTES):
+    super().__init__()
+    self._work_dir = work_dir
+    self._num_shards = num_shards
+    self._max_run_bytes = max_run_bytes
+
+  def expand(self, inputs: Dict[str, Any]):
+    tags = tuple(sorted(inputs))
+    return (inputs
+            | "SpillByKey" >> SpillKeyedRuns(self._work_dir, tags, self._num_shards,
+                                             max_run_bytes=self._max_run_bytes)
+            | "MergeGroups" >> beam.ParDo(_MergeGroupsFn(tags)))
+
+
+class SpilledGroupByKey(SpilledCoGroupByKey):
+  """PCollection[(key, value)] or a tuple of them -> PCollection[(key, [values])],
+  as beam.GroupByKey, through runs under `work_dir`."""
+
+  def expand(self, inputs):
+    return ({"values": inputs}
+            | "SpillByKey" >> SpillKeyedRuns(self._work_dir, ("values",),
+                                             self._num_shards,
+                                             max_run_bytes=self._max_run_bytes)
+            | "MergeGroups" >> beam.ParDo(_MergeGroupsFn(None)))
