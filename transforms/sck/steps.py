@@ -41,6 +41,7 @@ import json
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
 from autoais.models.embeddings import cosine, text_example
 from autoais.schemas import AttributionScore, EntityRecord, SckInput, SckRow
@@ -50,6 +51,7 @@ from autoais.transforms.sck.entity_linking import (Gazetteer, LinkedSentence, Me
 from autoais.transforms.sck.intent import INTENT_WEIGHTS, classify_intent, structure_score
 from autoais.transforms.sck.knowledge_graph import (Conflict, Triple, conflicting_claims,
                                             relevant_triples, triple_labels, verbalise)
+from autoais.transforms.io.spilled_groups import SpilledCoGroupByKey
 from autoais.transforms.scoring.attribution import ScoreAttribution, first_failure, scoring_failed
 from autoais.transforms.scoring.examples import claim_example
 
@@ -435,11 +437,13 @@ class ScoreAnswers(beam.PTransform):
     records = (
         {"rows": linked | "RequestEntities" >> beam.FlatMap(_entity_requests),
          "record": graph["entities"]}
-        | "JoinEntitiesByKey" >> beam.CoGroupByKey()
+        | "JoinEntitiesByKey" >> SpilledCoGroupByKey(
+            FileSystems.join(self._work_dir, "entities"))
         | "SendRecordsToAnswers" >> beam.FlatMap(_records_for_rows))
     contexts = (
         {"linked": linked, "records": records}
-        | "GroupRecordsByAnswer" >> beam.CoGroupByKey()
+        | "GroupRecordsByAnswer" >> SpilledCoGroupByKey(
+            FileSystems.join(self._work_dir, "records"))
         | "MakeContexts" >> beam.Map(_context))
     scored = (contexts
               | "BuildSentenceExamples" >> beam.ParDo(_ExamplesFn(), predicate_labels)
@@ -452,7 +456,8 @@ class ScoreAnswers(beam.PTransform):
          "scores": scored["scored"] | "KeyScoresByAnswer" >> beam.Map(_rekey),
          "failed": scored["failed"] | "KeyFailuresByAnswer" >> beam.Map(_rekey),
          "vectors": embedded["scored"] | "KeyVectorsByAnswer" >> beam.Map(_rekey)}
-        | "GroupScoresByAnswer" >> beam.CoGroupByKey()
+        | "GroupScoresByAnswer" >> SpilledCoGroupByKey(
+            FileSystems.join(self._work_dir, "answers"))
         | "CombineAnswerScores" >> beam.ParDo(
             _AnswerRowFn(self._scorer.describe()["name"], self._k_weights),
             predicate_labels).with_outputs("dead_letter", main="rows"))
