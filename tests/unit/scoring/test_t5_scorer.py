@@ -267,6 +267,35 @@ def test_short_input_is_one_window_and_tokenised_like_the_reference(loaded):
   assert encoded.windows[0] == loaded.tokenizer(text)["input_ids"]
 
 
+def test_examples_encoded_together_equal_each_encoded_alone(tiny_model):
+  """encode_many tokenises a chunk's inputs in one call; each example's
+  windows and the padded tensors are those of one example at a time."""
+  model = t5_nli.load_t5_nli(tiny_model, max_input_tokens=96)
+  examples = _examples(30, seed=8)
+  long = " ".join(["The museum's collection spans many centuries of art."] * 30)
+  examples[3] = AttributionExample(long, examples[3].hypothesis, "", long)
+  examples[17] = AttributionExample(long + " Hillary.", examples[17].hypothesis, "", "")
+  together = model.encode_many(examples)
+  alone = []
+  for example in examples:
+    text = f"premise: {example.premise} hypothesis: {example.hypothesis}"
+    whole = model.tokenizer.unlocked(text, verbose=False)["input_ids"]
+    alone.append(model.encode(example))
+    if len(whole) <= 96:
+      assert alone[-1] == t5_nli.EncodedExample([whole], False)
+  assert together == alone
+  assert sum(item.truncated for item in together) >= 2  # windows are exercised
+  sequences = [window for item in together for window in item.windows]
+  ids, mask = model._pad(sequences)  # pylint: disable=protected-access
+  longest = max(len(s) for s in sequences)
+  assert ids.dtype == mask.dtype == torch.long and ids.shape == (len(sequences), longest)
+  for row, sequence in enumerate(sequences):
+    padding = longest - len(sequence)
+    assert ids[row].tolist() == sequence + [model.pad_id] * padding
+    assert mask[row].tolist() == [1] * len(sequence) + [0] * padding
+  assert mask.min() == 0  # padding is exercised
+
+
 def test_claim_level_examples_are_scored(loaded):
   example = claim_example("Mars has two moons, Phobos and Deimos.",
                           "Mars has two natural satellites.")
