@@ -565,6 +565,53 @@ class TokenBudgetModel:
             torch.from_numpy(mask.astype(np.int64)).to(self.device))
 
 
+def _tokenises_words_apart(tokenizer) -> Any:
+  """(prefix, suffix): the special tokens the tokenizer puts around a text's
+  pieces, where the input ids of "A B" are always prefix + pieces of A +
+  pieces of B + suffix; else False. That holds where nothing crosses the space
+  between A and B: the normaliser maps grapheme by grapheme (a SentencePiece
+  charsmap, or none), the first pre-tokenizer splits at whitespace and drops
+  it, every later one is a Metaspace that marks each word alike (prepend
+  "always"), and the special tokens are the same around any text (TemplateProcessing
+  of one sequence). The fast tokenizers transformers builds from T5's and mT5's
+  spiece.model are of that kind; any other tokenizer takes the whole text."""
+  try:
+    state = json.loads(tokenizer.backend_tokenizer.to_str())
+  except (AttributeError, TypeError, ValueError):
+    return False
+  normalizer = state.get("normalizer") or {"type": "Precompiled"}
+  pre = state.get("pre_tokenizer") or {}
+  steps = pre.get("pretokenizers", []) if pre.get("type") == "Sequence" else [pre]
+  post = state.get("post_processor") or {}
+  template = post.get("single", []) if post.get("type") == "TemplateProcessing" else None
+  if (normalizer.get("type") != "Precompiled" or not steps
+      or steps[0].get("type") != "WhitespaceSplit"
+      or any(step.get("type") != "Metaspace" or step.get("prepend_scheme") != "always"
+             for step in steps[1:])
+      or template is None
+      or sum("Sequence" in item for item in template) != 1):
+    return False
+  probe = "premise: a hypothesis: b"
+  whole = tokenizer(probe, verbose=False)["input_ids"]
+  pieces = tokenizer(probe, add_special_tokens=False, verbose=False)["input_ids"]
+  start = next((i for i in range(len(whole) - len(pieces) + 1)
+                if whole[i:i + len(pieces)] == pieces), None)
+  if not pieces or start is None:
+    return False
+  return whole[:start], whole[start + len(pieces):]
+
+
+# Characters after which Unicode does not always end a grapheme cluster
+# (Grapheme_Cluster_Break=Prepend lies in these blocks): a premise ending in
+# one is tokenised whole with its hypothesis, so no grapheme spans the join.
+_PREPEND_BLOCKS = ((0x0600, 0x08FF), (0x0D4E, 0x0D4E), (0x11000, 0x11FFF))
+
+
+def _ends_clear_of_the_next_character(text: str) -> bool:
+  last = ord(text[-1])
+  return not any(low <= last <= high for low, high in _PREPEND_BLOCKS)
+
+
 class EncodedExample(NamedTuple):
   windows: List[List[int]]  # input ids of each window, EOS included
   truncated: bool  # the premise had to be windowed
@@ -594,6 +641,9 @@ class T5NliModel(TokenBudgetModel):
     # scale_decoder_outputs, earlier releases in tie_word_embeddings).
     self._scales_decoder_output = config.model_type == "t5" and getattr(
         config, "scale_decoder_outputs", config.tie_word_embeddings)
+    # (prefix, suffix) special tokens where premise and hypothesis can be
+    # tokenised apart, else False; found on first use.
+    self._words_apart: Any = None
     self._check_first_step()
 
   def _check_first_step(self) -> None:
@@ -640,14 +690,46 @@ class T5NliModel(TokenBudgetModel):
 
   def encode_many(self, examples: Sequence[AttributionExample],
                   windowed: bool = True) -> List[EncodedExample]:
-    """encode() of each example, the whole inputs of all of them tokenised in
-    one call; only the inputs past the model's length are windowed one by one."""
-    whole = self._ids_of([f"premise: {example.premise} hypothesis: {example.hypothesis}"
-                          for example in examples])
+    """encode() of each example; only the inputs past the model's length are
+    windowed one by one. Where the tokenizer allows it (_tokenises_words_apart),
+    each distinct "premise: ..." and "hypothesis: ..." of the examples is
+    tokenised once and the input ids joined: a passage that many pairs share
+    is tokenised once, not once a pair; else the whole inputs, in one call."""
+    if self._tokenises_apart():
+      whole = self._joined_ids(examples, *self._words_apart)
+    else:
+      whole = self._ids_of([f"premise: {example.premise} hypothesis: {example.hypothesis}"
+                            for example in examples])
     return [EncodedExample([ids], False)
             if len(ids) <= self.max_input_tokens or not windowed
             else self._windows(example, ids)
             for example, ids in zip(examples, whole)]
+
+  def _tokenises_apart(self) -> bool:
+    if self._words_apart is None:
+      self._words_apart = _tokenises_words_apart(self.tokenizer)
+    return bool(self._words_apart)
+
+  def _joined_ids(self, examples: Sequence[AttributionExample], prefix: List[int],
+                  suffix: List[int]) -> List[List[int]]:
+    """The input ids of each example's "premise: P hypothesis: H" as the
+    special tokens around the pieces of "premise: P" and of "hypothesis: H",
+    each distinct text tokenised once (see encode_many)."""
+    texts: Dict[str, int] = {}
+    parts = []
+    for example in examples:
+      premise = f"premise: {example.premise}"
+      if not _ends_clear_of_the_next_character(premise):
+        premise = f"{premise} hypothesis: {example.hypothesis}"
+        parts.append((texts.setdefault(premise, len(texts)), None))
+        continue
+      hypothesis = f"hypothesis: {example.hypothesis}"
+      parts.append((texts.setdefault(premise, len(texts)),
+                    texts.setdefault(hypothesis, len(texts))))
+    pieces = self.tokenizer(list(texts), add_special_tokens=False,
+                            verbose=False)["input_ids"] if texts else []
+    return [prefix + pieces[first] + (pieces[second] if second is not None else []) + suffix
+            for first, second in parts]
 
   def _windows(self, example: AttributionExample, ids: List[int]) -> EncodedExample:
     """The premise windows of an example whose whole input (`ids`) is past the

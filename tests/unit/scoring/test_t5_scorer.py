@@ -296,6 +296,25 @@ def test_examples_encoded_together_equal_each_encoded_alone(tiny_model):
   assert mask.min() == 0  # padding is exercised
 
 
+def test_premise_and_hypothesis_tokenised_apart_equal_the_whole_input(loaded):
+  """The published T5 tokenizer splits at whitespace, so encode_many tokenises
+  each distinct premise once; the ids are the whole input's, whatever the
+  premise's edges (spaces, combining marks, a grapheme that does not end)."""
+  assert loaded._tokenises_apart()  # pylint: disable=protected-access
+  premises = ["", " ", "Ends with a space ", "  two  spaces  inside ", "tab\tand\nnewline\n",
+              "accent\u0301", " \u0301leading combining", "Arabic \u0600", "dot reph \u0d4e",
+              "ZWJ \u200d", "emoji \U0001F469\u200d\U0001F4BB", "</s> in text", "\u3000ideographic\u3000",
+              "nbsp\u00a0", "ﬁ ligature", "Ｆｕｌｌｗｉｄｔｈ"]
+  hypotheses = ["", " starts with a space", "\u0301combining first", "The answer is 'x'",
+                "trailing  "]
+  examples = [AttributionExample(premise, hypothesis, "", "")
+              for premise in premises for hypothesis in hypotheses]
+  encoded = loaded.encode_many(examples, windowed=False)
+  for example, item in zip(examples, encoded):
+    text = f"premise: {example.premise} hypothesis: {example.hypothesis}"
+    assert item.windows == [loaded.tokenizer.unlocked(text, verbose=False)["input_ids"]], text
+
+
 def test_claim_level_examples_are_scored(loaded):
   example = claim_example("Mars has two moons, Phobos and Deimos.",
                           "Mars has two natural satellites.")
