@@ -33,6 +33,8 @@ float16 is refused (T5 activations overflow in float16). Weights stored in
 float32 load into `--dtype bfloat16` tensor by tensor from the memory-mapped
 files: no float32 copy of the model is held (bench/model_load.py measures it).
 """
+import array
+import collections
 import fcntl
 import functools
 import hashlib
@@ -612,6 +614,45 @@ def _ends_clear_of_the_next_character(text: str) -> bool:
   return not any(low <= last <= high for low, high in _PREPEND_BLOCKS)
 
 
+# Tokens of premise pieces a loaded T5 model keeps (int32: 16 MiB, plus the
+# texts): about 13,000 passages of 320 tokens.
+PREMISE_CACHE_TOKENS = 1 << 22
+
+
+class _PieceCache:
+  """The pieces of recently tokenised premises, up to `max_tokens` in all, the
+  least recently used dropped first. Chunks are cut by pair digest, so the
+  pairs of one passage are spread over a run's chunks: a passage that many
+  pairs share is tokenised again in each chunk unless its pieces are kept
+  across them. Shared by the threads of a worker process (one lock)."""
+
+  def __init__(self, max_tokens: int):
+    self._entries: "collections.OrderedDict[str, array.array]" = collections.OrderedDict()
+    self._tokens = 0
+    self._max_tokens = max_tokens
+    self._lock = threading.Lock()
+
+  def get(self, text: str) -> Optional[List[int]]:
+    with self._lock:
+      pieces = self._entries.get(text)
+      if pieces is None:
+        return None
+      self._entries.move_to_end(text)
+    return pieces.tolist()
+
+  def put(self, text: str, pieces: List[int]) -> None:
+    if len(pieces) > self._max_tokens:
+      return
+    with self._lock:
+      if text in self._entries:
+        return
+      self._entries[text] = array.array("i", pieces)
+      self._tokens += len(pieces)
+      while self._tokens > self._max_tokens:
+        _, dropped = self._entries.popitem(last=False)
+        self._tokens -= len(dropped)
+
+
 class EncodedExample(NamedTuple):
   windows: List[List[int]]  # input ids of each window, EOS included
   truncated: bool  # the premise had to be windowed
@@ -644,6 +685,7 @@ class T5NliModel(TokenBudgetModel):
     # (prefix, suffix) special tokens where premise and hypothesis can be
     # tokenised apart, else False; found on first use.
     self._words_apart: Any = None
+    self._premise_pieces = _PieceCache(PREMISE_CACHE_TOKENS)
     self._check_first_step()
 
   def _check_first_step(self) -> None:
@@ -713,23 +755,35 @@ class T5NliModel(TokenBudgetModel):
   def _joined_ids(self, examples: Sequence[AttributionExample], prefix: List[int],
                   suffix: List[int]) -> List[List[int]]:
     """The input ids of each example's "premise: P hypothesis: H" as the
-    special tokens around the pieces of "premise: P" and of "hypothesis: H",
-    each distinct text tokenised once (see encode_many)."""
-    texts: Dict[str, int] = {}
+    special tokens around the pieces of "premise: P" and of "hypothesis: H":
+    each distinct text tokenised once, and a premise's pieces kept for the
+    chunks that follow (_PieceCache)."""
+    texts: Dict[str, int] = {}  # to tokenise, in one call: text -> position
+    premises: Dict[str, List[int]] = {}
+    missed = []
     parts = []
     for example in examples:
       premise = f"premise: {example.premise}"
       if not _ends_clear_of_the_next_character(premise):
-        premise = f"{premise} hypothesis: {example.hypothesis}"
-        parts.append((texts.setdefault(premise, len(texts)), None))
+        whole = f"{premise} hypothesis: {example.hypothesis}"
+        parts.append((None, texts.setdefault(whole, len(texts))))
         continue
-      hypothesis = f"hypothesis: {example.hypothesis}"
-      parts.append((texts.setdefault(premise, len(texts)),
-                    texts.setdefault(hypothesis, len(texts))))
+      if premise not in premises and premise not in texts:
+        cached = self._premise_pieces.get(premise)
+        if cached is None:
+          texts[premise] = len(texts)
+          missed.append(premise)
+        else:
+          premises[premise] = cached
+      parts.append((premise, texts.setdefault(f"hypothesis: {example.hypothesis}",
+                                              len(texts))))
     pieces = self.tokenizer(list(texts), add_special_tokens=False,
                             verbose=False)["input_ids"] if texts else []
-    return [prefix + pieces[first] + (pieces[second] if second is not None else []) + suffix
-            for first, second in parts]
+    for premise in missed:
+      premises[premise] = pieces[texts[premise]]
+      self._premise_pieces.put(premise, premises[premise])
+    return [prefix + (premises[premise] if premise is not None else []) + pieces[rest] + suffix
+            for premise, rest in parts]
 
   def _windows(self, example: AttributionExample, ids: List[int]) -> EncodedExample:
     """The premise windows of an example whose whole input (`ids`) is past the

@@ -309,10 +309,25 @@ def test_premise_and_hypothesis_tokenised_apart_equal_the_whole_input(loaded):
                 "trailing  "]
   examples = [AttributionExample(premise, hypothesis, "", "")
               for premise in premises for hypothesis in hypotheses]
-  encoded = loaded.encode_many(examples, windowed=False)
-  for example, item in zip(examples, encoded):
+  first = loaded.encode_many(examples, windowed=False)
+  # Again, in another order: the premises' pieces now come from the cache.
+  again = loaded.encode_many(examples[::-1], windowed=False)[::-1]
+  for example, item, cached in zip(examples, first, again):
     text = f"premise: {example.premise} hypothesis: {example.hypothesis}"
-    assert item.windows == [loaded.tokenizer.unlocked(text, verbose=False)["input_ids"]], text
+    whole = loaded.tokenizer.unlocked(text, verbose=False)["input_ids"]
+    assert item.windows == cached.windows == [whole], text
+
+
+def test_premise_cache_keeps_the_most_recent_within_its_tokens():
+  cache = t5_nli._PieceCache(max_tokens=10)  # pylint: disable=protected-access
+  cache.put("a", [1, 2, 3, 4])
+  cache.put("b", [5, 6, 7, 8])
+  assert cache.get("a") == [1, 2, 3, 4]  # now the most recent
+  cache.put("c", [9, 10, 11])  # 11 tokens: "b", the least recent, goes
+  assert cache.get("b") is None
+  assert cache.get("a") == [1, 2, 3, 4] and cache.get("c") == [9, 10, 11]
+  cache.put("too long", list(range(11)))
+  assert cache.get("too long") is None and cache.get("c") == [9, 10, 11]
 
 
 def test_claim_level_examples_are_scored(loaded):
