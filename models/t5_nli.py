@@ -18,6 +18,13 @@ the model's length are windowed, see below) and `decode` (the Attributed QA
 script's rule, for parity: the whole input however long, `generate()` with the
 model's own generation config, decoded text == "1").
 
+Tokenisation is batched: the inputs of a chunk in one tokenizer call, and
+where the tokenizer splits at whitespace (T5's and mT5's, as transformers
+builds them from spiece.model) a premise is tokenised once while its pieces
+are in the worker's cache of recent premises (_PieceCache) and joined to each
+hypothesis' pieces: the same ids as the whole input
+(tests/unit/scoring/test_t5_scorer.py).
+
 In threshold mode, inputs longer than the model's length are never cut in the
 hypothesis: the premise is split into overlapping windows that each fit with
 the whole hypothesis, every window is scored, and the row takes the best window
@@ -553,8 +560,8 @@ class TokenBudgetModel:
   def _pad(self, sequences: Sequence[List[int]], pad_id: Optional[int] = None):
     """(ids, attention mask) tensors of `sequences` padded on the right with
     `pad_id` (the tokenizer's by default), on the model's device. Built in
-    numpy in one pass over the batch's tokens: a tensor made per sequence
-    cost more than the rest of a batch's preparation."""
+    numpy in one pass over the batch's tokens, not a small tensor per
+    sequence: the same tensors at a fraction of the per-sequence cost."""
     torch = self._torch
     lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64,
                           count=len(sequences))
