@@ -21,7 +21,10 @@ process's CPU seconds (user + sys, all threads) of the job's run alone, not of
 the imports before it. Every job also runs with string-match on the same inputs:
 the yardstick of a path without a model. Rounds alternate the checkouts and
 scorers; medians are reported. Distinct pairs are the t5 run's model calls
-(run.json: each distinct premise/hypothesis scored once).
+(run.json: each distinct premise/hypothesis scored once). Each job runs on its
+full inputs and on a quarter of them: distinct pairs per CPU second of the
+whole run, and marginal (the difference in pairs over the difference in CPU
+seconds), from which what every run pays once cancels out.
 
 --profile adds one cProfile run per job and checkout, its time split into
 stages by the function that spends it (a built-in's time goes to the stage of
@@ -30,7 +33,8 @@ budget, padding, the instant model), fan-out and grouping of distinct examples,
 reading and joins, the job's own steps, writing outputs, Beam's own overhead,
 and the rest. Profiling slows Python code, so shares are approximate.
 
-Prints one JSON line per job and a last line with every job's ratios.
+Prints one JSON line per job (with the after / before ratios) and a last line
+with every job's rates.
 """
 import argparse
 import csv
