@@ -18,6 +18,13 @@ the model's length are windowed, see below) and `decode` (the Attributed QA
 script's rule, for parity: the whole input however long, `generate()` with the
 model's own generation config, decoded text == "1").
 
+Tokenisation is batched: the inputs of a chunk in one tokenizer call, and
+where the tokenizer splits at whitespace (T5's and mT5's, as transformers
+builds them from spiece.model) a premise is tokenised once while its pieces
+are in the worker's cache of recent premises (_PieceCache) and joined to each
+hypothesis' pieces: the same ids as the whole input
+(tests/unit/scoring/test_t5_scorer.py).
+
 In threshold mode, inputs longer than the model's length are never cut in the
 hypothesis: the premise is split into overlapping windows that each fit with
 the whole hypothesis, every window is scored, and the row takes the best window
@@ -33,9 +40,12 @@ float16 is refused (T5 activations overflow in float16). Weights stored in
 float32 load into `--dtype bfloat16` tensor by tensor from the memory-mapped
 files: no float32 copy of the model is held (bench/model_load.py measures it).
 """
+import array
+import collections
 import fcntl
 import functools
 import hashlib
+import itertools
 import json
 import os
 import tempfile
@@ -549,16 +559,105 @@ class TokenBudgetModel:
 
   def _pad(self, sequences: Sequence[List[int]], pad_id: Optional[int] = None):
     """(ids, attention mask) tensors of `sequences` padded on the right with
-    `pad_id` (the tokenizer's by default), on the model's device."""
+    `pad_id` (the tokenizer's by default), on the model's device. Built in
+    numpy in one pass over the batch's tokens, not a small tensor per
+    sequence: the same tensors at a fraction of the per-sequence cost."""
     torch = self._torch
-    longest = max(len(s) for s in sequences)
-    ids = torch.full((len(sequences), longest),
-                     self.pad_id if pad_id is None else pad_id, dtype=torch.long)
-    mask = torch.zeros((len(sequences), longest), dtype=torch.long)
-    for row, sequence in enumerate(sequences):
-      ids[row, :len(sequence)] = torch.tensor(sequence, dtype=torch.long)
-      mask[row, :len(sequence)] = 1
-    return ids.to(self.device), mask.to(self.device)
+    lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64,
+                          count=len(sequences))
+    mask = np.arange(int(lengths.max()), dtype=np.int64)[None, :] < lengths[:, None]
+    ids = np.full(mask.shape, self.pad_id if pad_id is None else pad_id, dtype=np.int64)
+    # Row-major order of the mask's True cells is the sequences' order, token by token.
+    ids[mask] = np.fromiter(itertools.chain.from_iterable(sequences), dtype=np.int64,
+                            count=int(lengths.sum()))
+    return (torch.from_numpy(ids).to(self.device),
+            torch.from_numpy(mask.astype(np.int64)).to(self.device))
+
+
+def _tokenises_words_apart(tokenizer) -> Any:
+  """(prefix, suffix): the special tokens the tokenizer puts around a text's
+  pieces, where the input ids of "A B" are always prefix + pieces of A +
+  pieces of B + suffix; else False. That holds where nothing crosses the space
+  between A and B: the normaliser maps grapheme by grapheme (a SentencePiece
+  charsmap, or none), the first pre-tokenizer splits at whitespace and drops
+  it, every later one is a Metaspace that marks each word alike (prepend
+  "always"), and the special tokens are the same around any text (TemplateProcessing
+  of one sequence). The fast tokenizers transformers builds from T5's and mT5's
+  spiece.model are of that kind; any other tokenizer takes the whole text."""
+  try:
+    state = json.loads(tokenizer.backend_tokenizer.to_str())
+  except (AttributeError, TypeError, ValueError):
+    return False
+  normalizer = state.get("normalizer") or {"type": "Precompiled"}
+  pre = state.get("pre_tokenizer") or {}
+  steps = pre.get("pretokenizers", []) if pre.get("type") == "Sequence" else [pre]
+  post = state.get("post_processor") or {}
+  template = post.get("single", []) if post.get("type") == "TemplateProcessing" else None
+  if (normalizer.get("type") != "Precompiled" or not steps
+      or steps[0].get("type") != "WhitespaceSplit"
+      or any(step.get("type") != "Metaspace" or step.get("prepend_scheme") != "always"
+             for step in steps[1:])
+      or template is None
+      or sum("Sequence" in item for item in template) != 1):
+    return False
+  probe = "premise: a hypothesis: b"
+  whole = tokenizer(probe, verbose=False)["input_ids"]
+  pieces = tokenizer(probe, add_special_tokens=False, verbose=False)["input_ids"]
+  start = next((i for i in range(len(whole) - len(pieces) + 1)
+                if whole[i:i + len(pieces)] == pieces), None)
+  if not pieces or start is None:
+    return False
+  return whole[:start], whole[start + len(pieces):]
+
+
+# Characters after which Unicode does not always end a grapheme cluster
+# (Grapheme_Cluster_Break=Prepend lies in these blocks): a premise ending in
+# one is tokenised whole with its hypothesis, so no grapheme spans the join.
+_PREPEND_BLOCKS = ((0x0600, 0x08FF), (0x0D4E, 0x0D4E), (0x11000, 0x11FFF))
+
+
+def _ends_clear_of_the_next_character(text: str) -> bool:
+  last = ord(text[-1])
+  return not any(low <= last <= high for low, high in _PREPEND_BLOCKS)
+
+
+# Tokens of premise pieces a loaded T5 model keeps (int32: 16 MiB, plus the
+# texts): about 13,000 passages of 320 tokens.
+PREMISE_CACHE_TOKENS = 1 << 22
+
+
+class _PieceCache:
+  """The pieces of recently tokenised premises, up to `max_tokens` in all, the
+  least recently used dropped first. Chunks are cut by pair digest, so the
+  pairs of one passage are spread over a run's chunks: a passage that many
+  pairs share is tokenised again in each chunk unless its pieces are kept
+  across them. Shared by the threads of a worker process (one lock)."""
+
+  def __init__(self, max_tokens: int):
+    self._entries: "collections.OrderedDict[str, array.array]" = collections.OrderedDict()
+    self._tokens = 0
+    self._max_tokens = max_tokens
+    self._lock = threading.Lock()
+
+  def get(self, text: str) -> Optional[List[int]]:
+    with self._lock:
+      pieces = self._entries.get(text)
+      if pieces is None:
+        return None
+      self._entries.move_to_end(text)
+    return pieces.tolist()
+
+  def put(self, text: str, pieces: List[int]) -> None:
+    if len(pieces) > self._max_tokens:
+      return
+    with self._lock:
+      if text in self._entries:
+        return
+      self._entries[text] = array.array("i", pieces)
+      self._tokens += len(pieces)
+      while self._tokens > self._max_tokens:
+        _, dropped = self._entries.popitem(last=False)
+        self._tokens -= len(dropped)
 
 
 class EncodedExample(NamedTuple):
@@ -590,6 +689,10 @@ class T5NliModel(TokenBudgetModel):
     # scale_decoder_outputs, earlier releases in tie_word_embeddings).
     self._scales_decoder_output = config.model_type == "t5" and getattr(
         config, "scale_decoder_outputs", config.tie_word_embeddings)
+    # (prefix, suffix) special tokens where premise and hypothesis can be
+    # tokenised apart, else False; found on first use.
+    self._words_apart: Any = None
+    self._premise_pieces = _PieceCache(PREMISE_CACHE_TOKENS)
     self._check_first_step()
 
   def _check_first_step(self) -> None:
@@ -618,15 +721,80 @@ class T5NliModel(TokenBudgetModel):
   # -- tokenisation ---------------------------------------------------------
 
   def _ids(self, text: str) -> List[int]:
+    return self._ids_of([text])[0]
+
+  def _ids_of(self, texts: Sequence[str]) -> List[List[int]]:
+    """The input ids of each text, from one tokenizer call: the fast tokenizer
+    encodes a list in one pass, and its Python wrapper, which costs more than
+    the encoding of a sentence, runs once per list instead of once per text."""
+    if not texts:
+      return []
     # verbose=False: over-long inputs are expected here; they get windowed.
-    return self.tokenizer(text, verbose=False)["input_ids"]
+    return self.tokenizer(list(texts), verbose=False)["input_ids"]
 
   def encode(self, example: AttributionExample, windowed: bool = True) -> EncodedExample:
     """The model input(s) of an example: one, or (`windowed`, past the model's
     length) one per premise window."""
-    ids = self._ids(f"premise: {example.premise} hypothesis: {example.hypothesis}")
-    if len(ids) <= self.max_input_tokens or not windowed:
-      return EncodedExample([ids], False)
+    return self.encode_many([example], windowed)[0]
+
+  def encode_many(self, examples: Sequence[AttributionExample],
+                  windowed: bool = True) -> List[EncodedExample]:
+    """encode() of each example; only the inputs past the model's length are
+    windowed one by one. Where the tokenizer allows it (_tokenises_words_apart),
+    each distinct "premise: ..." and "hypothesis: ..." of the examples is
+    tokenised once and the input ids joined: a passage that many pairs share
+    is tokenised once, not once a pair; else the whole inputs, in one call."""
+    if self._tokenises_apart():
+      whole = self._joined_ids(examples, *self._words_apart)
+    else:
+      whole = self._ids_of([f"premise: {example.premise} hypothesis: {example.hypothesis}"
+                            for example in examples])
+    return [EncodedExample([ids], False)
+            if len(ids) <= self.max_input_tokens or not windowed
+            else self._windows(example, ids)
+            for example, ids in zip(examples, whole)]
+
+  def _tokenises_apart(self) -> bool:
+    if self._words_apart is None:
+      self._words_apart = _tokenises_words_apart(self.tokenizer)
+    return bool(self._words_apart)
+
+  def _joined_ids(self, examples: Sequence[AttributionExample], prefix: List[int],
+                  suffix: List[int]) -> List[List[int]]:
+    """The input ids of each example's "premise: P hypothesis: H" as the
+    special tokens around the pieces of "premise: P" and of "hypothesis: H":
+    each distinct text tokenised once, and a premise's pieces kept for the
+    chunks that follow (_PieceCache)."""
+    texts: Dict[str, int] = {}  # to tokenise, in one call: text -> position
+    premises: Dict[str, List[int]] = {}
+    missed = []
+    parts = []
+    for example in examples:
+      premise = f"premise: {example.premise}"
+      if not _ends_clear_of_the_next_character(premise):
+        whole = f"{premise} hypothesis: {example.hypothesis}"
+        parts.append((None, texts.setdefault(whole, len(texts))))
+        continue
+      if premise not in premises and premise not in texts:
+        cached = self._premise_pieces.get(premise)
+        if cached is None:
+          texts[premise] = len(texts)
+          missed.append(premise)
+        else:
+          premises[premise] = cached
+      parts.append((premise, texts.setdefault(f"hypothesis: {example.hypothesis}",
+                                              len(texts))))
+    pieces = self.tokenizer(list(texts), add_special_tokens=False,
+                            verbose=False)["input_ids"] if texts else []
+    for premise in missed:
+      premises[premise] = pieces[texts[premise]]
+      self._premise_pieces.put(premise, premises[premise])
+    return [prefix + (premises[premise] if premise is not None else []) + pieces[rest] + suffix
+            for premise, rest in parts]
+
+  def _windows(self, example: AttributionExample, ids: List[int]) -> EncodedExample:
+    """The premise windows of an example whose whole input (`ids`) is past the
+    model's length: each window fits with the whole hypothesis."""
     premise = example.premise
     offsets = self.tokenizer(premise, add_special_tokens=False, verbose=False,
                              return_offsets_mapping=True)["offset_mapping"]
@@ -738,7 +906,7 @@ class T5NliModel(TokenBudgetModel):
             threshold: float) -> List[AttributionScore]:
     # Decode mode is the reference's rule: the whole input, however long.
     windowed = decision != "decode"
-    encoded = [self.encode(example, windowed) for example in examples]
+    encoded = self.encode_many(examples, windowed)
     sequences = [window for item in encoded for window in item.windows]
     probabilities, decoded = self._run(sequences, decode=decision == "decode")
     return self.window_scores(encoded, probabilities, threshold, decoded)

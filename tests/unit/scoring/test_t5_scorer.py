@@ -267,6 +267,69 @@ def test_short_input_is_one_window_and_tokenised_like_the_reference(loaded):
   assert encoded.windows[0] == loaded.tokenizer(text)["input_ids"]
 
 
+def test_examples_encoded_together_equal_each_encoded_alone(tiny_model):
+  """encode_many tokenises a chunk's inputs in one call; each example's
+  windows and the padded tensors are those of one example at a time."""
+  model = t5_nli.load_t5_nli(tiny_model, max_input_tokens=96)
+  examples = _examples(30, seed=8)
+  long = " ".join(["The museum's collection spans many centuries of art."] * 30)
+  examples[3] = AttributionExample(long, examples[3].hypothesis, "", long)
+  examples[17] = AttributionExample(long + " Hillary.", examples[17].hypothesis, "", "")
+  together = model.encode_many(examples)
+  alone = []
+  for example in examples:
+    text = f"premise: {example.premise} hypothesis: {example.hypothesis}"
+    whole = model.tokenizer.unlocked(text, verbose=False)["input_ids"]
+    alone.append(model.encode(example))
+    if len(whole) <= 96:
+      assert alone[-1] == t5_nli.EncodedExample([whole], False)
+  assert together == alone
+  assert sum(item.truncated for item in together) >= 2  # windows are exercised
+  sequences = [window for item in together for window in item.windows]
+  ids, mask = model._pad(sequences)  # pylint: disable=protected-access
+  longest = max(len(s) for s in sequences)
+  assert ids.dtype == mask.dtype == torch.long and ids.shape == (len(sequences), longest)
+  for row, sequence in enumerate(sequences):
+    padding = longest - len(sequence)
+    assert ids[row].tolist() == sequence + [model.pad_id] * padding
+    assert mask[row].tolist() == [1] * len(sequence) + [0] * padding
+  assert mask.min() == 0  # padding is exercised
+
+
+def test_premise_and_hypothesis_tokenised_apart_equal_the_whole_input(loaded):
+  """The published T5 tokenizer splits at whitespace, so encode_many tokenises
+  each distinct premise once; the ids are the whole input's, whatever the
+  premise's edges (spaces, combining marks, a grapheme that does not end)."""
+  assert loaded._tokenises_apart()  # pylint: disable=protected-access
+  premises = ["", " ", "Ends with a space ", "  two  spaces  inside ", "tab\tand\nnewline\n",
+              "accent\u0301", " \u0301leading combining", "Arabic \u0600", "dot reph \u0d4e",
+              "ZWJ \u200d", "emoji \U0001F469\u200d\U0001F4BB", "</s> in text", "\u3000ideographic\u3000",
+              "nbsp\u00a0", "ﬁ ligature", "Ｆｕｌｌｗｉｄｔｈ"]
+  hypotheses = ["", " starts with a space", "\u0301combining first", "The answer is 'x'",
+                "trailing  "]
+  examples = [AttributionExample(premise, hypothesis, "", "")
+              for premise in premises for hypothesis in hypotheses]
+  first = loaded.encode_many(examples, windowed=False)
+  # Again, in another order: the premises' pieces now come from the cache.
+  again = loaded.encode_many(examples[::-1], windowed=False)[::-1]
+  for example, item, cached in zip(examples, first, again):
+    text = f"premise: {example.premise} hypothesis: {example.hypothesis}"
+    whole = loaded.tokenizer.unlocked(text, verbose=False)["input_ids"]
+    assert item.windows == cached.windows == [whole], text
+
+
+def test_premise_cache_keeps_the_most_recent_within_its_tokens():
+  cache = t5_nli._PieceCache(max_tokens=10)  # pylint: disable=protected-access
+  cache.put("a", [1, 2, 3, 4])
+  cache.put("b", [5, 6, 7, 8])
+  assert cache.get("a") == [1, 2, 3, 4]  # now the most recent
+  cache.put("c", [9, 10, 11])  # 11 tokens: "b", the least recent, goes
+  assert cache.get("b") is None
+  assert cache.get("a") == [1, 2, 3, 4] and cache.get("c") == [9, 10, 11]
+  cache.put("too long", list(range(11)))
+  assert cache.get("too long") is None and cache.get("c") == [9, 10, 11]
+
+
 def test_claim_level_examples_are_scored(loaded):
   example = claim_example("Mars has two moons, Phobos and Deimos.",
                           "Mars has two natural satellites.")
