@@ -424,3 +424,18 @@ def test_outputs_are_byte_identical_across_runs_and_runners(runs):
   assert first == _digests(runs["multi_process"])
   assert (runs["first"] / "ais_tables.md").read_text(encoding="utf-8").count("\n") > 60
   assert first["run.json without timings"]["counts"]["used"] == 4563
+
+
+@pytest.mark.parametrize("cell, why", [((0, 0), "has no rated outputs in this column"),
+                                       ((9, 10), "has the column's highest share")])
+def test_a_mark_the_paper_prints_without_a_test_here_is_explained(cell, why):
+  """The paper marks a cell that gets no test here (the model has no outputs in
+  the column, or is among its best): said in words, not a crash formatting a
+  missing p-value (seen on cuts of the release files)."""
+  cells = {"model-a": cell, "model-b": (9, 10)}
+  marks = steps.column_marks(cells, 0.05)
+  assert marks["model-a"].p_value is None and not marks["model-a"].marked
+  text = steps._mark_explanation("ais", "model-a", marks["model-a"], True, cells, {},  # pylint: disable=protected-access
+                                 0.05)
+  assert text.startswith("AIS mark: the paper marks this cell; no Fisher's exact test")
+  assert f"model-a {why}" in text

@@ -589,6 +589,12 @@ def _mark_explanation(column: str, model: str, mark: Mark, paper_mark: bool,
   k, n = cells[model]
   kb, nb = cells[best]
   said = "marks" if paper_mark else "does not mark"
+  if mark.p_value is None:
+    # No test is run for a model among the column's best, or without outputs
+    # in the column (column_marks).
+    why = (f"{model} has no rated outputs in this column" if n == 0
+           else f"{model} has the column's highest share")
+    return f"{COLUMN_TITLES[column]} mark: the paper {said} this cell; no {TEST_NAME}: {why}"
   text = (f"{COLUMN_TITLES[column]} mark: the paper {said} this cell; {TEST_NAME}: "
           f"p = {mark.p_value:.4g} for {k}/{n} against {best} {kb}/{nb} as released")
   own, other = row_fits.get(model), row_fits.get(best)
