@@ -204,8 +204,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   record = _CompareRecord(plan, options.fail_on_regression)
   work_dir = plan.output.claim()
   changes = pipeline | "CompareRatings" >> CompareRatings(
-      plan.files, options.bootstrap_samples, options.seed, options.fail_on_regression,
-      plan.leaderboards)
+      plan.files, FileSystems.join(work_dir, "groups"), options.bootstrap_samples,
+      options.seed, options.fail_on_regression, plan.leaderboards)
   summary = changes | "WriteCompareFiles" >> WriteCompareFiles(options.output_dir,
                                                                 plan.header)
   no_dead_letters = pipeline | "NoDeadLetters" >> beam.Create(

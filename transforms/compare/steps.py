@@ -1,13 +1,14 @@
 """Two evaluate runs' ratings, joined by (system, question), and each system's
 change with the statistics to trust it.
 
-    changes = ({"baseline": baseline_files, "candidate": candidate_files}
-               | "CompareRatings" >> CompareRatings(samples, seed, fail_points,
-                                                    leaderboards))
+    changes = pipeline | "CompareRatings" >> CompareRatings(
+        {"baseline": baseline_files, "candidate": candidate_files}, work_dir,
+        samples, seed, fail_points, leaderboards)
 
 The rows are read from the runs' ratings tables (ratings.parquet or its
-shards) and joined in the pipeline (CoGroupByKey on system and question), never
-on the launching machine. Per system, the questions both runs scored are put in
+shards) and joined in the pipeline by system and question, then grouped by
+system, both through runs on disk under `work_dir`
+(transforms/io/spilled_groups.py), never on the launching machine. Per system, the questions both runs scored are put in
 question order; the change of AutoAIS (and EM, F1) is the mean over them of
 candidate minus baseline, in points, with a 95% percentile interval from the
 paired bootstrap the leaderboards use (transforms/stats/metrics.py
@@ -18,9 +19,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.parquetio import ReadAllFromParquet
 
 from autoais.schemas import CompareFlipRow, CompareSystemRow
+from autoais.transforms.io.spilled_groups import SpilledCoGroupByKey
 from autoais.transforms.stats.agreement import mcnemar_exact
 from autoais.transforms.stats.metrics import BootstrapWeights
 
@@ -143,14 +146,16 @@ class _SystemChangeFn(beam.DoFn):
 
 
 class CompareRatings(beam.PTransform):
-  """{"baseline": [ratings Parquet files], "candidate": [...]} (applied to the
-  pipeline) -> {"systems": PCollection[CompareSystemRow], "flips":
-  PCollection[CompareFlipRow]}."""
+  """Applied to the pipeline, given {"baseline": [ratings Parquet files],
+  "candidate": [...]} and a scratch directory -> {"systems":
+  PCollection[CompareSystemRow], "flips": PCollection[CompareFlipRow]}."""
 
-  def __init__(self, files: Dict[str, Sequence[str]], samples: int, seed: int,
-               fail_points: Optional[float], leaderboards: Dict[str, Dict[str, float]]):
+  def __init__(self, files: Dict[str, Sequence[str]], work_dir: str, samples: int,
+               seed: int, fail_points: Optional[float],
+               leaderboards: Dict[str, Dict[str, float]]):
     super().__init__()
     self._files = {run: list(files[run]) for run in RUNS}
+    self._work_dir = work_dir
     self._fn = _SystemChangeFn(samples, seed, fail_points, leaderboards)
 
   def expand(self, pbegin):
@@ -163,7 +168,8 @@ class CompareRatings(beam.PTransform):
                     | f"Key{label}Rows" >> beam.Map(
                         lambda row: ((row["system_name"], row["question"]), row)))
     paired = (keyed
-              | "JoinRunsByQuestion" >> beam.CoGroupByKey()
+              | "JoinRunsByQuestion" >> SpilledCoGroupByKey(
+                  FileSystems.join(self._work_dir, "questions"))
               | "PairRows" >> beam.ParDo(_PairRowsFn()).with_outputs("counts",
                                                                       main="pairs"))
     counts = (paired.counts
@@ -171,7 +177,8 @@ class CompareRatings(beam.PTransform):
               | "KeyCountsBySystem" >> beam.MapTuple(
                   lambda system_run, count: (system_run[0], (system_run[1], count))))
     changes = ({"pairs": paired.pairs, "counts": counts}
-               | "GroupBySystem" >> beam.CoGroupByKey()
+               | "GroupBySystem" >> SpilledCoGroupByKey(
+                   FileSystems.join(self._work_dir, "systems"))
                | "MeasureChanges" >> beam.ParDo(self._fn).with_outputs(
                    "flips", main="systems"))
     return {"systems": changes.systems, "flips": changes.flips}
