@@ -1,6 +1,6 @@
 """Memory of every job at scale (not a test): peak RSS per process at 10k, 100k, 1M rows.
 
-    AUTOAIS_SHARED_DATA=/work/shared/data nice -n 5 .venv/bin/python bench/memory.py \
+    AUTOAIS_SHARED_DATA=SHARED/data nice -n 5 .venv/bin/python bench/memory.py \
         [--jobs claims,sck,ais-annotations,audit,agreement] [--sizes 10000,100000,1000000]
         [--modes in_process,two_workers] [--limit_mib 6144] [--workdir bench/out/memory]
 
