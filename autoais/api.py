@@ -66,28 +66,14 @@ class JobResult:
     --num_shards), as dicts keyed by its header: a column whose every non-empty cell is a number holds ints or
     floats (names excepted), an empty cell is None."""
     rows = []
-    for part in _table_parts(self.output_dir, name):
+    from autoais.transforms.rows.merge import row_table_parts  # pylint: disable=import-outside-toplevel
+    for part in row_table_parts(str(self.output_dir).rstrip("/"), name) or [name]:
       rows.extend(csv.DictReader(io.StringIO(_read_text(self.output_dir, part))))
     return _typed_rows(rows)
 
   def __repr__(self) -> str:
     return (f"JobResult(job={self.job!r}, output_dir={self.output_dir!r}, "
             f"status={self.run.get('status')!r})")
-
-
-def _table_parts(directory: str, name: str) -> List[str]:
-  """[name], or the names of its shards in order where only they exist."""
-  from apache_beam.io.filesystems import FileSystems  # pylint: disable=import-outside-toplevel
-  root = str(directory).rstrip("/")
-  if FileSystems.exists(FileSystems.join(root, name)):
-    return [name]
-  stem, dot, suffix = name.rpartition(".")
-  pattern = FileSystems.join(root, f"{stem}-[0-9][0-9][0-9][0-9][0-9]-of-"
-                             f"[0-9][0-9][0-9][0-9][0-9]{dot}{suffix}")
-  shards = sorted(metadata.path.rsplit("/", 1)[-1]
-                  for match in FileSystems.match([pattern])
-                  for metadata in match.metadata_list)
-  return shards or [name]
 
 
 def _read_text(directory: str, name: str) -> str:

@@ -32,7 +32,6 @@ if __name__ == "__main__":
   sys.exit(run())
 
 import json
-import re
 from typing import Dict, List
 
 import apache_beam as beam
@@ -46,6 +45,7 @@ from autoais.schemas import DeadLetter
 from autoais.schemas.errors import ConfigError
 from autoais.transforms.compare.steps import RUNS, CompareRatings
 from autoais.transforms.compare.tables import WriteCompareFiles
+from autoais.transforms.rows.merge import row_table_parts
 from autoais.transforms.rows.record import REGRESSION, RunRecord, WriteRunRecord
 
 OUTPUT_FILES = ("run.json", "compare.csv", "compare.parquet", "compare_systems.csv",
@@ -53,7 +53,6 @@ OUTPUT_FILES = ("run.json", "compare.csv", "compare.parquet", "compare_systems.c
 # The scorer fields of run.json that make two runs' decisions comparable.
 SCORER_FIELDS = ("name", "family", "weights_sha256", "tokenizer_sha256", "threshold",
                  "decision", "dtype", "positive_label", "model_commit")
-_SHARD = re.compile(r"ratings-\d{5}-of-\d{5}\.parquet$")
 
 
 class CompareOptions(PipelineOptions):
@@ -90,16 +89,11 @@ def _read_json(path: str) -> Dict:
 
 def _ratings_files(flag: str, directory: str) -> List[str]:
   """ratings.parquet, or its shards (--num_shards), of an evaluate run."""
-  whole = FileSystems.join(directory, "ratings.parquet")
-  if FileSystems.exists(whole):
-    return [whole]
-  matched = FileSystems.match([FileSystems.join(directory, "ratings-*-of-*.parquet")])
-  shards = sorted(m.path for m in matched[0].metadata_list
-                  if _SHARD.search(m.path))
-  if not shards:
+  parts = row_table_parts(directory, "ratings.parquet")
+  if not parts:
     raise ConfigError(f"{flag} {directory}: no ratings.parquet (nor its shards): "
                       "not the output directory of a finished evaluate run")
-  return shards
+  return [FileSystems.join(directory, part) for part in parts]
 
 
 def _scorer_differences(baseline: Dict, candidate: Dict) -> List[str]:

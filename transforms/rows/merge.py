@@ -29,7 +29,7 @@ rows one by one in sort order; `WriteMergedRows` does the rest:
 """
 import contextlib
 import zlib
-from typing import Any, Dict, Iterable, NamedTuple, Optional, Sequence, Tuple, Type
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple, Type
 
 import apache_beam as beam
 import pyarrow as pa
@@ -101,6 +101,21 @@ def table_file_stem(stem: str, shard: int, num_shards: int) -> str:
   if num_shards == 1:
     return stem
   return f"{stem}-{shard:05d}-of-{num_shards:05d}"
+
+
+def row_table_parts(directory: str, name: str) -> List[str]:
+  """The files that hold the row table `name` (e.g. "ratings.parquet") in an
+  output directory, local or gs://: [name] where it was written whole, else
+  its shards' names in shard order (`{stem}-SSSSS-of-NNNNN{suffix}`); []
+  where neither exists."""
+  if FileSystems.exists(FileSystems.join(directory, name)):
+    return [name]
+  stem, dot, suffix = name.rpartition(".")
+  digits = "[0-9]" * 5
+  pattern = FileSystems.join(directory, f"{stem}-{digits}-of-{digits}{dot}{suffix}")
+  return sorted(metadata.path.rsplit("/", 1)[-1]
+                for match in FileSystems.match([pattern])
+                for metadata in match.metadata_list)
 
 
 def row_table_files(output_files: Sequence[str], folds: Sequence[Type[RowFold]],
