@@ -397,7 +397,7 @@ def test_python_api_notebook_runs_beside_a_projects_own_packages(tmp_path, tiny_
 
 # The code whose docstrings and --help texts a user reads; its comments are
 # read too (a path outside the repository helps nobody there either).
-PRODUCT_CODE = ("autoais", "beam_jobs", "transforms", "models", "schemas", "launch")
+PRODUCT_CODE = ("autoais", "beam_jobs", "transforms", "serve", "models", "schemas", "launch")
 # A path of the machine the docs were written on.
 DEVELOPER_PATH = re.compile(r"(?<![\w.:/~-])/(?:work|home|Users|root)/[^\s`'\")\]>]*")
 PARENT_PATH = re.compile(r"(?:\.\./)+[^\s`'\")\]>,;]*")
