@@ -1,15 +1,24 @@
-"""run.json of a job: one frame, the job's own fields inside it, written last.
+"""run.json, the record every job writes last (the mark of a complete run): one
+frame, the job's own fields inside it.
 
     class _ClaimsRecord(RunRecord):
       job = "claims"
-      def fields(self, read_counts, written, dead, ..., scorer_stats, model_info):
+      summed = ("read_counts",)           # count dicts, summed
+      values = ("written", "summary")      # singletons, as they are
+      def fields(self, read_counts, written, summary, dead, scorer_stats, model_info):
         return {"counts": ..., "inputs": ..., "scorer": self.scorer_fields(...)}
 
-    pipeline | "WriteRunRecord" >> WriteRunRecord(
-        output_dir, work_dir, _ClaimsRecord(...),
-        dead_letters={"claims": (read.dead_letter, ...)},
-        counts={"read_counts": read.counts}, values={"written": ...},
-        scorer=plan.scorer, scorer_stats=scored["stats"])
+    _ = ({"dead": {"claims": (read.dead_letter, ...)}, "read_counts": read.counts,
+          "written": ..., "summary": ..., "scorer_stats": scored["stats"]}
+         | "WriteRunRecord" >> WriteRunRecord(output_dir, work_dir, _ClaimsRecord(...),
+                                              scorer=plan.scorer))
+
+A record type declares what it receives (`summed`, `values`; always `dead`, the
+dead letters' counts per input role; with a scorer, `scorer_stats` and
+`model_info`), and WriteRunRecord checks the dict it is given, and the
+parameters of the type's `fields`, against that declaration when the pipeline
+is built: a name missing, extra or misspelt is a TypeError there, not on a
+worker at the end of a run.
 
 `RunRecord(**side_inputs)` gives {"job", "status", the job's fields in the
 order `fields` returns them, the software versions, the start time and
@@ -23,19 +32,27 @@ the counts side input that holds its ReadRecords counts), and a file none of
 whose records outlived the dead letters (or that held none) is listed in
 run.json's `empty_inputs` with its counts and main reason. `empty_inputs(path)`
 reads that list back from a run.json (the run's exit code 3).
+
+`WriteManifest` writes a JSON file once its side inputs are complete (run.json
+here, corpus.json for build-corpus), then removes the job's scratch directory;
+`reconcile` makes the counts block of one input role and checks it;
+`versions_and_timings` gives run.json's last entries.
 """
+import datetime
+import inspect
 import json
+import platform
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from autoais.schemas import REJECTED, UNMATCHED
+from autoais.transforms.io.atomic import delete_tree, write_text_atomically
+from autoais.transforms.io.counts import SumCounts
 from autoais.transforms.io.dead_letters import WriteDeadLetters
-from autoais.transforms.io.manifest import (SumCounts, WriteManifest, utc_now,
-                                    versions_and_timings)
 
 
 COMPLETE = "complete"
@@ -45,10 +62,97 @@ EMPTY_INPUTS = "empty_inputs"
 REGRESSION = "regression"
 
 
+def versions_and_timings(started: float, started_at: str) -> dict:
+  """The last entries of every job's manifest: software versions, and when the
+  run started and ended (`started`: its time.time(), `started_at`: utc_now())."""
+  return {"versions": software_versions(),
+          "timings": {"started_at": started_at, "finished_at": utc_now(),
+                      "wall_seconds": round(time.time() - started, 3)}}
+
+
+def software_versions() -> Dict[str, str]:
+  import apache_beam  # pylint: disable=import-outside-toplevel
+  import numpy  # pylint: disable=import-outside-toplevel
+  import pyarrow  # pylint: disable=import-outside-toplevel
+  versions = {
+      "python": platform.python_version(),
+      "apache_beam": apache_beam.__version__,
+      "pyarrow": pyarrow.__version__,
+      "numpy": numpy.__version__,
+  }
+  try:
+    from importlib.metadata import version  # pylint: disable=import-outside-toplevel
+    versions["autoais_beam"] = version("autoais-beam")
+  except Exception:  # pylint: disable=broad-except
+    versions["autoais_beam"] = "unknown"
+  return versions
+
+
+def utc_now() -> str:
+  return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+class _WriteManifestFn(beam.DoFn):
+
+  def __init__(self, path: str, build_manifest, work_dir: str):
+    self._path = path
+    self._build_manifest = build_manifest
+    self._work_dir = work_dir
+
+  def process(self, unused_impulse, **side_inputs):
+    manifest = self._build_manifest(**side_inputs)
+    write_text_atomically(self._path, json.dumps(manifest, indent=2, sort_keys=False,
+                                                 ensure_ascii=False) + "\n")
+    if self._work_dir:
+      delete_tree(self._work_dir)
+    yield self._path
+
+
+class WriteManifest(beam.PTransform):
+  """Writes a JSON manifest once every side input is complete.
+
+  `build_manifest(**values)` receives each named singleton side input and returns
+  the manifest dict. The job's scratch directory is removed afterwards.
+  """
+
+  def __init__(self, path: str, build_manifest, side_inputs: Dict[str, object],
+               work_dir: str = ""):
+    super().__init__()
+    self._fn = _WriteManifestFn(path, build_manifest, work_dir)
+    self._side_inputs = side_inputs
+
+  def expand(self, pbegin):
+    singletons = {name: beam.pvalue.AsSingleton(pcoll)
+                  for name, pcoll in self._side_inputs.items()}
+    return (pbegin
+            | "StartManifest" >> beam.Create([None])
+            | "WriteManifestFile" >> beam.ParDo(self._fn, **singletons))
+
+
+def reconcile(read: int, scored: int, dead: Dict[str, object]) -> Dict[str, object]:
+  """A counts block of run.json for one input role (`dead`: its entry from
+  WriteDeadLetters); raises if a row went missing or was doubled."""
+  counts = {
+      "read": read,
+      "scored": scored,
+      REJECTED: dead[REJECTED],
+      UNMATCHED: dead[UNMATCHED],
+  }
+  counts["reconciled"] = read == scored + dead[REJECTED] + dead[UNMATCHED]
+  if not counts["reconciled"]:
+    raise RuntimeError(f"row counts do not reconcile: {counts}")
+  counts["by_reason"] = dead.get("by_reason", {})
+  return counts
+
+
 class RunRecord:
-  """Subclasses set `job` and implement `fields(**side_inputs)`, and declare
-  the files rows are read from with `rows_from`."""
+  """Subclasses set `job`, declare what they receive (`summed`: names of count
+  dicts, summed; `values`: names of singletons, as they are) and implement
+  `fields(**side_inputs)`; they declare the files rows are read from with
+  `rows_from`."""
   job: str
+  summed: Tuple[str, ...] = ()
+  values: Tuple[str, ...] = ()
 
   def __init__(self, scorer: Optional[Dict[str, Any]] = None):
     self._scorer = scorer
@@ -123,38 +227,42 @@ class WriteRunRecord(beam.PTransform):
   `record` once every figure it names is complete (the scratch directory
   `work_dir` is removed with it).
 
-  `dead_letters`: {input role: PCollection[DeadLetter] or a tuple of them};
-  the record receives their counts per role as `dead`. `counts`: {name: a
-  PCollection of count dicts, or a tuple of them}, each summed (SumCounts; an
-  empty tuple sums to {}). `values`: {name: a singleton PCollection} passed as
-  it is. A name given None (an optional input not given) reaches the record as
-  None. With `scorer`, the record also receives `scorer_stats` (summed) and
-  `model_info` (scorer_side_inputs). Applied to the pipeline:
-  `pipeline | "WriteRunRecord" >> WriteRunRecord(...)`.
+  Applied to a dict of PCollections, as CoGroupByKey is: `dead`, {input role:
+  PCollection[DeadLetter] or a tuple of them} (the record receives their counts
+  per role as `dead`); each name of `record.summed`, a PCollection of count
+  dicts or a tuple of them, summed (SumCounts; an empty tuple sums to {}); each
+  name of `record.values`, a singleton PCollection passed as it is. A name
+  given None (an optional input not given) reaches the record as None. With
+  `scorer`, the dict also holds `scorer_stats` (summed) and the record
+  receives `model_info` too (scorer_side_inputs). The dict's names and the
+  record's `fields` are checked against the record's declaration here, when
+  the pipeline is built (`check_inputs`).
   """
 
-  def __init__(self, output_dir: str, work_dir: str, record: RunRecord,
-               dead_letters: Mapping[str, Any], counts: Mapping[str, Any] = None,
-               values: Mapping[str, Any] = None, scorer=None, scorer_stats=None):
+  def __init__(self, output_dir: str, work_dir: str, record: RunRecord, scorer=None):
     super().__init__()
     self._output_dir = output_dir
     self._work_dir = work_dir
     self._record = record
-    self._dead_letters = dict(dead_letters)
-    self._counts = dict(counts or {})
-    self._values = dict(values or {})
     self._scorer = scorer
-    self._scorer_stats = scorer_stats
 
-  def expand(self, pbegin):
-    pipeline = pbegin.pipeline
+  def _extract_input_pvalues(self, pvalueish):
+    # A name given None is an input not given: it reaches the record as None.
+    pvalueish, pvalues = super()._extract_input_pvalues(pvalueish)
+    return pvalueish, {tag: value for tag, value in pvalues.items() if value is not None}
+
+  def expand(self, inputs):
+    record = self._record
+    check_inputs(record, inputs, self._scorer is not None)
+    pipeline = _pipeline_of(inputs)
+    summed = {name: inputs[name] for name in record.summed}
+    values = {name: inputs[name] for name in record.values}
     side_inputs = {}
-    if None in self._counts.values() or None in self._values.values():
+    if None in summed.values() or None in values.values():
       none = pipeline | "NoValue" >> beam.Create([None])
       side_inputs.update((name, none) for name, pcoll in
-                         list(self._counts.items()) + list(self._values.items())
-                         if pcoll is None)
-    for name, pcolls in self._counts.items():
+                         list(summed.items()) + list(values.items()) if pcoll is None)
+    for name, pcolls in summed.items():
       if pcolls is None:
         continue
       label = name.title().replace("_", "")  # as WriteDeadLetters names its steps
@@ -162,12 +270,48 @@ class WriteRunRecord(beam.PTransform):
         pcolls = (pcolls or (pipeline | f"No{label}" >> beam.Create([{}]),)
                   ) | f"Collect{label}" >> beam.Flatten()
       side_inputs[name] = pcolls | f"Sum{label}" >> beam.CombineGlobally(SumCounts())
-    side_inputs.update((name, pcoll) for name, pcoll in self._values.items()
+    side_inputs.update((name, pcoll) for name, pcoll in values.items()
                        if pcoll is not None)
     if self._scorer is not None:
-      side_inputs.update(scorer_side_inputs(pipeline, self._scorer, self._scorer_stats))
-    side_inputs["dead"] = self._dead_letters | "WriteDeadLetters" >> WriteDeadLetters(
+      side_inputs.update(scorer_side_inputs(pipeline, self._scorer, inputs["scorer_stats"]))
+    side_inputs["dead"] = dict(inputs["dead"]) | "WriteDeadLetters" >> WriteDeadLetters(
         FileSystems.join(self._output_dir, "dead_letter.jsonl"), self._work_dir)
-    return pbegin | "WriteRunManifest" >> WriteManifest(
-        FileSystems.join(self._output_dir, "run.json"), self._record, side_inputs,
+    return pipeline | "WriteRunManifest" >> WriteManifest(
+        FileSystems.join(self._output_dir, "run.json"), record, side_inputs,
         work_dir=self._work_dir)
+
+
+def _pipeline_of(inputs):
+  """The pipeline of the first PCollection in a dict (of tuples, of dicts) of them."""
+  pending = [inputs]
+  while pending:
+    value = pending.pop()
+    if isinstance(value, beam.pvalue.PValue):
+      return value.pipeline
+    if isinstance(value, dict):
+      pending.extend(value.values())
+    elif isinstance(value, tuple):
+      pending.extend(value)
+  raise TypeError("WriteRunRecord needs at least one PCollection")
+
+
+def check_inputs(record: RunRecord, inputs: Mapping[str, Any], scored: bool) -> None:
+  """Raises TypeError, while the pipeline is built, where the dict given to
+  WriteRunRecord or the parameters of `record.fields` differ from what the
+  record's type declares."""
+  kind = type(record).__name__
+  declared = {"dead", *record.summed, *record.values} | ({"scorer_stats"} if scored else set())
+  if set(inputs) != declared:
+    raise TypeError(
+        f"WriteRunRecord({kind}): given {sorted(set(inputs) - declared)} that {kind} does "
+        f"not declare, and not given {sorted(declared - set(inputs))} that it declares")
+  received = declared | ({"model_info"} if scored else set())
+  parameters = inspect.signature(record.fields).parameters
+  try:
+    inspect.signature(record.fields).bind(**dict.fromkeys(received))
+  except TypeError as error:
+    raise TypeError(f"{kind}.fields{inspect.signature(record.fields)} does not take what "
+                    f"{kind} declares, {sorted(received)}: {error}") from None
+  unknown = sorted(set(parameters) - received)
+  if unknown:
+    raise TypeError(f"{kind}.fields takes {unknown}, which {kind} does not declare")
