@@ -458,3 +458,14 @@ def test_outside_references_are_found():
       "docs/made-up.md:5: SPEC 5",
       "docs/made-up.md:5: seed 003"]
   assert outside_references(page, text.split("\n")[4], team_documents=False) == []
+
+
+def test_architecture_page_names_modules_that_exist():
+  """docs/architecture.md walks `autoais evaluate` through the code: every
+  file and folder it names in backticks is in the repository (a module renamed
+  or moved fails here until the page follows it)."""
+  text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+  named = re.findall(r"`([\w./-]+(?:\.py|/))`", text)
+  assert len(named) >= 20, named
+  missing = sorted({path for path in named if not (ROOT / path).exists()})
+  assert not missing, missing
