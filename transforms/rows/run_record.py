@@ -193,6 +193,35 @@ class RunRecord:
   def fields(self, **side_inputs) -> Dict[str, Any]:
     raise NotImplementedError
 
+  def check_inputs(self, inputs: Mapping[str, Any], scored: bool) -> None:
+    """Raises TypeError, while the pipeline is built, where the dict given to
+    WriteRunRecord or the parameters of `fields` differ from what the
+    record's type declares."""
+    kind = type(self).__name__
+    declared = {"dead", *self.summed, *self.values} | ({"scorer_stats"} if scored else set())
+    if set(inputs) != declared:
+      raise TypeError(
+          f"WriteRunRecord({kind}): given {sorted(set(inputs) - declared)} that {kind} does "
+          f"not declare, and not given {sorted(declared - set(inputs))} that it declares")
+    received = declared | ({"model_info"} if scored else set())
+    signature = inspect.signature(self.fields)
+    try:
+      signature.bind(**dict.fromkeys(received))
+    except TypeError as error:
+      raise TypeError(f"{kind}.fields{signature} does not take what {kind} declares, "
+                      f"{sorted(received)}: {error}") from None
+    unknown = sorted(name for name, parameter in signature.parameters.items()
+                     if name not in received and parameter.kind not in (
+                         parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL))
+    if unknown:
+      raise TypeError(f"{kind}.fields takes {unknown}, which {kind} does not declare")
+    # The counts that rows_from names are how empty inputs are found.
+    undeclared = sorted(counts for counts, _, _ in self._rows_from.values()
+                        if counts not in self.summed)
+    if undeclared:
+      raise TypeError(f"{kind}.rows_from names counts {undeclared} that {kind} does not "
+                      "declare in `summed`")
+
   def __call__(self, **side_inputs) -> Dict[str, Any]:
     empty = self._empty_inputs(side_inputs)
     head = {"job": self.job, "status": EMPTY_INPUTS if empty else COMPLETE}
@@ -236,7 +265,7 @@ class WriteRunRecord(beam.PTransform):
   `scorer`, the dict also holds `scorer_stats` (summed) and the record
   receives `model_info` too (scorer_side_inputs). The dict's names and the
   record's `fields` are checked against the record's declaration here, when
-  the pipeline is built (`check_inputs`).
+  the pipeline is built (`RunRecord.check_inputs`).
   """
 
   def __init__(self, output_dir: str, work_dir: str, record: RunRecord, scorer=None):
@@ -253,7 +282,7 @@ class WriteRunRecord(beam.PTransform):
 
   def expand(self, inputs):
     record = self._record
-    check_inputs(record, inputs, self._scorer is not None)
+    record.check_inputs(inputs, self._scorer is not None)
     pipeline = _pipeline_of(inputs)
     summed = {name: inputs[name] for name in record.summed}
     values = {name: inputs[name] for name in record.values}
@@ -293,25 +322,3 @@ def _pipeline_of(inputs):
     elif isinstance(value, tuple):
       pending.extend(value)
   raise TypeError("WriteRunRecord needs at least one PCollection")
-
-
-def check_inputs(record: RunRecord, inputs: Mapping[str, Any], scored: bool) -> None:
-  """Raises TypeError, while the pipeline is built, where the dict given to
-  WriteRunRecord or the parameters of `record.fields` differ from what the
-  record's type declares."""
-  kind = type(record).__name__
-  declared = {"dead", *record.summed, *record.values} | ({"scorer_stats"} if scored else set())
-  if set(inputs) != declared:
-    raise TypeError(
-        f"WriteRunRecord({kind}): given {sorted(set(inputs) - declared)} that {kind} does "
-        f"not declare, and not given {sorted(declared - set(inputs))} that it declares")
-  received = declared | ({"model_info"} if scored else set())
-  parameters = inspect.signature(record.fields).parameters
-  try:
-    inspect.signature(record.fields).bind(**dict.fromkeys(received))
-  except TypeError as error:
-    raise TypeError(f"{kind}.fields{inspect.signature(record.fields)} does not take what "
-                    f"{kind} declares, {sorted(received)}: {error}") from None
-  unknown = sorted(set(parameters) - received)
-  if unknown:
-    raise TypeError(f"{kind}.fields takes {unknown}, which {kind} does not declare")

@@ -344,8 +344,9 @@ def test_write_run_record_writes_dead_letters_then_the_record(tmp_path):
 
 def test_write_run_record_checks_its_inputs_when_the_pipeline_is_built(tmp_path):
   """A name the record's type does not declare, one it declares but is not
-  given, or a `fields` that does not take what it declares: each is a
-  TypeError while the pipeline is built, before anything runs."""
+  given, a `fields` that does not take what it declares, or counts named by
+  `rows_from` that it does not declare: each is a TypeError while the pipeline
+  is built, before anything runs."""
 
   class Toy(RunRecord):
     job = "toy"
@@ -360,13 +361,17 @@ def test_write_run_record_checks_its_inputs_when_the_pipeline_is_built(tmp_path)
     def fields(self, read, total, dead):  # "read", where Toy declares "reads"
       return {}
 
+  counted_elsewhere = Toy()
+  counted_elsewhere.rows_from("rows", "read_counts", "--input", ["in.csv"])
+
   def inputs(pipeline, **names):
     return {"dead": {}, "reads": pipeline | "Reads" >> beam.Create([{"read": 1}]),
             **{name: pipeline | name.title() >> beam.Create([1]) for name in names}}
 
   cases = [(Toy(), {"total": 1, "extra": 1}, r"given \['extra'\]"),
            (Toy(), {}, r"not given \['total'\]"),
-           (Misspelt(), {"total": 1}, r"Misspelt\.fields")]
+           (Misspelt(), {"total": 1}, r"Misspelt\.fields"),
+           (counted_elsewhere, {"total": 1}, r"rows_from names counts \['read_counts'\]")]
   for record, names, message in cases:
     pipeline = beam.Pipeline()
     with pytest.raises(TypeError, match=message):
