@@ -32,7 +32,7 @@ REQUIRED = [
     "scipy>=1.11",
     "scikit-learn>=1.4",
     "matplotlib>=3.8",
-    # `autoais serve` (transforms/serve/http.py): chosen by measurement against
+    # `autoais serve` (serve/http.py): chosen by measurement against
     # LitServe, BentoML and Ray Serve (docs/serve.md); 3.9 added
     # handler_cancellation (a disconnected client's work is dropped).
     "aiohttp>=3.9,<4",
@@ -42,7 +42,7 @@ REQUIRED = [
 # The layers keep their top-level folders in the repository (SPEC 2) and are
 # mapped into the package (`autoais.models` is models/, ...), so a user's own
 # `models` or `schemas` never meets ours.
-LAYERS = ("schemas", "models", "transforms", "beam_jobs", "launch")
+LAYERS = ("schemas", "models", "transforms", "serve", "beam_jobs", "launch")
 PACKAGE_DIR = {"autoais": "autoais", **{f"autoais.{layer}": layer for layer in LAYERS}}
 # Every package under the layers, found rather than listed: a subpackage left
 # out would import in tests and be missing on Dataflow workers.

@@ -9,7 +9,7 @@ The Python API is autoais/api.py (docs/python-api.md); its names are
 importable from here and loaded on first use, so that `import autoais` stays
 light. The package's layers are mapped into it from the repository's folders
 (setup.py): `autoais.schemas`, `autoais.models`, `autoais.transforms`,
-`autoais.beam_jobs`, `autoais.launch`.
+`autoais.serve`, `autoais.beam_jobs`, `autoais.launch`.
 """
 __version__ = "0.1.0"
 

@@ -49,12 +49,11 @@ from autoais.transforms.agreement.steps import CALIBRATION, INPUT, ScoreItems
 from autoais.transforms.agreement.summary import (MEAN_GROUPINGS, Calibrate, RowsFold,
                                           SummarizeAgreement, apply_threshold)
 from autoais.transforms.io.inputs import match_files
-from autoais.transforms.io.manifest import reconcile
-from autoais.transforms.io.records import ReadRecords
+from autoais.transforms.io.input_records import ReadRecords
 from autoais.transforms.labelled.readers import (FORMATS, SCENARIOS, check_labelled_file,
                                          labelled_reader)
 from autoais.transforms.rows.merge import WriteMergedRows, row_table_files
-from autoais.transforms.rows.record import RunRecord, WriteRunRecord
+from autoais.transforms.rows.run_record import RunRecord, WriteRunRecord, reconcile
 from autoais.transforms.stats.agreement import METRICS
 
 OUTPUT_FILES = ("run.json", "agreement_rows.parquet", "agreement_rows.csv",
@@ -147,6 +146,8 @@ class _Plan:
 
 class _AgreementRecord(RunRecord):
   job = "agreement"
+  summed = ("read_counts", "calibration_read_counts", "calibration_rows")
+  values = ("rows", "summary_info")
 
   def __init__(self, options, plan: _Plan):
     super().__init__(plan.scorer.describe())
@@ -205,7 +206,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
                                              roles,
                                              FileSystems.join(work_dir, "scoring"))
   dead_letters = {INPUT: (read.dead_letter, scored["dead_letter"][INPUT])}
-  counts = {"read_counts": read.counts}
+  counts = {"read_counts": read.counts, "calibration_read_counts": None,
+            "calibration_rows": None}
   if calibrating:
     split = scored["rows"] | "SplitSets" >> beam.Partition(
         lambda keyed, _: 0 if keyed[0] == INPUT else 1, 2)
@@ -236,10 +238,9 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   summary_info = input_rows | "SummarizeAgreement" >> SummarizeAgreement(
       options.output_dir, plan.format.groupings, header, calibration,
       (options.bootstrap_samples, options.seed))
-  _ = pipeline | "WriteRunRecord" >> WriteRunRecord(
-      options.output_dir, work_dir, record, dead_letters, counts=counts,
-      values={"rows": rows_written["stats"], "summary_info": summary_info},
-      scorer=plan.scorer, scorer_stats=scored["stats"])
+  _ = dict(counts, dead=dead_letters, rows=rows_written["stats"], summary_info=summary_info,
+           scorer_stats=scored["stats"]) | "WriteRunRecord" >> WriteRunRecord(
+               options.output_dir, work_dir, record, scorer=plan.scorer)
   return plan.output
 
 

@@ -13,7 +13,7 @@ it; -1 for none) and `ex-idx`. Rows that are not such a row go to
 dead_letter.jsonl with file, line, field and reason.
 
 Per (data set, model), a mergeable accumulator
-(transforms/ais_annotations/steps.py: AisTally) counts outputs by category and
+(transforms/ais_annotations/tally.py: AisTally) counts outputs by category and
 agreement; the tables, significance marks (Fisher's exact test, one-sided,
 p < --alpha) and the comparison with the paper's printed cells
 (transforms/ais_annotations/paper.py) come from those counts. Outputs in
@@ -35,13 +35,12 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from autoais.beam_jobs.common import JobArguments, require, run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas.errors import ConfigError
-from autoais.transforms.ais_annotations import readers, steps
+from autoais.transforms.ais_annotations import readers, shares
 from autoais.transforms.ais_annotations.paper import PAPER, SAMPLED_ITEMS, SIGNIFICANCE_LEVEL
 from autoais.transforms.ais_annotations.tables import WriteAisTables
 from autoais.transforms.io.inputs import match_files
-from autoais.transforms.io.manifest import reconcile
-from autoais.transforms.io.records import ReadRecords
-from autoais.transforms.rows.record import RunRecord, WriteRunRecord
+from autoais.transforms.io.input_records import ReadRecords
+from autoais.transforms.rows.run_record import RunRecord, WriteRunRecord, reconcile
 
 OUTPUT_FILES = ("run.json", "ais_tables.csv", "ais_tables.json", "ais_tables.md",
                 "ais_agreement.csv", "dead_letter.jsonl")
@@ -92,13 +91,15 @@ class _Plan:
 
 class _AisAnnotationsRecord(RunRecord):
   job = "ais-annotations"
+  summed = ("read_counts",)
+  values = ("tables",)
 
   def __init__(self, options: AisAnnotationsOptions, plan: _Plan):
     super().__init__()
     self.rows_from("annotations", "read_counts", "--input", plan.files)
     self._inputs = {"input": plan.files, "datasets": plan.datasets}
     self._settings = {"alpha": options.alpha, "sampled_outputs": options.sampled_outputs,
-                      "significance_test": steps.TEST_NAME, "paper": PAPER}
+                      "significance_test": shares.TEST_NAME, "paper": PAPER}
 
   def fields(self, read_counts, tables, dead):
     counts = reconcile(read_counts.get("read", 0), tables["used"], dead["annotations"])
@@ -124,9 +125,9 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   read = pipeline | "ReadAnnotations" >> ReadRecords(plan.files, readers.read_annotations)
   tables = read.records | "WriteAisTables" >> WriteAisTables(
       options.output_dir, options.alpha, options.sampled_outputs)
-  _ = pipeline | "WriteRunRecord" >> WriteRunRecord(
-      options.output_dir, work_dir, record, {"annotations": read.dead_letter},
-      counts={"read_counts": read.counts}, values={"tables": tables})
+  _ = {"dead": {"annotations": read.dead_letter}, "read_counts": read.counts,
+       "tables": tables} | "WriteRunRecord" >> WriteRunRecord(options.output_dir, work_dir,
+                                                               record)
   return plan.output
 
 

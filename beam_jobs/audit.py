@@ -59,10 +59,9 @@ from autoais.transforms.audit.tables import AuditFold, SummarizeAudit
 from autoais.transforms.corpus import store
 from autoais.transforms.io.gold import TFDS_PREFIX, check_gold_source
 from autoais.transforms.io.inputs import check_text_file, match_files
-from autoais.transforms.io.manifest import reconcile
-from autoais.transforms.io.records import ReadRecords
+from autoais.transforms.io.input_records import ReadRecords
 from autoais.transforms.rows.merge import WriteMergedRows, row_table_files
-from autoais.transforms.rows.record import RunRecord, WriteRunRecord
+from autoais.transforms.rows.run_record import RunRecord, WriteRunRecord, reconcile
 
 OUTPUT_FILES = ("run.json", "audit_candidates.parquet", "audit_answers.parquet",
                 "audit_answers.csv", "audit.csv", "audit.json", "audit.md",
@@ -153,6 +152,9 @@ class _Plan:
 
 class _AuditRecord(RunRecord):
   job = "audit"
+  summed = ("answer_reads", "candidate_reads", "topic_reads", "gold_reads", "audited",
+            "steps", "join_stats")
+  values = ("topics_kept", "gold_questions", "written", "summary")
 
   def __init__(self, options: AuditOptions, plan: _Plan):
     super().__init__(plan.scorer.describe())
@@ -268,9 +270,9 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
             "steps": tuple(steps), "join_stats": tuple(join_stats)}
   values = {"topics_kept": topics_kept, "gold_questions": gold_questions,
             "written": written["stats"], "summary": summary}
-  _ = pipeline | "WriteRunRecord" >> WriteRunRecord(
-      options.output_dir, work_dir, record, dead_letters, counts=counts, values=values,
-      scorer=plan.scorer, scorer_stats=rated["stats"])
+  _ = dict(counts, **values, dead=dead_letters, scorer_stats=rated["stats"]
+           ) | "WriteRunRecord" >> WriteRunRecord(options.output_dir, work_dir, record,
+                                                  scorer=plan.scorer)
   return plan.output
 
 

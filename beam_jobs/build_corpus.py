@@ -34,8 +34,9 @@ from autoais.transforms.corpus.sources import check_corpus_file, read_corpus_sou
 from autoais.transforms.io.atomic import atomic_create
 from autoais.transforms.io.dead_letters import WriteDeadLetters
 from autoais.transforms.io.inputs import match_files
-from autoais.transforms.io.manifest import SumCounts, WriteManifest, utc_now, versions_and_timings
-from autoais.transforms.io.records import ReadRecords
+from autoais.transforms.io.counts import SumCounts
+from autoais.transforms.rows.run_record import WriteManifest, utc_now, versions_and_timings
+from autoais.transforms.io.input_records import ReadRecords
 from autoais.transforms.io.sorted_runs import SpillSortedRuns, merge_sorted_runs
 
 OUTPUT_FILES = (store.MANIFEST, "dead_letter.jsonl")

@@ -55,10 +55,9 @@ from autoais.transforms.citations.steps import ScoreCitations
 from autoais.transforms.citations.tables import ItemsFold, SentencesFold, SummarizeCitations
 from autoais.transforms.io.inputs import (check_input_file, data_format, match_files,
                                   uncompressed_name)
-from autoais.transforms.io.manifest import reconcile
-from autoais.transforms.io.records import ReadRecords, read_columns
+from autoais.transforms.io.input_records import ReadRecords, read_columns
 from autoais.transforms.rows.merge import WriteMergedRows, row_table_files
-from autoais.transforms.rows.record import RunRecord, WriteRunRecord
+from autoais.transforms.rows.run_record import RunRecord, WriteRunRecord, reconcile
 
 OUTPUT_FILES = ("run.json", "citations_rows.parquet", "citations_rows.csv",
                 "citations_items.parquet", "citations_items.csv", "citations.csv",
@@ -158,6 +157,8 @@ class _Plan:
 
 class _CitationsRecord(RunRecord):
   job = "citations"
+  summed = ("read_counts",)
+  values = ("items", "sentences", "summary", "sentence_splitter", "human_check")
 
   def __init__(self, options: CitationsOptions, plan: _Plan):
     super().__init__(plan.scorer.describe())
@@ -213,15 +214,13 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   sentence_splitter = (pipeline
                        | "StartSplitterInfo" >> beam.Create([None])
                        | "DescribeSplitter" >> beam.Map(_describe_splitter))
-  _ = pipeline | "WriteRunRecord" >> WriteRunRecord(
-      options.output_dir, work_dir, record,
-      {"items": (read.dead_letter, scored["dead_letter"], items["dead_letter"],
-                 sentences["dead_letter"])},
-      counts={"read_counts": read.counts},
-      values={"items": items["stats"], "sentences": sentences["stats"],
-              "summary": summary, "sentence_splitter": sentence_splitter,
-              "human_check": human_check},
-      scorer=plan.scorer, scorer_stats=scored["stats"])
+  _ = {"dead": {"items": (read.dead_letter, scored["dead_letter"], items["dead_letter"],
+                          sentences["dead_letter"])},
+       "read_counts": read.counts, "items": items["stats"], "sentences": sentences["stats"],
+       "summary": summary, "sentence_splitter": sentence_splitter,
+       "human_check": human_check, "scorer_stats": scored["stats"]
+       } | "WriteRunRecord" >> WriteRunRecord(options.output_dir, work_dir, record,
+                                              scorer=plan.scorer)
   return plan.output
 
 

@@ -43,11 +43,10 @@ from autoais.transforms.claims.readers import CLAIM_FIELDS, read_claims_jsonl
 from autoais.transforms.claims.steps import EVIDENCE_MODES, ScoreClaims
 from autoais.transforms.claims.tables import ClaimsFold, SummarizeClaims
 from autoais.transforms.io.inputs import check_input_file, data_format, match_files
-from autoais.transforms.io.manifest import reconcile
-from autoais.transforms.io.records import ReadRecords, read_columns
+from autoais.transforms.io.input_records import ReadRecords, read_columns
 from autoais.transforms.labelled.expertqa import EXPERTQA_FIELDS, read_expertqa
 from autoais.transforms.rows.merge import WriteMergedRows, row_table_files
-from autoais.transforms.rows.record import RunRecord, WriteRunRecord
+from autoais.transforms.rows.run_record import RunRecord, WriteRunRecord, reconcile
 
 OUTPUT_FILES = ("run.json", "claims_rows.parquet", "claims_rows.csv", "claims.csv",
                 "claims.json", "claims.md", "dead_letter.jsonl")
@@ -110,6 +109,8 @@ class _Plan:
 
 class _ClaimsRecord(RunRecord):
   job = "claims"
+  summed = ("read_counts",)
+  values = ("written", "summary")
 
   def __init__(self, options: ClaimsOptions, plan: _Plan):
     super().__init__(plan.scorer.describe())
@@ -144,12 +145,10 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   summary = written["outcomes"] | "SummarizeClaims" >> SummarizeClaims(
       options.output_dir, options.evidence_mode, options.bootstrap_samples,
       options.seed)
-  _ = pipeline | "WriteRunRecord" >> WriteRunRecord(
-      options.output_dir, work_dir, record,
-      {"claims": (read.dead_letter, scored["dead_letter"], written["dead_letter"])},
-      counts={"read_counts": read.counts},
-      values={"written": written["stats"], "summary": summary},
-      scorer=plan.scorer, scorer_stats=scored["stats"])
+  _ = {"dead": {"claims": (read.dead_letter, scored["dead_letter"], written["dead_letter"])},
+       "read_counts": read.counts, "written": written["stats"], "summary": summary,
+       "scorer_stats": scored["stats"]} | "WriteRunRecord" >> WriteRunRecord(
+           options.output_dir, work_dir, record, scorer=plan.scorer)
   return plan.output
 
 

@@ -37,7 +37,7 @@ def main(argv=None) -> int:
   if argv and argv[0] == "--version":
     # The installed distribution's version, which setup.py takes from
     # autoais.__version__ (a layer above this one), with what run.json records.
-    from autoais.transforms.io.manifest import software_versions  # pylint: disable=import-outside-toplevel
+    from autoais.transforms.rows.run_record import software_versions  # pylint: disable=import-outside-toplevel
     versions = software_versions()
     print(f"autoais {versions.pop('autoais_beam')} (" +
           ", ".join(f"{name} {value}" for name, value in versions.items()) + ")")

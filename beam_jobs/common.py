@@ -33,7 +33,7 @@ from autoais.transforms.scoring.registry import make_scorer
 from autoais.schemas.errors import ConfigError, CorpusError, InputError, JobFailed, ModelError
 from autoais.transforms.io import progress
 from autoais.transforms.io.cloud_storage import check_gcs_flags
-from autoais.transforms.rows.record import REGRESSION, empty_inputs, read_run_record
+from autoais.transforms.rows.run_record import REGRESSION, empty_inputs, read_run_record
 
 EXIT_CONFIG_ERROR = 2
 EXIT_JOB_FAILED = 1

@@ -46,7 +46,7 @@ from autoais.schemas.errors import ConfigError
 from autoais.transforms.compare.steps import RUNS, CompareRatings
 from autoais.transforms.compare.tables import WriteCompareFiles
 from autoais.transforms.rows.merge import row_table_parts
-from autoais.transforms.rows.record import REGRESSION, RunRecord, WriteRunRecord
+from autoais.transforms.rows.run_record import REGRESSION, RunRecord, WriteRunRecord
 
 OUTPUT_FILES = ("run.json", "compare.csv", "compare.parquet", "compare_systems.csv",
                 "compare.json", "compare.md", "report.html", "dead_letter.jsonl")
@@ -164,6 +164,7 @@ class _Plan:
 
 class _CompareRecord(RunRecord):
   job = "compare"
+  values = ("summary",)
 
   def __init__(self, plan: _Plan, fail_points):
     super().__init__()
@@ -204,9 +205,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
                                                                 plan.header)
   no_dead_letters = pipeline | "NoDeadLetters" >> beam.Create(
       []).with_output_types(DeadLetter)
-  _ = pipeline | "WriteRunRecord" >> WriteRunRecord(
-      options.output_dir, work_dir, record, {"rows": no_dead_letters},
-      values={"summary": summary})
+  _ = {"dead": {"rows": no_dead_letters}, "summary": summary
+       } | "WriteRunRecord" >> WriteRunRecord(options.output_dir, work_dir, record)
   return plan.output
 
 

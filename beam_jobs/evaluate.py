@@ -48,12 +48,11 @@ from autoais.transforms.evaluate.steps import (AttachHumanRatings, AttachPassage
                                        MatchGoldQuestions, ScoreAnswers)
 from autoais.transforms.io.gold import TFDS_PREFIX, ReadGold, check_gold_source
 from autoais.transforms.io.inputs import match_files
-from autoais.transforms.io.manifest import reconcile
 from autoais.transforms.io.predictions import check_prediction_file, read_predictions
-from autoais.transforms.io.records import ReadRecords
+from autoais.transforms.io.input_records import ReadRecords
 from autoais.transforms.labelled.readers import check_human_ratings_file, read_human_ratings
 from autoais.transforms.rows.merge import WriteMergedRows, row_table_files
-from autoais.transforms.rows.record import RunRecord, WriteRunRecord
+from autoais.transforms.rows.run_record import RunRecord, WriteRunRecord, reconcile
 from autoais.transforms.stats.metrics import (BuildGoldIndex, QuestionIndexFromPredictions,
                                                SummarizeSystems)
 
@@ -164,6 +163,8 @@ class _Plan:
 class _EvaluateRecord(RunRecord):
   """run.json from the pipeline's counts."""
   job = "evaluate"
+  summed = ("read_counts", "gold_read_counts", "join_stats", "human_rating_counts")
+  values = ("ratings", "leaderboard", "gold")
 
   def __init__(self, options: EvaluateOptions, plan: _Plan):
     super().__init__(plan.scorer.describe())
@@ -240,6 +241,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
     gold_index = read.records | "IndexQuestions" >> QuestionIndexFromPredictions()
     dead_letters = {}
     counts = {"read_counts": read.counts, "gold_read_counts": None}
+  counts["human_rating_counts"] = None
   matched = read.records | "MatchGoldQuestions" >> MatchGoldQuestions(gold_index)
   matches = matched.matched
   if plan.human_rating_files:
@@ -261,12 +263,10 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
       options.output_dir, gold_index, summary, options.bootstrap_samples, options.seed)
   dead_letters["predictions"] = (read.dead_letter, matched.unmatched,
                                  ratings["dead_letter"], scored["dead_letter"])
-  _ = pipeline | "WriteRunRecord" >> WriteRunRecord(
-      options.output_dir, work_dir, record, dead_letters,
-      counts=dict(counts, join_stats=passages["stats"]),
-      values={"ratings": ratings["stats"], "leaderboard": leaderboard,
-              "gold": gold_index},
-      scorer=plan.scorer, scorer_stats=scored["stats"])
+  _ = dict(counts, dead=dead_letters, join_stats=passages["stats"], ratings=ratings["stats"],
+           leaderboard=leaderboard, gold=gold_index, scorer_stats=scored["stats"]
+           ) | "WriteRunRecord" >> WriteRunRecord(options.output_dir, work_dir, record,
+                                                  scorer=plan.scorer)
   return plan.output
 
 

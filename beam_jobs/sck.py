@@ -45,15 +45,14 @@ from autoais.schemas.errors import ConfigError
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import REJECTED
 from autoais.transforms.io.inputs import match_files
-from autoais.transforms.io.manifest import reconcile
-from autoais.transforms.io.records import ReadRecords
+from autoais.transforms.io.input_records import ReadRecords
 from autoais.transforms.sck.intent import INTENT_WEIGHTS
 from autoais.transforms.sck.knowledge_graph import (BuildKnowledgeGraph, check_kg_file,
                                             read_kg_statements)
 from autoais.transforms.sck.readers import check_answers_file, read_answers
 from autoais.transforms.sck.tables import AnswersFold, SummarizeSck
 from autoais.transforms.rows.merge import WriteMergedRows, row_table_files
-from autoais.transforms.rows.record import RunRecord, WriteRunRecord
+from autoais.transforms.rows.run_record import RunRecord, WriteRunRecord, reconcile
 
 # The embedding model's modules (models/embeddings.py, transforms/sck/steps.py and
 # the fan-out) import torch through Beam's RunInference: they are imported where
@@ -130,6 +129,8 @@ class _Plan:
 
 class _SckRecord(RunRecord):
   job = "sck"
+  summed = ("read_counts", "kg_read_counts", "embedding_stats")
+  values = ("kg_loaded", "graph", "written", "summary")
 
   def __init__(self, plan: _Plan, weights: dict):
     super().__init__(plan.scorer.describe())
@@ -189,16 +190,14 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
       AnswersFold, options.output_dir, work_dir, plan.num_shards)
   summary = written["outcomes"] | "SummarizeSck" >> SummarizeSck(options.output_dir,
                                                                  weights)
-  _ = pipeline | "WriteRunRecord" >> WriteRunRecord(
-      options.output_dir, work_dir, record,
-      {"answers": (read.dead_letter, scored["dead_letter"], written["dead_letter"]),
-       "kg": kg.dead_letter},
-      counts={"read_counts": read.counts, "kg_read_counts": kg.counts,
-              "embedding_stats": scored["embedding_stats"]},
-      values={"kg_loaded": kg.records | "CountKgStatements" >> (
-                  beam.combiners.Count.Globally()),
-              "graph": graph["stats"], "written": written["stats"], "summary": summary},
-      scorer=plan.scorer, scorer_stats=scored["scorer_stats"])
+  _ = {"dead": {"answers": (read.dead_letter, scored["dead_letter"], written["dead_letter"]),
+                "kg": kg.dead_letter},
+       "read_counts": read.counts, "kg_read_counts": kg.counts,
+       "embedding_stats": scored["embedding_stats"],
+       "kg_loaded": kg.records | "CountKgStatements" >> beam.combiners.Count.Globally(),
+       "graph": graph["stats"], "written": written["stats"], "summary": summary,
+       "scorer_stats": scored["scorer_stats"]} | "WriteRunRecord" >> WriteRunRecord(
+           options.output_dir, work_dir, record, scorer=plan.scorer)
   return plan.output
 
 

@@ -13,7 +13,7 @@
         [--drain_seconds 30]
     python -m autoais.beam_jobs.serve ...
 
-Routes (transforms/serve/http.py has their statuses):
+Routes (serve/http.py has their statuses):
 
     POST /predict  {"instances": [{"premise": "...", "hypothesis": "..."}, ...]}
       200 -> {"predictions": [{"nli_score": 0.93, "n_windows": 1,
@@ -25,7 +25,7 @@ Routes (transforms/serve/http.py has their statuses):
 `nli_score` is the family's score (models/t5_nli.py, models/nli_classifier.py),
 windows and all; the client decides auto_ais with its threshold. The model
 loads once, before the port opens; one thread owns it and scores the
-instances of concurrent requests together (models/serving.py). Every request
+instances of concurrent requests together (serve/batching.py). Every request
 is bounded before it reaches the model: body bytes, JSON depth, instances,
 characters and windows per instance, windows per request (413 or 400 naming
 the limit and the instance), and a deadline (504); a request whose client
@@ -65,8 +65,8 @@ def _route(value: Optional[str], default: str) -> tuple:
 
 
 def parse_args(argv):
-  from autoais.models.serving import FAMILIES, Limits  # pylint: disable=import-outside-toplevel
-  from autoais.transforms.serve.http import MAX_BODY_BYTES, MAX_JSON_DEPTH  # pylint: disable=import-outside-toplevel
+  from autoais.serve.batching import FAMILIES, Limits  # pylint: disable=import-outside-toplevel
+  from autoais.serve.http import MAX_BODY_BYTES, MAX_JSON_DEPTH  # pylint: disable=import-outside-toplevel
   env = os.environ
   parser = argparse.ArgumentParser(prog="autoais serve", description=__doc__.split(
       "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -140,7 +140,7 @@ def parse_args(argv):
 
 
 def _check(args) -> None:
-  from autoais.transforms.serve.http import MAX_JSON_DEPTH_LIMIT  # pylint: disable=import-outside-toplevel
+  from autoais.serve.http import MAX_JSON_DEPTH_LIMIT  # pylint: disable=import-outside-toplevel
   if not args.model:
     raise ConfigError("missing required option --model")
   if args.positive_label is not None and args.scorer != "nli-classifier":
@@ -172,8 +172,8 @@ def run(argv=None) -> int:
     return EXIT_CONFIG_ERROR
   # pylint: disable=import-outside-toplevel
   from autoais.models import hub
-  from autoais.models.serving import Limits, load_served_model
-  from autoais.transforms.serve import http
+  from autoais.serve.batching import Limits, load_served_model
+  from autoais.serve import http
   try:
     model, description = load_served_model(
         args.scorer, hub.pin(args.model, args.model_revision, "--model",

@@ -52,7 +52,7 @@ from pipeline import (AUTOAIS, ROOT, Words, passage_id, write_corpus,  # pylint:
 import citations as citations_bench  # pylint: disable=wrong-import-position
 
 JOBS = ("evaluate", "claims", "audit", "citations", "agreement")
-LAYERS = ("schemas", "models", "transforms", "beam_jobs", "launch")
+LAYERS = ("schemas", "models", "transforms", "serve", "beam_jobs", "launch")
 
 
 # -- inputs -------------------------------------------------------------------

@@ -33,7 +33,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from autoais.transforms.serve import load  # pylint: disable=wrong-import-position
+from tests.support import serve_load as load  # pylint: disable=wrong-import-position
 
 
 def example_pairs():

@@ -11,7 +11,7 @@ candidates, never the project's own:
 
 The same tiny T5 (bench/serve.py's), loaded by models/t5_nli.py, behind:
 
-* `aiohttp`: `autoais serve` itself (models/serving.py's batcher);
+* `aiohttp`: `autoais serve` itself (serve/batching.py's batcher);
 * `litserve`: a LitAPI whose batch is the requests LitServe groups
   (max_batch_size 16, batch_timeout 5 ms), one worker process;
 * `bentoml`: a service whose batchable API takes the instances of the
@@ -41,7 +41,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import serve as bench_serve  # pylint: disable=wrong-import-position
-from autoais.transforms.serve import load  # pylint: disable=wrong-import-position
+from tests.support import serve_load as load  # pylint: disable=wrong-import-position
 
 _PRELUDE = """
 import sys

@@ -1,6 +1,6 @@
 """The layering rule (README, Architecture), read from the imports themselves.
 
-    schemas <- models <- transforms <- beam_jobs <- autoais (the Python API) <- launch
+    schemas <- models <- transforms <- serve <- beam_jobs <- autoais (the Python API) <- launch
 
 Every layer is imported through the one package, `autoais` (the folders are
 mapped into it by setup.py): an import of a bare `models` or `schemas` would
@@ -26,7 +26,7 @@ import setuptools
 
 from tests.support.paths import PROJECT_ROOT
 
-LAYERS = ("schemas", "models", "transforms", "beam_jobs", "autoais", "launch")
+LAYERS = ("schemas", "models", "transforms", "serve", "beam_jobs", "autoais", "launch")
 PACKAGE = "autoais"
 
 JOBS = ("agreement", "ais-annotations", "audit", "build-corpus", "citations", "claims",
@@ -37,6 +37,8 @@ JOB_MODULES = {job: (f"transforms.{job.replace('-', '_')}",
                      f"schemas.{job.replace('-', '_')}",
                      f"beam_jobs.{job.replace('-', '_')}",
                      f"launch.{job.replace('-', '_')}_main") for job in JOBS}
+# `autoais serve` is not a Beam job: its server is a layer of its own, serve/.
+JOB_MODULES["serve"] += ("serve",)
 # The subpackages of transforms/ that every job may import.
 SHARED_SUBPACKAGES = ("io", "corpus", "stats", "labelled", "scoring", "rows")
 # Shared modules that gather every job's types: the `schemas` package re-exports
@@ -120,6 +122,15 @@ def test_models_are_model_handlers_that_import_schemas_only():
                    for importer, targets in IMPORTS.items() if importer.startswith("models")
                    for imported in targets
                    if imported.split(".")[0] not in ("schemas", "models"))
+  assert not outside, "\n".join(outside)
+
+
+def test_serve_imports_schemas_and_models_only():
+  outside = sorted(f"{importer} imports {imported}"
+                   for importer, targets in IMPORTS.items() if owner(importer) == "serve"
+                   and importer.split(".")[0] == "serve"
+                   for imported in targets
+                   if imported.split(".")[0] not in ("schemas", "models", "serve"))
   assert not outside, "\n".join(outside)
 
 

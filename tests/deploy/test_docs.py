@@ -397,7 +397,7 @@ def test_python_api_notebook_runs_beside_a_projects_own_packages(tmp_path, tiny_
 
 # The code whose docstrings and --help texts a user reads; its comments are
 # read too (a path outside the repository helps nobody there either).
-PRODUCT_CODE = ("autoais", "beam_jobs", "transforms", "models", "schemas", "launch")
+PRODUCT_CODE = ("autoais", "beam_jobs", "transforms", "serve", "models", "schemas", "launch")
 # A path of the machine the docs were written on.
 DEVELOPER_PATH = re.compile(r"(?<![\w.:/~-])/(?:work|home|Users|root)/[^\s`'\")\]>]*")
 PARENT_PATH = re.compile(r"(?:\.\./)+[^\s`'\")\]>,;]*")
@@ -458,3 +458,14 @@ def test_outside_references_are_found():
       "docs/made-up.md:5: SPEC 5",
       "docs/made-up.md:5: seed 003"]
   assert outside_references(page, text.split("\n")[4], team_documents=False) == []
+
+
+def test_architecture_page_names_modules_that_exist():
+  """docs/architecture.md walks `autoais evaluate` through the code: every
+  file and folder it names in backticks is in the repository (a module renamed
+  or moved fails here until the page follows it)."""
+  text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+  named = re.findall(r"`([\w./-]+(?:\.py|/))`", text)
+  assert len(named) >= 20, named
+  missing = sorted({path for path in named if not (ROOT / path).exists()})
+  assert not missing, missing

@@ -21,7 +21,7 @@ import pytest
 from autoais.beam_jobs.cli import JOBS
 from tests.support.paths import PROJECT_ROOT
 
-LAYERS = ("schemas", "models", "transforms", "beam_jobs", "launch")
+LAYERS = ("schemas", "models", "transforms", "serve", "beam_jobs", "launch")
 
 
 def _checkout_modules():

@@ -2,7 +2,7 @@
 
 Every printed cell is either reproduced by the release as is, or differs for a
 reason asserted here cell by cell (the hypotheses of
-transforms/ais_annotations/steps.py); the significance marks match the paper's
+transforms/ais_annotations/reconciliation.py); the significance marks match the paper's
 but one, whose p-value is asserted; the accumulators equal a plain count of the
 CSV files; damaged rows are dead-lettered; outputs are byte-identical across
 runs and runners.
@@ -24,7 +24,7 @@ from autoais.schemas import AisAnnotation
 from tests.support.files import read_jsonl
 from tests.support.jobs import run_job
 from tests.support.paths import shared_data_dir, shared_file
-from autoais.transforms.ais_annotations import readers, steps
+from autoais.transforms.ais_annotations import comparison, readers, reconciliation, shares, tally
 from autoais.transforms.ais_annotations.paper import TABLES
 
 RELEASE_FILES = ("ann_cnn_dm.csv", "ann_qrecc.csv", "ann_totto.csv", "ann_wow.csv")
@@ -192,7 +192,7 @@ def test_row_fits_name_the_rows_that_make_the_difference(tables):
   assert t5_base["status"] == "explained cell by cell"
   assert t5_base["row_fits"] == []
   assert "no counts of at most 200 outputs print as this row at all" in t5_base["note"]
-  assert not steps.any_counts_fit({"flag": 50, "int": 911, "ais": 866}, 200)
+  assert not reconciliation.any_counts_fit({"flag": 50, "int": 911, "ais": 866}, 200)
   # Rows of the paper that the release gives as is.
   assert models[("qrecc", "t5-small-pretrained")]["status"] == "reproduced"
   assert models[("totto", "ByT5-base")]["status"] == "reproduced"
@@ -270,7 +270,7 @@ def test_accumulator_merges_in_any_order_equal_one_pass():
           for row in readers.read_annotations(str(shared_file(f"ais_annotations/{name}")))
           if row.dataset == "totto"]
   assert len(rows) == 1378 and all(isinstance(row, AisAnnotation) for row in rows)
-  combine = steps.TallyAnnotations()
+  combine = tally.TallyAnnotations()
   by_model = collections.defaultdict(list)
   for row in rows:
     by_model[row.model].append(row)
@@ -293,14 +293,14 @@ def test_accumulator_merges_in_any_order_equal_one_pass():
 
 
 def test_printed_rounds_half_up_and_numerators_invert_it():
-  assert steps.printed(1, 16) == "6.3"  # 6.25: half up
-  assert steps.printed(115, 199) == "57.8" and steps.printed(0, 0) == ""
+  assert shares.printed(1, 16) == "6.3"  # 6.25: half up
+  assert shares.printed(115, 199) == "57.8" and shares.printed(0, 0) == ""
   for denominator in range(1, 260):
     for numerator in range(denominator + 1):
-      value = steps.tenths(numerator, denominator)
-      found = steps.numerators(value, denominator)
+      value = shares.tenths(numerator, denominator)
+      found = shares.numerators(value, denominator)
       assert numerator in found
-      assert all(steps.tenths(x, denominator) == value for x in found)
+      assert all(shares.tenths(x, denominator) == value for x in found)
 
 
 # ----------------------------------------------------------------------------
@@ -433,9 +433,9 @@ def test_a_mark_the_paper_prints_without_a_test_here_is_explained(cell, why):
   the column, or is among its best): said in words, not a crash formatting a
   missing p-value (seen on cuts of the release files)."""
   cells = {"model-a": cell, "model-b": (9, 10)}
-  marks = steps.column_marks(cells, 0.05)
+  marks = shares.column_marks(cells, 0.05)
   assert marks["model-a"].p_value is None and not marks["model-a"].marked
-  text = steps._mark_explanation("ais", "model-a", marks["model-a"], True, cells, {},  # pylint: disable=protected-access
+  text = comparison._mark_explanation("ais", "model-a", marks["model-a"], True, cells, {},  # pylint: disable=protected-access
                                  0.05)
   assert text.startswith("AIS mark: the paper marks this cell; no Fisher's exact test")
   assert f"model-a {why}" in text

@@ -5,7 +5,7 @@ the flag and the path, nothing written.
     reads (beam_jobs/output_dir.py): the first run is refused, not only the
     second one, which would read the first run's outputs over the same glob.
   * A JSON Lines input whose first record lacks a required field, as a CSV or
-    Parquet header without that column is (transforms/io/records.py
+    Parquet header without that column is (transforms/io/input_records.py
     `require_columns`), for every reader of JSON Lines.
 
 Each case copies a job's example inputs (examples/<job>/) and runs the job in

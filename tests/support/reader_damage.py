@@ -509,7 +509,7 @@ def gold_files(draw):
 
 # ----------------------------------------------------------------------------
 # Tables: the readers of CSV (with a header), JSON Lines or Parquet rows built on
-# transforms/io/records.py:records. A `Table` says what a good row holds and what
+# transforms/io/input_records.py:records. A `Table` says what a good row holds and what
 # the reader makes of it, and the damage only that reader knows; `table_files`
 # adds the damage every such reader shares.
 

@@ -1,4 +1,4 @@
-"""Test-only: a stand-in for a loaded model of `autoais serve` (models/serving.py
+"""Test-only: a stand-in for a loaded model of `autoais serve` (serve/batching.py
 ServedModel wraps it), whose cost and numbers the test chooses.
 
     inner = FakeWindowModel(held=True)    # every probabilities() call waits ...

@@ -8,7 +8,7 @@ from typing import Dict, Iterator, Optional, Union
 from autoais.schemas import AisAnnotation, DeadLetter
 from autoais.transforms.io.fields import json_record, rejected
 from autoais.transforms.io.inputs import check_input_file, system_name_from_path
-from autoais.transforms.io.records import read_columns, records
+from autoais.transforms.io.input_records import read_columns, records
 
 MODEL_COLUMN = "model-name"
 ID_COLUMN = "ex-idx"

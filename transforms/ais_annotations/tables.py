@@ -6,9 +6,10 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from autoais.schemas import AIS_AGREEMENT_SCHEMA, AIS_TABLE_SCHEMA
-from autoais.transforms.ais_annotations.steps import (TallyAnnotations, agreement_rows,
-                                              build_tables, summarize, table_rows,
-                                              tables_json, tables_markdown)
+from autoais.transforms.ais_annotations.comparison import build_tables
+from autoais.transforms.ais_annotations.rendering import (agreement_rows, summarize, table_rows,
+                                                          tables_json, tables_markdown)
+from autoais.transforms.ais_annotations.tally import TallyAnnotations
 from autoais.transforms.io.atomic import atomic_create, write_text_atomically
 from autoais.transforms.io.tables import csv_bytes
 

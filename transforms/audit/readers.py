@@ -24,7 +24,7 @@ from autoais.transforms.io.fields import (clean_text_fields, has_surrogates, jso
                                   raw_record, rejected)
 from autoais.transforms.io.inputs import (check_input_file, check_text_file, data_format,
                                   open_input)
-from autoais.transforms.io.records import Columns, jsonl_records, read_columns, records
+from autoais.transforms.io.input_records import Columns, jsonl_records, read_columns, records
 from autoais.schemas.errors import InputError
 
 ANSWER_FIELDS = ("question", "answer", "system_name", "query_id")

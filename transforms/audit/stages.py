@@ -27,7 +27,7 @@ from autoais.transforms.audit.steps import (JOIN_KEY, AccountAnswersFn, BuildTop
                                     passage_to_look_up, top1_article, unit_key)
 from autoais.transforms.corpus import store
 from autoais.transforms.io.gold import ReadGold
-from autoais.transforms.io.records import ReadRecords
+from autoais.transforms.io.input_records import ReadRecords
 from autoais.transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             score_columns, scored_or_failed)
 from autoais.transforms.stats.metrics import BuildGoldIndex

@@ -31,12 +31,11 @@ import collections
 from typing import Dict, List, Optional
 
 import apache_beam as beam
-import numpy as np
 import pyarrow as pa
 
 from autoais.schemas import CITATIONS_HUMAN_SCHEMA, CitationSentenceRow, CitationsHumanRow
 from autoais.transforms.citations.steps import ALIGNED, HUMAN_CHECKS, NO_JUDGEMENTS
-from autoais.transforms.citations.tables import item_table
+from autoais.transforms.citations.tables import item_table, percent_mean
 from autoais.transforms.io.summary import write_summary_files
 from autoais.transforms.rows.summary import percent
 from autoais.transforms.stats.agreement import (FN, FP, TN, TP, AgreementCounts,
@@ -96,10 +95,6 @@ class _CountJudgementsFn(beam.CombineFn):
     return accumulator
 
 
-def _percent_mean(values) -> Optional[float]:
-  return float(100 * np.mean(values)) if values else None
-
-
 def _system_row(name: Optional[str], items: pa.Table, counts: Dict[str, AgreementCounts],
                 statistics: Dict[str, Dict[str, object]]) -> CitationsHumanRow:
   """`items`: the table of CitationItemRows of the system (or of all), in file
@@ -112,7 +107,7 @@ def _system_row(name: Optional[str], items: pa.Table, counts: Dict[str, Agreemen
 
   def mean_of(column):
     values = items.column(column).to_pylist()
-    return _percent_mean([values[k] for k in figured])
+    return percent_mean([values[k] for k in figured])
 
   recall, precision = statistics[RECALL], statistics[PRECISION]
   return CitationsHumanRow(

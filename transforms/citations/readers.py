@@ -34,7 +34,7 @@ from autoais.schemas import CitationItem, DeadLetter
 from autoais.transforms.citations.alce import format_document
 from autoais.transforms.io.fields import has_surrogates, json_record, raw_record, rejected
 from autoais.transforms.io.inputs import UTF8_BOM, open_input, system_name_from_path
-from autoais.transforms.io.records import jsonl_records
+from autoais.transforms.io.input_records import jsonl_records
 
 _WHITESPACE = " \t\n\r"
 # What every item needs (in the JSON Lines variant, checked in the first record

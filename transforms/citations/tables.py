@@ -104,7 +104,8 @@ class ItemsFold(RowFold):
 _WITH_CI = ("citation_rec", "citation_prec", "str_em", "qampari_f1", "claims_nli")
 
 
-def _percent_mean(values: List[float]) -> Optional[float]:
+def percent_mean(values: List[float]) -> Optional[float]:
+  """The mean of 0-1 values as a percentage; None for no values."""
   return float(100 * np.mean(values)) if values else None
 
 
@@ -145,7 +146,7 @@ def citations_system_rows(systems: List[Tuple[str, pa.Table]], bootstrap_samples
       interval = intervals[name] if present[name] else None
       low, high = (None, None) if interval is None else (100 * interval[0],
                                                          100 * interval[1])
-      return _percent_mean(present[name]), low, high
+      return percent_mean(present[name]), low, high
 
     with_sentences = [item for item in items if item.n_sentences]
     n_sentences = sum(item.n_sentences for item in items)
@@ -161,14 +162,14 @@ def citations_system_rows(systems: List[Tuple[str, pa.Table]], bootstrap_samples
         _share(multi, n_sentences), _share(multi_supported, multi),
         _share(overcited, multi_supported),
         len(with_qa), *figure("str_em"),
-        _percent_mean([float(item.str_hit) for item in with_qa]),
+        percent_mean([float(item.str_hit) for item in with_qa]),
         len(qampari),
         float(np.mean([item.qampari_num_preds for item in qampari])) if qampari else None,
-        _percent_mean([item.qampari_prec for item in qampari]),
-        _percent_mean([item.qampari_rec for item in qampari]),
-        _percent_mean([item.qampari_rec_top5 for item in qampari]),
+        percent_mean([item.qampari_prec for item in qampari]),
+        percent_mean([item.qampari_rec for item in qampari]),
+        percent_mean([item.qampari_rec_top5 for item in qampari]),
         *figure("qampari_f1"),
-        _percent_mean([item.qampari_f1_top5 for item in qampari]),
+        percent_mean([item.qampari_f1_top5 for item in qampari]),
         sum(1 for item in items if item.claims_nli is not None), *figure("claims_nli"),
         sum(item.length for item in items) / len(items),
         sum(item.reference_calls for item in items)))

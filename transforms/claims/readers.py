@@ -8,7 +8,7 @@
 
 Both yield, per claim, a `ClaimInput` or a `DeadLetter` naming the file, the line
 and the field; a line that is not a JSON object, or whose fields are unusable, is
-one dead letter. Like transforms/io/records.py's readers, a bad record never
+one dead letter. Like transforms/io/input_records.py's readers, a bad record never
 raises.
 """
 from typing import Dict, Iterator, Tuple, Union
@@ -16,7 +16,7 @@ from typing import Dict, Iterator, Tuple, Union
 from autoais.schemas import ClaimInput, DeadLetter
 from autoais.transforms.io.fields import json_record, rejected
 from autoais.transforms.io.inputs import system_name_from_path
-from autoais.transforms.io.records import jsonl_records
+from autoais.transforms.io.input_records import jsonl_records
 from autoais.transforms.labelled.expertqa import (BadField, bad_type_reason, claim_fields,
                                           did_abstain, usable_text)
 

@@ -1,6 +1,6 @@
 """Corpus sources for `autoais build-corpus`: Pyserini records (`id`, `contents`)
 or rows of `id`, `title`, `text` and optional `headings`, in CSV, JSON Lines or
-Parquet, each read into a CorpusRecord or its DeadLetter (transforms/io/records.py).
+Parquet, each read into a CorpusRecord or its DeadLetter (transforms/io/input_records.py).
 """
 from typing import Iterator, Union
 
@@ -8,7 +8,7 @@ from autoais.schemas import CorpusRecord, DeadLetter
 from autoais.transforms.corpus.passages import pyserini_contents
 from autoais.transforms.io.fields import clean_text_fields, json_record, rejected
 from autoais.transforms.io.inputs import check_input_file
-from autoais.transforms.io.records import read_columns, records
+from autoais.transforms.io.input_records import read_columns, records
 
 CORPUS_FIELDS = ("id", "contents", "title", "text", "headings")
 

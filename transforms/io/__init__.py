@@ -2,8 +2,8 @@
 
     inputs        input files: matching, format by suffix, opening (decompressed),
                   launch checks
-    records       CSV / JSON Lines / Parquet records, and ReadRecords, the Beam
-                  transform around every reader
+    input_records CSV / JSON Lines / Parquet input records, and ReadRecords, the
+                  Beam transform around every reader
     fields        field checks and the DeadLetter of a bad record
     predictions, gold
                   the readers of predictions and of gold answers
@@ -11,7 +11,7 @@
     tables        row tables (Parquet and CSV side by side), csv_bytes
     summary       a job's per-system summary files
     dead_letters  dead_letter.jsonl and its counts by input role
-    manifest      run.json: WriteManifest, reconcile, SumCounts
+    counts        SumCounts, the count dicts of workers summed
     sorted_runs   the external sort behind every sorted output
     progress      Beam counters and the console progress of a local run
 """

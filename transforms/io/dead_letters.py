@@ -11,7 +11,7 @@ from apache_beam.io.filesystems import FileSystems
 from autoais.schemas import DeadLetter, REJECTED, UNMATCHED
 from autoais.transforms.io import progress
 from autoais.transforms.io.atomic import atomic_create
-from autoais.transforms.io.manifest import SumCounts
+from autoais.transforms.io.counts import SumCounts
 from autoais.transforms.io.sorted_runs import SpillSortedRuns, merge_sorted_runs
 
 DEAD_LETTER_KEY = ("source_file", "source_line", "reason", "field", "message")

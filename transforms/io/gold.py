@@ -11,7 +11,7 @@ from autoais.schemas import DeadLetter, GoldAnswer
 from autoais.schemas.errors import InputError
 from autoais.transforms.io.fields import has_surrogates, json_record, rejected
 from autoais.transforms.io.inputs import check_input_file, data_format
-from autoais.transforms.io.records import ReadRecords, jsonl_records, read_columns
+from autoais.transforms.io.input_records import ReadRecords, jsonl_records, read_columns
 
 TFDS_PREFIX = "tfds:"
 

@@ -8,7 +8,7 @@ from autoais.schemas import DeadLetter, Prediction
 from autoais.transforms.io.fields import (clean_text_fields, json_record, rejected,
                                   system_name_field)
 from autoais.transforms.io.inputs import check_input_file, system_name_from_path
-from autoais.transforms.io.records import Columns, read_columns, records
+from autoais.transforms.io.input_records import Columns, read_columns, records
 
 REQUIRED_PREDICTION_FIELDS = ("question", "answer", "attribution")
 OPTIONAL_PREDICTION_FIELDS = ("system_name", "passage", "human_rating")

@@ -168,14 +168,6 @@ class RowRefBuffer:
     return table.combine_chunks()
 
 
-def delete_runs(runs: Iterable[RunSlice]) -> None:
-  """Deletes run files (several slices may share one file)."""
-  paths = sorted({run.path for run in runs})
-  existing = [path for path in paths if FileSystems.exists(path)]
-  if existing:
-    FileSystems.delete(existing)
-
-
 class _SpillRunsFn(beam.DoFn):
   """Buffers a bounded number of rows, then writes them sorted, one run per shard."""
 

@@ -11,7 +11,7 @@ It yields, per claim, a `ClaimInput` or a `DeadLetter` naming the file, the line
 and the field (`answers.<system>.claims[<i>].evidence`); a line that is not a
 JSON object, or whose question or answers are unusable, is one dead letter. An
 answer without claims is an `unmatched` dead letter: it has nothing to score.
-Like transforms/io/records.py's readers, a bad record never raises. The checks of
+Like transforms/io/input_records.py's readers, a bad record never raises. The checks of
 a claim's fields (`claim_fields`) also serve the claims job's one-claim-per-line
 reader (transforms/claims/readers.py).
 
@@ -32,7 +32,7 @@ from typing import Iterator, List, NamedTuple, Optional, Union
 
 from autoais.schemas import UNMATCHED, ClaimInput, DeadLetter
 from autoais.transforms.io.fields import has_surrogates, json_record, rejected
-from autoais.transforms.io.records import jsonl_records
+from autoais.transforms.io.input_records import jsonl_records
 
 _CITATION_MARKER = re.compile(r"\[\d\]\s?")
 # The phrases by which the reference recognises an answer that declines to answer.

@@ -2,7 +2,7 @@
 agreement --format FORMAT`, and the human ratings of `autoais evaluate
 --human_ratings`.
 
-Like transforms/io/records.py, every reader yields per record either a parsed
+Like transforms/io/input_records.py, every reader yields per record either a parsed
 element or a DeadLetter naming the file, line and field; an unusable file
 raises InputError (the job exits 2). Items with no usable human label or
 nothing to score (an ExpertQA claim without evidence) are dead-lettered as
@@ -50,7 +50,7 @@ from autoais.transforms.corpus.passages import parse_passage
 from autoais.transforms.io.fields import clean_text_fields, json_record, rejected
 from autoais.transforms.io.inputs import check_input_file, open_input, system_name_from_path
 from autoais.transforms.io.predictions import HUMAN_RATINGS, read_predictions
-from autoais.transforms.io.records import Columns, read_columns, records
+from autoais.transforms.io.input_records import Columns, read_columns, records
 from autoais.transforms.labelled.expertqa import (EXPERTQA_FIELDS, evidence_text,
                                           read_expertqa)
 from autoais.transforms.scoring.examples import claim_example, qa_example, qa_hypothesis

@@ -3,5 +3,6 @@ spilled in sorted runs, merged on one element and folded by the job's plain
 Python rules (`merge.RowFold`: the duplicate rule, what each row adds to the
 tables and to its system's outcomes), its per-system rows are written as the
 summary files (`summary.WriteSummary`), and run.json is built by a
-`record.RunRecord` with the job's own fields.
+`run_record.RunRecord` type that declares the job's own fields (checked when
+the pipeline is built).
 """

@@ -37,7 +37,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from autoais.schemas import DeadLetter
 from autoais.transforms.io.sorted_runs import RowRef, SpillSortedRuns, merge_run_refs
-from autoais.transforms.io.manifest import SumCounts
+from autoais.transforms.io.counts import SumCounts
 from autoais.transforms.io.tables import TABLE_ROW_GROUP, SortedTableWriter
 
 

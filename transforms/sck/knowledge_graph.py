@@ -34,7 +34,7 @@ import apache_beam as beam
 from autoais.schemas import DeadLetter, EntityRecord, KgEdge, KgStatement
 from autoais.transforms.io.fields import clean_text_fields, json_record, rejected
 from autoais.transforms.io.inputs import check_input_file
-from autoais.transforms.io.records import read_columns, records
+from autoais.transforms.io.input_records import read_columns, records
 from autoais.transforms.sck.entity_linking import Gazetteer, linkable_name, name_key
 
 LABEL = "rdfs:label"

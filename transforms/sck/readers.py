@@ -8,7 +8,7 @@ rows of
     intent                      a known intent (transforms/sck/intent.py), which
                                 then replaces the classifier's
 
-Like transforms/io/records.py's readers, a bad record never raises: it becomes a
+Like transforms/io/input_records.py's readers, a bad record never raises: it becomes a
 DeadLetter naming the file, the line and the field.
 """
 from typing import Iterator, Union
@@ -17,7 +17,7 @@ from autoais.schemas import DeadLetter, SckInput
 from autoais.transforms.io.fields import (clean_text_fields, json_record, rejected,
                                   system_name_field)
 from autoais.transforms.io.inputs import check_input_file, system_name_from_path
-from autoais.transforms.io.records import read_columns, records
+from autoais.transforms.io.input_records import read_columns, records
 from autoais.transforms.sck.intent import INTENTS, parse_intent
 
 REQUIRED_FIELDS = ("question", "answer")

@@ -56,7 +56,7 @@ from apache_beam.ml.inference.base import ModelHandler, RunInference
 
 from autoais.schemas import ScoringFailure
 from autoais.transforms.io import progress
-from autoais.transforms.io.manifest import SumCounts
+from autoais.transforms.io.counts import SumCounts
 from autoais.transforms.io.spilled_groups import (SpilledGroupByKey, SpillKeyedRuns,
                                                   merge_groups)
 from autoais.transforms.scoring.examples import example_digest

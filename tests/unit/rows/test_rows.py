@@ -14,10 +14,9 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from autoais import schemas
 from autoais.schemas import REJECTED, DeadLetter
-from autoais.transforms.io.manifest import versions_and_timings
 from autoais.transforms.rows.merge import (RowFold, RowTable, WriteMergedRows, fold_rows,
                                            row_table_files, table_file_stem)
-from autoais.transforms.rows.record import RunRecord, WriteRunRecord
+from autoais.transforms.rows.run_record import RunRecord, WriteRunRecord, versions_and_timings
 from autoais.transforms.rows.summary import WriteSummary, percent
 from autoais.transforms.io.sorted_runs import RowRef
 
@@ -306,6 +305,8 @@ def test_write_run_record_writes_dead_letters_then_the_record(tmp_path):
 
   class Toy(RunRecord):
     job = "toy"
+    summed = ("reads", "steps", "nothing", "optional")
+    values = ("total",)
 
     def fields(self, reads, steps, nothing, optional, total, dead):
       return {"reads": reads, "steps": steps, "nothing": nothing,
@@ -324,10 +325,9 @@ def test_write_run_record_writes_dead_letters_then_the_record(tmp_path):
                                                 dead_letter(1, "early")]),
             pipeline | "DeadB" >> beam.Create([dead_letter(2, "early")]))
     total = pipeline | "Total" >> beam.Create([7])
-    _ = pipeline | "WriteRunRecord" >> WriteRunRecord(
-        str(tmp_path), str(work_dir), Toy(), {"rows": dead},
-        counts={"reads": reads, "steps": steps, "nothing": (), "optional": None},
-        values={"total": total})
+    _ = {"dead": {"rows": dead}, "reads": reads, "steps": steps, "nothing": (),
+         "optional": None, "total": total} | "WriteRunRecord" >> WriteRunRecord(
+             str(tmp_path), str(work_dir), Toy())
   seen = json.loads((tmp_path / "run.json").read_text())
   assert seen["job"] == "toy"
   assert seen["reads"] == {"read": 5, "bad": 1}
@@ -340,3 +340,41 @@ def test_write_run_record_writes_dead_letters_then_the_record(tmp_path):
            (tmp_path / "dead_letter.jsonl").read_text().splitlines()]
   assert [line["source_line"] for line in lines] == [1, 2, 3]
   assert not work_dir.exists()
+
+
+def test_write_run_record_checks_its_inputs_when_the_pipeline_is_built(tmp_path):
+  """A name the record's type does not declare, one it declares but is not
+  given, a `fields` that does not take what it declares, or counts named by
+  `rows_from` that it does not declare: each is a TypeError while the pipeline
+  is built, before anything runs."""
+
+  class Toy(RunRecord):
+    job = "toy"
+    summed = ("reads",)
+    values = ("total",)
+
+    def fields(self, reads, total, dead):
+      return {"reads": reads, "total": total, "dead": dead}
+
+  class Misspelt(Toy):
+
+    def fields(self, read, total, dead):  # "read", where Toy declares "reads"
+      return {}
+
+  counted_elsewhere = Toy()
+  counted_elsewhere.rows_from("rows", "read_counts", "--input", ["in.csv"])
+
+  def inputs(pipeline, **names):
+    return {"dead": {}, "reads": pipeline | "Reads" >> beam.Create([{"read": 1}]),
+            **{name: pipeline | name.title() >> beam.Create([1]) for name in names}}
+
+  cases = [(Toy(), {"total": 1, "extra": 1}, r"given \['extra'\]"),
+           (Toy(), {}, r"not given \['total'\]"),
+           (Misspelt(), {"total": 1}, r"Misspelt\.fields"),
+           (counted_elsewhere, {"total": 1}, r"rows_from names counts \['read_counts'\]")]
+  for record, names, message in cases:
+    pipeline = beam.Pipeline()
+    with pytest.raises(TypeError, match=message):
+      _ = inputs(pipeline, **names) | "WriteRunRecord" >> WriteRunRecord(
+          str(tmp_path), str(tmp_path / "_work"), record)
+  assert not (tmp_path / "run.json").exists()

@@ -1,1 +1,1 @@
-"""autoais serve: batching, limits, health and load (transforms/serve/, models/serving.py)."""
+"""autoais serve: batching, limits, health and load (serve/, serve/batching.py)."""

@@ -1,5 +1,5 @@
-"""`autoais serve`'s HTTP side and batcher in process (transforms/serve/http.py,
-models/serving.py), with a stand-in model the test holds busy for as long as it
+"""`autoais serve`'s HTTP side and batcher in process (serve/http.py,
+serve/batching.py), with a stand-in model the test holds busy for as long as it
 needs (tests/support/served_models.py): limits, batching across requests,
 deadline and client cancellation, readiness apart from liveness, metrics, drain.
 No test depends on how fast the machine is: where one needs the model busy
@@ -15,10 +15,10 @@ import aiohttp.web
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from autoais.models.serving import Batcher, Limits, Overloaded, ServedModel
+from autoais.serve.batching import Batcher, Limits, Overloaded, ServedModel
 from autoais.schemas.errors import BadRequest
 from tests.support.served_models import FakeWindowModel, expected_score
-from autoais.transforms.serve import http
+from autoais.serve import http
 
 
 # The bound of every wait on the service, in seconds (never reached unless a

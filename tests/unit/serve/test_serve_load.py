@@ -10,12 +10,12 @@ import time
 import pytest
 
 from autoais.models import t5_nli
-from autoais.models.serving import load_served_model
+from autoais.serve.batching import load_served_model
 from autoais.schemas import AttributionExample
 from tests.support.nli_classifiers import build_tiny_classifier
 from tests.support.paths import EXAMPLES
 from tests.support.vocab import example_texts
-from autoais.transforms.serve import load
+from tests.support import serve_load as load
 
 CLIENTS = 64
 REQUESTS = 320
@@ -100,9 +100,9 @@ def test_64_clients_with_hostile_requests_in_the_middle(server, tiny_t5_dirs):
 
 def test_both_families_score_through_the_served_model_as_in_process(tiny_t5_dirs,
                                                                      tmp_path):
-  """models/serving.py encodes and scores in two halves; the scores are the
+  """serve/batching.py encodes and scores in two halves; the scores are the
   family's own `score`'s (1e-6), for the t5 and nli-classifier families."""
-  from autoais.models.serving import Limits  # pylint: disable=import-outside-toplevel
+  from autoais.serve.batching import Limits  # pylint: disable=import-outside-toplevel
   classifier = build_tiny_classifier(str(tmp_path / "roberta"), "roberta",
                                      {0: "entailment", 1: "neutral", 2: "contradiction"},
                                      example_texts(), 64)

@@ -26,8 +26,8 @@ body nested past what Python's parser takes (it recurses) is a 400, as is one
 nested past --max_json_depth; parsing and tokenising run on one
 thread beside the event loop (the tokenizer is not shared across threads),
 and every limit is checked before the request reaches the model
-(models/serving.py). Requests arriving together share the model's batches
-(models/serving.Batcher). A request whose client disconnects, or whose
+(serve/batching.py). Requests arriving together share the model's batches
+(serve/batching.Batcher). A request whose client disconnects, or whose
 deadline passes, is cancelled: if its batch has not started it is never
 scored. SIGTERM (or Ctrl-C) stops taking requests (503, readiness false),
 lets those in flight finish for up to --drain_seconds, then exits.
@@ -43,7 +43,7 @@ from typing import Any, Callable, Deque, Dict, List, NamedTuple, Optional, Seque
 
 from aiohttp import web
 
-from autoais.models.serving import Batcher, Limits, Overloaded, ServedModel, windows
+from autoais.serve.batching import Batcher, Limits, Overloaded, ServedModel, windows
 from autoais.schemas import AttributionExample
 from autoais.schemas.errors import BadRequest
 

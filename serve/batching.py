@@ -1,5 +1,6 @@
-"""A loaded NLI model served to concurrent requests (`autoais serve`: the entry
-point is beam_jobs/serve.py, the HTTP side transforms/serve/http.py).
+"""A loaded NLI model served to concurrent requests, its limits and batching
+(`autoais serve`: the entry point is beam_jobs/serve.py, the HTTP side
+serve/http.py).
 
     model = load_served_model("t5", MODEL_DIR, ...)     # or "nli-classifier"
     batcher = Batcher(model.score, max_batch_windows=256, max_wait=0.005,
