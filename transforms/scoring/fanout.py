@@ -313,7 +313,8 @@ class ScoreUniqueExamples(beam.PTransform):
     scored_parts = [routed.unscored]
     to_model = unique
     if self._score_cache is not None:
-      cached = unique | "LookUpScoreCache" >> self._score_cache.look_up()
+      cached = unique | "LookUpScoreCache" >> self._score_cache.look_up(
+          FileSystems.join(self._work_dir, "cache"))
       to_model = cached["misses"]
       stats.append(cached["stats"])
       scored_parts.append(cached["hits"] | "FanOutCachedScores" >> beam.ParDo(
@@ -345,7 +346,8 @@ class ScoreUniqueExamples(beam.PTransform):
     stats += [chunks.stats, results.stats]
     if self._score_cache is not None:
       stats.append(results.new_scores
-                   | "AddToScoreCache" >> self._score_cache.add())
+                   | "AddToScoreCache" >> self._score_cache.add(
+                       FileSystems.join(self._work_dir, "new_scores")))
     return {
         "scored": (tuple(scored_parts) | "MergeScored" >> beam.Flatten()
                    if self._merge_scored else tuple(scored_parts)),
