@@ -183,7 +183,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   scoring_dir = FileSystems.join(work_dir, "scoring")
   embedder = ScoreUniqueExamples(EmbeddingModelHandler(options.embedding_model),
                                  model_id=f"embedding:{plan.embedding_model}",
-                                 work_dir=FileSystems.join(work_dir, "embedding"))
+                                 work_dir=FileSystems.join(work_dir, "embedding"),
+                                 merge_scored=False)
   scored = read.records | "ScoreAnswers" >> ScoreAnswers(graph, plan.scorer, embedder,
                                                          scoring_dir, plan.k_weights)
   written = scored["rows"] | "WriteAnswerRows" >> WriteMergedRows(

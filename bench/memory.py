@@ -1,7 +1,8 @@
 """Memory of every job at scale (not a test): peak RSS per process at 10k, 100k, 1M rows.
 
     AUTOAIS_SHARED_DATA=SHARED/data nice -n 5 .venv/bin/python bench/memory.py \
-        [--jobs claims,sck,ais-annotations,audit,agreement] [--sizes 10000,100000,1000000]
+        [--jobs claims,claims-max,claims-cache,sck,ais-annotations,audit,agreement]
+        [--sizes 10000,100000,1000000]
         [--modes in_process,two_workers] [--limit_mib 6144] [--workdir bench/out/memory]
 
 For each job, synthetic inputs of about 10k, 100k and 1M rows (the unit each job
@@ -9,6 +10,12 @@ counts in run.json) in the published formats, scaled from real structure:
 
 * claims: ExpertQA records of $AUTOAIS_SHARED_DATA/expertqa/*.jsonl, repeated
   with the question numbered per copy (rows: claims; string-match);
+* claims-max: the same claims, `--evidence_mode max` (each evidence item scored
+  on its own, the best kept);
+* claims-cache: the same claims scored by a tiny random T5 (bench/scale.py's)
+  with `--score_cache`, twice: the run measured is the second, every distinct
+  example a hit of the cache the first filled (whose peak is reported as
+  fill_peak_mib_by_role);
 * sck: the seed's worked answers (tests/support/sck_kg.py: Figure 3, Figure 5,
   the contradicted birthplace) under numbered questions and 4 systems, against
   their knowledge graph (rows: answers; string-match; the packaged MiniLM);
@@ -37,6 +44,7 @@ import csv
 import glob
 import json
 import os
+import shutil
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -46,10 +54,15 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 from agreement import write_ratings  # pylint: disable=wrong-import-position
 from audit import write_inputs as write_audit_inputs  # pylint: disable=wrong-import-position
 from pipeline import AUTOAIS, Words, build_corpus, write_corpus  # pylint: disable=wrong-import-position
-from scale import TWO_WORKERS, by_role, run_measured  # pylint: disable=wrong-import-position
+from scale import TWO_WORKERS, by_role, run_measured, tiny_model  # pylint: disable=wrong-import-position
 from tests.support import sck_kg  # pylint: disable=wrong-import-position
 
-JOBS = ("claims", "sck", "ais-annotations", "audit", "agreement")
+JOBS = ("claims", "claims-max", "claims-cache", "sck", "ais-annotations", "audit",
+        "agreement")
+# Cases of a job: (the autoais job, whose inputs they read; its options).
+# claims-cache's options name a fresh cache directory: command() makes them.
+CASES = {"claims-max": ("claims", ["--evidence_mode", "max"]),
+         "claims-cache": ("claims", [])}
 MODES = {"in_process": [], "two_workers": TWO_WORKERS}
 FLAT = 1.25
 AUDIT_ANSWERS, AUDIT_PASSAGES = 10000, 100000
@@ -182,21 +195,57 @@ def inputs(job: str, directory: str, rows: int, work: str):
   return made
 
 
-def measure(job: str, arguments, rows: int, mode: str, work: str, limit_mib: int):
-  output = os.path.join(work, f"{job}_{rows}_{mode}_out")
+def base_job(job: str) -> str:
+  """The autoais job that a job or case of JOBS runs (whose inputs it reads)."""
+  return CASES.get(job, (job,))[0]
+
+
+def command(job: str, work: str, rows: int, mode: str):
+  """(the autoais job, its options) of a job or a case of one; claims-cache's
+  cache directory is emptied here (measure() fills it, then measures a run of
+  hits)."""
+  name, options = base_job(job), CASES.get(job, (job, []))[1]
+  if job == "claims-cache":
+    cache = os.path.join(work, f"{job}_{rows}_{mode}_cache")
+    shutil.rmtree(cache, ignore_errors=True)
+    options = ["--scorer", "t5", "--model", tiny_model(work), "--torch_threads", "1",
+               "--score_cache", cache]
+  return name, options
+
+
+def run_job(name: str, arguments, label: str, mode: str, work: str, limit_mib: int):
+  output = os.path.join(work, f"{label}_out")
   code, seconds, peaks, _, killed = run_measured(
-      AUTOAIS + [job, *arguments, "--output_dir", output, *MODES[mode]],
-      os.path.join(work, f"{job}_{rows}_{mode}.log"), limit_mib=limit_mib)
-  roles = by_role(peaks)
+      AUTOAIS + [name, *arguments, "--output_dir", output, *MODES[mode]],
+      os.path.join(work, f"{label}.log"), limit_mib=limit_mib)
+  return output, code, seconds, by_role(peaks), killed
+
+
+def measure(job: str, arguments, rows: int, mode: str, work: str, limit_mib: int):
+  name, options = command(job, work, rows, mode)
+  label = f"{job}_{rows}_{mode}"
+  fill = None
+  if job == "claims-cache":
+    fill = run_job(name, arguments + options, f"{label}_fill", mode, work, limit_mib)
+  output, code, seconds, roles, killed = run_job(name, arguments + options, label,
+                                                 mode, work, limit_mib)
   result = {"job": job, "mode": mode, "rows": rows, "seconds": round(seconds, 1),
             "peak_mib_by_role": roles,
             "peak_mib_total": sum(sum(values) for values in roles.values()),
             "killed": killed, "exit": code}
+  if fill is not None:
+    result.update(fill_peak_mib_by_role=fill[3], fill_seconds=round(fill[2], 1),
+                  fill_exit=fill[1], fill_killed=fill[4])
+    killed = result["killed"] = killed or fill[4]
   if killed:
     result["note"] = f"killed above {limit_mib} MiB at {rows} rows"
   elif code in (0, 3):
     with open(os.path.join(output, "run.json"), encoding="utf-8") as f:
-      result["rows_read"] = read_count(job, json.load(f))
+      manifest = json.load(f)
+    result["rows_read"] = read_count(name, manifest)
+    if job == "claims-cache":
+      result["cache_hits"] = manifest["scorer"].get("cache_hits")
+      result["model_calls"] = manifest["scorer"].get("model_calls")
   print(json.dumps(result), file=sys.stderr, flush=True)
   return result
 
@@ -225,7 +274,7 @@ def main():
   for job in args.jobs.split(","):
     runs = {mode: {} for mode in args.modes.split(",")}
     for rows in sizes:
-      directory = os.path.join(work, f"{job}_{rows}")
+      directory = os.path.join(work, f"{base_job(job)}_{rows}")
       for mode, done in runs.items():
         if rows >= 1000000 and 100000 in sizes:
           # 1M only where the 100k run stayed flat (given without 100k, 1M runs).
@@ -237,7 +286,7 @@ def main():
         if any(run.get("killed") for run in done.values()):
           done[rows] = {"skipped": "a smaller run was killed"}
           continue
-        arguments, written = inputs(job, directory, rows, work)
+        arguments, written = inputs(base_job(job), directory, rows, work)
         done[rows] = measure(job, arguments, written, mode, work, args.limit_mib)
     for mode, done in runs.items():
       small = done.get(sizes[0])

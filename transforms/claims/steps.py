@@ -32,9 +32,11 @@ from typing import List, Optional, Tuple
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.io.filesystems import FileSystems
 
 from autoais.schemas import (AttributionScore, ClaimInput, ClaimRow, ClaimsSystemRow,
                      DeadLetter, ScoringFailure)
+from autoais.transforms.io.spilled_groups import SpilledGroupByKey
 from autoais.transforms.labelled.expertqa import clean_text
 from autoais.transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             score_columns, scored_or_failed,
@@ -119,32 +121,19 @@ def _item_rank(item):
   return (1, -(outcome.nli_score if outcome else -1.0), index)
 
 
-class _BestItem(beam.CombineFn):
-  """(index, claim, premise, score or ScoringFailure) -> the best-scored item,
-  the earlier on ties; a failed item, if any (its claim is dead-lettered)."""
+def _key_item_by_claim(key, outcome):
+  """((claim, premise, index), score or ScoringFailure) -> (claim id, (index,
+  claim, premise, outcome))."""
+  claim, premise, index = key
+  return _claim_id(claim), (index, claim, premise, outcome)
 
-  def create_accumulator(self):
-    return None
 
-  @staticmethod
-  def _better(a, b):
-    if a is None:
-      return b
-    if b is None:
-      return a
-    return a if _item_rank(a) <= _item_rank(b) else b
-
-  def add_input(self, accumulator, item):
-    return self._better(accumulator, item)
-
-  def merge_accumulators(self, accumulators):
-    best = None
-    for accumulator in accumulators:
-      best = self._better(best, accumulator)
-    return best
-
-  def extract_output(self, accumulator):
-    return accumulator
+def _best_item(claim_items):
+  """A claim's items -> ((claim, premise), outcome) of the best-scored item, the
+  earlier on ties; a failed item, if any (its claim is dead-lettered)."""
+  _, items = claim_items
+  _, claim, premise, outcome = min(items, key=_item_rank)
+  return (claim, premise), outcome
 
 
 class _RouteLongEvidenceFn(beam.DoFn):
@@ -240,13 +229,15 @@ class ScoreClaims(beam.PTransform):
       scored = (claims
                 | "ExpandEvidenceItems" >> beam.FlatMap(_item_examples)
                 | "ScoreEvidenceItems" >> ScoreAttribution(self._scorer, self._work_dir))
-      rated = (scored_or_failed(scored, "CollectItemOutcomes")
-               | "KeyItemsByClaim" >> beam.MapTuple(
-                   lambda key, outcome: (_claim_id(key[0]),
-                                         (key[2], key[0], key[1], outcome)))
-               | "KeepBestItem" >> beam.CombinePerKey(_BestItem())
-               | "KeyBestItems" >> beam.MapTuple(
-                   lambda _, best: ((best[1], best[2]), best[3]))
+      # A claim's items meet in runs on disk, scores and failures spilled apart
+      # where they are made: the FnApiRunner holds a Flatten's inputs, and a
+      # combine's shuffle, whole.
+      items = tuple(scored[part] | f"Key{part.title()}ItemsByClaim" >> beam.MapTuple(
+          _key_item_by_claim) for part in ("scored", "failed"))
+      rated = (items
+               | "GroupItemsByClaim" >> SpilledGroupByKey(
+                   FileSystems.join(self._work_dir, "claim_items"))
+               | "KeepBestItem" >> beam.Map(_best_item)
                | "RateClaims" >> beam.ParDo(_RateClaimsFn(name, False)).with_outputs(
                    "dead_letter", main="rows"))
       return {"rows": rated.rows, "dead_letter": rated.dead_letter,

@@ -411,14 +411,25 @@ def _rekey(keyed):
   return key, (part, value)
 
 
+def _rekey_parts(parts, label: str):
+  """_rekey over a PCollection, or over each of a tuple of them (the
+  embedder's unmerged "scored"), kept apart: SpilledCoGroupByKey spills each
+  part where it is made, where a Flatten of them would be held whole."""
+  if not isinstance(parts, (tuple, list)):
+    return parts | label >> beam.Map(_rekey)
+  return tuple(part | f"{label}{index}" >> beam.Map(_rekey)
+               for index, part in enumerate(parts))
+
+
 class ScoreAnswers(beam.PTransform):
   """PCollection[SckInput] -> {"rows": PCollection[SckRow], "dead_letter":
   PCollection[DeadLetter] of answers a sentence judgement of which could not be
   scored (a hosted model refused it, or kept failing), "scorer_stats",
   "embedding_stats": PCollection[dict]}, given the knowledge graph of
   knowledge_graph.BuildKnowledgeGraph, a Scorer (transforms/scoring/) and a ModelHandler of
-  sentence embeddings (models/embeddings.py); a model's examples are grouped in
-  runs under `work_dir`."""
+  sentence embeddings (models/embeddings.py) whose "scored" may be a tuple of
+  PCollections (ScoreUniqueExamples with merge_scored=False); a model's
+  examples are grouped in runs under `work_dir`."""
 
   def __init__(self, graph: Dict[str, object], scorer, embedding_transform,
                work_dir: str, k_weights: Sequence[float] = K_WEIGHTS):
@@ -455,7 +466,7 @@ class ScoreAnswers(beam.PTransform):
         {"context": contexts,
          "scores": scored["scored"] | "KeyScoresByAnswer" >> beam.Map(_rekey),
          "failed": scored["failed"] | "KeyFailuresByAnswer" >> beam.Map(_rekey),
-         "vectors": embedded["scored"] | "KeyVectorsByAnswer" >> beam.Map(_rekey)}
+         "vectors": _rekey_parts(embedded["scored"], "KeyVectorsByAnswer")}
         | "GroupScoresByAnswer" >> SpilledCoGroupByKey(
             FileSystems.join(self._work_dir, "answers"))
         | "CombineAnswerScores" >> beam.ParDo(

@@ -22,9 +22,12 @@ Each run writes its new entries in `WRITE_SHARDS` files (by the digest's first
 byte), each sorted by digest and written atomically: a run that fails keeps
 what it wrote, and a concurrent reader never sees half a file. Lookups read
 the identity's files and join them with the run's distinct examples by
-digest (a CoGroupByKey, so neither side is held in memory on one worker).
-Where two runs wrote the same digest, the smallest entry wins, so the choice
-does not depend on the order files are read in.
+digest. Both the join and the new entries' shards go through runs on disk
+under the run's scratch directory (transforms/io/spilled_groups.py), so no
+process holds either side whole (the DirectRunner would hold a shuffle's
+elements in the launching process). Where two runs wrote the same digest, the
+smallest entry wins, so the choice does not depend on the order files are
+read in.
 
 In threshold mode the decision is taken again from the cached nli_score with
 this run's --threshold; in decode mode (part of the identity) it is stored.
@@ -35,7 +38,6 @@ import uuid
 from typing import Any, Callable, Dict, Optional
 
 import apache_beam as beam
-import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
@@ -44,10 +46,13 @@ from autoais.schemas import (SCORE_CACHE_ENTRY_SCHEMA, AttributionScore, ScoreCa
                      to_record_batch)
 from autoais.transforms.io import progress
 from autoais.transforms.io.atomic import atomic_create, write_text_atomically
+from autoais.transforms.io.spilled_groups import (SpilledCoGroupByKey, SpillKeyedRuns,
+                                                  merge_groups)
 
 WRITE_SHARDS = 16
 IDENTITY_FILE = "identity.json"
 _READ_BATCH_ROWS = 65536
+_WRITE_BATCH_ROWS = 65536  # rows per Parquet row group of a new cache file
 
 
 def identity_key(identity: Dict[str, Any]) -> str:
@@ -130,9 +135,10 @@ class _MatchCachedFn(beam.DoFn):
 
 class _LookUp(beam.PTransform):
 
-  def __init__(self, cache: "ScoreCache"):
+  def __init__(self, cache: "ScoreCache", work_dir: str):
     super().__init__()
     self._cache = cache
+    self._work_dir = work_dir
 
   def expand(self, unique):
     identity = beam.pvalue.AsSingleton(
@@ -147,7 +153,7 @@ class _LookUp(beam.PTransform):
                | "ReadCacheFiles" >> beam.ParDo(_ReadCacheFileFn()).with_outputs(
                    "stats", main="entries"))
     matched = ({"unique": unique, "cached": entries.entries}
-               | "JoinCachedScores" >> beam.CoGroupByKey()
+               | "JoinCachedScores" >> SpilledCoGroupByKey(self._work_dir)
                | "MatchCachedScores" >> beam.ParDo(
                    _MatchCachedFn(self._cache.threshold)).with_outputs(
                        "misses", "stats", main="hits"))
@@ -161,16 +167,24 @@ class _WriteShardFn(beam.DoFn):
     self._cache_dir = cache_dir
     self._run_id = run_id
 
-  def process(self, shard_entries, identity):
-    shard, entries = shard_entries
-    rows = sorted(ScoreCacheEntry(digest, *score) for digest, score in entries)
+  def process(self, shard_runs, identity):
+    """A shard's runs of (digest, score), merged in digest order (a run's
+    digests are distinct), written _WRITE_BATCH_ROWS rows at a time."""
+    shard, runs = shard_runs
     directory = identity_dir(self._cache_dir, identity)
     path = FileSystems.join(directory, f"scores-{self._run_id}-{shard:02d}.parquet")
+    written, rows = 0, []
     with atomic_create(path) as sink, pq.ParquetWriter(
         sink, SCORE_CACHE_ENTRY_SCHEMA, compression="snappy") as writer:
-      writer.write_table(pa.Table.from_batches(
-          [to_record_batch(rows, SCORE_CACHE_ENTRY_SCHEMA)]))
-    yield {"cache_entries_written": len(rows), "cache_files_written": 1}
+      for digest, (scores,) in merge_groups(runs, 1):
+        rows.extend(ScoreCacheEntry(digest, *score) for score in scores)
+        if len(rows) >= _WRITE_BATCH_ROWS:
+          writer.write_batch(to_record_batch(rows, SCORE_CACHE_ENTRY_SCHEMA))
+          written, rows = written + len(rows), []
+      if rows or not written:
+        writer.write_batch(to_record_batch(rows, SCORE_CACHE_ENTRY_SCHEMA))
+        written += len(rows)
+    yield {"cache_entries_written": written, "cache_files_written": 1}
 
 
 class _WriteIdentityFn(beam.DoFn):
@@ -185,20 +199,25 @@ class _WriteIdentityFn(beam.DoFn):
     return []
 
 
+def _shard_of_digest(digest: bytes) -> int:
+  return digest[0] % WRITE_SHARDS
+
+
 class _Add(beam.PTransform):
 
-  def __init__(self, cache: "ScoreCache"):
+  def __init__(self, cache: "ScoreCache", work_dir: str):
     super().__init__()
     self._cache = cache
+    self._work_dir = work_dir
 
   def expand(self, new_scores):
     identity_pcoll = new_scores.pipeline | "DescribeNewCacheIdentity" >> self._cache.identity()
     _ = identity_pcoll | "WriteCacheIdentity" >> beam.ParDo(
         _WriteIdentityFn(self._cache.directory))
-    return (new_scores
-            | "ShardNewScores" >> beam.Map(
-                lambda item: (item[0][0] % WRITE_SHARDS, item))
-            | "GroupNewScoreShards" >> beam.GroupByKey()
+    return ({"new_scores": new_scores}
+            | "SpillNewScoreShards" >> SpillKeyedRuns(
+                self._work_dir, ("new_scores",), num_shards=WRITE_SHARDS,
+                key_shard=_shard_of_digest)
             | "WriteCacheShards" >> beam.ParDo(
                 _WriteShardFn(self._cache.directory, self._cache.run_id),
                 beam.pvalue.AsSingleton(identity_pcoll)))
@@ -220,11 +239,13 @@ class ScoreCache:
     self.threshold = threshold
     self.run_id = run_id or new_run_id()
 
-  def look_up(self) -> beam.PTransform:
+  def look_up(self, work_dir: str) -> beam.PTransform:
     """(digest, (keys, example)) -> {"hits": (keys, score), "misses": (digest,
-    (keys, example)), "stats": a tuple of PCollections of count dicts}."""
-    return _LookUp(self)
+    (keys, example)), "stats": a tuple of PCollections of count dicts}; the
+    join's runs go under `work_dir` (the run's scratch)."""
+    return _LookUp(self, work_dir)
 
-  def add(self) -> beam.PTransform:
-    """(digest, AttributionScore) -> PCollection of count dicts; writes them."""
-    return _Add(self)
+  def add(self, work_dir: str) -> beam.PTransform:
+    """(digest, AttributionScore) -> PCollection of count dicts; writes them
+    (the shards' runs go under `work_dir`, the run's scratch)."""
+    return _Add(self, work_dir)

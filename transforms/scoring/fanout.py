@@ -1,8 +1,10 @@
 """Model scoring of keyed examples, each distinct example scored once per run.
 
-`ScoreUniqueExamples(handler, model_id, work_dir, score_cache=None)`:
+`ScoreUniqueExamples(handler, model_id, work_dir, score_cache=None,
+                    merge_scored=True)`:
     PCollection[(key, AttributionExample or None)]
-      -> {"scored": PCollection[(key, AttributionScore or None)],
+      -> {"scored": PCollection[(key, AttributionScore or None)] (with
+                    merge_scored=False, a tuple of such PCollections),
           "failed": PCollection[(key, ScoringFailure)],
           "stats": PCollection[dict]}  (one dict: the counts below)
 
@@ -279,13 +281,16 @@ _ZERO_CACHE_STATS = {"cache_files_read": 0, "cache_entries_read": 0,
 class ScoreUniqueExamples(beam.PTransform):
   """See the module docstring. `model_id` names the model (it is constant for
   the transform, so it is not part of the example digest); `score_cache` is a
-  transforms.scoring.cache.ScoreCache or None."""
+  transforms.scoring.cache.ScoreCache or None. With `merge_scored=False`,
+  "scored" is the tuple of its parts (unscored, cache hits, the model's) for a
+  consumer that spills each part where it is made: the FnApiRunner holds a
+  Flatten of several inputs whole, every scored row of the run."""
 
   def __init__(self, handler: ModelHandler, model_id: str, work_dir: str,
                chunk_chars: int = DEFAULT_CHUNK_CHARS,
                max_examples_per_call: int = DEFAULT_MAX_EXAMPLES_PER_CALL,
                examples_per_group: int = DEFAULT_EXAMPLES_PER_GROUP,
-               score_cache: Optional[Any] = None):
+               score_cache: Optional[Any] = None, merge_scored: bool = True):
     super().__init__()
     self._handler = handler
     self._model_id = model_id
@@ -294,6 +299,7 @@ class ScoreUniqueExamples(beam.PTransform):
     self._max_examples = max_examples_per_call
     self._examples_per_group = examples_per_group
     self._score_cache = score_cache
+    self._merge_scored = merge_scored
 
   def expand(self, keyed_examples):
     routed = keyed_examples | "KeyByExample" >> beam.ParDo(
@@ -307,7 +313,8 @@ class ScoreUniqueExamples(beam.PTransform):
     scored_parts = [routed.unscored]
     to_model = unique
     if self._score_cache is not None:
-      cached = unique | "LookUpScoreCache" >> self._score_cache.look_up()
+      cached = unique | "LookUpScoreCache" >> self._score_cache.look_up(
+          FileSystems.join(self._work_dir, "cache"))
       to_model = cached["misses"]
       stats.append(cached["stats"])
       scored_parts.append(cached["hits"] | "FanOutCachedScores" >> beam.ParDo(
@@ -339,9 +346,11 @@ class ScoreUniqueExamples(beam.PTransform):
     stats += [chunks.stats, results.stats]
     if self._score_cache is not None:
       stats.append(results.new_scores
-                   | "AddToScoreCache" >> self._score_cache.add())
+                   | "AddToScoreCache" >> self._score_cache.add(
+                       FileSystems.join(self._work_dir, "new_scores")))
     return {
-        "scored": tuple(scored_parts) | "MergeScored" >> beam.Flatten(),
+        "scored": (tuple(scored_parts) | "MergeScored" >> beam.Flatten()
+                   if self._merge_scored else tuple(scored_parts)),
         "failed": results.failed,
         "stats": sum_stats(keyed_examples.pipeline, stats, dict(
             _ZERO_STATS, **(_ZERO_CACHE_STATS if self._score_cache else {}))),
