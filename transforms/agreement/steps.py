@@ -7,11 +7,13 @@ import json
 from typing import Iterable, List, NamedTuple, Tuple
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
 from autoais.schemas import (REJECTED, AgreementRow, AttributionScore, DeadLetter, LabelledItem,
                      ScoringFailure)
+from autoais.transforms.io.spilled_groups import SpilledGroupByKey
 from autoais.transforms.scoring.attribution import (ScoreAttribution, first_failure,
-                                            scored_or_failed, scoring_failed)
+                                            scoring_failed)
 
 # The input roles: the set measured and the set a threshold is calibrated on.
 INPUT, CALIBRATION = "input", "calibration"
@@ -94,8 +96,8 @@ class ScoreItems(beam.PTransform):
   """PCollection[(role, LabelledItem)] -> {"rows": PCollection[(role,
   AgreementRow)], "dead_letter": {role: PCollection[DeadLetter]}, "stats": scorer
   counts}: each premise scored once by the scorer; multi-premise items (WiCE)
-  grouped by id and maxed; a model's examples are grouped in runs under
-  `work_dir`."""
+  grouped by id (through runs on disk) and maxed; a model's examples are
+  grouped in runs under `work_dir`."""
 
   def __init__(self, scorer, multi_premise: bool, roles: Tuple[str, ...],
                work_dir: str):
@@ -117,11 +119,16 @@ class ScoreItems(beam.PTransform):
           _DeadLetterFailedItemsFn()).with_outputs(*self._roles)
       return {"rows": rows, "dead_letter": {role: failed[role] for role in self._roles},
               "stats": scores["stats"]}
-    combined = (scored_or_failed(scores, "CollectChunkScores")
-                | "KeyByItem" >> beam.MapTuple(
-                    lambda key, score: ((key.role, key.item.item_id),
-                                        (key.item, score)))
-                | "GroupChunks" >> beam.GroupByKey()
+    # An item's chunks meet in runs on disk, scores and failures spilled apart
+    # where each is made: a Flatten and a GroupByKey would be held whole by the
+    # DirectRunner.
+    keyed = tuple(
+        scores[part] | f"Key{part.title()}ChunksByItem" >> beam.MapTuple(
+            lambda key, score: ((key.role, key.item.item_id), (key.item, score)))
+        for part in ("scored", "failed"))
+    combined = (keyed
+                | "GroupChunks" >> SpilledGroupByKey(
+                    FileSystems.join(self._work_dir, "chunks"))
                 | "CombineChunks" >> beam.ParDo(_CombineChunksFn()).with_outputs(
                     *self._roles, main="rows"))
     return {"rows": combined.rows,
