@@ -1,17 +1,20 @@
-"""compare: what changed between two `autoais evaluate` runs, with the
-statistics to trust it.
+"""compare: what changed between two `autoais evaluate` runs (or two `autoais
+claims` runs), with the statistics to trust it.
 
     autoais compare --baseline LAST_NIGHT_DIR --candidate TONIGHT_DIR --output_dir OUT \
         [--fail_on_regression POINTS] [--allow_changed_scorer true] \
         [--bootstrap_samples 1000] [--seed 0]
     python -m autoais.beam_jobs.compare ...
 
-Reads each run's run.json, leaderboard.json and ratings table (ratings.parquet,
-or its shards), local or gs://. Refuses (exit 2, saying why) two runs whose
+Reads each run's run.json, its per-system summary (leaderboard.json; claims:
+claims.json) and its row table (ratings.parquet; claims: claims_rows.parquet;
+or their shards), local or gs://. Refuses (exit 2, saying why) two runs whose
 scorer differs (name, family, model or tokenizer checksum, threshold, decision
-mode, dtype) unless --allow_changed_scorer, and two runs over different gold
-answers (file name or question count), or runs of another job. The rows are
-joined by system and question in the pipeline (transforms/compare/steps.py).
+mode, dtype) unless --allow_changed_scorer, two runs over different gold
+answers (file name or question count), two claims runs with different
+--evidence_mode, runs of two different jobs, and runs of a job compare does
+not read. The rows are joined by system and question in the pipeline
+(transforms/compare/steps.py).
 
 Outputs in --output_dir: compare.csv / compare.parquet (the rows both runs
 scored whose decision flipped, with both answers, passages and scores, most
@@ -43,7 +46,7 @@ from autoais.beam_jobs.common import JobArguments, boolean_flag, require, run_jo
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import DeadLetter
 from autoais.schemas.errors import ConfigError
-from autoais.transforms.compare.steps import RUNS, CompareRatings
+from autoais.transforms.compare.steps import ROW_KINDS, RUNS, CompareRatings, RowKind
 from autoais.transforms.compare.tables import WriteCompareFiles
 from autoais.transforms.rows.merge import row_table_parts
 from autoais.transforms.rows.record import REGRESSION, RunRecord, WriteRunRecord
@@ -61,9 +64,10 @@ class CompareOptions(PipelineOptions):
   @classmethod
   def _add_argparse_args(cls, parser):
     group = JobArguments(parser, "compare")
-    group.add_argument("--baseline", help="The earlier evaluate run's output directory "
-                       "(local or gs://).")
-    group.add_argument("--candidate", help="The later evaluate run's output directory.")
+    group.add_argument("--baseline", help="The earlier evaluate (or claims) run's "
+                       "output directory (local or gs://).")
+    group.add_argument("--candidate", help="The later run's output directory (the "
+                       "same job as --baseline).")
     group.add_argument("--output_dir", help="Directory for the outputs.")
     group.add_argument("--allow_changed_scorer", type=boolean_flag, default=False,
                        help="true: compare runs whose scorers differ (the change of "
@@ -87,12 +91,12 @@ def _read_json(path: str) -> Dict:
     raise ConfigError(f"{path}: not JSON: {error}") from error
 
 
-def _ratings_files(flag: str, directory: str) -> List[str]:
-  """ratings.parquet, or its shards (--num_shards), of an evaluate run."""
-  parts = row_table_parts(directory, "ratings.parquet")
+def _row_table_files(kind: RowKind, flag: str, directory: str) -> List[str]:
+  """The run's row table, or its shards (--num_shards)."""
+  parts = row_table_parts(directory, kind.table)
   if not parts:
-    raise ConfigError(f"{flag} {directory}: no ratings.parquet (nor its shards): "
-                      "not the output directory of a finished evaluate run")
+    raise ConfigError(f"{flag} {directory}: no {kind.table} (nor its shards): "
+                      f"not the output directory of a finished {kind.job} run")
   return [FileSystems.join(directory, part) for part in parts]
 
 
@@ -125,17 +129,29 @@ class _Plan:
     for run in RUNS:
       flag, directory = f"--{run}", self.dirs[run]
       record = _read_json(FileSystems.join(directory, "run.json"))
-      if record.get("job") != "evaluate":
+      if record.get("job") not in ROW_KINDS:
         raise ConfigError(f"{flag} {directory}: a run of {record.get('job')!r}; "
-                          "compare reads evaluate runs")
+                          f"compare reads runs of {' or '.join(ROW_KINDS)}")
       if record.get("status") not in ("complete", "empty_inputs"):
         raise ConfigError(f"{flag} {directory}: run.json status "
                           f"{record.get('status')!r}: not a finished run")
       self.runs[run] = record
-      self.files[run] = _ratings_files(flag, directory)
-      board = _read_json(FileSystems.join(directory, "leaderboard.json"))
-      self.leaderboards[run] = {row["system_name"]: row.get("autoais")
-                                for row in board.get("systems", [])}
+    jobs = [self.runs[run]["job"] for run in RUNS]
+    if jobs[0] != jobs[1]:
+      raise ConfigError(f"--baseline is a run of {jobs[0]!r} and --candidate of "
+                        f"{jobs[1]!r}: compare reads two runs of the same job")
+    self.kind = ROW_KINDS[jobs[0]]
+    for run in RUNS:
+      flag, directory = f"--{run}", self.dirs[run]
+      self.files[run] = _row_table_files(self.kind, flag, directory)
+      summary = _read_json(FileSystems.join(directory, self.kind.summary))
+      self.leaderboards[run] = {row["system_name"]: row.get(self.kind.headline)
+                                for row in summary.get("systems", [])}
+    modes = [(self.runs[run].get("inputs") or {}).get("evidence_mode") for run in RUNS]
+    if modes[0] != modes[1]:
+      raise ConfigError(f"the claims runs chose evidence differently (--evidence_mode "
+                        f"{modes[0]!r} -> {modes[1]!r}): a change would be the mode's, "
+                        "not the systems'")
     gold = _gold_differences(self.runs["baseline"], self.runs["candidate"])
     if gold:
       raise ConfigError("the runs were graded against different gold answers ("
@@ -148,6 +164,7 @@ class _Plan:
           self.scorer_changed) + "): a change would be the scorer's, not the systems'. "
           "Pass --allow_changed_scorer true to compare the scorers themselves")
     self.header = {
+        "job": self.kind.job,
         "baseline": self.dirs["baseline"], "candidate": self.dirs["candidate"],
         "scorer": self.runs["candidate"].get("scorer", {}).get("name"),
         "scorer_changed": self.scorer_changed,
@@ -156,7 +173,7 @@ class _Plan:
         "fail_on_regression": options.fail_on_regression,
         "units": {"autoais": "percent", "changes": "points"}}
     reads = {f"--{run}": self.files[run] + [FileSystems.join(self.dirs[run], name)
-                                            for name in ("run.json", "leaderboard.json")]
+                                            for name in ("run.json", self.kind.summary)]
              for run in RUNS}
     self.output = OutputDir("compare", options.output_dir, OUTPUT_FILES, reads=reads,
                             read_dirs={f"--{run}": self.dirs[run] for run in RUNS})
@@ -198,7 +215,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   record = _CompareRecord(plan, options.fail_on_regression)
   work_dir = plan.output.claim()
   changes = pipeline | "CompareRatings" >> CompareRatings(
-      plan.files, FileSystems.join(work_dir, "groups"), options.bootstrap_samples,
+      plan.kind, plan.files, FileSystems.join(work_dir, "groups"), options.bootstrap_samples,
       options.seed, options.fail_on_regression, plan.leaderboards)
   summary = changes | "WriteCompareFiles" >> WriteCompareFiles(options.output_dir,
                                                                 plan.header)

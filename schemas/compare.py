@@ -1,18 +1,22 @@
-"""Types of `autoais compare` (two evaluate runs side by side): the rows whose
-decision flipped (compare_rows.csv) and one row per system (compare.csv)."""
+"""Types of `autoais compare` (two evaluate or two claims runs side by side):
+the rows whose decision flipped (compare.csv / .parquet) and one row per system
+(compare_systems.csv)."""
 from typing import NamedTuple, Optional
 
 import pyarrow as pa
 
 
 class CompareFlipRow(NamedTuple):
-  """A (system, question) both runs scored whose AutoAIS decision differs."""
+  """A row both runs scored whose AutoAIS decision differs: evaluate's (system,
+  question), or a claim of the same text in one system's answer to a question
+  (claims: the answer fields hold the claim, the passages its evidence, and
+  there is no attribution)."""
   system_name: str
   question: str
   baseline_answer: str
   candidate_answer: str
-  baseline_attribution: str
-  candidate_attribution: str
+  baseline_attribution: Optional[str]
+  candidate_attribution: Optional[str]
   baseline_passage: Optional[str]
   candidate_passage: Optional[str]
   baseline_auto_ais: str  # "Y" / "N"
@@ -27,8 +31,8 @@ COMPARE_FLIP_SCHEMA = pa.schema([
     pa.field("question", pa.string(), nullable=False),
     pa.field("baseline_answer", pa.string(), nullable=False),
     pa.field("candidate_answer", pa.string(), nullable=False),
-    pa.field("baseline_attribution", pa.string(), nullable=False),
-    pa.field("candidate_attribution", pa.string(), nullable=False),
+    pa.field("baseline_attribution", pa.string()),
+    pa.field("candidate_attribution", pa.string()),
     pa.field("baseline_passage", pa.string()),
     pa.field("candidate_passage", pa.string()),
     pa.field("baseline_auto_ais", pa.string(), nullable=False),
@@ -41,12 +45,14 @@ COMPARE_FLIP_SCHEMA = pa.schema([
 
 class CompareSystemRow(NamedTuple):
   """One system's change. Rates are percents over the questions both runs
-  scored (`n_paired`), changes in points (candidate - baseline) with a 95%
-  paired-bootstrap interval; EM and F1 empty where a run had no gold;
+  answered (`n_paired`; claims: the macro AutoAIS of those answers), changes in
+  points (candidate - baseline) with a 95% paired-bootstrap interval over
+  them; EM and F1 empty where a run had no gold (and for claims); McNemar on
+  the paired rows' decisions (claims: claims of the same text);
   `status` is "both", "added" (candidate only) or "removed" (baseline only)."""
   system_name: str
   status: str
-  n_baseline: int  # the system's rows in the baseline's ratings
+  n_baseline: int  # the system's rows in the baseline's row table
   n_candidate: int
   n_paired: int
   autoais_baseline: Optional[float]

@@ -3,16 +3,21 @@ the same leaderboard with one system's answers replaced on a known set of
 questions. The flipped rows are exactly those; every change, interval and
 McNemar p-value equals an independent computation (numpy's bootstrap with the
 same seed and draws, the exact binomial from math.comb); refusals exit 2;
---fail_on_regression exits 3."""
+--fail_on_regression exits 3. Then two claims runs on ExpertQA's validation
+files, the candidate's evidence of a known set of attributable claims replaced:
+the same checks at the level of claims, with answers as the bootstrap unit."""
 import csv
 import json
 import math
+import pathlib
 import shutil
 
 import numpy as np
 import pytest
 
-from autoais.beam_jobs import compare, evaluate
+from autoais.beam_jobs import claims, compare, evaluate
+from tests.support.paths import shared_file
+from tests.support.scorers import HashScorer
 from tests.support.jobs import run_job
 
 CHANGED_SYSTEM = "right-answer-right-passage"
@@ -187,4 +192,133 @@ def test_runs_scored_or_graded_differently_are_refused(runs, tmp_path, capsys):
         encoding="utf-8")
   # Not an evaluate run.
   assert run_job(compare, *args, tmp_path / "d", "--candidate", runs["out"]) == 2
-  assert "compare reads evaluate runs" in capsys.readouterr().err
+  assert "compare reads runs of evaluate or claims" in capsys.readouterr().err
+
+
+CLAIMS_CHANGED = 25  # attributable claims whose evidence the candidate removes
+
+
+@pytest.fixture(scope="module")
+def claims_runs(tmp_path_factory):
+  """Both runs with tests/support/scorers.py's HashScorer, whose decisions
+  are far from all N (string-match finds few claims in their evidence); a
+  claim without evidence is N whatever the scorer."""
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setattr(claims, "scorer_from_options", lambda *_: HashScorer())
+    return _claims_runs(tmp_path_factory.mktemp("compare_claims"))
+
+
+def _claims_runs(root):
+  sources = [shared_file(f"expertqa/{name}_val.jsonl") for name in ("domain", "rand")]
+  common = ["--bootstrap_samples", 100]
+  assert run_job(claims, "--input", ",".join(map(str, sources)), "--output_dir",
+                 root / "baseline", *common) == 0
+  rows = _read_csv(root / "baseline" / "claims_rows.csv")
+  # The first CLAIMS_CHANGED attributable claims of the system with the most of
+  # them, in file order.
+  yes = [row for row in rows if row["auto_ais"] == "Y"]
+  system = max(sorted({row["system_name"] for row in yes}),
+               key=lambda name: sum(row["system_name"] == name for row in yes))
+  chosen = [row for row in yes if row["system_name"] == system][:CLAIMS_CHANGED]
+  targets = {(pathlib.Path(row["source_file"]).name, int(row["source_line"]),
+              int(row["claim_index"])) for row in chosen}
+  assert len(targets) == CLAIMS_CHANGED
+  (root / "inputs").mkdir()
+  for source in sources:
+    lines = source.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, start=1):
+      record = json.loads(line)
+      answer = record["answers"].get(system)
+      for index, claim in enumerate((answer or {}).get("claims") or []):
+        if (source.name, number, index) in targets:
+          claim["evidence"] = []
+      lines[number - 1] = json.dumps(record, ensure_ascii=False)
+    (root / "inputs" / source.name).write_text("\n".join(lines) + "\n",
+                                                encoding="utf-8")
+  assert run_job(claims, "--input", ",".join(
+      str(root / "inputs" / source.name) for source in sources), "--output_dir",
+                 root / "candidate", *common) == 0
+  assert run_job(compare, "--baseline", root / "baseline", "--candidate",
+                 root / "candidate", "--output_dir", root / "compare", "--seed", SEED,
+                 "--bootstrap_samples", SAMPLES) == 0
+  return {"root": root, "system": system,
+          "changed": {(row["question"], row["claim"]) for row in chosen},
+          "out": root / "compare"}
+
+
+def _claims_by_answer(directory):
+  answers = {}
+  for row in _read_csv(directory / "claims_rows.csv"):
+    answers.setdefault((row["system_name"], row["question"]), []).append(row)
+  return answers
+
+
+def test_claims_flipped_rows_are_exactly_the_claims_whose_evidence_changed(claims_runs):
+  flips = _read_csv(claims_runs["out"] / "compare.csv")
+  assert {(row["system_name"], row["question"], row["baseline_answer"])
+          for row in flips} == {(claims_runs["system"], question, claim)
+                                for question, claim in claims_runs["changed"]}
+  for row in flips:
+    assert (row["baseline_auto_ais"], row["candidate_auto_ais"]) == ("Y", "N")
+    assert row["candidate_answer"] == row["baseline_answer"]
+    assert row["baseline_passage"] and row["candidate_passage"] == ""
+    assert row["baseline_attribution"] == row["candidate_attribution"] == ""
+
+
+def test_claims_changes_equal_an_independent_computation(claims_runs):
+  root = claims_runs["root"]
+  baseline = _claims_by_answer(root / "baseline")
+  candidate = _claims_by_answer(root / "candidate")
+  summary = {row["system_name"]: row for row in json.loads(
+      (root / "baseline" / "claims.json").read_text(encoding="utf-8"))["systems"]}
+  systems = _systems(claims_runs["out"])
+  assert set(systems) == set(summary)
+
+  def share(rows):
+    return np.mean([row["auto_ais"] == "Y" for row in rows])
+  for system, row in systems.items():
+    questions = sorted(q for s, q in baseline if s == system)
+    assert row["status"] == "both" and row["n_paired"] == len(questions) > 0
+    # Every answer is paired: the baseline's AutoAIS is claims' macro AutoAIS.
+    assert row["autoais_baseline"] == pytest.approx(summary[system]["macro_autoais"],
+                                                    abs=1e-9)
+    differences = 100.0 * np.array([share(candidate[(system, q)])
+                                    - share(baseline[(system, q)]) for q in questions])
+    low, high = _bootstrap_interval(differences, SAMPLES, SEED)
+    assert row["autoais_change"] == pytest.approx(differences.mean(), abs=1e-9)
+    assert (row["autoais_change_low"], row["autoais_change_high"]) == pytest.approx(
+        (low, high), abs=1e-9)
+    assert row["em_change"] is None and row["f1_change"] is None
+    down = sum(b["auto_ais"] == "Y" and c["auto_ais"] == "N"
+               for q in questions
+               for b, c in zip(baseline[(system, q)], candidate[(system, q)]))
+    up = sum(b["auto_ais"] == "N" and c["auto_ais"] == "Y"
+             for q in questions
+             for b, c in zip(baseline[(system, q)], candidate[(system, q)]))
+    assert (row["flipped_to_y"], row["flipped_to_n"]) == (up, down)
+    assert row["mcnemar_p_value"] == pytest.approx(_exact_mcnemar(up, down), rel=1e-9)
+  changed = systems[claims_runs["system"]]
+  assert changed["flipped_to_n"] == CLAIMS_CHANGED and changed["autoais_change"] < 0
+  assert changed["autoais_change_high"] < 0
+  assert all(row["autoais_change"] == 0 and row["flipped_to_n"] == 0
+             for name, row in systems.items() if name != claims_runs["system"])
+  document = json.loads((claims_runs["out"] / "compare.json").read_text(encoding="utf-8"))
+  assert document["job"] == "claims"
+  assert "macro AutoAIS" in (claims_runs["out"] / "report.html").read_text(
+      encoding="utf-8")
+
+
+def test_runs_of_two_jobs_or_two_evidence_modes_are_refused(runs, claims_runs, tmp_path,
+                                                            capsys):
+  assert run_job(compare, "--baseline", runs["root"] / "baseline", "--candidate",
+                 claims_runs["root"] / "candidate", "--output_dir", tmp_path / "a") == 2
+  assert "two runs of the same job" in capsys.readouterr().err
+
+  def max_mode(run):
+    run["inputs"]["evidence_mode"] = "max"
+  other_mode = _altered_copy(claims_runs["root"] / "candidate", tmp_path / "mode",
+                             max_mode)
+  assert run_job(compare, "--baseline", claims_runs["root"] / "baseline",
+                 "--candidate", other_mode, "--output_dir", tmp_path / "b") == 2
+  assert "--evidence_mode 'concat' -> 'max'" in capsys.readouterr().err
+  assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

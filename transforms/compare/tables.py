@@ -42,10 +42,18 @@ def compare_markdown(header: Dict, systems: List[CompareSystemRow]) -> str:
   if header.get("scorer_changed"):
     lines += ["The scorers differ (--allow_changed_scorer): the change of model is the "
               "subject of this comparison: " + "; ".join(header["scorer_changed"]), ""]
-  lines += ["AutoAIS, EM and F1 over the questions both runs scored; changes in points "
-            "(candidate - baseline) with 95% paired-bootstrap intervals; McNemar's exact "
-            "test on the paired decisions.", "",
-            "| system | status | paired | AutoAIS % baseline | AutoAIS % candidate | "
+  if header["job"] == "claims":
+    lines += ["Macro AutoAIS (the mean over answers of the share of their claims rated "
+              "attributable) over the questions both runs answered; changes in points "
+              "(candidate - baseline) with 95% paired-bootstrap intervals over those "
+              "questions; McNemar's exact test on the decisions of claims of the same "
+              "text in both runs (claims of one answer are not independent: read its "
+              "p-value as a guide). No EM or F1: claims carry no gold.", ""]
+  else:
+    lines += ["AutoAIS, EM and F1 over the questions both runs scored; changes in "
+              "points (candidate - baseline) with 95% paired-bootstrap intervals; "
+              "McNemar's exact test on the paired decisions.", ""]
+  lines += ["| system | status | paired | AutoAIS % baseline | AutoAIS % candidate | "
             "AutoAIS change | EM change | F1 change | N to Y | Y to N | McNemar p | "
             "regression |",
             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]

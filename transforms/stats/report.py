@@ -387,8 +387,12 @@ def compare_report_html(header: Dict, systems: Sequence) -> str:
                   "AutoAIS candidate %", "change (points)", "low", "high", "N to Y",
                   "Y to N", "McNemar p", "regression"), rows)
   intro = [f"Baseline: {header['baseline']}", f"Candidate: {header['candidate']}"]
+  if header["job"] == "claims":
+    intro.append("AutoAIS is the claims' macro AutoAIS (the mean over answers of the "
+                 "share of their claims rated attributable); N to Y and Y to N count "
+                 "claims of the same text in both runs.")
   if header.get("scorer_changed"):
     intro.append("The scorers differ (--allow_changed_scorer): the change of model is "
                  "the subject of this comparison: " + "; ".join(header["scorer_changed"]))
-  return _page("Changes between two evaluate runs", intro,
+  return _page(f"Changes between two {header['job']} runs", intro,
                [("Changes by system", table)], figures)
