@@ -1,5 +1,6 @@
 """compare: what changed between two `autoais evaluate` runs (or two `autoais
-claims` runs), with the statistics to trust it.
+claims` runs, or two `autoais agreement` runs of one labelled set), with the
+statistics to trust it.
 
     autoais compare --baseline LAST_NIGHT_DIR --candidate TONIGHT_DIR --output_dir OUT \
         [--fail_on_regression POINTS] [--allow_changed_scorer true] \
@@ -7,13 +8,14 @@ claims` runs), with the statistics to trust it.
     python -m autoais.beam_jobs.compare ...
 
 Reads each run's run.json, its per-system summary (leaderboard.json; claims:
-claims.json) and its row table (ratings.parquet; claims: claims_rows.parquet;
-or their shards), local or gs://. Refuses (exit 2, saying why) two runs whose
+claims.json; agreement: agreement.json, per group of items) and its row table
+(ratings.parquet; claims_rows.parquet; agreement_rows.parquet; or their
+shards), local or gs://. Refuses (exit 2, saying why) two runs whose
 scorer differs (name, family, model or tokenizer checksum, threshold, decision
 mode, dtype) unless --allow_changed_scorer, two runs over different gold
 answers (file name or question count), two claims runs with different
---evidence_mode, runs of two different jobs, and runs of a job compare does
-not read. The rows are joined by system and question in the pipeline
+--evidence_mode, two agreement runs of different formats or input files, runs
+of two different jobs, and runs of a job compare does not read. The rows are joined by system and question in the pipeline
 (transforms/compare/steps.py).
 
 Outputs in --output_dir: compare.csv / compare.parquet (the rows both runs
@@ -25,7 +27,8 @@ exact test, the leaderboards' headline AutoAIS; systems added and removed),
 report.html (a forest plot of the changes), dead_letter.jsonl and run.json,
 written last. With --fail_on_regression POINTS, a system whose AutoAIS fell by
 more than POINTS with an interval below 0 makes run.json's status "regression"
-and the exit code 3, after every output is written.
+and the exit code 3, after every output is written (agreement runs: its
+balanced accuracy against the human labels fell).
 """
 if __name__ == "__main__":
   # `python -m autoais.beam_jobs.compare`: run the package module (Beam pickles
@@ -46,7 +49,8 @@ from autoais.beam_jobs.common import JobArguments, boolean_flag, require, run_jo
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import DeadLetter
 from autoais.schemas.errors import ConfigError
-from autoais.transforms.compare.steps import ROW_KINDS, RUNS, CompareRatings, RowKind
+from autoais.transforms.compare.steps import (ROW_KINDS, RUNS, CompareRatings, RowKind,
+                                              headlines)
 from autoais.transforms.compare.tables import WriteCompareFiles
 from autoais.transforms.rows.merge import row_table_parts
 from autoais.transforms.rows.record import REGRESSION, RunRecord, WriteRunRecord
@@ -74,8 +78,8 @@ class CompareOptions(PipelineOptions):
                        "model is then the subject; the outputs say so).")
     group.add_argument("--fail_on_regression", type=float, default=None,
                        help="Exit 3 (run.json status \"regression\") when a system's "
-                       "AutoAIS fell by more than this many points with a 95%% "
-                       "interval below 0.")
+                       "AutoAIS (agreement runs: a group's balanced accuracy) fell "
+                       "by more than this many points with a 95%% interval below 0.")
     group.add_argument("--bootstrap_samples", type=int, default=1000,
                        help="Bootstrap resamples for 95%% CIs (default 1000).")
     group.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
@@ -103,6 +107,28 @@ def _row_table_files(kind: RowKind, flag: str, directory: str) -> List[str]:
 def _scorer_differences(baseline: Dict, candidate: Dict) -> List[str]:
   return [f"{field}: {baseline.get(field)!r} -> {candidate.get(field)!r}"
           for field in SCORER_FIELDS if baseline.get(field) != candidate.get(field)]
+
+
+def _input_differences(baseline: Dict, candidate: Dict) -> List[str]:
+  """Why two runs of one job did not read comparable inputs: claims' evidence
+  mode; agreement's format or input files (by name)."""
+  def inputs(run):
+    return run.get("inputs") or {}
+  modes = [inputs(run).get("evidence_mode") for run in (baseline, candidate)]
+  if modes[0] != modes[1]:
+    return [f"the claims runs chose evidence differently (--evidence_mode "
+            f"{modes[0]!r} -> {modes[1]!r}): a change would be the mode's, not the "
+            "systems'"]
+  if baseline.get("job") != "agreement":
+    return []
+  formats = [inputs(run).get("format") for run in (baseline, candidate)]
+  names = [sorted(path.rstrip("/").rsplit("/", 1)[-1] for path in inputs(run).get(
+      "input") or ()) for run in (baseline, candidate)]
+  if formats[0] != formats[1] or names[0] != names[1]:
+    return [f"the agreement runs read different labelled sets (format, files: "
+            f"{formats[0]!r}, {names[0]} -> {formats[1]!r}, {names[1]}): their items "
+            "are not the same"]
+  return []
 
 
 def _gold_differences(baseline: Dict, candidate: Dict) -> List[str]:
@@ -141,17 +167,16 @@ class _Plan:
       raise ConfigError(f"--baseline is a run of {jobs[0]!r} and --candidate of "
                         f"{jobs[1]!r}: compare reads two runs of the same job")
     self.kind = ROW_KINDS[jobs[0]]
+    groupings = {}
     for run in RUNS:
       flag, directory = f"--{run}", self.dirs[run]
       self.files[run] = _row_table_files(self.kind, flag, directory)
       summary = _read_json(FileSystems.join(directory, self.kind.summary))
-      self.leaderboards[run] = {row["system_name"]: row.get(self.kind.headline)
-                                for row in summary.get("systems", [])}
-    modes = [(self.runs[run].get("inputs") or {}).get("evidence_mode") for run in RUNS]
-    if modes[0] != modes[1]:
-      raise ConfigError(f"the claims runs chose evidence differently (--evidence_mode "
-                        f"{modes[0]!r} -> {modes[1]!r}): a change would be the mode's, "
-                        "not the systems'")
+      self.leaderboards[run] = headlines(self.kind, summary)
+      groupings[run] = tuple(summary.get("groupings") or ())
+    self.groupings = groupings["candidate"]
+    for difference in _input_differences(self.runs["baseline"], self.runs["candidate"]):
+      raise ConfigError(difference)
     gold = _gold_differences(self.runs["baseline"], self.runs["candidate"])
     if gold:
       raise ConfigError("the runs were graded against different gold answers ("
@@ -163,8 +188,12 @@ class _Plan:
       raise ConfigError("the runs were scored differently (" + "; ".join(
           self.scorer_changed) + "): a change would be the scorer's, not the systems'. "
           "Pass --allow_changed_scorer true to compare the scorers themselves")
+    labelled = self.kind.label is not None
     self.header = {
         "job": self.kind.job,
+        "regression_on": "balanced_accuracy" if labelled else "autoais",
+        "mcnemar": ("whether each decision agrees with the human label" if labelled
+                    else "the paired decisions"),
         "baseline": self.dirs["baseline"], "candidate": self.dirs["candidate"],
         "scorer": self.runs["candidate"].get("scorer", {}).get("name"),
         "scorer_changed": self.scorer_changed,
@@ -216,9 +245,9 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   work_dir = plan.output.claim()
   changes = pipeline | "CompareRatings" >> CompareRatings(
       plan.kind, plan.files, FileSystems.join(work_dir, "groups"), options.bootstrap_samples,
-      options.seed, options.fail_on_regression, plan.leaderboards)
-  summary = changes | "WriteCompareFiles" >> WriteCompareFiles(options.output_dir,
-                                                                plan.header)
+      options.seed, options.fail_on_regression, plan.leaderboards, plan.groupings)
+  summary = changes | "WriteCompareFiles" >> WriteCompareFiles(
+      options.output_dir, work_dir, plan.header)
   no_dead_letters = pipeline | "NoDeadLetters" >> beam.Create(
       []).with_output_types(DeadLetter)
   _ = pipeline | "WriteRunRecord" >> WriteRunRecord(

@@ -1,6 +1,6 @@
-"""Types of `autoais compare` (two evaluate or two claims runs side by side):
-the rows whose decision flipped (compare.csv / .parquet) and one row per system
-(compare_systems.csv)."""
+"""Types of `autoais compare` (two evaluate, claims or agreement runs side by
+side): the rows whose decision flipped (compare.csv / .parquet) and one row per
+system (compare_systems.csv)."""
 from typing import NamedTuple, Optional
 
 import pyarrow as pa
@@ -44,11 +44,15 @@ COMPARE_FLIP_SCHEMA = pa.schema([
 
 
 class CompareSystemRow(NamedTuple):
-  """One system's change. Rates are percents over the questions both runs
-  answered (`n_paired`; claims: the macro AutoAIS of those answers), changes in
-  points (candidate - baseline) with a 95% paired-bootstrap interval over
-  them; EM and F1 empty where a run had no gold (and for claims); McNemar on
-  the paired rows' decisions (claims: claims of the same text);
+  """One system's change (agreement: one group of items, or all of them).
+  Rates are percents over the questions both runs answered (`n_paired`;
+  claims: the macro AutoAIS of those answers; agreement: the items, AutoAIS
+  the share decided attributable), changes in points (candidate - baseline)
+  with a 95% paired-bootstrap interval over them; EM and F1 empty where a run
+  had no gold (and for claims and agreement); accuracy and balanced accuracy
+  against the human labels for agreement only; McNemar on the paired rows'
+  decisions (claims: claims of the same text; agreement: on whether each
+  decision agrees with the human label);
   `status` is "both", "added" (candidate only) or "removed" (baseline only)."""
   system_name: str
   status: str
@@ -66,6 +70,17 @@ class CompareSystemRow(NamedTuple):
   f1_change: Optional[float]
   f1_change_low: Optional[float]
   f1_change_high: Optional[float]
+  # agreement runs: the decisions against the human labels, in percent / points
+  accuracy_baseline: Optional[float]
+  accuracy_candidate: Optional[float]
+  accuracy_change: Optional[float]
+  accuracy_change_low: Optional[float]
+  accuracy_change_high: Optional[float]
+  balanced_accuracy_baseline: Optional[float]
+  balanced_accuracy_candidate: Optional[float]
+  balanced_accuracy_change: Optional[float]
+  balanced_accuracy_change_low: Optional[float]
+  balanced_accuracy_change_high: Optional[float]
   flipped_to_y: int  # N in the baseline, Y in the candidate
   flipped_to_n: int
   mcnemar_p_value: Optional[float]  # exact, on the paired decisions
@@ -91,6 +106,16 @@ COMPARE_SYSTEM_SCHEMA = pa.schema([
     pa.field("f1_change", pa.float64()),
     pa.field("f1_change_low", pa.float64()),
     pa.field("f1_change_high", pa.float64()),
+    pa.field("accuracy_baseline", pa.float64()),
+    pa.field("accuracy_candidate", pa.float64()),
+    pa.field("accuracy_change", pa.float64()),
+    pa.field("accuracy_change_low", pa.float64()),
+    pa.field("accuracy_change_high", pa.float64()),
+    pa.field("balanced_accuracy_baseline", pa.float64()),
+    pa.field("balanced_accuracy_candidate", pa.float64()),
+    pa.field("balanced_accuracy_change", pa.float64()),
+    pa.field("balanced_accuracy_change_low", pa.float64()),
+    pa.field("balanced_accuracy_change_high", pa.float64()),
     pa.field("flipped_to_y", pa.int64(), nullable=False),
     pa.field("flipped_to_n", pa.int64(), nullable=False),
     pa.field("mcnemar_p_value", pa.float64()),

@@ -15,7 +15,7 @@ import shutil
 import numpy as np
 import pytest
 
-from autoais.beam_jobs import claims, compare, evaluate
+from autoais.beam_jobs import agreement, claims, compare, evaluate
 from tests.support.paths import shared_file
 from tests.support.scorers import HashScorer
 from tests.support.jobs import run_job
@@ -322,3 +322,121 @@ def test_runs_of_two_jobs_or_two_evidence_modes_are_refused(runs, claims_runs, t
                  "--candidate", other_mode, "--output_dir", tmp_path / "b") == 2
   assert "--evidence_mode 'concat' -> 'max'" in capsys.readouterr().err
   assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+BEGIN_FILES = ("begin/begin_dev_wow.tsv", "begin/begin_dev_cmu.tsv",
+               "begin/begin_dev_tc.tsv")
+
+
+@pytest.fixture(scope="module")
+def agreement_runs(tmp_path_factory):
+  """BEGIN's dev set rated by string-match (baseline) and by HashScorer
+  (candidate): a change of scorer, the subject of comparing two agreement runs."""
+  root = tmp_path_factory.mktemp("compare_agreement")
+  inputs = ",".join(str(shared_file(name)) for name in BEGIN_FILES)
+  assert run_job(agreement, "--input", inputs, "--format", "begin", "--output_dir",
+                 root / "baseline") == 0
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setattr(agreement, "scorer_from_options", lambda *_: HashScorer())
+    assert run_job(agreement, "--input", inputs, "--format", "begin", "--output_dir",
+                   root / "candidate") == 0
+  assert run_job(compare, "--baseline", root / "baseline", "--candidate",
+                 root / "candidate", "--output_dir", root / "compare", "--seed", SEED,
+                 "--bootstrap_samples", SAMPLES, "--allow_changed_scorer", "true",
+                 "--fail_on_regression", 1) in (0, 3)
+  return root
+
+
+def _agreement_rows(directory):
+  return {row["item_id"]: row for row in _read_csv(directory / "agreement_rows.csv")}
+
+
+def test_agreement_changes_per_group_equal_an_independent_computation(agreement_runs):
+  root = agreement_runs
+  baseline = _agreement_rows(root / "baseline")
+  candidate = _agreement_rows(root / "candidate")
+  assert set(baseline) == set(candidate)
+  document = json.loads((root / "compare" / "compare.json").read_text(encoding="utf-8"))
+  assert document["job"] == "agreement"
+  assert document["regression_on"] == "balanced_accuracy"
+  systems = {row["system_name"]: row for row in document["systems"]}
+  groups = {"all items": sorted(baseline)}
+  for item, row in baseline.items():
+    groups.setdefault(f"data_source={row['group']}", []).append(item)
+    groups.setdefault(f"model_name={row['secondary_group']}", []).append(item)
+  assert set(systems) == set(groups) and len(groups) == 1 + 3 + 4
+  summary = json.loads((root / "baseline" / "agreement.json").read_text(encoding="utf-8"))
+  assert systems["all items"]["leaderboard_autoais_baseline"] == pytest.approx(
+      100 * summary["overall"]["predicted_ais"], abs=1e-9)
+  regressions = []
+  for name, items in groups.items():
+    row = systems[name]
+    items = sorted(items)
+    assert row["n_paired"] == len(items)
+    labels = np.array([baseline[i]["human_attributable"] == "true" for i in items])
+    base_y = np.array([baseline[i]["decision"] == "Y" for i in items])
+    cand_y = np.array([candidate[i]["decision"] == "Y" for i in items])
+    base_right, cand_right = base_y == labels, cand_y == labels
+    difference = 100.0 * (cand_right.astype(float) - base_right.astype(float))
+    low, high = _bootstrap_interval(difference, SAMPLES, SEED)
+    assert row["accuracy_baseline"] == pytest.approx(100 * base_right.mean(), abs=1e-9)
+    assert row["accuracy_candidate"] == pytest.approx(100 * cand_right.mean(), abs=1e-9)
+    assert row["accuracy_change"] == pytest.approx(difference.mean(), abs=1e-9)
+    assert (row["accuracy_change_low"], row["accuracy_change_high"]) == pytest.approx(
+        (low, high), abs=1e-9)
+    assert row["autoais_baseline"] == pytest.approx(100 * base_y.mean(), abs=1e-9)
+    balanced = [50 * (right[labels].mean() + right[~labels].mean())
+                for right in (base_right, cand_right)]
+    assert row["balanced_accuracy_baseline"] == pytest.approx(balanced[0], abs=1e-9)
+    assert row["balanced_accuracy_change"] == pytest.approx(balanced[1] - balanced[0],
+                                                            abs=1e-9)
+    # The balanced accuracy change of each resample, the same draws.
+    rng = np.random.default_rng(SEED)
+    resampled = []
+    for start in range(0, SAMPLES, 50):
+      draws = rng.integers(0, len(items), size=(min(50, SAMPLES - start), len(items)))
+      for drawn in draws:
+        positive, negative = labels[drawn], ~labels[drawn]
+        if positive.any() and negative.any():
+          resampled.append(50 * (cand_right[drawn][positive].mean()
+                                 - base_right[drawn][positive].mean()
+                                 + cand_right[drawn][negative].mean()
+                                 - base_right[drawn][negative].mean()))
+    b_low, b_high = np.percentile(resampled, [2.5, 97.5])
+    assert (row["balanced_accuracy_change_low"],
+            row["balanced_accuracy_change_high"]) == pytest.approx((b_low, b_high),
+                                                                   abs=1e-9)
+    up, down = int(np.sum(~base_y & cand_y)), int(np.sum(base_y & ~cand_y))
+    assert (row["flipped_to_y"], row["flipped_to_n"]) == (up, down)
+    right_up = int(np.sum(cand_right & ~base_right))
+    right_down = int(np.sum(base_right & ~cand_right))
+    assert row["mcnemar_p_value"] == pytest.approx(
+        _exact_mcnemar(right_up, right_down), rel=1e-9)
+    assert row["em_change"] is None
+    assert row["regression"] == (balanced[1] - balanced[0] < -1 and b_high < 0)
+    if row["regression"]:
+      regressions.append(name)
+  # Each flipped item once, under its groups.
+  flips = _read_csv(root / "compare" / "compare.csv")
+  assert {(row["system_name"], row["question"]) for row in flips} == {
+      (f"data_source={baseline[i]['group']}; model_name="
+       f"{baseline[i]['secondary_group']}", i)
+      for i in baseline if baseline[i]["decision"] != candidate[i]["decision"]}
+  assert len(flips) == (systems["all items"]["flipped_to_y"]
+                        + systems["all items"]["flipped_to_n"]) > 100
+  run = json.loads((root / "compare" / "run.json").read_text(encoding="utf-8"))
+  assert run["flipped_rows"] == len(flips)
+  assert run["paired_questions"] == len(baseline)
+  assert run["regressions"] == sorted(regressions)
+  assert run["status"] == ("regression" if regressions else "complete")
+
+
+def test_agreement_runs_of_other_sets_are_refused(agreement_runs, tmp_path, capsys):
+  def other_files(run):
+    run["inputs"]["input"] = run["inputs"]["input"][:2]
+  other = _altered_copy(agreement_runs / "candidate", tmp_path / "other", other_files)
+  assert run_job(compare, "--baseline", agreement_runs / "baseline", "--candidate",
+                 other, "--output_dir", tmp_path / "a", "--allow_changed_scorer",
+                 "true") == 2
+  assert "different labelled sets" in capsys.readouterr().err
+  assert not (tmp_path / "a").exists()

@@ -1,3 +1,3 @@
-"""`autoais compare`'s own steps: two evaluate (or claims) runs' row tables joined
-by system and question (`steps`), the per-system changes and their files
-(`tables`)."""
+"""`autoais compare`'s own steps: two evaluate (claims, agreement) runs' row
+tables joined by system and question (`steps`), the per-system changes and
+their files (`tables`)."""
