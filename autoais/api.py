@@ -192,7 +192,8 @@ def sck(**flags) -> JobResult:
 
 
 def compare(**flags) -> JobResult:
-  """`autoais compare`: what changed between two evaluate runs (docs/compare.md);
+  """`autoais compare`: what changed between two evaluate (or claims, or
+  agreement) runs (docs/compare.md);
   `result.leaderboard` holds the systems' changes, `result.table("compare.csv")`
   the flipped rows; exit_code 3 where --fail_on_regression found one."""
   return run("compare", **flags)

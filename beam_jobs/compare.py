@@ -1,4 +1,5 @@
-"""compare: what changed between two `autoais evaluate` runs, with the
+"""compare: what changed between two `autoais evaluate` runs (or two `autoais
+claims` runs, or two `autoais agreement` runs of one labelled set), with the
 statistics to trust it.
 
     autoais compare --baseline LAST_NIGHT_DIR --candidate TONIGHT_DIR --output_dir OUT \
@@ -6,12 +7,16 @@ statistics to trust it.
         [--bootstrap_samples 1000] [--seed 0]
     python -m autoais.beam_jobs.compare ...
 
-Reads each run's run.json, leaderboard.json and ratings table (ratings.parquet,
-or its shards), local or gs://. Refuses (exit 2, saying why) two runs whose
+Reads each run's run.json, its per-system summary (leaderboard.json; claims:
+claims.json; agreement: agreement.json, per group of items) and its row table
+(ratings.parquet; claims_rows.parquet; agreement_rows.parquet; or their
+shards), local or gs://. Refuses (exit 2, saying why) two runs whose
 scorer differs (name, family, model or tokenizer checksum, threshold, decision
-mode, dtype) unless --allow_changed_scorer, and two runs over different gold
-answers (file name or question count), or runs of another job. The rows are
-joined by system and question in the pipeline (transforms/compare/steps.py).
+mode, dtype) unless --allow_changed_scorer, two runs over different gold
+answers (file name or question count), two claims runs with different
+--evidence_mode, two agreement runs of different formats or input files, runs
+of two different jobs, and runs of a job compare does not read. The rows are joined by system and question in the pipeline
+(transforms/compare/steps.py).
 
 Outputs in --output_dir: compare.csv / compare.parquet (the rows both runs
 scored whose decision flipped, with both answers, passages and scores, most
@@ -22,7 +27,8 @@ exact test, the leaderboards' headline AutoAIS; systems added and removed),
 report.html (a forest plot of the changes), dead_letter.jsonl and run.json,
 written last. With --fail_on_regression POINTS, a system whose AutoAIS fell by
 more than POINTS with an interval below 0 makes run.json's status "regression"
-and the exit code 3, after every output is written.
+and the exit code 3, after every output is written (agreement runs: its
+balanced accuracy against the human labels fell).
 """
 if __name__ == "__main__":
   # `python -m autoais.beam_jobs.compare`: run the package module (Beam pickles
@@ -43,7 +49,8 @@ from autoais.beam_jobs.common import JobArguments, boolean_flag, require, run_jo
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import DeadLetter
 from autoais.schemas.errors import ConfigError
-from autoais.transforms.compare.steps import RUNS, CompareRatings
+from autoais.transforms.compare.steps import (ROW_KINDS, RUNS, CompareRatings, RowKind,
+                                              headlines)
 from autoais.transforms.compare.tables import WriteCompareFiles
 from autoais.transforms.rows.merge import row_table_parts
 from autoais.transforms.rows.run_record import REGRESSION, RunRecord, WriteRunRecord
@@ -61,17 +68,18 @@ class CompareOptions(PipelineOptions):
   @classmethod
   def _add_argparse_args(cls, parser):
     group = JobArguments(parser, "compare")
-    group.add_argument("--baseline", help="The earlier evaluate run's output directory "
-                       "(local or gs://).")
-    group.add_argument("--candidate", help="The later evaluate run's output directory.")
+    group.add_argument("--baseline", help="The earlier evaluate (or claims) run's "
+                       "output directory (local or gs://).")
+    group.add_argument("--candidate", help="The later run's output directory (the "
+                       "same job as --baseline).")
     group.add_argument("--output_dir", help="Directory for the outputs.")
     group.add_argument("--allow_changed_scorer", type=boolean_flag, default=False,
                        help="true: compare runs whose scorers differ (the change of "
                        "model is then the subject; the outputs say so).")
     group.add_argument("--fail_on_regression", type=float, default=None,
                        help="Exit 3 (run.json status \"regression\") when a system's "
-                       "AutoAIS fell by more than this many points with a 95%% "
-                       "interval below 0.")
+                       "AutoAIS (agreement runs: a group's balanced accuracy) fell "
+                       "by more than this many points with a 95%% interval below 0.")
     group.add_argument("--bootstrap_samples", type=int, default=1000,
                        help="Bootstrap resamples for 95%% CIs (default 1000).")
     group.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
@@ -87,18 +95,40 @@ def _read_json(path: str) -> Dict:
     raise ConfigError(f"{path}: not JSON: {error}") from error
 
 
-def _ratings_files(flag: str, directory: str) -> List[str]:
-  """ratings.parquet, or its shards (--num_shards), of an evaluate run."""
-  parts = row_table_parts(directory, "ratings.parquet")
+def _row_table_files(kind: RowKind, flag: str, directory: str) -> List[str]:
+  """The run's row table, or its shards (--num_shards)."""
+  parts = row_table_parts(directory, kind.table)
   if not parts:
-    raise ConfigError(f"{flag} {directory}: no ratings.parquet (nor its shards): "
-                      "not the output directory of a finished evaluate run")
+    raise ConfigError(f"{flag} {directory}: no {kind.table} (nor its shards): "
+                      f"not the output directory of a finished {kind.job} run")
   return [FileSystems.join(directory, part) for part in parts]
 
 
 def _scorer_differences(baseline: Dict, candidate: Dict) -> List[str]:
   return [f"{field}: {baseline.get(field)!r} -> {candidate.get(field)!r}"
           for field in SCORER_FIELDS if baseline.get(field) != candidate.get(field)]
+
+
+def _input_differences(baseline: Dict, candidate: Dict) -> List[str]:
+  """Why two runs of one job did not read comparable inputs: claims' evidence
+  mode; agreement's format or input files (by name)."""
+  def inputs(run):
+    return run.get("inputs") or {}
+  modes = [inputs(run).get("evidence_mode") for run in (baseline, candidate)]
+  if modes[0] != modes[1]:
+    return [f"the claims runs chose evidence differently (--evidence_mode "
+            f"{modes[0]!r} -> {modes[1]!r}): a change would be the mode's, not the "
+            "systems'"]
+  if baseline.get("job") != "agreement":
+    return []
+  formats = [inputs(run).get("format") for run in (baseline, candidate)]
+  names = [sorted(path.rstrip("/").rsplit("/", 1)[-1] for path in inputs(run).get(
+      "input") or ()) for run in (baseline, candidate)]
+  if formats[0] != formats[1] or names[0] != names[1]:
+    return [f"the agreement runs read different labelled sets (format, files: "
+            f"{formats[0]!r}, {names[0]} -> {formats[1]!r}, {names[1]}): their items "
+            "are not the same"]
+  return []
 
 
 def _gold_differences(baseline: Dict, candidate: Dict) -> List[str]:
@@ -125,17 +155,28 @@ class _Plan:
     for run in RUNS:
       flag, directory = f"--{run}", self.dirs[run]
       record = _read_json(FileSystems.join(directory, "run.json"))
-      if record.get("job") != "evaluate":
+      if record.get("job") not in ROW_KINDS:
         raise ConfigError(f"{flag} {directory}: a run of {record.get('job')!r}; "
-                          "compare reads evaluate runs")
+                          f"compare reads runs of {' or '.join(ROW_KINDS)}")
       if record.get("status") not in ("complete", "empty_inputs"):
         raise ConfigError(f"{flag} {directory}: run.json status "
                           f"{record.get('status')!r}: not a finished run")
       self.runs[run] = record
-      self.files[run] = _ratings_files(flag, directory)
-      board = _read_json(FileSystems.join(directory, "leaderboard.json"))
-      self.leaderboards[run] = {row["system_name"]: row.get("autoais")
-                                for row in board.get("systems", [])}
+    jobs = [self.runs[run]["job"] for run in RUNS]
+    if jobs[0] != jobs[1]:
+      raise ConfigError(f"--baseline is a run of {jobs[0]!r} and --candidate of "
+                        f"{jobs[1]!r}: compare reads two runs of the same job")
+    self.kind = ROW_KINDS[jobs[0]]
+    groupings = {}
+    for run in RUNS:
+      flag, directory = f"--{run}", self.dirs[run]
+      self.files[run] = _row_table_files(self.kind, flag, directory)
+      summary = _read_json(FileSystems.join(directory, self.kind.summary))
+      self.leaderboards[run] = headlines(self.kind, summary)
+      groupings[run] = tuple(summary.get("groupings") or ())
+    self.groupings = groupings["candidate"]
+    for difference in _input_differences(self.runs["baseline"], self.runs["candidate"]):
+      raise ConfigError(difference)
     gold = _gold_differences(self.runs["baseline"], self.runs["candidate"])
     if gold:
       raise ConfigError("the runs were graded against different gold answers ("
@@ -147,7 +188,12 @@ class _Plan:
       raise ConfigError("the runs were scored differently (" + "; ".join(
           self.scorer_changed) + "): a change would be the scorer's, not the systems'. "
           "Pass --allow_changed_scorer true to compare the scorers themselves")
+    labelled = self.kind.label is not None
     self.header = {
+        "job": self.kind.job,
+        "regression_on": "balanced_accuracy" if labelled else "autoais",
+        "mcnemar": ("whether each decision agrees with the human label" if labelled
+                    else "the paired decisions"),
         "baseline": self.dirs["baseline"], "candidate": self.dirs["candidate"],
         "scorer": self.runs["candidate"].get("scorer", {}).get("name"),
         "scorer_changed": self.scorer_changed,
@@ -156,7 +202,7 @@ class _Plan:
         "fail_on_regression": options.fail_on_regression,
         "units": {"autoais": "percent", "changes": "points"}}
     reads = {f"--{run}": self.files[run] + [FileSystems.join(self.dirs[run], name)
-                                            for name in ("run.json", "leaderboard.json")]
+                                            for name in ("run.json", self.kind.summary)]
              for run in RUNS}
     self.output = OutputDir("compare", options.output_dir, OUTPUT_FILES, reads=reads,
                             read_dirs={f"--{run}": self.dirs[run] for run in RUNS})
@@ -199,10 +245,10 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   record = _CompareRecord(plan, options.fail_on_regression)
   work_dir = plan.output.claim()
   changes = pipeline | "CompareRatings" >> CompareRatings(
-      plan.files, FileSystems.join(work_dir, "groups"), options.bootstrap_samples,
-      options.seed, options.fail_on_regression, plan.leaderboards)
-  summary = changes | "WriteCompareFiles" >> WriteCompareFiles(options.output_dir,
-                                                                plan.header)
+      plan.kind, plan.files, FileSystems.join(work_dir, "groups"), options.bootstrap_samples,
+      options.seed, options.fail_on_regression, plan.leaderboards, plan.groupings)
+  summary = changes | "WriteCompareFiles" >> WriteCompareFiles(
+      options.output_dir, work_dir, plan.header)
   no_dead_letters = pipeline | "NoDeadLetters" >> beam.Create(
       []).with_output_types(DeadLetter)
   _ = {"dead": {"rows": no_dead_letters}, "summary": summary

@@ -1,18 +1,22 @@
-"""Types of `autoais compare` (two evaluate runs side by side): the rows whose
-decision flipped (compare_rows.csv) and one row per system (compare.csv)."""
+"""Types of `autoais compare` (two evaluate, claims or agreement runs side by
+side): the rows whose decision flipped (compare.csv / .parquet) and one row per
+system (compare_systems.csv)."""
 from typing import NamedTuple, Optional
 
 import pyarrow as pa
 
 
 class CompareFlipRow(NamedTuple):
-  """A (system, question) both runs scored whose AutoAIS decision differs."""
+  """A row both runs scored whose AutoAIS decision differs: evaluate's (system,
+  question), or a claim of the same text in one system's answer to a question
+  (claims: the answer fields hold the claim, the passages its evidence, and
+  there is no attribution)."""
   system_name: str
   question: str
   baseline_answer: str
   candidate_answer: str
-  baseline_attribution: str
-  candidate_attribution: str
+  baseline_attribution: Optional[str]
+  candidate_attribution: Optional[str]
   baseline_passage: Optional[str]
   candidate_passage: Optional[str]
   baseline_auto_ais: str  # "Y" / "N"
@@ -27,8 +31,8 @@ COMPARE_FLIP_SCHEMA = pa.schema([
     pa.field("question", pa.string(), nullable=False),
     pa.field("baseline_answer", pa.string(), nullable=False),
     pa.field("candidate_answer", pa.string(), nullable=False),
-    pa.field("baseline_attribution", pa.string(), nullable=False),
-    pa.field("candidate_attribution", pa.string(), nullable=False),
+    pa.field("baseline_attribution", pa.string()),
+    pa.field("candidate_attribution", pa.string()),
     pa.field("baseline_passage", pa.string()),
     pa.field("candidate_passage", pa.string()),
     pa.field("baseline_auto_ais", pa.string(), nullable=False),
@@ -40,13 +44,19 @@ COMPARE_FLIP_SCHEMA = pa.schema([
 
 
 class CompareSystemRow(NamedTuple):
-  """One system's change. Rates are percents over the questions both runs
-  scored (`n_paired`), changes in points (candidate - baseline) with a 95%
-  paired-bootstrap interval; EM and F1 empty where a run had no gold;
+  """One system's change (agreement: one group of items, or all of them).
+  Rates are percents over the questions both runs answered (`n_paired`;
+  claims: the macro AutoAIS of those answers; agreement: the items, AutoAIS
+  the share decided attributable), changes in points (candidate - baseline)
+  with a 95% paired-bootstrap interval over them; EM and F1 empty where a run
+  had no gold (and for claims and agreement); accuracy and balanced accuracy
+  against the human labels for agreement only; McNemar on the paired rows'
+  decisions (claims: claims of the same text; agreement: on whether each
+  decision agrees with the human label);
   `status` is "both", "added" (candidate only) or "removed" (baseline only)."""
   system_name: str
   status: str
-  n_baseline: int  # the system's rows in the baseline's ratings
+  n_baseline: int  # the system's rows in the baseline's row table
   n_candidate: int
   n_paired: int
   autoais_baseline: Optional[float]
@@ -60,6 +70,17 @@ class CompareSystemRow(NamedTuple):
   f1_change: Optional[float]
   f1_change_low: Optional[float]
   f1_change_high: Optional[float]
+  # agreement runs: the decisions against the human labels, in percent / points
+  accuracy_baseline: Optional[float]
+  accuracy_candidate: Optional[float]
+  accuracy_change: Optional[float]
+  accuracy_change_low: Optional[float]
+  accuracy_change_high: Optional[float]
+  balanced_accuracy_baseline: Optional[float]
+  balanced_accuracy_candidate: Optional[float]
+  balanced_accuracy_change: Optional[float]
+  balanced_accuracy_change_low: Optional[float]
+  balanced_accuracy_change_high: Optional[float]
   flipped_to_y: int  # N in the baseline, Y in the candidate
   flipped_to_n: int
   mcnemar_p_value: Optional[float]  # exact, on the paired decisions
@@ -85,6 +106,16 @@ COMPARE_SYSTEM_SCHEMA = pa.schema([
     pa.field("f1_change", pa.float64()),
     pa.field("f1_change_low", pa.float64()),
     pa.field("f1_change_high", pa.float64()),
+    pa.field("accuracy_baseline", pa.float64()),
+    pa.field("accuracy_candidate", pa.float64()),
+    pa.field("accuracy_change", pa.float64()),
+    pa.field("accuracy_change_low", pa.float64()),
+    pa.field("accuracy_change_high", pa.float64()),
+    pa.field("balanced_accuracy_baseline", pa.float64()),
+    pa.field("balanced_accuracy_candidate", pa.float64()),
+    pa.field("balanced_accuracy_change", pa.float64()),
+    pa.field("balanced_accuracy_change_low", pa.float64()),
+    pa.field("balanced_accuracy_change_high", pa.float64()),
     pa.field("flipped_to_y", pa.int64(), nullable=False),
     pa.field("flipped_to_n", pa.int64(), nullable=False),
     pa.field("mcnemar_p_value", pa.float64()),

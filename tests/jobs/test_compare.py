@@ -3,16 +3,21 @@ the same leaderboard with one system's answers replaced on a known set of
 questions. The flipped rows are exactly those; every change, interval and
 McNemar p-value equals an independent computation (numpy's bootstrap with the
 same seed and draws, the exact binomial from math.comb); refusals exit 2;
---fail_on_regression exits 3."""
+--fail_on_regression exits 3. Then two claims runs on ExpertQA's validation
+files, the candidate's evidence of a known set of attributable claims replaced:
+the same checks at the level of claims, with answers as the bootstrap unit."""
 import csv
 import json
 import math
+import pathlib
 import shutil
 
 import numpy as np
 import pytest
 
-from autoais.beam_jobs import compare, evaluate
+from autoais.beam_jobs import agreement, claims, compare, evaluate
+from tests.support.paths import shared_file
+from tests.support.scorers import HashScorer
 from tests.support.jobs import run_job
 
 CHANGED_SYSTEM = "right-answer-right-passage"
@@ -187,4 +192,251 @@ def test_runs_scored_or_graded_differently_are_refused(runs, tmp_path, capsys):
         encoding="utf-8")
   # Not an evaluate run.
   assert run_job(compare, *args, tmp_path / "d", "--candidate", runs["out"]) == 2
-  assert "compare reads evaluate runs" in capsys.readouterr().err
+  assert "compare reads runs of evaluate or claims" in capsys.readouterr().err
+
+
+CLAIMS_CHANGED = 25  # attributable claims whose evidence the candidate removes
+
+
+@pytest.fixture(scope="module")
+def claims_runs(tmp_path_factory):
+  """Both runs with tests/support/scorers.py's HashScorer, whose decisions
+  are far from all N (string-match finds few claims in their evidence); a
+  claim without evidence is N whatever the scorer."""
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setattr(claims, "scorer_from_options", lambda *_: HashScorer())
+    return _claims_runs(tmp_path_factory.mktemp("compare_claims"))
+
+
+def _claims_runs(root):
+  sources = [shared_file(f"expertqa/{name}_val.jsonl") for name in ("domain", "rand")]
+  common = ["--bootstrap_samples", 100]
+  assert run_job(claims, "--input", ",".join(map(str, sources)), "--output_dir",
+                 root / "baseline", *common) == 0
+  rows = _read_csv(root / "baseline" / "claims_rows.csv")
+  # The first CLAIMS_CHANGED attributable claims of the system with the most of
+  # them, in file order.
+  yes = [row for row in rows if row["auto_ais"] == "Y"]
+  system = max(sorted({row["system_name"] for row in yes}),
+               key=lambda name: sum(row["system_name"] == name for row in yes))
+  chosen = [row for row in yes if row["system_name"] == system][:CLAIMS_CHANGED]
+  targets = {(pathlib.Path(row["source_file"]).name, int(row["source_line"]),
+              int(row["claim_index"])) for row in chosen}
+  assert len(targets) == CLAIMS_CHANGED
+  (root / "inputs").mkdir()
+  for source in sources:
+    lines = source.read_text(encoding="utf-8").splitlines()
+    for number, line in enumerate(lines, start=1):
+      record = json.loads(line)
+      answer = record["answers"].get(system)
+      for index, claim in enumerate((answer or {}).get("claims") or []):
+        if (source.name, number, index) in targets:
+          claim["evidence"] = []
+      lines[number - 1] = json.dumps(record, ensure_ascii=False)
+    (root / "inputs" / source.name).write_text("\n".join(lines) + "\n",
+                                                encoding="utf-8")
+  assert run_job(claims, "--input", ",".join(
+      str(root / "inputs" / source.name) for source in sources), "--output_dir",
+                 root / "candidate", *common) == 0
+  assert run_job(compare, "--baseline", root / "baseline", "--candidate",
+                 root / "candidate", "--output_dir", root / "compare", "--seed", SEED,
+                 "--bootstrap_samples", SAMPLES) == 0
+  return {"root": root, "system": system,
+          "changed": {(row["question"], row["claim"]) for row in chosen},
+          "out": root / "compare"}
+
+
+def _claims_by_answer(directory):
+  answers = {}
+  for row in _read_csv(directory / "claims_rows.csv"):
+    answers.setdefault((row["system_name"], row["question"]), []).append(row)
+  return answers
+
+
+def test_claims_flipped_rows_are_exactly_the_claims_whose_evidence_changed(claims_runs):
+  flips = _read_csv(claims_runs["out"] / "compare.csv")
+  assert {(row["system_name"], row["question"], row["baseline_answer"])
+          for row in flips} == {(claims_runs["system"], question, claim)
+                                for question, claim in claims_runs["changed"]}
+  for row in flips:
+    assert (row["baseline_auto_ais"], row["candidate_auto_ais"]) == ("Y", "N")
+    assert row["candidate_answer"] == row["baseline_answer"]
+    assert row["baseline_passage"] and row["candidate_passage"] == ""
+    assert row["baseline_attribution"] == row["candidate_attribution"] == ""
+
+
+def test_claims_changes_equal_an_independent_computation(claims_runs):
+  root = claims_runs["root"]
+  baseline = _claims_by_answer(root / "baseline")
+  candidate = _claims_by_answer(root / "candidate")
+  summary = {row["system_name"]: row for row in json.loads(
+      (root / "baseline" / "claims.json").read_text(encoding="utf-8"))["systems"]}
+  systems = _systems(claims_runs["out"])
+  assert set(systems) == set(summary)
+
+  def share(rows):
+    return np.mean([row["auto_ais"] == "Y" for row in rows])
+  for system, row in systems.items():
+    questions = sorted(q for s, q in baseline if s == system)
+    assert row["status"] == "both" and row["n_paired"] == len(questions) > 0
+    # Every answer is paired: the baseline's AutoAIS is claims' macro AutoAIS.
+    assert row["autoais_baseline"] == pytest.approx(summary[system]["macro_autoais"],
+                                                    abs=1e-9)
+    differences = 100.0 * np.array([share(candidate[(system, q)])
+                                    - share(baseline[(system, q)]) for q in questions])
+    low, high = _bootstrap_interval(differences, SAMPLES, SEED)
+    assert row["autoais_change"] == pytest.approx(differences.mean(), abs=1e-9)
+    assert (row["autoais_change_low"], row["autoais_change_high"]) == pytest.approx(
+        (low, high), abs=1e-9)
+    assert row["em_change"] is None and row["f1_change"] is None
+    down = sum(b["auto_ais"] == "Y" and c["auto_ais"] == "N"
+               for q in questions
+               for b, c in zip(baseline[(system, q)], candidate[(system, q)]))
+    up = sum(b["auto_ais"] == "N" and c["auto_ais"] == "Y"
+             for q in questions
+             for b, c in zip(baseline[(system, q)], candidate[(system, q)]))
+    assert (row["flipped_to_y"], row["flipped_to_n"]) == (up, down)
+    assert row["mcnemar_p_value"] == pytest.approx(_exact_mcnemar(up, down), rel=1e-9)
+  changed = systems[claims_runs["system"]]
+  assert changed["flipped_to_n"] == CLAIMS_CHANGED and changed["autoais_change"] < 0
+  assert changed["autoais_change_high"] < 0
+  assert all(row["autoais_change"] == 0 and row["flipped_to_n"] == 0
+             for name, row in systems.items() if name != claims_runs["system"])
+  document = json.loads((claims_runs["out"] / "compare.json").read_text(encoding="utf-8"))
+  assert document["job"] == "claims"
+  assert "macro AutoAIS" in (claims_runs["out"] / "report.html").read_text(
+      encoding="utf-8")
+
+
+def test_runs_of_two_jobs_or_two_evidence_modes_are_refused(runs, claims_runs, tmp_path,
+                                                            capsys):
+  assert run_job(compare, "--baseline", runs["root"] / "baseline", "--candidate",
+                 claims_runs["root"] / "candidate", "--output_dir", tmp_path / "a") == 2
+  assert "two runs of the same job" in capsys.readouterr().err
+
+  def max_mode(run):
+    run["inputs"]["evidence_mode"] = "max"
+  other_mode = _altered_copy(claims_runs["root"] / "candidate", tmp_path / "mode",
+                             max_mode)
+  assert run_job(compare, "--baseline", claims_runs["root"] / "baseline",
+                 "--candidate", other_mode, "--output_dir", tmp_path / "b") == 2
+  assert "--evidence_mode 'concat' -> 'max'" in capsys.readouterr().err
+  assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+BEGIN_FILES = ("begin/begin_dev_wow.tsv", "begin/begin_dev_cmu.tsv",
+               "begin/begin_dev_tc.tsv")
+
+
+@pytest.fixture(scope="module")
+def agreement_runs(tmp_path_factory):
+  """BEGIN's dev set rated by string-match (baseline) and by HashScorer
+  (candidate): a change of scorer, the subject of comparing two agreement runs."""
+  root = tmp_path_factory.mktemp("compare_agreement")
+  inputs = ",".join(str(shared_file(name)) for name in BEGIN_FILES)
+  assert run_job(agreement, "--input", inputs, "--format", "begin", "--output_dir",
+                 root / "baseline") == 0
+  with pytest.MonkeyPatch.context() as patch:
+    patch.setattr(agreement, "scorer_from_options", lambda *_: HashScorer())
+    assert run_job(agreement, "--input", inputs, "--format", "begin", "--output_dir",
+                   root / "candidate") == 0
+  assert run_job(compare, "--baseline", root / "baseline", "--candidate",
+                 root / "candidate", "--output_dir", root / "compare", "--seed", SEED,
+                 "--bootstrap_samples", SAMPLES, "--allow_changed_scorer", "true",
+                 "--fail_on_regression", 1) in (0, 3)
+  return root
+
+
+def _agreement_rows(directory):
+  return {row["item_id"]: row for row in _read_csv(directory / "agreement_rows.csv")}
+
+
+def test_agreement_changes_per_group_equal_an_independent_computation(agreement_runs):
+  root = agreement_runs
+  baseline = _agreement_rows(root / "baseline")
+  candidate = _agreement_rows(root / "candidate")
+  assert set(baseline) == set(candidate)
+  document = json.loads((root / "compare" / "compare.json").read_text(encoding="utf-8"))
+  assert document["job"] == "agreement"
+  assert document["regression_on"] == "balanced_accuracy"
+  systems = {row["system_name"]: row for row in document["systems"]}
+  groups = {"all items": sorted(baseline)}
+  for item, row in baseline.items():
+    groups.setdefault(f"data_source={row['group']}", []).append(item)
+    groups.setdefault(f"model_name={row['secondary_group']}", []).append(item)
+  assert set(systems) == set(groups) and len(groups) == 1 + 3 + 4
+  summary = json.loads((root / "baseline" / "agreement.json").read_text(encoding="utf-8"))
+  assert systems["all items"]["leaderboard_autoais_baseline"] == pytest.approx(
+      100 * summary["overall"]["predicted_ais"], abs=1e-9)
+  regressions = []
+  for name, items in groups.items():
+    row = systems[name]
+    items = sorted(items)
+    assert row["n_paired"] == len(items)
+    labels = np.array([baseline[i]["human_attributable"] == "true" for i in items])
+    base_y = np.array([baseline[i]["decision"] == "Y" for i in items])
+    cand_y = np.array([candidate[i]["decision"] == "Y" for i in items])
+    base_right, cand_right = base_y == labels, cand_y == labels
+    difference = 100.0 * (cand_right.astype(float) - base_right.astype(float))
+    low, high = _bootstrap_interval(difference, SAMPLES, SEED)
+    assert row["accuracy_baseline"] == pytest.approx(100 * base_right.mean(), abs=1e-9)
+    assert row["accuracy_candidate"] == pytest.approx(100 * cand_right.mean(), abs=1e-9)
+    assert row["accuracy_change"] == pytest.approx(difference.mean(), abs=1e-9)
+    assert (row["accuracy_change_low"], row["accuracy_change_high"]) == pytest.approx(
+        (low, high), abs=1e-9)
+    assert row["autoais_baseline"] == pytest.approx(100 * base_y.mean(), abs=1e-9)
+    balanced = [50 * (right[labels].mean() + right[~labels].mean())
+                for right in (base_right, cand_right)]
+    assert row["balanced_accuracy_baseline"] == pytest.approx(balanced[0], abs=1e-9)
+    assert row["balanced_accuracy_change"] == pytest.approx(balanced[1] - balanced[0],
+                                                            abs=1e-9)
+    # The balanced accuracy change of each resample, the same draws.
+    rng = np.random.default_rng(SEED)
+    resampled = []
+    for start in range(0, SAMPLES, 50):
+      draws = rng.integers(0, len(items), size=(min(50, SAMPLES - start), len(items)))
+      for drawn in draws:
+        positive, negative = labels[drawn], ~labels[drawn]
+        if positive.any() and negative.any():
+          resampled.append(50 * (cand_right[drawn][positive].mean()
+                                 - base_right[drawn][positive].mean()
+                                 + cand_right[drawn][negative].mean()
+                                 - base_right[drawn][negative].mean()))
+    b_low, b_high = np.percentile(resampled, [2.5, 97.5])
+    assert (row["balanced_accuracy_change_low"],
+            row["balanced_accuracy_change_high"]) == pytest.approx((b_low, b_high),
+                                                                   abs=1e-9)
+    up, down = int(np.sum(~base_y & cand_y)), int(np.sum(base_y & ~cand_y))
+    assert (row["flipped_to_y"], row["flipped_to_n"]) == (up, down)
+    right_up = int(np.sum(cand_right & ~base_right))
+    right_down = int(np.sum(base_right & ~cand_right))
+    assert row["mcnemar_p_value"] == pytest.approx(
+        _exact_mcnemar(right_up, right_down), rel=1e-9)
+    assert row["em_change"] is None
+    assert row["regression"] == (balanced[1] - balanced[0] < -1 and b_high < 0)
+    if row["regression"]:
+      regressions.append(name)
+  # Each flipped item once, under its groups.
+  flips = _read_csv(root / "compare" / "compare.csv")
+  assert {(row["system_name"], row["question"]) for row in flips} == {
+      (f"data_source={baseline[i]['group']}; model_name="
+       f"{baseline[i]['secondary_group']}", i)
+      for i in baseline if baseline[i]["decision"] != candidate[i]["decision"]}
+  assert len(flips) == (systems["all items"]["flipped_to_y"]
+                        + systems["all items"]["flipped_to_n"]) > 100
+  run = json.loads((root / "compare" / "run.json").read_text(encoding="utf-8"))
+  assert run["flipped_rows"] == len(flips)
+  assert run["paired_questions"] == len(baseline)
+  assert run["regressions"] == sorted(regressions)
+  assert run["status"] == ("regression" if regressions else "complete")
+
+
+def test_agreement_runs_of_other_sets_are_refused(agreement_runs, tmp_path, capsys):
+  def other_files(run):
+    run["inputs"]["input"] = run["inputs"]["input"][:2]
+  other = _altered_copy(agreement_runs / "candidate", tmp_path / "other", other_files)
+  assert run_job(compare, "--baseline", agreement_runs / "baseline", "--candidate",
+                 other, "--output_dir", tmp_path / "a", "--allow_changed_scorer",
+                 "true") == 2
+  assert "different labelled sets" in capsys.readouterr().err
+  assert not (tmp_path / "a").exists()

@@ -1,2 +1,3 @@
-"""`autoais compare`'s own steps: two evaluate runs' ratings joined by system
-and question (`steps`), the per-system changes and their files (`tables`)."""
+"""`autoais compare`'s own steps: two evaluate (claims, agreement) runs' row
+tables joined by system and question (`steps`), the per-system changes and
+their files (`tables`)."""

@@ -1,21 +1,38 @@
-"""Two evaluate runs' ratings, joined by (system, question), and each system's
-change with the statistics to trust it.
+"""Two runs' row tables (evaluate's ratings, claims' claim rows, agreement's
+items), joined by (system, question), and each system's change with the
+statistics to trust it. For agreement, read "system" as a group of items and
+"question" as an item (comparison_groups).
 
     changes = pipeline | "CompareRatings" >> CompareRatings(
-        {"baseline": baseline_files, "candidate": candidate_files}, work_dir,
-        samples, seed, fail_points, leaderboards)
+        EVALUATE_ROWS, {"baseline": baseline_files, "candidate": candidate_files},
+        work_dir, samples, seed, fail_points, leaderboards)
 
-The rows are read from the runs' ratings tables (ratings.parquet or its
-shards) and joined in the pipeline by system and question, then grouped by
-system, both through runs on disk under `work_dir`
-(transforms/io/spilled_groups.py), never on the launching machine. Per system, the questions both runs scored are put in
-question order; the change of AutoAIS (and EM, F1) is the mean over them of
-candidate minus baseline, in points, with a 95% percentile interval from the
-paired bootstrap the leaderboards use (transforms/stats/metrics.py
-BootstrapWeights: numpy's default_rng(seed), resamples of the n questions drawn
-in chunks of 50 x n indexes), and McNemar's exact test on the paired decisions.
+The rows are read from the runs' row tables (or their shards) and joined in
+the pipeline by system and question, then grouped by system, both through runs
+on disk under `work_dir` (transforms/io/spilled_groups.py), never on the
+launching machine.
+
+The unit of pairing and of the bootstrap is the question: one answer of the
+system (evaluate: one rated row; claims: the answer's claims). Per system, the
+questions both runs answered are put in question order; each run's AutoAIS of a
+question is the share of its rows rated Y (evaluate: 0 or 1; claims: the
+answer's share of attributable claims, so the mean over questions is claims'
+macro AutoAIS). The change of AutoAIS (and evaluate's EM, F1) is the mean over
+the questions of candidate minus baseline, in points, with a 95% percentile
+interval from the paired bootstrap the leaderboards use
+(transforms/stats/metrics.py BootstrapWeights: numpy's default_rng(seed),
+resamples of the n questions drawn in chunks of 50 x n indexes).
+
+The decisions are paired row by row: evaluate's one row per question (and
+agreement's per item); claims' claims of the same text in the same answer (the
+k-th occurrence of a text with the k-th). McNemar's exact test runs on those
+paired decisions (agreement: on whether each agrees with the human label), and
+the flipped rows are those whose decision differs. A claim whose text changed
+between the runs counts for its answer's AutoAIS but has no partner to flip.
+Agreement runs also get accuracy and balanced accuracy against the human labels
+(_agreement_change).
 """
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import apache_beam as beam
 import numpy as np
@@ -25,12 +42,88 @@ from apache_beam.io.parquetio import ReadAllFromParquet
 from autoais.schemas import CompareFlipRow, CompareSystemRow
 from autoais.transforms.io.spilled_groups import SpilledCoGroupByKey
 from autoais.transforms.stats.agreement import mcnemar_exact
-from autoais.transforms.stats.metrics import BootstrapWeights
+from autoais.transforms.stats.metrics import BootstrapWeights, percentile_intervals
 
 RUNS = ("baseline", "candidate")
-COLUMNS = ("system_name", "question", "answer", "attribution", "passage", "auto_ais",
-           "nli_score", "em", "f1")
 BOTH, ADDED, REMOVED = "both", "added", "removed"
+
+
+class RowKind(NamedTuple):
+  """What compare reads of one job's runs, and the row table's columns that
+  play each part (rows are read into these parts' names: system_name,
+  question, answer, attribution, passage, auto_ais, nli_score, em, f1, label,
+  claim_index)."""
+  job: str
+  table: str  # the row table (also found as its --num_shards shards)
+  summary: str  # the per-system (agreement: per-group) summary
+  system: Optional[str]  # the system; None: agreement's groups of items
+  question: str  # pairs the runs' rows within a system
+  decision: str  # "Y" / "N"
+  claim: Optional[str]  # pairs a question's rows (claims); None: one row
+  answer: str
+  attribution: Optional[str]
+  passage: Optional[str]
+  graded: bool  # whether the rows carry EM and F1
+  label: Optional[str]  # the human label (agreement): True where attributable
+
+
+EVALUATE_ROWS = RowKind("evaluate", "ratings.parquet", "leaderboard.json", "system_name",
+                        "question", "auto_ais", None, "answer", "attribution", "passage",
+                        True, None)
+CLAIMS_ROWS = RowKind("claims", "claims_rows.parquet", "claims.json", "system_name",
+                      "question", "auto_ais", "claim", "claim", None, "evidence", False,
+                      None)
+AGREEMENT_ROWS = RowKind("agreement", "agreement_rows.parquet", "agreement.json", None,
+                         "item_id", "decision", None, "hypothesis", None, None, False,
+                         "human_attributable")
+ROW_KINDS = {kind.job: kind for kind in (EVALUATE_ROWS, CLAIMS_ROWS, AGREEMENT_ROWS)}
+# agreement: every item is compared in ALL_ITEMS and in its groups, named
+# "{grouping}={group}" after agreement.json's groupings (data_source=cmu); a
+# flipped item is listed once, its system_name its groups ("data_source=cmu;
+# model_name=gpt2", or ALL_ITEMS without groups).
+ALL_ITEMS = "all items"
+_GROUP_COLUMNS = ("group", "secondary_group")
+
+
+def read_columns(kind: RowKind) -> List[str]:
+  """The row table's columns compare reads."""
+  parts = ([kind.system] if kind.system else list(_GROUP_COLUMNS)) + [
+      kind.question, kind.decision, "nli_score", kind.answer]
+  parts += [column for column in (kind.claim, kind.attribution, kind.passage, kind.label)
+            if column is not None]
+  if kind.claim is not None:
+    parts.append("claim_index")
+  if kind.graded:
+    parts += ["em", "f1"]
+  return list(dict.fromkeys(parts))
+
+
+def comparison_groups(kind: RowKind, row: dict, groupings: Sequence[str]) -> List[str]:
+  """The systems (agreement: the groups) a row is compared in."""
+  if kind.system is not None:
+    return [row[kind.system]]
+  names = [ALL_ITEMS]
+  for grouping, column in zip(groupings, _GROUP_COLUMNS):
+    if row[column] is not None:
+      names.append(f"{grouping}={row[column]}")
+  return names
+
+
+def headlines(kind: RowKind, summary: Dict) -> Dict[str, Optional[float]]:
+  """Each system's (group's) headline AutoAIS in percent, from its summary:
+  leaderboard.json's autoais, claims.json's macro_autoais, agreement.json's
+  predicted AIS (a share, made a percent)."""
+  if kind.job == "agreement":
+    def percent(figures):
+      value = (figures or {}).get("predicted_ais")
+      return None if value is None else 100.0 * value
+    found = {ALL_ITEMS: percent(summary.get("overall"))}
+    for grouping, groups in (summary.get("groups") or {}).items():
+      for group, figures in groups.items():
+        found[f"{grouping}={group}"] = percent(figures)
+    return found
+  field = "autoais" if kind.job == "evaluate" else "macro_autoais"
+  return {row["system_name"]: row.get(field) for row in summary.get("systems", [])}
 
 
 def _rounded(value: Optional[float]) -> Optional[float]:
@@ -44,53 +137,161 @@ def _flip(system: str, question: str, baseline: dict, candidate: dict) -> Compar
     change = _rounded(candidate["nli_score"] - baseline["nli_score"])
   return CompareFlipRow(
       system, question, baseline["answer"], candidate["answer"],
-      baseline["attribution"], candidate["attribution"], baseline["passage"],
-      candidate["passage"], baseline["auto_ais"], candidate["auto_ais"],
+      baseline.get("attribution"), candidate.get("attribution"), baseline.get("passage"),
+      candidate.get("passage"), baseline["auto_ais"], candidate["auto_ais"],
       baseline["nli_score"], candidate["nli_score"], change)
 
 
-def system_change(system: str, pairs: Sequence[Tuple[str, dict, dict]],
+def _yes_share(rows: Sequence[dict]) -> float:
+  """A question's AutoAIS in one run: the share of its rows rated Y."""
+  return float(np.mean([row["auto_ais"] == "Y" for row in rows]))
+
+
+def paired_rows(kind: RowKind, baseline: Sequence[dict], candidate: Sequence[dict]
+                ) -> List[Tuple[dict, dict]]:
+  """A question's rows of both runs whose decisions are compared: the one row
+  of each (evaluate), or the claims of the same text, the k-th occurrence of a
+  text with the k-th, in the baseline's order."""
+  if kind.claim is None:
+    return [(baseline[0], candidate[0])]
+  by_text: Dict[str, List[dict]] = {}
+  for row in candidate:
+    by_text.setdefault(row["answer"], []).append(row)
+  pairs = []
+  for row in baseline:
+    partners = by_text.get(row["answer"])
+    if partners:
+      pairs.append((row, partners.pop(0)))
+  return pairs
+
+
+def _ordered(rows) -> List[dict]:
+  return sorted(rows, key=lambda row: row.get("claim_index", 0))
+
+
+class QuestionPair(NamedTuple):
+  """What a system's change needs of one question both runs answered: each
+  run's AutoAIS of it, EM and F1 of both runs (None without gold), and the
+  paired rows' decisions, True for Y."""
+  question: str
+  baseline_yes: float
+  candidate_yes: float
+  graded: Optional[Tuple[float, float, float, float]]  # EM, F1 of baseline, candidate
+  baseline_decisions: Tuple[bool, ...]
+  candidate_decisions: Tuple[bool, ...]
+  labels: Tuple[bool, ...]  # agreement: the paired rows' human labels; else ()
+
+
+def pair_question(kind: RowKind, system: str, question: str, baseline: Sequence[dict],
+                  candidate: Sequence[dict]) -> Tuple[QuestionPair, List[CompareFlipRow]]:
+  """One question both runs answered (each run's rows of it), and its rows
+  whose decision flipped."""
+  paired = paired_rows(kind, _ordered(baseline), _ordered(candidate))
+  graded = None
+  if kind.graded and all(b["em"] is not None and c["em"] is not None
+                         for b, c in paired):
+    (b, c), = paired  # evaluate: one row a question
+    graded = (b["em"], b["f1"], c["em"], c["f1"])
+  summary = QuestionPair(
+      question, _yes_share(baseline), _yes_share(candidate), graded,
+      tuple(b["auto_ais"] == "Y" for b, _ in paired),
+      tuple(c["auto_ais"] == "Y" for _, c in paired),
+      tuple(bool(b["label"]) for b, _ in paired) if kind.label is not None else ())
+  flips = []
+  if kind.system is not None or system == ALL_ITEMS:
+    # An agreement item is listed once (from all items), under its groups.
+    flips = [_flip(b.get("groups", system), question, b, c) for b, c in paired
+             if b["auto_ais"] != c["auto_ais"]]
+  return summary, flips
+
+
+def system_change(system: str, questions: Sequence[QuestionPair],
                   n_rows: Dict[str, int], samples: int, seed: int,
                   fail_points: Optional[float],
-                  leaderboards: Dict[str, Dict[str, float]]
-                  ) -> Tuple[CompareSystemRow, List[CompareFlipRow]]:
-  """The change of one system present in both runs, from its paired rows
-  (question, baseline row, candidate row), and the rows whose decision
-  flipped, in question order."""
-  pairs = sorted(pairs, key=lambda pair: pair[0])
-  n = len(pairs)
-  base_y = np.array([b["auto_ais"] == "Y" for _, b, _ in pairs], dtype=bool)
-  cand_y = np.array([c["auto_ais"] == "Y" for _, _, c in pairs], dtype=bool)
-  differences = [100.0 * (cand_y.astype(float) - base_y.astype(float))]
-  graded = n > 0 and all(b["em"] is not None and c["em"] is not None
-                         for _, b, c in pairs)
-  if graded:
-    for field in ("em", "f1"):
-      differences.append(100.0 * np.array([c[field] - b[field] for _, b, c in pairs],
-                                          dtype=float))
+                  leaderboards: Dict[str, Dict[str, float]]) -> CompareSystemRow:
+  """The change of one system present in both runs, from the questions both
+  answered."""
+  questions = sorted(questions, key=lambda pair: pair.question)
+  n = len(questions)
+  base_y = np.array([pair.baseline_yes for pair in questions], dtype=float)
+  cand_y = np.array([pair.candidate_yes for pair in questions], dtype=float)
+  differences = [100.0 * (cand_y - base_y)]
+  if n and all(pair.graded is not None for pair in questions):
+    for index in (0, 1):  # EM, F1
+      differences.append(100.0 * np.array(
+          [pair.graded[index + 2] - pair.graded[index] for pair in questions],
+          dtype=float))
   changes, intervals = [None] * 3, [(None, None)] * 3
+  bootstrap = None
   if n:
     bootstrap = BootstrapWeights(n, samples, seed)
     for index, (difference, interval) in enumerate(
         zip(differences, bootstrap.intervals(differences))):
       changes[index] = _rounded(float(difference.mean()))
       intervals[index] = tuple(_rounded(bound) for bound in interval)
-  test = mcnemar_exact(cand_y, base_y) if n else {"only_higher": 0, "only_lower": 0,
-                                                 "p_value": None}
+  base_decisions = np.array([y for pair in questions for y in pair.baseline_decisions],
+                            dtype=bool)
+  cand_decisions = np.array([y for pair in questions for y in pair.candidate_decisions],
+                            dtype=bool)
+  labelled = n > 0 and all(pair.labels for pair in questions)
+  agreement = _NO_AGREEMENT
+  if labelled:
+    labels = np.array([y for pair in questions for y in pair.labels], dtype=bool)
+    agreement = _agreement_change(base_decisions == labels, cand_decisions == labels,
+                                  labels, bootstrap)
+    # Two classifiers of the same items: McNemar on which of them is right.
+    tested = (base_decisions == labels, cand_decisions == labels)
+  else:
+    tested = (base_decisions, cand_decisions)
+  p_value = mcnemar_exact(tested[1], tested[0])["p_value"] if len(tested[0]) else None
   change, (low, high) = changes[0], intervals[0]
+  if labelled:
+    change, low, high = agreement[-3:]  # a scorer regresses in balanced accuracy
   regression = bool(fail_points is not None and change is not None
                     and change < -fail_points and high < 0)
-  row = CompareSystemRow(
+  return CompareSystemRow(
       system, BOTH, n_rows.get("baseline", 0), n_rows.get("candidate", 0), n,
       _rounded(100.0 * base_y.mean()) if n else None,
       _rounded(100.0 * cand_y.mean()) if n else None,
-      change, low, high, changes[1], *intervals[1], changes[2], *intervals[2],
-      test["only_higher"], test["only_lower"], test["p_value"],
+      changes[0], *intervals[0], changes[1], *intervals[1], changes[2], *intervals[2],
+      *agreement, int(np.sum(~base_decisions & cand_decisions)),
+      int(np.sum(base_decisions & ~cand_decisions)), p_value,
       leaderboards["baseline"].get(system), leaderboards["candidate"].get(system),
       regression)
-  flips = [_flip(system, question, b, c) for question, b, c in pairs
-           if b["auto_ais"] != c["auto_ais"]]
-  return row, flips
+
+
+_NO_AGREEMENT = (None,) * 10
+
+
+def _agreement_change(base_right: np.ndarray, cand_right: np.ndarray,
+                      labels: np.ndarray, bootstrap: BootstrapWeights) -> Tuple:
+  """Accuracy and balanced accuracy of both runs against the human labels, in
+  percent, and their changes in points with paired-bootstrap intervals (the
+  resamples of the other changes): (accuracy baseline, candidate, change, low,
+  high, balanced accuracy baseline, candidate, change, low, high). Balanced
+  accuracy, the mean of the recall of each label, is None where the items hold
+  one label only, and its interval leaves out the resamples that do."""
+  difference = 100.0 * (cand_right.astype(float) - base_right.astype(float))
+  positive = labels.astype(float)
+  negative = 1.0 - positive
+  means = bootstrap.resample_means([difference, difference * positive, positive,
+                                    difference * negative, negative])
+  (low, high), = percentile_intervals(means[:, :1])
+  accuracy = (_rounded(100.0 * base_right.mean()), _rounded(100.0 * cand_right.mean()),
+              _rounded(float(difference.mean())), _rounded(low), _rounded(high))
+  if not labels.any() or labels.all():
+    return accuracy + (None,) * 5
+
+  def balanced(right):
+    return 50.0 * (right[labels].mean() + right[~labels].mean())
+  with np.errstate(divide="ignore", invalid="ignore"):
+    resampled = 0.5 * (means[:, 1] / means[:, 2] + means[:, 3] / means[:, 4])
+  resampled = resampled[np.isfinite(resampled)]
+  base, cand = balanced(base_right), balanced(cand_right)
+  bounds = ((None, None) if not len(resampled)
+            else percentile_intervals(resampled[:, None])[0])
+  return accuracy + (_rounded(base), _rounded(cand), _rounded(cand - base),
+                     *(None if bound is None else _rounded(bound) for bound in bounds))
 
 
 def one_run_system(system: str, run: str, n_rows: Dict[str, int],
@@ -99,14 +300,36 @@ def one_run_system(system: str, run: str, n_rows: Dict[str, int],
   return CompareSystemRow(
       system, ADDED if run == "candidate" else REMOVED, n_rows.get("baseline", 0),
       n_rows.get("candidate", 0), 0, None, None, None, None, None, None, None, None,
-      None, None, None, 0, 0, None, leaderboards["baseline"].get(system),
+      None, None, None, *_NO_AGREEMENT, 0, 0, None, leaderboards["baseline"].get(system),
       leaderboards["candidate"].get(system), False)
 
 
+def keyed_rows(row: dict, kind: RowKind, groupings: Sequence[str]):
+  """A row of the table as ((system, question), row in the parts' names), once
+  per system (agreement: group) it is compared in."""
+  parts = {"question": row[kind.question], "answer": row[kind.answer],
+           "auto_ais": row[kind.decision], "nli_score": row["nli_score"]}
+  for part, column in (("attribution", kind.attribution), ("passage", kind.passage),
+                       ("label", kind.label)):
+    if column is not None:
+      parts[part] = row[column]
+  for column in ("claim_index", "em", "f1"):
+    if column in row:
+      parts[column] = row[column]
+  systems = comparison_groups(kind, row, groupings)
+  if kind.system is None:
+    parts["groups"] = "; ".join(systems[1:]) or ALL_ITEMS
+  for system in systems:
+    yield (system, parts["question"]), dict(parts, system_name=system)
+
+
 class _PairRowsFn(beam.DoFn):
-  """((system, question), {"baseline": [row], "candidate": [row]}) -> (system,
-  (question, baseline row, candidate row)) where both runs scored it; every
-  row also counts for its run on "counts" as (system, run)."""
+  """((system, question), {"baseline": [rows], "candidate": [rows]}) ->
+  (system, QuestionPair) where both runs answered it, and its flipped rows on
+  "flips"; every row also counts for its run on "counts" as (system, run)."""
+
+  def __init__(self, kind: RowKind):
+    self._kind = kind
 
   def process(self, joined):
     (system, question), runs = joined
@@ -116,9 +339,15 @@ class _PairRowsFn(beam.DoFn):
       for _ in rows:
         yield beam.pvalue.TaggedOutput("counts", (system, run))
       if rows:
-        found[run] = rows[0]  # a ratings table holds one row per (system, question)
+        # A ratings table holds one row per (system, question); a claims table
+        # one answer's claims.
+        found[run] = rows if self._kind.claim is not None else rows[:1]
     if len(found) == 2:
-      yield system, (question, found["baseline"], found["candidate"])
+      pair, flips = pair_question(self._kind, system, question, found["baseline"],
+                                  found["candidate"])
+      yield system, pair
+      for flip in flips:
+        yield beam.pvalue.TaggedOutput("flips", flip)
 
 
 class _SystemChangeFn(beam.DoFn):
@@ -133,27 +362,27 @@ class _SystemChangeFn(beam.DoFn):
   def process(self, grouped):
     system, groups = grouped
     runs = {run: count for run, count in groups["counts"]}
-    pairs = list(groups["pairs"])
     present = [run for run in RUNS if runs.get(run)]
     if len(present) == 1:
       yield one_run_system(system, present[0], runs, self._leaderboards)
       return
-    row, flips = system_change(system, pairs, runs, self._samples, self._seed,
-                               self._fail_points, self._leaderboards)
-    yield row
-    for flip in flips:
-      yield beam.pvalue.TaggedOutput("flips", flip)
+    yield system_change(system, list(groups["pairs"]), runs, self._samples, self._seed,
+                        self._fail_points, self._leaderboards)
 
 
 class CompareRatings(beam.PTransform):
-  """Applied to the pipeline, given {"baseline": [ratings Parquet files],
-  "candidate": [...]} and a scratch directory -> {"systems":
-  PCollection[CompareSystemRow], "flips": PCollection[CompareFlipRow]}."""
+  """Applied to the pipeline, given the runs' job (a RowKind), {"baseline":
+  [row table Parquet files], "candidate": [...]} and a scratch directory (and
+  for agreement, the names of the runs' groupings) ->
+  {"systems": PCollection[CompareSystemRow], "flips":
+  PCollection[CompareFlipRow]}."""
 
-  def __init__(self, files: Dict[str, Sequence[str]], work_dir: str, samples: int,
-               seed: int, fail_points: Optional[float],
-               leaderboards: Dict[str, Dict[str, float]]):
+  def __init__(self, kind: RowKind, files: Dict[str, Sequence[str]], work_dir: str,
+               samples: int, seed: int, fail_points: Optional[float],
+               leaderboards: Dict[str, Dict[str, float]], groupings: Sequence[str] = ()):
     super().__init__()
+    self._kind = kind
+    self._groupings = tuple(groupings)
     self._files = {run: list(files[run]) for run in RUNS}
     self._work_dir = work_dir
     self._fn = _SystemChangeFn(samples, seed, fail_points, leaderboards)
@@ -164,21 +393,21 @@ class CompareRatings(beam.PTransform):
       label = run.title()
       keyed[run] = (pbegin
                     | f"List{label}Tables" >> beam.Create(self._files[run])
-                    | f"Read{label}Ratings" >> ReadAllFromParquet(columns=list(COLUMNS))
-                    | f"Key{label}Rows" >> beam.Map(
-                        lambda row: ((row["system_name"], row["question"]), row)))
+                    | f"Read{label}Ratings" >> ReadAllFromParquet(
+                        columns=read_columns(self._kind))
+                    | f"Key{label}Rows" >> beam.FlatMap(keyed_rows, self._kind,
+                                                         self._groupings))
     paired = (keyed
               | "JoinRunsByQuestion" >> SpilledCoGroupByKey(
                   FileSystems.join(self._work_dir, "questions"))
-              | "PairRows" >> beam.ParDo(_PairRowsFn()).with_outputs("counts",
-                                                                      main="pairs"))
+              | "PairRows" >> beam.ParDo(_PairRowsFn(self._kind)).with_outputs(
+                  "counts", "flips", main="pairs"))
     counts = (paired.counts
               | "CountRowsPerRun" >> beam.combiners.Count.PerElement()
               | "KeyCountsBySystem" >> beam.MapTuple(
                   lambda system_run, count: (system_run[0], (system_run[1], count))))
-    changes = ({"pairs": paired.pairs, "counts": counts}
+    systems = ({"pairs": paired.pairs, "counts": counts}
                | "GroupBySystem" >> SpilledCoGroupByKey(
                    FileSystems.join(self._work_dir, "systems"))
-               | "MeasureChanges" >> beam.ParDo(self._fn).with_outputs(
-                   "flips", main="systems"))
-    return {"systems": changes.systems, "flips": changes.flips}
+               | "MeasureChanges" >> beam.ParDo(self._fn))
+    return {"systems": systems, "flips": paired.flips}

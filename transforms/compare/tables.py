@@ -1,29 +1,62 @@
-"""`autoais compare`'s files, written once every system's change is known:
+"""`autoais compare`'s files:
 
 * compare.csv / compare.parquet: the rows whose decision flipped, most lowered
   score first (score change ascending; rows without two scores last), then by
-  system and question;
+  system, question and baseline answer; spilled in sorted runs and merged
+  (transforms/rows/merge.py), so any number of flips fits in memory;
 * compare_systems.csv, compare.json (the runs, what was checked, every system
-  and the regressions), compare.md, report.html (a forest plot of the changes).
+  and the regressions), compare.md, report.html (a forest plot of the changes),
+  written once every system's change and the flipped rows are known.
 """
 import json
-from typing import Dict, List, Optional
+from typing import Dict, List, NamedTuple, Optional
 
 import apache_beam as beam
 import pyarrow as pa
-import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from autoais.schemas import (COMPARE_FLIP_SCHEMA, COMPARE_SYSTEM_SCHEMA, CompareFlipRow,
-                             CompareSystemRow, to_record_batch)
+                             CompareSystemRow)
 from autoais.transforms.io.atomic import atomic_create, write_text_atomically
 from autoais.transforms.io.tables import csv_bytes
+from autoais.transforms.compare.steps import ALL_ITEMS
+from autoais.transforms.rows.merge import RowFold, RowTable, WriteMergedRows
 from autoais.transforms.stats.report import compare_report_html
 
+# A flipped row with its place in compare.csv's order in front (a scratch type:
+# rows without two scores last, then the score change ascending).
+_OrderedFlip = NamedTuple("_OrderedFlip", [("unscored", bool), ("order", float)]
+                          + list(CompareFlipRow.__annotations__.items()))
+_ORDERED_FLIP_SCHEMA = pa.schema([pa.field("unscored", pa.bool_(), nullable=False),
+                                  pa.field("order", pa.float64(), nullable=False)]
+                                 + list(COMPARE_FLIP_SCHEMA))
 
-def flip_order(row: CompareFlipRow):
-  return (row.score_change is None, row.score_change or 0.0, row.system_name,
-          row.question)
+
+def _ordered_flip(row: CompareFlipRow) -> _OrderedFlip:
+  return _OrderedFlip(row.score_change is None, row.score_change or 0.0, *row)
+
+
+class FlipsFold(RowFold):
+  """Writes compare.parquet / .csv from the flipped rows in their order; its
+  stats are the number written."""
+  row_type = _OrderedFlip
+  merged_type = _OrderedFlip
+  spill_schema = _ORDERED_FLIP_SCHEMA
+  sort_key = ("unscored", "order", "system_name", "question", "baseline_answer")
+  run_name = "flips"
+  tables = (RowTable("compare", COMPARE_FLIP_SCHEMA),)
+  by_system = False
+
+  def __init__(self):
+    self._written = 0
+
+  def add(self, row, ref, tables):
+    tables["compare"].add_row(CompareFlipRow(*row[2:]))
+    self._written += 1
+    return ()
+
+  def stats(self):
+    return {"flipped_rows": self._written}
 
 
 def _points(value: Optional[float], low: Optional[float] = None,
@@ -36,30 +69,77 @@ def _points(value: Optional[float], low: Optional[float] = None,
   return text
 
 
+def _percent(value: Optional[float]) -> str:
+  return "" if value is None else f"{value:.1f}"
+
+
+# compare.md's columns after system and status: (heading, cell of a row).
+_COLUMNS = {
+    "paired": lambda row: str(row.n_paired),
+    "AutoAIS % baseline": lambda row: _percent(row.autoais_baseline),
+    "AutoAIS % candidate": lambda row: _percent(row.autoais_candidate),
+    "AutoAIS change": lambda row: _points(row.autoais_change, row.autoais_change_low,
+                                          row.autoais_change_high),
+    "EM change": lambda row: _points(row.em_change, row.em_change_low,
+                                     row.em_change_high),
+    "F1 change": lambda row: _points(row.f1_change, row.f1_change_low,
+                                     row.f1_change_high),
+    "accuracy % baseline": lambda row: _percent(row.accuracy_baseline),
+    "accuracy change": lambda row: _points(row.accuracy_change, row.accuracy_change_low,
+                                           row.accuracy_change_high),
+    "balanced accuracy % baseline": lambda row: _percent(row.balanced_accuracy_baseline),
+    "balanced accuracy change": lambda row: _points(
+        row.balanced_accuracy_change, row.balanced_accuracy_change_low,
+        row.balanced_accuracy_change_high),
+    "N to Y": lambda row: str(row.flipped_to_y),
+    "Y to N": lambda row: str(row.flipped_to_n),
+    "McNemar p": lambda row: ("" if row.mcnemar_p_value is None
+                              else f"{row.mcnemar_p_value:.3g}"),
+    "regression": lambda row: "yes" if row.regression else "",
+}
+_JOB_COLUMNS = {
+    "evaluate": ("paired", "AutoAIS % baseline", "AutoAIS % candidate", "AutoAIS change",
+                 "EM change", "F1 change", "N to Y", "Y to N", "McNemar p", "regression"),
+    "agreement": ("paired", "AutoAIS % baseline", "AutoAIS change", "accuracy % baseline",
+                  "accuracy change", "balanced accuracy % baseline",
+                  "balanced accuracy change", "N to Y", "Y to N", "McNemar p",
+                  "regression"),
+}
+_JOB_COLUMNS["claims"] = _JOB_COLUMNS["evaluate"]
+_EXPLAINED = {
+    "evaluate": "AutoAIS, EM and F1 over the questions both runs scored; changes in "
+                "points (candidate - baseline) with 95% paired-bootstrap intervals; "
+                "McNemar's exact test on the paired decisions.",
+    "claims": "Macro AutoAIS (the mean over answers of the share of their claims rated "
+              "attributable) over the questions both runs answered; changes in points "
+              "(candidate - baseline) with 95% paired-bootstrap intervals over those "
+              "questions; McNemar's exact test on the decisions of claims of the same "
+              "text in both runs (claims of one answer are not independent: read its "
+              "p-value as a guide). No EM or F1: claims carry no gold.",
+    "agreement": "Per group of items (and all items): AutoAIS is the share decided "
+                 "attributable; accuracy and balanced accuracy are against the human "
+                 "labels; changes in points (candidate - baseline) with 95% "
+                 "paired-bootstrap intervals over the items; McNemar's exact test on "
+                 "whether each decision agrees with the human label; a regression is a "
+                 "fall of balanced accuracy.",
+}
+
+
 def compare_markdown(header: Dict, systems: List[CompareSystemRow]) -> str:
   lines = [f"Baseline: {header['baseline']}  ",
            f"Candidate: {header['candidate']}", ""]
   if header.get("scorer_changed"):
     lines += ["The scorers differ (--allow_changed_scorer): the change of model is the "
               "subject of this comparison: " + "; ".join(header["scorer_changed"]), ""]
-  lines += ["AutoAIS, EM and F1 over the questions both runs scored; changes in points "
-            "(candidate - baseline) with 95% paired-bootstrap intervals; McNemar's exact "
-            "test on the paired decisions.", "",
-            "| system | status | paired | AutoAIS % baseline | AutoAIS % candidate | "
-            "AutoAIS change | EM change | F1 change | N to Y | Y to N | McNemar p | "
-            "regression |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+  lines += [_EXPLAINED[header["job"]], ""]
+  columns = _JOB_COLUMNS[header["job"]]
+  first = "group" if header["job"] == "agreement" else "system"
+  lines += [f"| {first} | status | " + " | ".join(columns) + " |",
+            "|---|---|" + "".join("---|" if name == "regression" else "---:|"
+                                  for name in columns)]
   for row in systems:
-    lines.append(
-        f"| {row.system_name} | {row.status} | {row.n_paired} | "
-        f"{'' if row.autoais_baseline is None else f'{row.autoais_baseline:.1f}'} | "
-        f"{'' if row.autoais_candidate is None else f'{row.autoais_candidate:.1f}'} | "
-        f"{_points(row.autoais_change, row.autoais_change_low, row.autoais_change_high)} | "
-        f"{_points(row.em_change, row.em_change_low, row.em_change_high)} | "
-        f"{_points(row.f1_change, row.f1_change_low, row.f1_change_high)} | "
-        f"{row.flipped_to_y} | {row.flipped_to_n} | "
-        f"{'' if row.mcnemar_p_value is None else f'{row.mcnemar_p_value:.3g}'} | "
-        f"{'yes' if row.regression else ''} |")
+    lines.append(f"| {row.system_name} | {row.status} | "
+                 + " | ".join(_COLUMNS[name](row) for name in columns) + " |")
   return "\n".join(lines) + "\n"
 
 
@@ -69,20 +149,22 @@ class _WriteCompareFilesFn(beam.DoFn):
     self._output_dir = output_dir
     self._header = header
 
-  def process(self, unused_impulse, systems, flips):
+  def _paired(self, systems) -> int:
+    """The questions (agreement: items) both runs scored; an agreement item
+    is compared in several groups but counted once."""
+    if self._header["job"] == "agreement":
+      return sum(row.n_paired for row in systems if row.system_name == ALL_ITEMS)
+    return sum(row.n_paired for row in systems)
+
+  def process(self, unused_impulse, systems, flip_stats):
     systems = sorted(systems, key=lambda row: row.system_name)
-    flips = sorted(flips, key=flip_order)
+    flipped = flip_stats["flipped_rows"]
     join = FileSystems.join
-    with atomic_create(join(self._output_dir, "compare.csv")) as sink:
-      sink.write(csv_bytes(flips, COMPARE_FLIP_SCHEMA))
-    with atomic_create(join(self._output_dir, "compare.parquet")) as sink:
-      pq.write_table(pa.Table.from_batches(
-          [to_record_batch(flips, COMPARE_FLIP_SCHEMA)], COMPARE_FLIP_SCHEMA), sink)
     with atomic_create(join(self._output_dir, "compare_systems.csv")) as sink:
       sink.write(csv_bytes(systems, COMPARE_SYSTEM_SCHEMA))
     regressions = [row.system_name for row in systems if row.regression]
     document = dict(self._header, systems=[row._asdict() for row in systems],
-                    flipped_rows=len(flips), regressions=regressions)
+                    flipped_rows=flipped, regressions=regressions)
     write_text_atomically(join(self._output_dir, "compare.json"),
                           json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     write_text_atomically(join(self._output_dir, "compare.md"),
@@ -94,22 +176,28 @@ class _WriteCompareFilesFn(beam.DoFn):
                                    if row.status == "added"),
            "systems_removed": sorted(row.system_name for row in systems
                                      if row.status == "removed"),
-           "paired_questions": sum(row.n_paired for row in systems),
-           "flipped_rows": len(flips), "regressions": regressions}
+           "paired_questions": self._paired(systems),
+           "flipped_rows": flipped, "regressions": regressions}
 
 
 class WriteCompareFiles(beam.PTransform):
   """{"systems", "flips"} -> PCollection[dict] (one: the figures run.json
-  records)."""
+  records). `work_dir` holds the flipped rows' sorted runs."""
 
-  def __init__(self, output_dir: str, header: Dict):
+  def __init__(self, output_dir: str, work_dir: str, header: Dict):
     super().__init__()
+    self._output_dir = output_dir
+    self._work_dir = work_dir
     self._fn = _WriteCompareFilesFn(output_dir, header)
 
   def expand(self, changes):
     pipeline = changes["systems"].pipeline
+    flips = (changes["flips"]
+             | "OrderFlips" >> beam.Map(_ordered_flip)
+             | "WriteFlips" >> WriteMergedRows(FlipsFold, self._output_dir,
+                                               self._work_dir))
     return (pipeline
             | "StartCompareFiles" >> beam.Create([None])
             | "WriteFiles" >> beam.ParDo(self._fn,
                                          beam.pvalue.AsList(changes["systems"]),
-                                         beam.pvalue.AsList(changes["flips"])))
+                                         beam.pvalue.AsSingleton(flips["stats"])))

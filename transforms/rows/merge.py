@@ -61,7 +61,9 @@ class RowFold:
     tables: the RowTables `add` writes to, by stem;
     unique / unit: the duplicate rule (none where unique is None; a unit of
       None is the row itself);
-    by_system: whether rows are folded into per-system outcomes.
+    by_system: whether rows are folded into per-system outcomes;
+    spill_schema: the runs' Arrow schema where row_type is a scratch type
+      outside the schema registry (None: the registry's).
   """
   row_type: Type[tuple]
   merged_type: Type[tuple]
@@ -71,6 +73,7 @@ class RowFold:
   unique: Optional[Sequence[str]] = None
   unit: Optional[Sequence[str]] = None
   by_system: bool = True
+  spill_schema: Optional[pa.Schema] = None
 
   def start_system(self, system_name: str) -> None:
     """The rows of `system_name` follow."""
@@ -216,6 +219,7 @@ class WriteMergedRows(beam.PTransform):
     self._make_fold = make_fold
     prototype = make_fold()
     self._row_type = prototype.row_type
+    self._spill_schema = prototype.spill_schema
     self._sort_key = tuple(prototype.sort_key)
     self._run_dir = FileSystems.join(work_dir, prototype.run_name)
     self._output_dir = output_dir
@@ -230,7 +234,7 @@ class WriteMergedRows(beam.PTransform):
     parts = rows if isinstance(rows, (tuple, list)) else (rows,)
     runs = tuple(part | ("SpillRuns" if index == 0 else f"SpillRuns{index}") >> (
                      SpillSortedRuns(self._run_dir, self._row_type, self._sort_key,
-                                     self._shard_of))
+                                     self._shard_of, schema=self._spill_schema))
                  for index, part in enumerate(parts))
     runs = runs[0] if len(runs) == 1 else runs | "CollectRuns" >> beam.Flatten()
     shards = parts[0].pipeline | "StartTables" >> beam.Create(

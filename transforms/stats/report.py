@@ -364,31 +364,65 @@ def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts) -> st
 
 def compare_report_html(header: Dict, systems: Sequence) -> str:
   """report.html of `autoais compare`: each system's AutoAIS change in points
-  with its paired-bootstrap interval (forest plot), and the table of changes."""
-  changed = [row for row in systems if row.autoais_change is not None]
+  (agreement: each group's balanced accuracy change) with its paired-bootstrap
+  interval (forest plot), and the table of changes."""
+  agreement = header["job"] == "agreement"
+  name, measure = (("balanced_accuracy", "balanced accuracy") if agreement
+                   else ("autoais", "AutoAIS"))
+
+  def change(row, suffix=""):
+    return getattr(row, f"{name}_change{suffix}")
+  changed = [row for row in systems
+             if change(row) is not None and change(row, "_low") is not None]
   figures = []
   if changed:
-    reach = max(max(abs(row.autoais_change_low), abs(row.autoais_change_high))
+    reach = max(max(abs(change(row, "_low")), abs(change(row, "_high")))
                 for row in changed)
     reach = max(1.0, 1.1 * reach)
-    figures.append(("AutoAIS change, candidate - baseline, in points over the questions "
+    unit = "the items" if agreement else "the questions"
+    figures.append((f"{measure} change, candidate - baseline, in points over {unit} "
                     "both runs scored, with 95% paired-bootstrap intervals",
                     forest_plot([row.system_name for row in changed],
-                                [row.autoais_change for row in changed],
-                                [row.autoais_change_low for row in changed],
-                                [row.autoais_change_high for row in changed],
-                                "AutoAIS change (points)", limits=(-reach, reach))))
-  rows = [(row.system_name, row.status, row.n_paired, row.autoais_baseline,
-           row.autoais_candidate, row.autoais_change, row.autoais_change_low,
-           row.autoais_change_high, row.flipped_to_y, row.flipped_to_n,
-           _p_value(row.mcnemar_p_value), "yes" if row.regression else "")
-          for row in systems]
-  table = _table(("system", "status", "paired questions", "AutoAIS baseline %",
-                  "AutoAIS candidate %", "change (points)", "low", "high", "N to Y",
-                  "Y to N", "McNemar p", "regression"), rows)
+                                [change(row) for row in changed],
+                                [change(row, "_low") for row in changed],
+                                [change(row, "_high") for row in changed],
+                                f"{measure[0].upper()}{measure[1:]} change (points)",
+                                limits=(-reach, reach))))
+  if agreement:
+    rows = [(row.system_name, row.status, row.n_paired, row.autoais_baseline,
+             row.autoais_change, row.accuracy_baseline, row.accuracy_change,
+             row.balanced_accuracy_baseline, row.balanced_accuracy_change,
+             row.balanced_accuracy_change_low, row.balanced_accuracy_change_high,
+             row.flipped_to_y, row.flipped_to_n, _p_value(row.mcnemar_p_value),
+             "yes" if row.regression else "")
+            for row in systems]
+    table = _table(("group", "status", "paired items", "AutoAIS baseline %",
+                    "AutoAIS change (points)", "accuracy baseline %",
+                    "accuracy change (points)", "balanced accuracy baseline %",
+                    "balanced accuracy change (points)", "low", "high", "N to Y",
+                    "Y to N", "McNemar p (agreement with humans)", "regression"), rows)
+  else:
+    rows = [(row.system_name, row.status, row.n_paired, row.autoais_baseline,
+             row.autoais_candidate, row.autoais_change, row.autoais_change_low,
+             row.autoais_change_high, row.flipped_to_y, row.flipped_to_n,
+             _p_value(row.mcnemar_p_value), "yes" if row.regression else "")
+            for row in systems]
+    table = _table(("system", "status", "paired questions", "AutoAIS baseline %",
+                    "AutoAIS candidate %", "change (points)", "low", "high", "N to Y",
+                    "Y to N", "McNemar p", "regression"), rows)
   intro = [f"Baseline: {header['baseline']}", f"Candidate: {header['candidate']}"]
+  if header["job"] == "claims":
+    intro.append("AutoAIS is the claims' macro AutoAIS (the mean over answers of the "
+                 "share of their claims rated attributable); N to Y and Y to N count "
+                 "claims of the same text in both runs.")
+  if agreement:
+    intro.append("Each group of items and all items: AutoAIS is the share decided "
+                 "attributable, accuracy and balanced accuracy are against the human "
+                 "labels, and McNemar's test is on whether each decision agrees with "
+                 "the human label.")
   if header.get("scorer_changed"):
     intro.append("The scorers differ (--allow_changed_scorer): the change of model is "
                  "the subject of this comparison: " + "; ".join(header["scorer_changed"]))
-  return _page("Changes between two evaluate runs", intro,
-               [("Changes by system", table)], figures)
+  return _page(f"Changes between two {header['job']} runs", intro,
+               [("Changes by group" if agreement else "Changes by system", table)],
+               figures)
