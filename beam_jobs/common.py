@@ -325,8 +325,8 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
   if options.scorer == LLM_JUDGE:
     return _judge_scorer(options, references, local_run)
   require(options, "model")
-  from autoais.models import t5_nli  # pylint: disable=import-outside-toplevel
-  require_choice("--device", options.device, t5_nli.DEVICES)
+  from autoais.models import checkpoints, t5_nli, token_budget  # pylint: disable=import-outside-toplevel
+  require_choice("--device", options.device, token_budget.DEVICES)
   if options.token_budget is not None and options.token_budget < 1:
     raise ConfigError("--token_budget must be positive")
   if options.torch_threads < 0:
@@ -336,14 +336,14 @@ def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
     return _classifier_scorer(options, references, local_run)
   if options.scorer == MINICHECK:
     return _minicheck_scorer(options, references, local_run)
-  t5_nli.check_dtype(options.dtype)
+  token_budget.check_dtype(options.dtype, t5_nli.FLOAT16_REFUSED)
   require_choice("--decision", options.decision, t5_nli.DECISIONS)
-  t5_nli.check_model_and_tokenizer(references.model, references.tokenizer)
+  checkpoints.check_model_and_tokenizer(references.model, references.tokenizer)
   if options.decision == "decode":
     t5_nli.check_decode_generation(references.model)
   if local_run and _readable_here(references.tokenizer or references.model):
-    t5_nli.label_pieces(t5_nli.load_tokenizer(
-        t5_nli.local_tokenizer_dir(references.model, references.tokenizer),
+    t5_nli.label_pieces(checkpoints.load_tokenizer(
+        checkpoints.local_tokenizer_dir(references.model, references.tokenizer),
         "--tokenizer" if options.tokenizer else "--model"), options.model)
     _check_cuda(options.device)
   return make_scorer(options.scorer, options.threshold, decision=options.decision,
@@ -378,11 +378,11 @@ def _classifier_scorer(options: "ScorerOptions", references: _ModelReferences,
                        local_run: bool) -> Scorer:
   """--scorer nli-classifier: the checkpoint listed and its config.json read
   (also on gs:// and the hub), the supporting label resolved, nothing loaded."""
-  from autoais.models import nli_classifier  # pylint: disable=import-outside-toplevel
+  from autoais.models import nli_classifier, token_budget  # pylint: disable=import-outside-toplevel
   if options.decision != "threshold":
     raise ConfigError("--decision decode is the T5 family's (--scorer t5); --scorer "
                       "nli-classifier decides by --threshold")
-  nli_classifier.check_dtype(options.dtype)
+  token_budget.check_dtype(options.dtype)
   nli_classifier.check_classifier(references.model, references.tokenizer,
                                   options.positive_label)
   if local_run:
@@ -396,11 +396,11 @@ def _minicheck_scorer(options: "ScorerOptions", references: _ModelReferences,
                       local_run: bool) -> Scorer:
   """--scorer minicheck: the checkpoint listed and its config.json read (also
   on gs:// and the hub), its architecture one of MiniCheck's, nothing loaded."""
-  from autoais.models import minicheck, nli_classifier  # pylint: disable=import-outside-toplevel
+  from autoais.models import minicheck, token_budget  # pylint: disable=import-outside-toplevel
   if options.decision != "threshold":
     raise ConfigError("--decision decode is the T5 family's (--scorer t5); --scorer "
                       "minicheck decides by --threshold")
-  nli_classifier.check_dtype(options.dtype)
+  token_budget.check_dtype(options.dtype)
   minicheck.check_minicheck(references.model, references.tokenizer)
   if local_run:
     _check_cuda(options.device)
@@ -460,7 +460,7 @@ def _judge_scorer(options: "ScorerOptions", references: _ModelReferences,
   local run the tokenizer loaded (its chat template for --judge_api
   completions), the API key's variable set, and the endpoint asked whether it
   serves --judge_model."""
-  from autoais.models import llm_judge, t5_nli  # pylint: disable=import-outside-toplevel
+  from autoais.models import checkpoints, llm_judge  # pylint: disable=import-outside-toplevel
   if options.decision != "threshold":
     raise ConfigError("--decision decode is the T5 family's; --scorer llm-judge "
                       "decides by --threshold")
@@ -473,7 +473,7 @@ def _judge_scorer(options: "ScorerOptions", references: _ModelReferences,
       options.judge_api_key_env):
     raise ConfigError(f"--judge_api_key_env {options.judge_api_key_env}: the "
                       "environment variable is not set")
-  t5_nli.tokenizer_files(references.tokenizer, llm_judge.TOKENIZER_NAMES)
+  checkpoints.tokenizer_files(references.tokenizer, llm_judge.TOKENIZER_NAMES)
   if local_run:
     if options.judge_api == "completions" and _readable_here(references.tokenizer):
       _, tokenizer = llm_judge.open_judge_tokenizer(references.tokenizer)

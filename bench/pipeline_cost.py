@@ -6,7 +6,7 @@ instant model.
         [--profile] [--workdir bench/out/pipeline_cost]
 
 The instant model is the t5 family as a job runs it (`--scorer t5 --model DIR`,
-a tiny random T5 built by models/testing.py) whose two model computations,
+a tiny random T5 built by tests/support/t5_models.py) whose two model computations,
 T5NliModel.encoder_states and the first decoder step (label_logits), are
 replaced in the measuring process by functions that answer at once with
 tensors of the right shapes: tokenisation, premise windows, length-sorted
@@ -50,6 +50,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeline import (AUTOAIS, ROOT, Words, passage_id, write_corpus,  # pylint: disable=wrong-import-position
                       python_speed_seconds)
 import citations as citations_bench  # pylint: disable=wrong-import-position
+sys.path.insert(0, ROOT)  # tests/support's model builders
 
 JOBS = ("evaluate", "claims", "audit", "citations", "agreement")
 LAYERS = ("schemas", "models", "transforms", "beam_jobs", "launch")
@@ -359,7 +360,7 @@ def main():
   words = Words(seed=1)
   model = os.path.join(work, "model")
   if not os.path.isdir(model):
-    from autoais.models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+    from tests.support.t5_models import build_random_t5  # pylint: disable=import-outside-toplevel
     build_random_t5(model, [words.passage(i) for i in range(2000)], vocab_size=4000,
                     seed=5)
   # One torch thread: with an instant model, intra-op threads have nothing to
