@@ -235,11 +235,13 @@ def stage_of(func) -> str:
   filename, _, name = func
   path = filename.replace(os.sep, "/")
   if "/tokenizers/" in path or "/transformers/tokenization" in path or (
-      path.endswith("models/t5_nli.py") and name in ("_ids", "__call__", "locked")):
+      path.endswith(("models/t5_nli.py", "models/checkpoints.py"))
+      and name in ("_ids", "__call__", "locked")):
     return "tokenising"
   if path.endswith("models/t5_nli.py") and name == "encode":
     return "windows"
-  if (path.endswith(("models/t5_nli.py", "bench/pipeline_cost.py")) or
+  if (path.endswith(("models/t5_nli.py", "models/token_budget.py",
+                     "bench/pipeline_cost.py")) or
       "/apache_beam/ml/inference/" in path or "/torch/" in path or
       (path.endswith("transforms/scoring/fanout.py") and "_ChunkHandler" in name)):
     return "model batching"

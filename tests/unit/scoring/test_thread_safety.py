@@ -3,7 +3,7 @@ Beam's RunInference shares one loaded model among the threads of a worker
 process: the scores equal those of one thread, and nothing fails. (A fast
 tokenizer keeps its truncation and padding settings in shared state: called
 from two threads with different settings, it corrupted encodings, e.g. "index
-66 is out of bounds for dimension 1 with size 66", before models/t5_nli.py's
+66 is out of bounds for dimension 1 with size 66", before models/checkpoints.py's
 LockedTokenizer.)"""
 import threading
 
