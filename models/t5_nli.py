@@ -30,15 +30,16 @@ hypothesis: the premise is split into overlapping windows that each fit with
 the whole hypothesis, every window is scored, and the row takes the best window
 and is flagged.
 
-Checkpoints load as they are published: `model.safetensors`, or shards named by
-`model.safetensors.index.json` (every shard must be present); the tokenizer
-from `tokenizer.json`, or from `spiece.model` + `tokenizer_config.json` alone
-(transformers builds the fast tokenizer from it, once per worker), or from
-another directory (`--tokenizer`). Local directories or gs:// (copied once per
-machine to a local cache); safetensors only, without trust_remote_code;
-float16 is refused (T5 activations overflow in float16). Weights stored in
-float32 load into `--dtype bfloat16` tensor by tensor from the memory-mapped
-files: no float32 copy of the model is held (bench/model_load.py measures it).
+Checkpoints load as they are published (models/checkpoints.py):
+`model.safetensors`, or shards named by `model.safetensors.index.json` (every
+shard must be present); the tokenizer from `tokenizer.json`, or from
+`spiece.model` + `tokenizer_config.json` alone (transformers builds the fast
+tokenizer from it, once per worker), or from another directory (`--tokenizer`).
+Local directories or gs:// (copied once per machine to a local cache);
+safetensors only, without trust_remote_code; float16 is refused (T5 activations
+overflow in float16). Weights stored in float32 load into `--dtype bfloat16`
+tensor by tensor from the memory-mapped files: no float32 copy of the model is
+held (bench/model_load.py measures it).
 """
 import array
 import collections
