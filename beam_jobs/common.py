@@ -1,5 +1,6 @@
 """What every job shares: strict option parsing, configuration errors, the
-scorer flags, and the `run(argv)` wrapper that turns a bad configuration or an
+scorer flags (declared here, checked once into a ScorerConfig by
+transforms/scoring/config.py), and the `run(argv)` wrapper that turns a bad configuration or an
 unusable input into a clear message and exit code 2 (before anything is
 written, where it is found at launch). The output-directory rule is
 beam_jobs/output_dir.py.
@@ -9,28 +10,26 @@ import contextlib
 import contextvars
 import importlib
 import logging
-import os
 import shutil
 import sys
 import tempfile
 import time
-import urllib.parse
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Type
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Type
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
-                                                  StandardOptions, _BeamArgumentParser)
+from apache_beam.options.pipeline_options import (PipelineOptions, StandardOptions,
+                                                  _BeamArgumentParser)
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 
 from autoais.models import hub
-from autoais.transforms.scoring.names import (FLAG_SCORERS, JUDGE_APIS, LLM_JUDGE, MINICHECK,
-                                              NLI_CLASSIFIER,
-                                      REMOTE, SCORERS, STRING_MATCH, VERTEX)
+# require and require_choice are the jobs' checks of their own flags too.
+from autoais.schemas.errors import (ConfigError, CorpusError, InputError, JobFailed, ModelError,  # pylint: disable=unused-import
+                                    require, require_choice)
+from autoais.transforms.scoring.config import scorer_config
+from autoais.transforms.scoring.names import JUDGE_APIS, SCORERS, STRING_MATCH
 from autoais.transforms.scoring.scorer import Scorer
-from autoais.transforms.scoring.registry import make_scorer
-from autoais.schemas.errors import ConfigError, CorpusError, InputError, JobFailed, ModelError
 from autoais.transforms.io import progress
 from autoais.transforms.io.cloud_storage import check_gcs_flags
 from autoais.transforms.rows.run_record import REGRESSION, empty_inputs, read_run_record
@@ -269,229 +268,12 @@ def given_flags(options: PipelineOptions,
   return frozenset(vars(given))
 
 
-def check_scorer_flags(options: "ScorerOptions", given: FrozenSet[str]) -> None:
-  """Refuses a scorer flag the chosen scorer does not take (FLAG_SCORERS): it
-  would be ignored, and the run would answer another question than the one
-  asked (`--model DIR` alone once gave a string-match leaderboard)."""
-  scorer = options.scorer
-  if "scorer" not in given and "model" in given:
-    raise ConfigError(
-        "--model needs a model scorer, and the default scorer, string-match, reads "
-        "no model: add --scorer t5 (a T5/mT5 NLI model answering '1'/'0', such as "
-        "google/t5_xxl_true_nli_mixture), --scorer nli-classifier (a "
-        "sequence-classification NLI model) or --scorer minicheck (MiniCheck's "
-        "Flan-T5, RoBERTa or DeBERTa checkers)")
-  wrong = sorted(flag for flag in given
-                 if flag in FLAG_SCORERS and scorer not in FLAG_SCORERS[flag])
-  if wrong:
-    chosen = f"--scorer {scorer}" + ("" if "scorer" in given else " (the default)")
-    raise ConfigError("; ".join(
-        f"--{flag} is for --scorer {' / '.join(FLAG_SCORERS[flag])}, not {chosen}"
-        for flag in wrong) + ": a flag the scorer does not take is refused, not ignored")
-
-
-class _ModelReferences:
-  """--model and --tokenizer as the workers load them: a hub id pinned to the
-  commit its revision names now (models/hub.py), anything else as given."""
-
-  def __init__(self, options: "ScorerOptions"):
-    self.model = hub.pin(options.model, options.model_revision, "--model",
-                         "--model_revision")
-    self.tokenizer = hub.pin(options.tokenizer, options.tokenizer_revision,
-                             "--tokenizer", "--tokenizer_revision")
-    self.revisions = {"model_revision": options.model_revision,
-                      "tokenizer_revision": options.tokenizer_revision}
-
-
 def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:
-  """Validates the scorer flags (cheaply: the model itself is loaded on the
-  workers) and returns the scorer."""
+  """The run's scorer: its ScorerConfig built and checked once from the scorer
+  flags (transforms/scoring/config.py; cheaply: the model itself is loaded on
+  the workers)."""
   given = given_flags(options, ScorerOptions)
-  options = options.view_as(ScorerOptions)
-  check_scorer_flags(options, given)
-  if not 0.0 <= options.threshold <= 1.0:
-    raise ConfigError(f"--threshold must be in [0, 1], got {options.threshold}")
-  if options.chunk_size is not None and options.chunk_size < 1:
-    raise ConfigError(f"--chunk_size must be positive, got {options.chunk_size}")
-  if options.scorer == STRING_MATCH:
-    if options.decision != "threshold":
-      raise ConfigError("--decision decode needs an NLI model (--scorer t5)")
-    return make_scorer(STRING_MATCH, options.threshold)
-  if options.score_cache:
-    check_cache_dir(options.score_cache)
-  if options.scorer in (REMOTE, VERTEX):
-    return _hosted_scorer(options, local_run)
-  references = _ModelReferences(options)
-  if options.scorer == LLM_JUDGE:
-    return _judge_scorer(options, references, local_run)
-  require(options, "model")
-  from autoais.models import t5_nli  # pylint: disable=import-outside-toplevel
-  require_choice("--device", options.device, t5_nli.DEVICES)
-  if options.token_budget is not None and options.token_budget < 1:
-    raise ConfigError("--token_budget must be positive")
-  if options.torch_threads < 0:
-    raise ConfigError(f"--torch_threads must be 0 (torch's default) or more, got "
-                      f"{options.torch_threads}")
-  if options.scorer == NLI_CLASSIFIER:
-    return _classifier_scorer(options, references, local_run)
-  if options.scorer == MINICHECK:
-    return _minicheck_scorer(options, references, local_run)
-  t5_nli.check_dtype(options.dtype)
-  require_choice("--decision", options.decision, t5_nli.DECISIONS)
-  t5_nli.check_model_and_tokenizer(references.model, references.tokenizer)
-  if options.decision == "decode":
-    t5_nli.check_decode_generation(references.model)
-  if local_run and _readable_here(references.tokenizer or references.model):
-    t5_nli.label_pieces(t5_nli.load_tokenizer(
-        t5_nli.local_tokenizer_dir(references.model, references.tokenizer),
-        "--tokenizer" if options.tokenizer else "--model"), options.model)
-    _check_cuda(options.device)
-  return make_scorer(options.scorer, options.threshold, decision=options.decision,
-                     **_local_model_options(options, references))
-
-
-def _readable_here(path: str) -> bool:
-  """A local directory, or a hub model (its small files come into this
-  machine's cache; the weights do not): worth reading at launch."""
-  return hub.pinned(path) is not None or FileSystems.get_scheme(path) in (None, "file")
-
-
-def _local_model_options(options: "ScorerOptions",
-                         references: _ModelReferences) -> Dict[str, Any]:
-  """The flags every scorer of a model run in the workers takes (t5,
-  nli-classifier, minicheck)."""
-  return {"model_path": references.model, "dtype": options.dtype, "device": options.device,
-          "max_input_tokens": options.max_input_tokens,
-          "token_budget": options.token_budget, "large_model": options.large_model,
-          "torch_threads": options.torch_threads, "tokenizer_path": references.tokenizer,
-          "score_cache": options.score_cache, "revisions": references.revisions}
-
-
-def _check_cuda(device: str) -> None:
-  if device == "cuda":
-    import torch  # pylint: disable=import-outside-toplevel
-    if not torch.cuda.is_available():
-      raise ConfigError("--device cuda: no CUDA device on this machine")
-
-
-def _classifier_scorer(options: "ScorerOptions", references: _ModelReferences,
-                       local_run: bool) -> Scorer:
-  """--scorer nli-classifier: the checkpoint listed and its config.json read
-  (also on gs:// and the hub), the supporting label resolved, nothing loaded."""
-  from autoais.models import nli_classifier  # pylint: disable=import-outside-toplevel
-  if options.decision != "threshold":
-    raise ConfigError("--decision decode is the T5 family's (--scorer t5); --scorer "
-                      "nli-classifier decides by --threshold")
-  nli_classifier.check_dtype(options.dtype)
-  nli_classifier.check_classifier(references.model, references.tokenizer,
-                                  options.positive_label)
-  if local_run:
-    _check_cuda(options.device)
-  return make_scorer(NLI_CLASSIFIER, options.threshold,
-                     positive_label=options.positive_label,
-                     **_local_model_options(options, references))
-
-
-def _minicheck_scorer(options: "ScorerOptions", references: _ModelReferences,
-                      local_run: bool) -> Scorer:
-  """--scorer minicheck: the checkpoint listed and its config.json read (also
-  on gs:// and the hub), its architecture one of MiniCheck's, nothing loaded."""
-  from autoais.models import minicheck, nli_classifier  # pylint: disable=import-outside-toplevel
-  if options.decision != "threshold":
-    raise ConfigError("--decision decode is the T5 family's (--scorer t5); --scorer "
-                      "minicheck decides by --threshold")
-  nli_classifier.check_dtype(options.dtype)
-  minicheck.check_minicheck(references.model, references.tokenizer)
-  if local_run:
-    _check_cuda(options.device)
-  return make_scorer(MINICHECK, options.threshold, chunk_size=options.chunk_size,
-                     **_local_model_options(options, references))
-
-
-def _hosted_scorer(options: "ScorerOptions", local_run: bool) -> Scorer:
-  """--scorer remote / vertex: validated, and where the endpoint can be
-  reached from here (a local run, or vertex's own check), checked to answer."""
-  if options.decision != "threshold":
-    raise ConfigError(f"--decision decode needs the model in process (--scorer t5); "
-                      f"--scorer {options.scorer} decides by --threshold")
-  if options.instances_per_request < 1:
-    raise ConfigError("--instances_per_request must be positive")
-  if options.scorer == REMOTE:
-    require(options, "endpoint")
-    _check_http_url("--endpoint", options.endpoint)
-    _check_retries(options)
-    if local_run:
-      from autoais.models.remote import fetch_health  # pylint: disable=import-outside-toplevel
-      fetch_health(options.endpoint, options.request_timeout)
-    return make_scorer(REMOTE, options.threshold, endpoint=options.endpoint,
-                       timeout=options.request_timeout,
-                       max_retries=options.max_retries, backoff=options.retry_backoff,
-                       instances_per_request=options.instances_per_request,
-                       score_cache=options.score_cache)
-  project = options.view_as(GoogleCloudOptions).project
-  if not (options.endpoint_id and project and options.location):
-    raise ConfigError("--scorer vertex needs --endpoint_id, --project and --location")
-  try:
-    return make_scorer(VERTEX, options.threshold, endpoint_id=options.endpoint_id,
-                       project=project, location=options.location,
-                       instances_per_request=options.instances_per_request,
-                       score_cache=options.score_cache)
-  except ValueError as error:  # Beam's handler: no such endpoint, or no model on it
-    raise ConfigError(f"--scorer vertex --endpoint_id {options.endpoint_id}: "
-                      f"{error}") from error
-
-
-def _check_http_url(flag: str, url: str) -> None:
-  parsed = urllib.parse.urlparse(url)
-  if parsed.scheme not in ("http", "https") or not parsed.netloc:
-    raise ConfigError(f"{flag} {url!r}: expected an http:// or https:// URL")
-
-
-def _check_retries(options: "ScorerOptions") -> None:
-  if options.request_timeout <= 0 or options.retry_backoff < 0 or (
-      options.max_retries < 0):
-    raise ConfigError("--request_timeout must be positive, --retry_backoff and "
-                      "--max_retries not negative")
-
-
-def _judge_scorer(options: "ScorerOptions", references: _ModelReferences,
-                  local_run: bool) -> Scorer:
-  """--scorer llm-judge: the flags checked, the tokenizer directory listed; on a
-  local run the tokenizer loaded (its chat template for --judge_api
-  completions), the API key's variable set, and the endpoint asked whether it
-  serves --judge_model."""
-  from autoais.models import llm_judge, t5_nli  # pylint: disable=import-outside-toplevel
-  if options.decision != "threshold":
-    raise ConfigError("--decision decode is the T5 family's; --scorer llm-judge "
-                      "decides by --threshold")
-  require(options, "judge_url", "judge_model", "tokenizer")
-  _check_http_url("--judge_url", options.judge_url)
-  _check_retries(options)
-  if options.judge_concurrency < 1:
-    raise ConfigError("--judge_concurrency must be positive")
-  if options.judge_api_key_env and local_run and not os.environ.get(
-      options.judge_api_key_env):
-    raise ConfigError(f"--judge_api_key_env {options.judge_api_key_env}: the "
-                      "environment variable is not set")
-  t5_nli.tokenizer_files(references.tokenizer, llm_judge.TOKENIZER_NAMES)
-  if local_run:
-    if options.judge_api == "completions" and _readable_here(references.tokenizer):
-      _, tokenizer = llm_judge.open_judge_tokenizer(references.tokenizer)
-      llm_judge.check_chat_template(tokenizer, options.tokenizer)
-    served = llm_judge.served_models(options.judge_url, options.request_timeout,
-                                     options.judge_api_key_env)
-    if options.judge_model not in served:
-      raise ConfigError(f"--judge_model {options.judge_model}: {options.judge_url} "
-                        f"serves {', '.join(served) or 'no model'}")
-  return make_scorer(LLM_JUDGE, options.threshold, url=options.judge_url,
-                     model=options.judge_model, tokenizer_path=references.tokenizer,
-                     tokenizer_revision=options.tokenizer_revision, api=options.judge_api,
-                     chunk_size=options.chunk_size or llm_judge.DEFAULT_CHUNK_SIZE,
-                     concurrency=options.judge_concurrency,
-                     timeout=options.request_timeout, max_retries=options.max_retries,
-                     backoff=options.retry_backoff,
-                     api_key_env=options.judge_api_key_env,
-                     score_cache=options.score_cache)
+  return scorer_config(options.view_as(ScorerOptions), given, local_run).scorer()
 
 
 def scorer_read_dirs(options: PipelineOptions) -> Dict[str, Optional[str]]:
@@ -503,13 +285,6 @@ def scorer_read_dirs(options: PipelineOptions) -> Dict[str, Optional[str]]:
   return {flag: None if path and hub.is_hub_id(path) else path
           for flag, path in (("--model", scorer.model), ("--tokenizer", scorer.tokenizer),
                              ("--score_cache", scorer.score_cache))}
-
-
-def check_cache_dir(path: str) -> None:
-  if FileSystems.get_scheme(path) in (None, "file"):
-    local = path.removeprefix("file://")
-    if os.path.exists(local) and not os.path.isdir(local):
-      raise ConfigError(f"--score_cache {path}: is a file, not a directory")
 
 
 CONFIGURATION_ERRORS = (ConfigError, InputError, CorpusError, ModelError)
@@ -635,19 +410,6 @@ def job_help(job_name: str, argv: Sequence[str],
   for cls in _job_options(options_class):
     cls._add_argparse_args(parser)  # pylint: disable=protected-access
   return parser.format_help()
-
-
-def require(options, *names: str) -> None:
-  missing = [f"--{name}" for name in names if not getattr(options, name, None)]
-  if missing:
-    raise ConfigError(f"missing required option(s): {', '.join(missing)}")
-
-
-def require_choice(flag: str, value, choices) -> None:
-  """Refuses `value` of `flag` unless it is one of `choices` (listed in the
-  message in their order)."""
-  if value not in choices:
-    raise ConfigError(f"{flag} {value!r}: choose from {', '.join(choices)}")
 
 
 _LOCAL_RUNNER_NAMES = (None, "DirectRunner", "SwitchingDirectRunner")

@@ -29,6 +29,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeline import AUTOAIS, ROOT, Words, python_speed_seconds  # pylint: disable=wrong-import-position
 from scale import TWO_WORKERS, by_role, run_measured  # pylint: disable=wrong-import-position
+sys.path.insert(0, ROOT)  # tests/support's model builders
 
 MODES = {"in_process": [], "two_workers": TWO_WORKERS}
 
@@ -104,7 +105,7 @@ def main():
   pattern = os.path.join(inputs, "*.jsonl")
   scorers = {"string-match": []}
   if not args.skip_t5:
-    from autoais.models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+    from tests.support.t5_models import build_random_t5  # pylint: disable=import-outside-toplevel
     model = os.path.join(args.workdir, "model")
     if not os.path.isdir(model):
       build_random_t5(model, [words.passage(i) for i in range(2000)], vocab_size=4000,

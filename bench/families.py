@@ -43,7 +43,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from autoais.models.testing import build_random_t5  # pylint: disable=wrong-import-position
+from tests.support.t5_models import build_random_t5  # pylint: disable=wrong-import-position
 from autoais.schemas import AttributionExample, ScoringFailure  # pylint: disable=wrong-import-position
 from autoais.transforms.scoring.string_match import string_match_score  # pylint: disable=wrong-import-position
 

@@ -35,7 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from autoais.models.minicheck import load_minicheck  # pylint: disable=wrong-import-position
-from autoais.models.testing import build_random_t5  # pylint: disable=wrong-import-position
+from tests.support.t5_models import build_random_t5  # pylint: disable=wrong-import-position
 from autoais.schemas import AttributionExample  # pylint: disable=wrong-import-position
 
 SHARED = os.environ.get("AUTOAIS_SHARED_DATA", os.path.join(ROOT, "..", "shared", "data"))

@@ -30,6 +30,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,8 +38,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from autoais.models.testing import (build_random_t5, load_memory_profile,  # pylint: disable=wrong-import-position
-                            train_sentencepiece, write_published_tokenizer)
+from tests.support.t5_models import (build_random_t5, train_sentencepiece,  # pylint: disable=wrong-import-position
+                                     write_published_tokenizer)
 
 SHARED = os.environ.get("AUTOAIS_SHARED_DATA", os.path.join(ROOT, "..", "shared", "data"))
 SHAPES = {
@@ -48,6 +49,54 @@ SHAPES = {
     "large": {"d_model": 1024, "d_kv": 64, "d_ff": 2816, "num_layers": 24, "num_heads": 16},
 }
 T5_VOCABULARY = 32128
+
+
+_LOAD_PROBE = r"""
+import json, sys, threading, time
+def status():
+  values = {}
+  with open("/proc/self/status") as f:
+    for line in f:
+      key, value = line.split(":", 1)
+      if key in ("RssAnon", "RssFile"):
+        values[key] = int(value.split()[0]) * 1024
+  return values
+from autoais.models import t5_nli
+import torch, transformers  # imported before the baseline: their own memory is not the model's
+peak = dict(status())
+before = dict(peak)
+done = threading.Event()
+def poll():
+  while not done.is_set():
+    for key, value in status().items():
+      peak[key] = max(peak[key], value)
+    time.sleep(0.001)
+thread = threading.Thread(target=poll)
+thread.start()
+started = time.perf_counter()
+model = t5_nli.load_t5_nli(sys.argv[1], dtype=sys.argv[2])
+seconds = time.perf_counter() - started
+done.set()
+thread.join()
+parameters = sum(p.numel() * p.element_size() for p in model.model.parameters())
+print(json.dumps({"dtype": sys.argv[2], "load_seconds": seconds,
+                  "parameter_bytes": parameters,
+                  "peak_anonymous_increase": peak["RssAnon"] - before["RssAnon"],
+                  "peak_file_backed": peak["RssFile"],
+                  "anonymous_after": status()["RssAnon"] - before["RssAnon"]}))
+"""
+
+
+def load_memory_profile(model_dir: str, dtype: str) -> dict:
+  """Loads the model with models.t5_nli.load_t5_nli in a fresh process and
+  reports its memory: the peak growth of anonymous memory (what the process
+  itself holds: a float32 copy of the weights would show here) and the peak of
+  file-backed pages (the memory-mapped safetensors files: page cache the
+  kernel can drop), polled every millisecond, in bytes."""
+  output = subprocess.run([sys.executable, "-c", _LOAD_PROBE, model_dir, dtype],
+                          cwd=ROOT, check=True, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=ROOT)).stdout
+  return json.loads(output.strip().splitlines()[-1])
 
 
 def _shared_texts():

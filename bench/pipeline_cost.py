@@ -6,7 +6,7 @@ instant model.
         [--profile] [--workdir bench/out/pipeline_cost]
 
 The instant model is the t5 family as a job runs it (`--scorer t5 --model DIR`,
-a tiny random T5 built by models/testing.py) whose two model computations,
+a tiny random T5 built by tests/support/t5_models.py) whose two model computations,
 T5NliModel.encoder_states and the first decoder step (label_logits), are
 replaced in the measuring process by functions that answer at once with
 tensors of the right shapes: tokenisation, premise windows, length-sorted
@@ -50,6 +50,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeline import (AUTOAIS, ROOT, Words, passage_id, write_corpus,  # pylint: disable=wrong-import-position
                       python_speed_seconds)
 import citations as citations_bench  # pylint: disable=wrong-import-position
+sys.path.insert(0, ROOT)  # tests/support's model builders
 
 JOBS = ("evaluate", "claims", "audit", "citations", "agreement")
 LAYERS = ("schemas", "models", "transforms", "serve", "beam_jobs", "launch")
@@ -234,11 +235,13 @@ def stage_of(func) -> str:
   filename, _, name = func
   path = filename.replace(os.sep, "/")
   if "/tokenizers/" in path or "/transformers/tokenization" in path or (
-      path.endswith("models/t5_nli.py") and name in ("_ids", "__call__", "locked")):
+      path.endswith(("models/t5_nli.py", "models/checkpoints.py"))
+      and name in ("_ids", "__call__", "locked")):
     return "tokenising"
   if path.endswith("models/t5_nli.py") and name == "encode":
     return "windows"
-  if (path.endswith(("models/t5_nli.py", "bench/pipeline_cost.py")) or
+  if (path.endswith(("models/t5_nli.py", "models/token_budget.py",
+                     "bench/pipeline_cost.py")) or
       "/apache_beam/ml/inference/" in path or "/torch/" in path or
       (path.endswith("transforms/scoring/fanout.py") and "_ChunkHandler" in name)):
     return "model batching"
@@ -359,7 +362,7 @@ def main():
   words = Words(seed=1)
   model = os.path.join(work, "model")
   if not os.path.isdir(model):
-    from autoais.models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+    from tests.support.t5_models import build_random_t5  # pylint: disable=import-outside-toplevel
     build_random_t5(model, [words.passage(i) for i in range(2000)], vocab_size=4000,
                     seed=5)
   # One torch thread: with an instant model, intra-op threads have nothing to

@@ -130,7 +130,7 @@ def by_role(peaks):
 
 def tiny_model(work):
   """A tiny random T5 whose vocabulary is trained on the synthetic words."""
-  from autoais.models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+  from tests.support.t5_models import build_random_t5  # pylint: disable=import-outside-toplevel
   directory = os.path.join(work, "tiny_t5")
   if not os.path.isdir(directory):
     words = Words(seed=1)

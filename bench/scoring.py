@@ -53,7 +53,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from autoais.models import t5_nli  # pylint: disable=wrong-import-position
-from autoais.models.testing import build_random_t5  # pylint: disable=wrong-import-position
+from tests.support.t5_models import build_random_t5  # pylint: disable=wrong-import-position
 from autoais.transforms.corpus.passages import parse_passage, pyserini_contents  # pylint: disable=wrong-import-position
 from autoais.transforms.scoring.examples import (qa_example)  # pylint: disable=wrong-import-position
 

@@ -5,7 +5,7 @@ batches the server formed.
     .venv/bin/python bench/serve.py [--requests 96] [--instances 8] [--clients 16]
         [--model DIR] [--workdir bench/out] [--url http://HOST:PORT]
 
-On a tiny random-weight T5 (models/testing.py; or --model DIR) and requests of
+On a tiny random-weight T5 (tests/support/t5_models.py; or --model DIR) and requests of
 --instances (premise, hypothesis) pairs from the example corpus and gold
 (each premise one or two passages, so requests differ in length), it starts
 two servers and runs, one after another, the same --requests requests:
@@ -62,7 +62,7 @@ def request_bodies(count: int, per_request: int, seed: int = 0):
 
 
 def build_model(workdir: str) -> str:
-  from autoais.models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+  from tests.support.t5_models import build_random_t5  # pylint: disable=import-outside-toplevel
   passages, hypotheses = example_pairs()
   directory = os.path.join(workdir, "tiny_t5")
   if not os.path.exists(os.path.join(directory, "config.json")):

@@ -49,7 +49,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
-from autoais.models import t5_nli
+from autoais.models import checkpoints
 from autoais.models.sentences import sentence_splitter
 from autoais.models.remote import HttpClient
 from autoais.schemas import AttributionExample, AttributionScore, ScoringFailure
@@ -201,7 +201,7 @@ def _api_key(variable: Optional[str]) -> Dict[str, str]:
 
 def open_judge_tokenizer(tokenizer_path: str):
   """(local directory, tokenizer) of `--tokenizer` (local or gs://)."""
-  return t5_nli.open_tokenizer(tokenizer_path, tokenizer_path, TOKENIZER_NAMES)
+  return checkpoints.open_tokenizer(tokenizer_path, tokenizer_path, TOKENIZER_NAMES)
 
 
 def check_chat_template(tokenizer, tokenizer_path: str) -> None:
@@ -214,7 +214,7 @@ def check_chat_template(tokenizer, tokenizer_path: str) -> None:
 def describe_judge(tokenizer_path: str) -> Dict[str, Any]:
   """What a worker tells of the judge's scoring for run.json and the cache."""
   local_dir, tokenizer = open_judge_tokenizer(tokenizer_path)
-  return {"tokenizer_sha256": t5_nli.tokenizer_checksum(local_dir,
+  return {"tokenizer_sha256": checkpoints.tokenizer_checksum(local_dir,
                                                         _TOKENIZER_CHECKSUM_NAMES),
           "chat_template": bool(getattr(tokenizer, "chat_template", None)),
           "prompt_sha256": prompt_digest(),

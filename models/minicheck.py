@@ -29,8 +29,9 @@ examples of a call are scored together, in token-budget batches.
 """
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Union
 
-from autoais.models import nli_classifier, t5_nli
+from autoais.models import checkpoints, nli_classifier, t5_nli
 from autoais.models.sentences import SentenceSplitter, sentence_splitter
+from autoais.models.token_budget import LocalModelHandler, TokenBudgetModel, check_dtype
 from autoais.schemas import LOCAL_FAILURE, AttributionExample, AttributionScore, ScoringFailure
 from autoais.schemas.errors import ConfigError, ModelError
 
@@ -94,9 +95,9 @@ def check_minicheck(model_path: str, tokenizer_path: Optional[str]) -> Variant:
   """Launch-time checks without loading the model (listing and config.json
   only, also for gs://): the directory, safetensors weights (pickle refused
   with the conversion hint), a tokenizer, and a MiniCheck architecture."""
-  t5_nli.check_model_and_tokenizer(model_path, tokenizer_path,
+  checkpoints.check_model_and_tokenizer(model_path, tokenizer_path,
                                    nli_classifier.CLASSIFIER_TOKENIZER_FILES, hint="")
-  return variant_of(t5_nli.read_model_json(model_path), model_path)
+  return variant_of(checkpoints.read_model_json(model_path), model_path)
 
 
 def pack_sentences(sentences: Sequence[str], sizes: Sequence[int],
@@ -121,7 +122,7 @@ def pack_sentences(sentences: Sequence[str], sizes: Sequence[int],
 class MiniCheckModel:
   """A loaded MiniCheck checkpoint: document chunks, inputs, batched scores."""
 
-  def __init__(self, variant: Variant, scorer: t5_nli.TokenBudgetModel,
+  def __init__(self, variant: Variant, scorer: TokenBudgetModel,
                chunk_size: int, splitter: SentenceSplitter, model_path: str):
     self.variant = variant
     self.scorer = scorer  # T5NliModel (Flan-T5) or NliClassifierModel
@@ -226,9 +227,9 @@ def load_minicheck(model_path: str, dtype: str = "float32", device: str = "cpu",
                         sentence_splitter(), model_path)
 
 
-class MiniCheckModelHandler(t5_nli.LocalModelHandler):
+class MiniCheckModelHandler(LocalModelHandler):
   """RunInference handler of the minicheck family (see
-  models.t5_nli.LocalModelHandler). A blank document's example comes back as a
+  models.token_budget.LocalModelHandler). A blank document's example comes back as a
   ScoringFailure."""
 
   metrics_namespace = "autoais_minicheck"
@@ -239,7 +240,7 @@ class MiniCheckModelHandler(t5_nli.LocalModelHandler):
                large_model: bool = False, torch_threads: int = 0,
                tokenizer_path: Optional[str] = None, chunk_size: Optional[int] = None):
     super().__init__(model_path, threshold, max_batch_size, large_model, torch_threads)
-    nli_classifier.check_dtype(dtype)
+    check_dtype(dtype)
     self._load_args = (model_path, dtype, device, max_input_tokens, token_budget)
     self._tokenizer_path = tokenizer_path
     self._chunk_size = chunk_size
@@ -259,10 +260,10 @@ def describe_minicheck(model_path: str, max_input_tokens: Optional[int],
   """What run.json records of a MiniCheck checkpoint, read on a worker without
   loading its weights: the variant and its settings, the label ids, the
   sentence splitter, the checksums."""
-  local_dir = t5_nli.local_model_dir(model_path)
+  local_dir = checkpoints.local_model_dir(model_path)
   names = nli_classifier.CLASSIFIER_TOKENIZER_FILES
-  tokenizer_dir, tokenizer = t5_nli.open_tokenizer(model_path, tokenizer_path, names)
-  config = t5_nli.read_model_json(local_dir)
+  tokenizer_dir, tokenizer = checkpoints.open_tokenizer(model_path, tokenizer_path, names)
+  config = checkpoints.read_model_json(local_dir)
   variant = variant_of(config, model_path)
   if variant.seq2seq:
     pieces = tokenizer.convert_ids_to_tokens(list(T5_LABEL_IDS))
@@ -276,7 +277,7 @@ def describe_minicheck(model_path: str, max_input_tokens: Optional[int],
       "model_type": config.get("model_type"),
       "architectures": config.get("architectures"),
       **labels,
-      **t5_nli.checkpoint_checksums(local_dir, tokenizer_dir, tokenizer_path or model_path,
+      **checkpoints.checkpoint_checksums(local_dir, tokenizer_dir, tokenizer_path or model_path,
                                     names + ("merges.txt",)),
       "max_input_tokens": max_input_tokens or variant.max_input_tokens,
       "chunk_size": chunk_size or variant.chunk_size,

@@ -22,7 +22,7 @@ scored and the example takes the highest score (`n_windows` > 1,
 _MIN_WINDOW_TOKENS tokens for the premise are both cut to fit (one window,
 `truncated`).
 
-Checkpoints load as published, with the T5 family's checks (models/t5_nli.py):
+Checkpoints load as published, with every family's checks (models/checkpoints.py):
 config.json, `model.safetensors` or shards named by
 `model.safetensors.index.json`, pickle-only weights refused with the conversion
 hint, never trust_remote_code; the tokenizer from any of CLASSIFIER_TOKENIZER_FILES
@@ -32,7 +32,10 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from autoais.models import t5_nli
+from autoais.models import checkpoints
+from autoais.models.token_budget import (DEFAULT_TOKEN_BUDGET, LocalModelHandler,
+                                         TokenBudgetModel, check_device, check_dtype,
+                                         resolve_max_input_tokens)
 from autoais.schemas import AttributionExample, AttributionScore
 from autoais.schemas.errors import ConfigError, ModelError
 
@@ -40,16 +43,10 @@ from autoais.schemas.errors import ConfigError, ModelError
 # FEVER / fact-checking "supported" / "support", some "entail"), compared
 # case-insensitively.
 SUPPORTING_LABELS = ("entailment", "entail", "supported", "support")
-DTYPES = ("float32", "bfloat16")
 CLASSIFIER_TOKENIZER_FILES = ("tokenizer.json", "spm.model", "spiece.model",
                               "sentencepiece.bpe.model", "vocab.json", "vocab.txt")
 WINDOW_OVERLAP = 0.25
 _MIN_WINDOW_TOKENS = 16
-
-
-def check_dtype(dtype: str) -> None:
-  if dtype not in DTYPES:
-    raise ModelError(f"--dtype {dtype!r}: choose from {', '.join(DTYPES)}")
 
 
 def head_labels(config: Dict[str, Any], model_path: str) -> Dict[int, str]:
@@ -98,9 +95,9 @@ def check_classifier(model_path: str, tokenizer_path: Optional[str],
                      positive_label: Optional[str]) -> int:
   """Launch-time checks without loading the model (listing and config.json
   only, also for gs://); returns the supporting label's index."""
-  t5_nli.check_model_and_tokenizer(model_path, tokenizer_path,
+  checkpoints.check_model_and_tokenizer(model_path, tokenizer_path,
                                    CLASSIFIER_TOKENIZER_FILES, hint="")
-  labels = head_labels(t5_nli.read_model_json(model_path), model_path)
+  labels = head_labels(checkpoints.read_model_json(model_path), model_path)
   return positive_index(labels, positive_label, model_path)
 
 
@@ -109,7 +106,7 @@ class EncodedPair(NamedTuple):
   truncated: bool
 
 
-class NliClassifierModel(t5_nli.TokenBudgetModel):
+class NliClassifierModel(TokenBudgetModel):
   """A loaded classifier: pair encoding with premise windows, batched scoring."""
 
   def __init__(self, model, tokenizer, device: str, max_input_tokens: int,
@@ -173,15 +170,15 @@ def load_nli_classifier(model_path: str, dtype: str = "float32", device: str = "
   import torch  # pylint: disable=import-outside-toplevel
   from transformers import AutoModelForSequenceClassification  # pylint: disable=import-outside-toplevel
   check_dtype(dtype)
-  t5_nli.check_device(device)
+  check_device(device)
   if positive_id is None:
     positive = check_classifier(model_path, tokenizer_path, positive_label)
   else:
-    t5_nli.check_model_and_tokenizer(model_path, tokenizer_path,
+    checkpoints.check_model_and_tokenizer(model_path, tokenizer_path,
                                      CLASSIFIER_TOKENIZER_FILES, hint="")
     positive = positive_id
-  local_dir = t5_nli.local_model_dir(model_path)
-  _, tokenizer = t5_nli.open_tokenizer(model_path, tokenizer_path,
+  local_dir = checkpoints.local_model_dir(model_path)
+  _, tokenizer = checkpoints.open_tokenizer(model_path, tokenizer_path,
                                        CLASSIFIER_TOKENIZER_FILES)
   model = AutoModelForSequenceClassification.from_pretrained(
       local_dir, use_safetensors=True, trust_remote_code=False,
@@ -189,13 +186,13 @@ def load_nli_classifier(model_path: str, dtype: str = "float32", device: str = "
   model.to(device)
   model.eval()
   return NliClassifierModel(model, tokenizer, device,
-                            t5_nli.resolve_max_input_tokens(tokenizer, max_input_tokens),
-                            token_budget or t5_nli.DEFAULT_TOKEN_BUDGET[device], positive)
+                            resolve_max_input_tokens(tokenizer, max_input_tokens),
+                            token_budget or DEFAULT_TOKEN_BUDGET[device], positive)
 
 
-class NliClassifierModelHandler(t5_nli.LocalModelHandler):
+class NliClassifierModelHandler(LocalModelHandler):
   """RunInference handler of the nli-classifier family (see
-  models.t5_nli.LocalModelHandler)."""
+  models.token_budget.LocalModelHandler)."""
 
   metrics_namespace = "autoais_nli_classifier"
 
@@ -226,10 +223,10 @@ def describe_classifier(model_path: str, max_input_tokens: Optional[int],
                         positive_label: Optional[str] = None) -> Dict[str, Any]:
   """What run.json records of a classifier, read on a worker without loading
   its weights: the head's labels, the supporting one, the checksums."""
-  local_dir = t5_nli.local_model_dir(model_path)
-  tokenizer_dir, tokenizer = t5_nli.open_tokenizer(model_path, tokenizer_path,
+  local_dir = checkpoints.local_model_dir(model_path)
+  tokenizer_dir, tokenizer = checkpoints.open_tokenizer(model_path, tokenizer_path,
                                                    CLASSIFIER_TOKENIZER_FILES)
-  config = t5_nli.read_model_json(local_dir)
+  config = checkpoints.read_model_json(local_dir)
   labels = head_labels(config, model_path)
   positive = positive_index(labels, positive_label, model_path)
   return {
@@ -239,8 +236,8 @@ def describe_classifier(model_path: str, max_input_tokens: Optional[int],
       "positive_label": labels[positive],
       "positive_label_id": positive,
       "positive_label_source": "--positive_label" if positive_label else "id2label",
-      **t5_nli.checkpoint_checksums(local_dir, tokenizer_dir, tokenizer_path or model_path,
+      **checkpoints.checkpoint_checksums(local_dir, tokenizer_dir, tokenizer_path or model_path,
                                     CLASSIFIER_TOKENIZER_FILES + ("merges.txt",)),
-      "max_input_tokens": t5_nli.resolve_max_input_tokens(tokenizer, max_input_tokens),
+      "max_input_tokens": resolve_max_input_tokens(tokenizer, max_input_tokens),
       "window_overlap": WINDOW_OVERLAP,
   }

@@ -30,385 +30,41 @@ hypothesis: the premise is split into overlapping windows that each fit with
 the whole hypothesis, every window is scored, and the row takes the best window
 and is flagged.
 
-Checkpoints load as they are published: `model.safetensors`, or shards named by
-`model.safetensors.index.json` (every shard must be present); the tokenizer
-from `tokenizer.json`, or from `spiece.model` + `tokenizer_config.json` alone
-(transformers builds the fast tokenizer from it, once per worker), or from
-another directory (`--tokenizer`). Local directories or gs:// (copied once per
-machine to a local cache); safetensors only, without trust_remote_code;
-float16 is refused (T5 activations overflow in float16). Weights stored in
-float32 load into `--dtype bfloat16` tensor by tensor from the memory-mapped
-files: no float32 copy of the model is held (bench/model_load.py measures it).
+Checkpoints load as they are published (models/checkpoints.py):
+`model.safetensors`, or shards named by `model.safetensors.index.json` (every
+shard must be present); the tokenizer from `tokenizer.json`, or from
+`spiece.model` + `tokenizer_config.json` alone (transformers builds the fast
+tokenizer from it, once per worker), or from another directory (`--tokenizer`).
+Local directories or gs:// (copied once per machine to a local cache);
+safetensors only, without trust_remote_code; float16 is refused (T5 activations
+overflow in float16). Weights stored in float32 load into `--dtype bfloat16`
+tensor by tensor from the memory-mapped files: no float32 copy of the model is
+held (bench/model_load.py measures it).
 """
 import array
 import collections
-import fcntl
-import functools
-import hashlib
-import itertools
 import json
 import os
-import tempfile
 import threading
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
-from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
-from autoais.models import hub
+from autoais.models.checkpoints import (check_model_and_tokenizer, checkpoint_checksums,
+                                        file_in, list_dir, local_model_dir, open_tokenizer,
+                                        read_json)
+from autoais.models.token_budget import (DEFAULT_TOKEN_BUDGET, LocalModelHandler,
+                                         TokenBudgetModel, check_device, check_dtype,
+                                         resolve_max_input_tokens)
 from autoais.schemas import AttributionExample, AttributionScore
 from autoais.schemas.errors import ModelError
 
-DTYPES = ("float32", "bfloat16")
-DEVICES = ("cpu", "cuda")
 DECISIONS = ("threshold", "decode")
 SUPPORTED_MODEL_TYPES = ("t5", "mt5")
-_PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
-_DEFAULT_MAX_INPUT_TOKENS = 512
-# Padded tokens per model batch. On CPU, batches beyond a couple of thousand
-# tokens fall out of cache and run slower (measured: bench/scoring.py); GPUs
-# want large batches.
-DEFAULT_TOKEN_BUDGET = {"cpu": 2048, "cuda": 16384}
 _WINDOW_OVERLAP = 0.25
 _MIN_WINDOW_TOKENS = 16
-
-
-def check_device(device: str) -> None:
-  """On the worker, before loading: a known device, and CUDA where it is asked for."""
-  import torch  # pylint: disable=import-outside-toplevel
-  if device not in DEVICES:
-    raise ModelError(f"--device {device!r}: choose from {', '.join(DEVICES)}")
-  if device == "cuda" and not torch.cuda.is_available():
-    raise ModelError("--device cuda: no CUDA device is available on this worker")
-
-
-def check_dtype(dtype: str) -> None:
-  if dtype == "float16":
-    raise ModelError("--dtype float16 is refused: T5 activations overflow in float16 "
-                     "(inf/NaN); use bfloat16 or float32")
-  if dtype not in DTYPES:
-    raise ModelError(f"--dtype {dtype!r}: choose from {', '.join(DTYPES)}")
-
-
-SINGLE_WEIGHTS = "model.safetensors"
-WEIGHTS_INDEX = "model.safetensors.index.json"
-# A tokenizer directory holds one of these; transformers builds the fast
-# tokenizer from the SentencePiece model where tokenizer.json is absent.
-TOKENIZER_FILES = ("tokenizer.json", "spiece.model")
-
-
-def _match_dir(path: str, flag: str):
-  """The FileMetadata of a directory's files, local or gs://."""
-  pattern = FileSystems.join(path.rstrip("/"), "*")
-  try:
-    return FileSystems.match([pattern])[0].metadata_list
-  except Exception as error:  # pylint: disable=broad-except
-    raise ModelError(f"{flag} {path}: cannot list the directory: {error}") from error
-
-
-def _list_dir(path: str, flag: str) -> Dict[str, int]:
-  """{file name: size} of a directory, local or gs://, or of a hub model's
-  commit (models/hub.py)."""
-  model = hub.pinned(path)
-  if model is not None:
-    return hub.list_files(model, flag)
-  return {os.path.basename(m.path.rstrip("/")): m.size_in_bytes
-          for m in _match_dir(path, flag)}
-
-
-def _file_in(directory: str, name: str, flag: str) -> str:
-  """A path FileSystems reads `name` of `directory` from: the file itself, or
-  for a hub model its copy in the cache (downloaded where missing)."""
-  model = hub.pinned(directory)
-  if model is not None:
-    return hub.file_path(model, name, flag)
-  return FileSystems.join(directory.rstrip("/"), name)
-
-
-def _read_json(path: str, flag: str, directory: str) -> Any:
-  try:
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-      return json.loads(f.read().decode("utf-8"))
-  except (OSError, ValueError, UnicodeDecodeError) as error:
-    raise ModelError(f"{flag} {directory}: {os.path.basename(path)} is not readable "
-                     f"JSON: {error}") from error
-
-
-def weight_files(model_path: str, files: Dict[str, int]) -> List[str]:
-  """The safetensors files the model loads from, as transformers chooses them:
-  model.safetensors, else the shards its index names (in name order). Raises
-  ModelError for an index that names a shard the directory lacks, or shards
-  without their index."""
-  if SINGLE_WEIGHTS in files:
-    return [SINGLE_WEIGHTS]
-  if WEIGHTS_INDEX in files:
-    index = _read_json(_file_in(model_path, WEIGHTS_INDEX, "--model"), "--model",
-                       model_path)
-    weight_map = index.get("weight_map") if isinstance(index, dict) else None
-    if not isinstance(weight_map, dict) or not weight_map or not all(
-        isinstance(shard, str) for shard in weight_map.values()):
-      raise ModelError(f"--model {model_path}: {WEIGHTS_INDEX} has no weight_map of "
-                       "tensor names to shard files")
-    shards = sorted(set(weight_map.values()))
-    missing = [shard for shard in shards if shard not in files]
-    if missing:
-      raise ModelError(
-          f"--model {model_path}: {len(missing)} of the {len(shards)} shards that "
-          f"{WEIGHTS_INDEX} names are missing: {', '.join(missing)} (an incomplete "
-          "download or copy?)")
-    return shards
-  shards = sorted(name for name in files if name.endswith(".safetensors"))
-  if shards:
-    raise ModelError(f"--model {model_path}: safetensors files ({', '.join(shards)}) "
-                     f"but neither {SINGLE_WEIGHTS} nor the {WEIGHTS_INDEX} that "
-                     "names sharded weights")
-  pickles = sorted(name for name in files if name.endswith(_PICKLE_SUFFIXES))
-  if pickles:
-    raise ModelError(
-        f"--model {model_path}: only pickle checkpoints ({', '.join(pickles)}); "
-        "loading them can run arbitrary code, so they are refused. Convert the "
-        "weights to safetensors (model.save_pretrained(dir, "
-        "safe_serialization=True)).")
-  raise ModelError(f"--model {model_path}: no *.safetensors weights")
-
-
-def model_files(model_path: str) -> Dict[str, int]:
-  """{file name: size} of a model directory (local or gs://), checked for use.
-
-  Raises ModelError if the directory is missing, has no config.json, holds
-  only pickle checkpoints (which can run code when loaded), or names shards
-  in its index that it does not hold.
-  """
-  files = _list_dir(model_path, "--model")
-  if not files:
-    raise ModelError(f"--model {model_path}: no such model directory (or it is empty)")
-  if "config.json" not in files:
-    raise ModelError(f"--model {model_path}: no config.json: not a transformers model "
-                     "directory")
-  weight_files(model_path, files)
-  return files
-
-
-def _none_of(names: Sequence[str]) -> str:
-  if len(names) == 2:
-    return f"neither {names[0]} nor {names[1]}"
-  return f"none of {', '.join(names)}"
-
-
-def has_tokenizer(files: Dict[str, int], names: Sequence[str] = TOKENIZER_FILES) -> bool:
-  return any(name in files for name in names)
-
-
-def read_model_json(model_path: str, name: str = "config.json") -> Any:
-  """A JSON file of a model directory (local or gs://), read without loading
-  the model; ModelError if it is not readable JSON."""
-  return _read_json(_file_in(model_path, name, "--model"), "--model", model_path)
-
-
-def tokenizer_files(tokenizer_path: str,
-                    names: Sequence[str] = TOKENIZER_FILES) -> Dict[str, int]:
-  """{file name: size} of a `--tokenizer` directory; ModelError without one
-  (one of `names`: the files a tokenizer of the family is built from)."""
-  files = _list_dir(tokenizer_path, "--tokenizer")
-  if not files:
-    raise ModelError(f"--tokenizer {tokenizer_path}: no such directory (or it is empty)")
-  if not has_tokenizer(files, names):
-    raise ModelError(f"--tokenizer {tokenizer_path}: no tokenizer in it ("
-                     f"{_none_of(names)})")
-  return files
-
-
-def check_model_and_tokenizer(model_path: str, tokenizer_path: Optional[str],
-                              names: Sequence[str] = TOKENIZER_FILES,
-                              hint: str = " (TRUE's checkpoint uses T5's own)") -> None:
-  """What can be checked of a model without loading it (at launch: listing
-  only, also for gs://): the directory, config.json, safetensors weights (pickle
-  refused), and a tokenizer (one of `names`) there or in `tokenizer_path`."""
-  files = model_files(model_path)
-  if tokenizer_path:
-    tokenizer_files(tokenizer_path, names)
-  elif not has_tokenizer(files, names):
-    raise ModelError(
-        f"--model {model_path}: no tokenizer in the model directory ("
-        f"{_none_of(names)}); name the directory of the model's "
-        f"tokenizer with --tokenizer DIR{hint}")
-
-
-def _local_cache_root() -> str:
-  return os.environ.get("AUTOAIS_MODEL_CACHE",
-                        os.path.join(tempfile.gettempdir(), "autoais-models"))
-
-
-def _local_copy(path: str, files: Dict[str, int], flag: str) -> str:
-  """A local directory holding `path`'s files: the path itself, or a copy of a
-  remote directory made once per machine (a file lock keeps worker processes
-  from copying it twice; the copy is renamed into place when complete). The
-  copy is keyed by the path and each object's name, size and update time, so
-  weights uploaded again to the same path are copied again, not read stale."""
-  if FileSystems.get_scheme(path) in (None, "file"):
-    return path
-  listing = sorted((os.path.basename(m.path.rstrip("/")), m.size_in_bytes,
-                    m.last_updated_in_seconds) for m in _match_dir(path, flag)
-                   if os.path.basename(m.path.rstrip("/")) in files)
-  key = hashlib.sha256(json.dumps([path.rstrip("/"), listing]).encode("utf-8")
-                       ).hexdigest()[:24]
-  target = os.path.join(_local_cache_root(), key)
-  os.makedirs(_local_cache_root(), exist_ok=True)
-  with open(target + ".lock", "w", encoding="utf-8") as lock:
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    if not os.path.isdir(target):
-      partial = tempfile.mkdtemp(dir=_local_cache_root(), prefix=key + ".partial-")
-      for name in files:
-        source = FileSystems.join(path.rstrip("/"), name)
-        with FileSystems.open(source, compression_type=CompressionTypes.UNCOMPRESSED) as src, \
-            open(os.path.join(partial, name), "wb") as dst:
-          while True:
-            chunk = src.read(16 * 1024 * 1024)
-            if not chunk:
-              break
-            dst.write(chunk)
-      os.rename(partial, target)
-  return target
-
-
-# Files of a hub model that loading reads besides its weights: configs,
-# tokenizers (tokenizer.json, spiece.model, spm.model, vocab.json, merges.txt)
-# and chat templates. Pickle checkpoints and other frameworks' weights are never
-# downloaded.
-_SMALL_FILE_SUFFIXES = (".json", ".txt", ".model", ".jinja")
-
-
-def _small_files(files: Dict[str, int]) -> List[str]:
-  return [name for name in files if name.endswith(_SMALL_FILE_SUFFIXES)]
-
-
-def local_model_dir(model_path: str) -> str:
-  """A local directory holding the model: the directory itself, a copy of a
-  gs:// one (see _local_copy), or a hub model's snapshot in the Hugging Face
-  cache, with its weights and small files downloaded (models/hub.py)."""
-  model = hub.pinned(model_path)
-  if model is not None:
-    files = model_files(model_path)
-    return hub.snapshot_dir(model, weight_files(model_path, files) + _small_files(files),
-                            "--model")
-  if FileSystems.get_scheme(model_path) in (None, "file"):
-    return model_path
-  return _local_copy(model_path, model_files(model_path), "--model")
-
-
-def local_tokenizer_dir(model_path: str, tokenizer_path: Optional[str],
-                        names: Sequence[str] = TOKENIZER_FILES) -> str:
-  """A local directory holding the tokenizer: `--tokenizer`'s, else the model's.
-  Of a hub model only the small files come (not the weights: at launch, the
-  label pieces are read from the tokenizer alone)."""
-  model = hub.pinned(tokenizer_path or model_path)
-  if model is not None:
-    files = (tokenizer_files(tokenizer_path, names) if tokenizer_path
-             else model_files(model_path))
-    return hub.snapshot_dir(model, _small_files(files),
-                            "--tokenizer" if tokenizer_path else "--model")
-  if not tokenizer_path:
-    return local_model_dir(model_path)
-  if FileSystems.get_scheme(tokenizer_path) in (None, "file"):
-    tokenizer_files(tokenizer_path, names)
-    return tokenizer_path
-  return _local_copy(tokenizer_path, tokenizer_files(tokenizer_path, names),
-                     "--tokenizer")
-
-
-def weights_checksum(local_dir: str) -> str:
-  """sha256 over the weight files (the index's shards in name order, each name
-  and its bytes). Reading 45 GB of shards takes minutes, so the result is
-  cached under the model cache root (never in the model directory, which is
-  the user's), keyed by the directory's real path, and recomputed when a
-  file's size, modification time or inode changes."""
-  names = weight_files(local_dir, {name: 0 for name in os.listdir(local_dir)})
-  stamp = []
-  for name in names:
-    status = os.stat(os.path.join(local_dir, name))
-    stamp.append([name, status.st_size, status.st_mtime_ns, status.st_ino])
-  real = os.path.realpath(local_dir)
-  cache = os.path.join(_local_cache_root(), "checksums",
-                       hashlib.sha256(real.encode("utf-8")).hexdigest()[:24] + ".json")
-  try:
-    with open(cache, encoding="utf-8") as f:
-      cached = json.load(f)
-    if cached.get("directory") == real and cached.get("stamp") == stamp:
-      return cached["sha256"]
-  except (OSError, ValueError, AttributeError):
-    pass
-  digest = hashlib.sha256()
-  for name in names:
-    digest.update(name.encode("utf-8") + b"\0")
-    with open(os.path.join(local_dir, name), "rb") as f:
-      for chunk in iter(lambda: f.read(16 * 1024 * 1024), b""):
-        digest.update(chunk)
-  checksum = digest.hexdigest()
-  try:
-    os.makedirs(os.path.dirname(cache), exist_ok=True)
-    partial = f"{cache}.{os.getpid()}.tmp"
-    with open(partial, "w", encoding="utf-8") as f:
-      json.dump({"directory": real, "stamp": stamp, "sha256": checksum}, f)
-    os.replace(partial, cache)
-  except OSError:
-    pass  # no writable cache: recompute next time
-  return checksum
-
-
-_TOKENIZER_SETTINGS = ("tokenizer_config.json", "special_tokens_map.json",
-                       "added_tokens.json")
-
-
-def tokenizer_checksum(local_dir: str, names: Sequence[str] = TOKENIZER_FILES) -> str:
-  """sha256 over the tokenizer's files (vocabulary and settings) in name order:
-  the same weights read through another tokenizer score differently."""
-  digest = hashlib.sha256()
-  for name in sorted(tuple(names) + _TOKENIZER_SETTINGS):
-    path = os.path.join(local_dir, name)
-    if os.path.exists(path):
-      digest.update(name.encode("utf-8") + b"\0")
-      with open(path, "rb") as f:
-        digest.update(f.read())
-  return digest.hexdigest()
-
-
-def checkpoint_checksums(local_dir: str, tokenizer_dir: str, tokenizer_source: str,
-                         names: Sequence[str] = TOKENIZER_FILES) -> Dict[str, Any]:
-  """What run.json records of a checkpoint's files, in this order: the weights'
-  sha256 and file count, where the tokenizer came from and its sha256."""
-  return {
-      "weights_sha256": weights_checksum(local_dir),
-      "weight_files": len(weight_files(local_dir, {n: 0 for n in os.listdir(local_dir)})),
-      "tokenizer_source": tokenizer_source,
-      "tokenizer_sha256": tokenizer_checksum(local_dir=tokenizer_dir, names=names),
-  }
-
-
-def load_tokenizer(local_dir: str, flag: str = "--model",
-                   names: Sequence[str] = TOKENIZER_FILES):
-  """The fast tokenizer of a local directory. From spiece.model alone,
-  transformers converts the SentencePiece model (bench/model_load.py: about
-  0.3 s for T5's 32k pieces), once per loading process."""
-  from transformers import AutoTokenizer  # pylint: disable=import-outside-toplevel
-  if not any(os.path.exists(os.path.join(local_dir, name)) for name in names):
-    raise ModelError(f"{flag} {local_dir}: no tokenizer ({_none_of(names)})")
-  tokenizer = AutoTokenizer.from_pretrained(local_dir, use_fast=True,
-                                            trust_remote_code=False)
-  if not tokenizer.is_fast:
-    raise ModelError(f"{flag} {local_dir}: needs a fast tokenizer (tokenizer.json or "
-                     "a SentencePiece spiece.model) for premise windows")
-  return tokenizer
-
-
-def open_tokenizer(model_path: str, tokenizer_path: Optional[str],
-                   names: Sequence[str] = TOKENIZER_FILES):
-  """(local directory, fast tokenizer) of `--tokenizer`, else of the model's
-  directory (one of `names` there)."""
-  local_dir = local_tokenizer_dir(model_path, tokenizer_path, names)
-  return local_dir, load_tokenizer(local_dir, "--tokenizer" if tokenizer_path else "--model",
-                                   names)
+FLOAT16_REFUSED = ("--dtype float16 is refused: T5 activations overflow in float16 "
+                   "(inf/NaN); use bfloat16 or float32")
 
 
 class LabelPieces(NamedTuple):
@@ -454,9 +110,9 @@ def refuse_sampling(do_sample: Any, model_path: str) -> None:
 def check_decode_generation(model_path: str) -> None:
   """refuse_sampling on the model directory's generation_config.json, read
   without loading the model (at launch, also on gs://)."""
-  files = _list_dir(model_path, "--model")
+  files = list_dir(model_path, "--model")
   if "generation_config.json" in files:
-    generation = _read_json(_file_in(model_path, "generation_config.json", "--model"),
+    generation = read_json(file_in(model_path, "generation_config.json", "--model"),
                             "--model", model_path)
     refuse_sampling(isinstance(generation, dict) and generation.get("do_sample"),
                     model_path)
@@ -466,112 +122,6 @@ def _weight(linear):
   """A linear layer's weight matrix, dequantised for int8 dynamic layers."""
   weight = linear.weight
   return weight().dequantize() if callable(weight) else weight
-
-
-class LockedTokenizer:
-  """A tokenizer that one thread calls at a time; attributes read through.
-
-  Beam's RunInference shares one loaded model among the threads of a worker
-  process. A fast tokenizer keeps its truncation and padding settings in
-  shared state and sets them on each call: two threads calling it with
-  different settings corrupted each other's encodings (tests/unit/scoring/
-  test_thread_safety.py: "index 130 is out of bounds" with the NLI
-  classifier's windows) or fail ("Already borrowed"). Encoding is a small
-  share of a batch's time, and the model runs outside the lock."""
-
-  def __init__(self, tokenizer):
-    self.unlocked = tokenizer
-    self._lock = threading.RLock()
-
-  def __call__(self, *args, **kwargs):
-    with self._lock:
-      return self.unlocked(*args, **kwargs)
-
-  def __len__(self) -> int:
-    return len(self.unlocked)
-
-  def __getattr__(self, name: str):
-    if name.startswith("__") or name in ("unlocked", "_lock"):
-      # Not found on the instance (copy and pickle probe before __init__).
-      raise AttributeError(name)
-    value = getattr(self.unlocked, name)
-    if not callable(value):
-      return value
-
-    @functools.wraps(value)
-    def locked(*args, **kwargs):
-      with self._lock:
-        return value(*args, **kwargs)
-
-    return locked
-
-
-class TokenBudgetModel:
-  """What the loaded models of every family share (T5NliModel here,
-  NliClassifierModel in models/nli_classifier.py): the torch model and its
-  tokenizer on `device`, the model input length, and batches of sequences
-  sorted by length, each within `token_budget` tokens once padded."""
-
-  def __init__(self, model, tokenizer, device: str, max_input_tokens: int,
-               token_budget: int):
-    import torch  # pylint: disable=import-outside-toplevel
-    self._torch = torch
-    self.model = model
-    self.tokenizer = (tokenizer if isinstance(tokenizer, LockedTokenizer)
-                      else LockedTokenizer(tokenizer))
-    self.device = device
-    self.max_input_tokens = max_input_tokens
-    self.token_budget = token_budget
-    self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-
-  def _batches(self, lengths: Sequence[int]):
-    """Index lists of the sequences of `lengths`, sorted by length, each within
-    the token budget once padded to its longest."""
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    batch, longest = [], 0
-    for index in order:
-      length = lengths[index]
-      if batch and (len(batch) + 1) * max(longest, length) > self.token_budget:
-        yield batch
-        batch, longest = [], 0
-      batch.append(index)
-      longest = max(longest, length)
-    if batch:
-      yield batch
-
-  @staticmethod
-  def window_scores(encoded: Sequence[Any], probabilities: np.ndarray, threshold: float,
-                    decoded: Optional[np.ndarray] = None) -> List[AttributionScore]:
-    """One AttributionScore per encoded example (its `windows`, `truncated`),
-    from the probabilities of all their windows in order: the best window's
-    score; attributable above `threshold`, or where a window decoded "1"."""
-    scores, position = [], 0
-    for item in encoded:
-      count = len(item.windows)
-      score = float(probabilities[position:position + count].max())
-      if decoded is None:
-        attributable = score > threshold
-      else:
-        attributable = bool(decoded[position:position + count].any())
-      scores.append(AttributionScore(score, attributable, count, item.truncated))
-      position += count
-    return scores
-
-  def _pad(self, sequences: Sequence[List[int]], pad_id: Optional[int] = None):
-    """(ids, attention mask) tensors of `sequences` padded on the right with
-    `pad_id` (the tokenizer's by default), on the model's device. Built in
-    numpy in one pass over the batch's tokens, not a small tensor per
-    sequence: the same tensors at a fraction of the per-sequence cost."""
-    torch = self._torch
-    lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64,
-                          count=len(sequences))
-    mask = np.arange(int(lengths.max()), dtype=np.int64)[None, :] < lengths[:, None]
-    ids = np.full(mask.shape, self.pad_id if pad_id is None else pad_id, dtype=np.int64)
-    # Row-major order of the mask's True cells is the sequences' order, token by token.
-    ids[mask] = np.fromiter(itertools.chain.from_iterable(sequences), dtype=np.int64,
-                            count=int(lengths.sum()))
-    return (torch.from_numpy(ids).to(self.device),
-            torch.from_numpy(mask.astype(np.int64)).to(self.device))
 
 
 def _tokenises_words_apart(tokenizer) -> Any:
@@ -912,15 +462,6 @@ class T5NliModel(TokenBudgetModel):
     return self.window_scores(encoded, probabilities, threshold, decoded)
 
 
-def resolve_max_input_tokens(tokenizer, requested: Optional[int]) -> int:
-  if requested:
-    return requested
-  length = getattr(tokenizer, "model_max_length", None)
-  if isinstance(length, int) and 0 < length <= 100000:
-    return length
-  return _DEFAULT_MAX_INPUT_TOKENS
-
-
 def load_t5_nli(model_path: str, dtype: str = "float32", device: str = "cpu",
                 max_input_tokens: Optional[int] = None,
                 token_budget: Optional[int] = None, *,
@@ -932,7 +473,7 @@ def load_t5_nli(model_path: str, dtype: str = "float32", device: str = "cpu",
   `label_ids` and `decoder_start_id` as T5NliModel takes them."""
   import torch  # pylint: disable=import-outside-toplevel
   from transformers import AutoConfig, AutoModelForSeq2SeqLM  # pylint: disable=import-outside-toplevel
-  check_dtype(dtype)
+  check_dtype(dtype, FLOAT16_REFUSED)
   check_device(device)
   check_model_and_tokenizer(model_path, tokenizer_path)
   local_dir = local_model_dir(model_path)
@@ -956,54 +497,6 @@ def load_t5_nli(model_path: str, dtype: str = "float32", device: str = "cpu",
                     decoder_start_id)
 
 
-class LocalModelHandler(ModelHandler[AttributionExample, PredictionResult, Any]):
-  """What the RunInference handlers of models run in the job's workers share
-  (t5 here, nli-classifier in models/nli_classifier.py): the model loads once
-  per worker (once per machine with `large_model`, shared across processes),
-  batches of examples are split by token budget inside the model's `score`,
-  and `torch_threads` sets each process's threads. Subclasses load the model
-  (calling `_set_threads` first) and say how a batch is scored."""
-
-  metrics_namespace = "autoais_model"
-
-  def __init__(self, model_path: str, threshold: float, max_batch_size: int,
-               large_model: bool, torch_threads: int):
-    super().__init__()
-    self._model_path = model_path
-    self._threshold = threshold
-    self._max_batch_size = max_batch_size
-    self._large_model = large_model
-    self._torch_threads = torch_threads
-
-  def _set_threads(self) -> None:
-    if self._torch_threads:
-      import torch  # pylint: disable=import-outside-toplevel
-      # Per process: several processes of one machine each running a model on
-      # every core slow each other down.
-      torch.set_num_threads(self._torch_threads)
-
-  def _score(self, batch: Sequence[AttributionExample], model) -> List[AttributionScore]:
-    raise NotImplementedError
-
-  def run_inference(self, batch: Sequence[AttributionExample], model,
-                    inference_args: Optional[Dict[str, Any]] = None):
-    scores = self._score(batch, model)
-    return [PredictionResult(example, score, self._model_path)
-            for example, score in zip(batch, scores)]
-
-  def get_num_bytes(self, batch: Sequence[AttributionExample]) -> int:
-    return sum(len(example.premise) + len(example.hypothesis) for example in batch)
-
-  def batch_elements_kwargs(self):
-    return {"min_batch_size": 1, "max_batch_size": self._max_batch_size}
-
-  def share_model_across_processes(self) -> bool:
-    return self._large_model
-
-  def get_metrics_namespace(self) -> str:
-    return self.metrics_namespace
-
-
 class T5NliModelHandler(LocalModelHandler):
   """RunInference handler of the T5 family (see LocalModelHandler)."""
 
@@ -1016,7 +509,7 @@ class T5NliModelHandler(LocalModelHandler):
                large_model: bool = False, torch_threads: int = 0,
                tokenizer_path: Optional[str] = None):
     super().__init__(model_path, threshold, max_batch_size, large_model, torch_threads)
-    check_dtype(dtype)
+    check_dtype(dtype, FLOAT16_REFUSED)
     if decision not in DECISIONS:
       raise ModelError(f"--decision {decision!r}: choose from {', '.join(DECISIONS)}")
     self._dtype = dtype
@@ -1045,9 +538,9 @@ def describe_model(model_path: str, max_input_tokens: Optional[int],
   local_dir = local_model_dir(model_path)
   tokenizer_dir, tokenizer = open_tokenizer(model_path, tokenizer_path)
   labels = label_pieces(tokenizer, model_path)
-  config = _read_json(os.path.join(local_dir, "config.json"), "--model", model_path)
+  config = read_json(os.path.join(local_dir, "config.json"), "--model", model_path)
   generation_path = os.path.join(local_dir, "generation_config.json")
-  generation = (_read_json(generation_path, "--model", model_path)
+  generation = (read_json(generation_path, "--model", model_path)
                 if os.path.exists(generation_path) else None)
   return {
       "model_type": config.get("model_type"),

@@ -48,3 +48,17 @@ class BadRequest(ValueError):
   def __init__(self, status: int, message: str):
     super().__init__(message)
     self.status = status
+
+
+def require(options, *names: str) -> None:
+  """ConfigError naming the flags among `names` that `options` leaves empty."""
+  missing = [f"--{name}" for name in names if not getattr(options, name, None)]
+  if missing:
+    raise ConfigError(f"missing required option(s): {', '.join(missing)}")
+
+
+def require_choice(flag: str, value, choices) -> None:
+  """Refuses `value` of `flag` unless it is one of `choices` (listed in the
+  message in their order)."""
+  if value not in choices:
+    raise ConfigError(f"{flag} {value!r}: choose from {', '.join(choices)}")

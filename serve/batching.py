@@ -18,7 +18,7 @@ Work is split in two halves so that the expensive one is shared:
   work, with 413 naming the limit and the instance.
 * `Batcher`, one thread that owns the model: the encoded instances of requests
   that arrive together are scored in one call of the model's `probabilities`,
-  whose token-budget batches (models/t5_nli.TokenBudgetModel) sort every
+  whose token-budget batches (models/token_budget.TokenBudgetModel) sort every
   window of every request by length. A batch is formed when `max_wait` seconds
   have passed since its oldest request arrived, or `max_batch_windows` windows
   wait (whichever first); requests are never split across batches. Each

@@ -45,7 +45,7 @@ def nq_leaderboard_inputs(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_t5_dirs(tmp_path_factory):
   """Two tiny random T5 checkpoints (seeds 3 and 4) with the example vocabulary."""
-  from autoais.models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+  from tests.support.t5_models import build_random_t5  # pylint: disable=import-outside-toplevel
   root = tmp_path_factory.mktemp("tiny_t5")
   return {seed: build_random_t5(str(root / f"seed{seed}"), example_texts(),
                                 vocab_size=2000, seed=seed) for seed in (3, 4)}
@@ -63,11 +63,11 @@ def examples_corpus_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_t5(tmp_path_factory):
-  """A tiny random-weight T5 NLI model (models/testing.py) whose vocabulary is
+  """A tiny random-weight T5 NLI model (tests/support/t5_models.py) whose vocabulary is
   trained on the example corpus; skipped where torch is not installed."""
   pytest.importorskip("torch")
   pytest.importorskip("transformers")
-  from autoais.models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+  from tests.support.t5_models import build_random_t5  # pylint: disable=import-outside-toplevel
   texts = [json.loads(line)["contents"] for line in
            (PROJECT_ROOT / "examples" / "corpus" / "wiki_sample.jsonl")
            .read_text(encoding="utf-8").splitlines()]
@@ -94,7 +94,7 @@ def tiny_minicheck(tmp_path_factory):
   (its vocabulary holds ids 3 and 209); skipped where torch is not installed."""
   pytest.importorskip("torch")
   pytest.importorskip("transformers")
-  from autoais.models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+  from tests.support.t5_models import build_random_t5  # pylint: disable=import-outside-toplevel
   return build_random_t5(str(tmp_path_factory.mktemp("tiny_minicheck") / "model"),
                          example_texts(), version="1.1", seed=5)
 

@@ -222,7 +222,7 @@ def _model_texts():
 
 @pytest.fixture(scope="module")
 def tiny_t5(tmp_path_factory):
-  from autoais.models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+  from tests.support.t5_models import build_random_t5  # pylint: disable=import-outside-toplevel
   directory = str(tmp_path_factory.mktemp("tiny_t5") / "model")
   return build_random_t5(directory, _model_texts(), vocab_size=4000, d_model=16,
                          d_kv=8, d_ff=32, num_layers=1, num_heads=2, seed=11)
@@ -358,7 +358,7 @@ _XOR_COLUMNS = ("query_language", "query", "prediction", "passage_in_language",
 
 @pytest.fixture(scope="module")
 def xor_inputs(tmp_path_factory):
-  from autoais.models.testing import build_random_t5  # pylint: disable=import-outside-toplevel
+  from tests.support.t5_models import build_random_t5  # pylint: disable=import-outside-toplevel
   root = tmp_path_factory.mktemp("xor")
   records = [dict(zip(_XOR_COLUMNS, row), passage_retrieved_language=row[0])
              for row in XOR_ROWS]

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from autoais.models import t5_nli  # pylint: disable=wrong-import-position
+from autoais.models import checkpoints  # pylint: disable=wrong-import-position
 from tests.support.fake_hub import FakeHub  # pylint: disable=wrong-import-position
 from tests.support.paths import EXAMPLES  # pylint: disable=wrong-import-position
 
@@ -79,7 +79,7 @@ def test_a_run_downloads_the_pinned_commit_with_the_environments_token(
   commit = hub.commit(REPO, "main")
   assert (scorer["model"], scorer["model_revision"], scorer["model_commit"]) == (
       REPO, "main", commit)
-  assert scorer["weights_sha256"] == t5_nli.weights_checksum(str(tiny_t5_dirs[4]))
+  assert scorer["weights_sha256"] == checkpoints.weights_checksum(str(tiny_t5_dirs[4]))
   # Every shard came from the hub once, into huggingface_hub's cache.
   shards = sorted(path.name for path in pathlib.Path(tiny_t5_dirs[4]).iterdir()
                   if path.name.endswith(".safetensors"))

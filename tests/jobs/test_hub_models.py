@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("torch")
 
 from autoais.beam_jobs import agreement, audit, citations, claims, evaluate, sck  # pylint: disable=wrong-import-position
-from autoais.models import t5_nli  # pylint: disable=wrong-import-position
+from autoais.models import checkpoints  # pylint: disable=wrong-import-position
 from tests.support.hub_cache import add_to_hub_cache, repo_cache  # pylint: disable=wrong-import-position
 from tests.support.jobs import run_job  # pylint: disable=wrong-import-position
 from tests.support.paths import EXAMPLES  # pylint: disable=wrong-import-position
@@ -66,9 +66,9 @@ def test_a_hub_id_loads_the_commit_main_names_from_the_cache(offline, tmp_path,
   assert (scorer["model"], scorer["model_revision"], scorer["model_commit"]) == (
       REPO, "main", offline["main"])
   # The run read the snapshot of that commit: main's weights (seed 4), not v1's.
-  assert scorer["weights_sha256"] == t5_nli.weights_checksum(str(tiny_t5_dirs[4]))
-  assert scorer["weights_sha256"] != t5_nli.weights_checksum(str(tiny_t5_dirs[3]))
-  assert scorer["tokenizer_sha256"] == t5_nli.tokenizer_checksum(str(tiny_t5_dirs[4]))
+  assert scorer["weights_sha256"] == checkpoints.weights_checksum(str(tiny_t5_dirs[4]))
+  assert scorer["weights_sha256"] != checkpoints.weights_checksum(str(tiny_t5_dirs[3]))
+  assert scorer["tokenizer_sha256"] == checkpoints.tokenizer_checksum(str(tiny_t5_dirs[4]))
   assert run["counts"]["scored"] > 0
 
 
@@ -82,7 +82,7 @@ def test_model_revision_pins_a_tag_or_a_commit(offline, tmp_path, examples_corpu
   scorer = run["scorer"]
   assert (scorer["model"], scorer["model_revision"], scorer["model_commit"]) == (
       REPO, asked, offline["v1"])
-  assert scorer["weights_sha256"] == t5_nli.weights_checksum(str(tiny_t5_dirs[3]))
+  assert scorer["weights_sha256"] == checkpoints.weights_checksum(str(tiny_t5_dirs[3]))
 
 
 def test_a_hub_tokenizer_beside_a_model_directory_without_one(offline, tmp_path,
@@ -100,7 +100,7 @@ def test_a_hub_tokenizer_beside_a_model_directory_without_one(offline, tmp_path,
   scorer = run["scorer"]
   assert (scorer["model"], scorer["tokenizer_path"], scorer["tokenizer_revision"],
           scorer["tokenizer_commit"]) == (str(weights_only), REPO, "v1", offline["v1"])
-  assert scorer["tokenizer_sha256"] == t5_nli.tokenizer_checksum(str(tiny_t5_dirs[3]))
+  assert scorer["tokenizer_sha256"] == checkpoints.tokenizer_checksum(str(tiny_t5_dirs[3]))
 
 
 @pytest.mark.parametrize("flags,message", [
@@ -149,7 +149,7 @@ def test_every_local_family_loads_a_hub_model(model_scorer, monkeypatch, tmp_pat
                  "--model", repo) == 0
   run = json.loads((output / "run.json").read_text())
   assert (run["scorer"]["model"], run["scorer"]["model_commit"]) == (repo, commit)
-  assert run["scorer"]["weights_sha256"] == t5_nli.weights_checksum(str(directory))
+  assert run["scorer"]["weights_sha256"] == checkpoints.weights_checksum(str(directory))
   assert run["counts"]["scored"] > 0
 
 

@@ -35,7 +35,7 @@ pytest.importorskip("absl")
 
 from autoais.beam_jobs import build_corpus, evaluate  # pylint: disable=wrong-import-position
 from autoais.models import t5_nli  # pylint: disable=wrong-import-position
-from autoais.models.testing import build_random_t5, train_nli_t5  # pylint: disable=wrong-import-position
+from tests.support.t5_models import build_random_t5, train_nli_t5  # pylint: disable=wrong-import-position
 from tests.support.files import read_jsonl, write_jsonl, write_prediction_files  # pylint: disable=wrong-import-position
 from tests.support.jobs import run_job  # pylint: disable=wrong-import-position
 from tests.support.nq import nq_oracle_records, oracle_passage_id  # pylint: disable=wrong-import-position

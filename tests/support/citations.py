@@ -3,7 +3,7 @@ greedy decisions mix, for the citations job's tests."""
 import json
 import os
 
-from autoais.models.testing import EOS_ID, build_random_t5, save_model
+from tests.support.t5_models import EOS_ID, build_random_t5, save_model
 
 SYSTEMS = ("single", "multiple", "messy")
 QAMPARI_SYSTEM = "lists-qampari"

@@ -83,7 +83,7 @@ def build_inputs(inputs: pathlib.Path) -> dict:
   done = inputs / "BUILT"
   if not done.exists():
     inputs.mkdir(parents=True, exist_ok=True)
-    from autoais.models.testing import build_random_t5
+    from tests.support.t5_models import build_random_t5
     build_random_t5(str(paths["model"]), example_texts(), vocab_size=2000,
                     seed=3)
     paths["kg"].parent.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ from typing import List, NamedTuple
 
 import numpy as np
 
-from autoais.models.t5_nli import TokenBudgetModel
+from autoais.models.token_budget import TokenBudgetModel
 from tests.support.scorers import RELEASE_WAIT_S, hash_score
 
 

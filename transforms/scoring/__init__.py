@@ -1,9 +1,11 @@
 """The Beam side of scoring, shared by every job that scores.
 
-    names, registry   the scorers of `--scorer` and make_scorer
-    scorer            the Scorer interface, its run.json description and cache identity
-    string_match, t5, nli_classifier, minicheck, hosted
-                      the scorers (the models themselves: models/)
+    names, registry   the scorers of `--scorer`: the families' table (flags, module)
+    config            ScorerConfig: the scorer flags checked once, at launch
+    scorer            the Scorer base: scoring, run.json description, cache identity
+    string_match, t5, nli_classifier, minicheck, hosted, llm_judge
+                      the families: their flags' checks and Scorers (the models
+                      themselves: models/)
     examples          model inputs of attributed answers and claims
     attribution       ScoreAttribution (scored / failed outputs) and failure helpers
     fanout            each distinct example scored once, fanned out over workers

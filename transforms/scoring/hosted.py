@@ -4,72 +4,75 @@ handlers) behind the Scorer interface, each distinct example scored once per run
 from typing import Any, Dict, Optional
 
 import apache_beam as beam
-from apache_beam.ml.inference.base import ModelHandler
+from apache_beam.options.pipeline_options import GoogleCloudOptions
 
 from autoais.models.remote import RemoteNliModelHandler, VertexNliModelHandler, fetch_health
-from autoais.transforms.scoring.fanout import ScoreUniqueExamples
+from autoais.schemas.errors import ConfigError, require
+from autoais.transforms.scoring.config import check_http_url, check_retries
 from autoais.transforms.scoring.names import REMOTE, VERTEX
-from autoais.transforms.scoring.scorer import DescribeScorer, Scorer, score_cache_for
+from autoais.transforms.scoring.scorer import CallDescribe, Scorer
 
 
-class _HealthFn(beam.DoFn):
-
-  def __init__(self, endpoint: str, timeout: float):
-    self._endpoint = endpoint
-    self._timeout = timeout
-
-  def process(self, unused_impulse):
-    health = fetch_health(self._endpoint, self._timeout)
-    model = health.get("model") if isinstance(health, dict) else None
-    yield {"served_model": model if isinstance(model, dict) else {}}
-
-
-class _HostedScorer(Scorer):
-  """What the remote and vertex scorers share: scoring each distinct example
-  once through a handler, a cache keyed by the hosted model's identity."""
-
-  def __init__(self, handler: ModelHandler, model_id: str, options: Dict[str, Any],
-               threshold: float, score_cache: Optional[str]):
-    self._handler = handler
-    self._model_id = model_id
-    self._options = dict(options, threshold=threshold)
-    if score_cache:
-      self._options["score_cache"] = score_cache
-
-  def _describe_fn(self) -> beam.DoFn:
-    raise NotImplementedError
-
-  def score_keyed(self, work_dir: str) -> beam.PTransform:
-    return ScoreUniqueExamples(
-        self._handler, model_id=self._model_id, work_dir=work_dir,
-        score_cache=score_cache_for(self, self._options.get("score_cache"),
-                                    self._describe_fn(), self._options["threshold"]))
-
-  def describe(self) -> Dict[str, Any]:
-    return {"name": self.name, "family": self.name, "decision": "threshold", **self._options}
-
-  def model_info(self) -> beam.PTransform:
-    return DescribeScorer(self._describe_fn(),
-                     self if self._options.get("score_cache") else None)
+def check_flags(options, local_run: bool) -> Dict[str, Any]:
+  """--scorer remote / vertex: validated, and where the endpoint can be
+  reached from here (a local run, or vertex's own check when its Scorer is
+  built), checked to answer."""
+  if options.decision != "threshold":
+    raise ConfigError(f"--decision decode needs the model in process (--scorer t5); "
+                      f"--scorer {options.scorer} decides by --threshold")
+  if options.instances_per_request < 1:
+    raise ConfigError("--instances_per_request must be positive")
+  if options.scorer == REMOTE:
+    require(options, "endpoint")
+    check_http_url("--endpoint", options.endpoint)
+    check_retries(options)
+    if local_run:
+      fetch_health(options.endpoint, options.request_timeout)
+    return {"endpoint": options.endpoint, "timeout": options.request_timeout,
+            "max_retries": options.max_retries, "backoff": options.retry_backoff,
+            "instances_per_request": options.instances_per_request,
+            "score_cache": options.score_cache}
+  project = options.view_as(GoogleCloudOptions).project
+  if not (options.endpoint_id and project and options.location):
+    raise ConfigError("--scorer vertex needs --endpoint_id, --project and --location")
+  return {"endpoint_id": options.endpoint_id, "project": project,
+          "location": options.location,
+          "instances_per_request": options.instances_per_request,
+          "score_cache": options.score_cache}
 
 
-class RemoteScorer(_HostedScorer):
+def served_model(endpoint: str, timeout: float) -> Dict[str, Any]:
+  """What run.json records of a remote endpoint, asked on a worker: the model
+  its health answer describes (`autoais serve` tells its weights' checksum)."""
+  health = fetch_health(endpoint, timeout)
+  model = health.get("model") if isinstance(health, dict) else None
+  return {"served_model": model if isinstance(model, dict) else {}}
+
+
+def vertex_endpoint(endpoint: str) -> Dict[str, Any]:
+  """What run.json records of a Vertex AI endpoint: its resource name."""
+  return {"vertex_endpoint": endpoint}
+
+
+class RemoteScorer(Scorer):
 
   name = REMOTE
+  _fixed = {"decision": "threshold"}
 
   def __init__(self, endpoint: str, *, threshold: float = 0.5, timeout: float = 60.0,
                max_retries: int = 8, backoff: float = 1.0,
                instances_per_request: int = 32, score_cache: Optional[str] = None):
     options = {"endpoint": endpoint, "request_timeout": timeout,
                "max_retries": max_retries, "retry_backoff": backoff,
-               "instances_per_request": instances_per_request}
+               "instances_per_request": instances_per_request, "threshold": threshold}
     handler = RemoteNliModelHandler(
         endpoint, threshold=threshold, timeout=timeout, max_retries=max_retries,
         backoff=backoff, instances_per_request=instances_per_request)
-    super().__init__(handler, endpoint, options, threshold, score_cache)
+    self._configure(handler, endpoint, options, score_cache)
 
   def _describe_fn(self) -> beam.DoFn:
-    return _HealthFn(self._options["endpoint"], self._options["request_timeout"])
+    return CallDescribe(served_model, self._options["endpoint"],
+                        self._options["request_timeout"])
 
   def cache_identity(self, model_info: Dict[str, Any]) -> Dict[str, Any]:
     """The served model's weights and settings where the server tells them
@@ -82,32 +85,28 @@ class RemoteScorer(_HostedScorer):
     return {"scorer": REMOTE, "endpoint": self._options["endpoint"]}
 
 
-class _VertexDescribeFn(beam.DoFn):
-
-  def __init__(self, endpoint: str):
-    self._endpoint = endpoint
-
-  def process(self, unused_impulse):
-    yield {"vertex_endpoint": self._endpoint}
-
-
-class VertexScorer(_HostedScorer):
+class VertexScorer(Scorer):
 
   name = VERTEX
+  _fixed = {"decision": "threshold"}
 
   def __init__(self, endpoint_id: str, project: str, location: str, *,
                threshold: float = 0.5, instances_per_request: int = 32,
                score_cache: Optional[str] = None):
     endpoint = f"projects/{project}/locations/{location}/endpoints/{endpoint_id}"
-    handler = VertexNliModelHandler(endpoint_id, project, location,
-                                    threshold=threshold,
-                                    instances_per_request=instances_per_request)
-    super().__init__(handler, endpoint,
-                     {"endpoint": endpoint, "instances_per_request": instances_per_request},
-                     threshold, score_cache)
+    try:
+      handler = VertexNliModelHandler(endpoint_id, project, location,
+                                      threshold=threshold,
+                                      instances_per_request=instances_per_request)
+    except ValueError as error:  # Beam's handler: no such endpoint, or no model on it
+      raise ConfigError(f"--scorer vertex --endpoint_id {endpoint_id}: "
+                        f"{error}") from error
+    self._configure(handler, endpoint,
+                    {"endpoint": endpoint, "instances_per_request": instances_per_request,
+                     "threshold": threshold}, score_cache)
 
   def _describe_fn(self) -> beam.DoFn:
-    return _VertexDescribeFn(self._options["endpoint"])
+    return CallDescribe(vertex_endpoint, self._options["endpoint"])
 
   def cache_identity(self, model_info: Dict[str, Any]) -> Dict[str, Any]:
     """The endpoint: deploy another model behind it, use another cache."""

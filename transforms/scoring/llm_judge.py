@@ -2,67 +2,82 @@
 (models/llm_judge.py's handler) behind the Scorer interface, each distinct
 example scored once per run (transforms/scoring/fanout.py) and with
 `--score_cache` once across runs."""
+import os
 from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
+from autoais.models import checkpoints, llm_judge
 from autoais.models.llm_judge import LlmJudgeModelHandler, describe_judge
-from autoais.transforms.scoring.fanout import ScoreUniqueExamples
+from autoais.schemas.errors import ConfigError, require
+from autoais.transforms.scoring.config import (ModelReferences, check_http_url, check_retries,
+                                               readable_here)
 from autoais.transforms.scoring.names import LLM_JUDGE
-from autoais.transforms.scoring.scorer import (DescribeScorer, Scorer, score_cache_for,
-                                              with_hub_references)
+from autoais.transforms.scoring.scorer import CallDescribe, Scorer
 
 
-class _DescribeJudgeFn(beam.DoFn):
-
-  def __init__(self, tokenizer_path: str):
-    self._tokenizer_path = tokenizer_path
-
-  def process(self, unused_impulse):
-    yield describe_judge(self._tokenizer_path)
+def check_flags(options, local_run: bool) -> Dict[str, Any]:
+  """--scorer llm-judge: the flags checked, the tokenizer directory listed; on a
+  local run the tokenizer loaded (its chat template for --judge_api
+  completions), the API key's variable set, and the endpoint asked whether it
+  serves --judge_model."""
+  references = ModelReferences(options)
+  if options.decision != "threshold":
+    raise ConfigError("--decision decode is the T5 family's; --scorer llm-judge "
+                      "decides by --threshold")
+  require(options, "judge_url", "judge_model", "tokenizer")
+  check_http_url("--judge_url", options.judge_url)
+  check_retries(options)
+  if options.judge_concurrency < 1:
+    raise ConfigError("--judge_concurrency must be positive")
+  if options.judge_api_key_env and local_run and not os.environ.get(
+      options.judge_api_key_env):
+    raise ConfigError(f"--judge_api_key_env {options.judge_api_key_env}: the "
+                      "environment variable is not set")
+  checkpoints.tokenizer_files(references.tokenizer, llm_judge.TOKENIZER_NAMES)
+  if local_run:
+    if options.judge_api == "completions" and readable_here(references.tokenizer):
+      _, tokenizer = llm_judge.open_judge_tokenizer(references.tokenizer)
+      llm_judge.check_chat_template(tokenizer, options.tokenizer)
+    served = llm_judge.served_models(options.judge_url, options.request_timeout,
+                                     options.judge_api_key_env)
+    if options.judge_model not in served:
+      raise ConfigError(f"--judge_model {options.judge_model}: {options.judge_url} "
+                        f"serves {', '.join(served) or 'no model'}")
+  return {"url": options.judge_url, "model": options.judge_model,
+          "tokenizer_path": references.tokenizer,
+          "tokenizer_revision": options.tokenizer_revision, "api": options.judge_api,
+          "chunk_size": options.chunk_size or llm_judge.DEFAULT_CHUNK_SIZE,
+          "concurrency": options.judge_concurrency, "timeout": options.request_timeout,
+          "max_retries": options.max_retries, "backoff": options.retry_backoff,
+          "api_key_env": options.judge_api_key_env, "score_cache": options.score_cache}
 
 
 class LlmJudgeScorer(Scorer):
 
   name = LLM_JUDGE
+  _fixed = {"decision": "threshold"}
 
   def __init__(self, url: str, model: str, tokenizer_path: str, *, api: str = "chat",
                threshold: float = 0.5, chunk_size: int, concurrency: int,
                timeout: float = 60.0, max_retries: int = 8, backoff: float = 1.0,
                api_key_env: Optional[str] = None, score_cache: Optional[str] = None,
                tokenizer_revision: Optional[str] = None):
-    self._options = {"judge_url": url, "judge_model": model, "judge_api": api,
-                     "tokenizer": tokenizer_path, "chunk_size": chunk_size,
-                     "judge_concurrency": concurrency, "request_timeout": timeout,
-                     "max_retries": max_retries, "retry_backoff": backoff,
-                     # The variable's name only: the key never leaves the worker.
-                     "judge_api_key_env": api_key_env, "threshold": threshold}
-    if score_cache:
-      self._options["score_cache"] = score_cache
-    self._tokenizer_revision = tokenizer_revision
-    self._handler = LlmJudgeModelHandler(
+    options = {"judge_url": url, "judge_model": model, "judge_api": api,
+               "tokenizer": tokenizer_path, "chunk_size": chunk_size,
+               "judge_concurrency": concurrency, "request_timeout": timeout,
+               "max_retries": max_retries, "retry_backoff": backoff,
+               # The variable's name only: the key never leaves the worker.
+               "judge_api_key_env": api_key_env, "threshold": threshold}
+    handler = LlmJudgeModelHandler(
         url, model, tokenizer_path, api=api, threshold=threshold, chunk_size=chunk_size,
         concurrency=concurrency, timeout=timeout, max_retries=max_retries,
         backoff=backoff, api_key_env=api_key_env)
+    self._configure(handler, f"{url}#{model}", options, score_cache,
+                    {"tokenizer_revision": tokenizer_revision})
 
   def _describe_fn(self) -> beam.DoFn:
-    return _DescribeJudgeFn(self._options["tokenizer"])
-
-  def score_keyed(self, work_dir: str) -> beam.PTransform:
-    return ScoreUniqueExamples(
-        self._handler, work_dir=work_dir,
-        model_id=f"{self._options['judge_url']}#{self._options['judge_model']}",
-        score_cache=score_cache_for(self, self._options.get("score_cache"),
-                                    self._describe_fn(), self._options["threshold"]))
-
-  def describe(self) -> Dict[str, Any]:
-    return with_hub_references({"name": LLM_JUDGE, "family": LLM_JUDGE,
-                                "decision": "threshold", **self._options},
-                               {"tokenizer_revision": self._tokenizer_revision})
-
-  def model_info(self) -> beam.PTransform:
-    return DescribeScorer(self._describe_fn(),
-                          self if self._options.get("score_cache") else None)
+    return CallDescribe(describe_judge, self._options["tokenizer"])
 
   def cache_identity(self, model_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The endpoint, the model it serves, the API (chat templates applied by

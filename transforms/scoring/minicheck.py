@@ -6,12 +6,22 @@ from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
+from autoais.models import minicheck
 from autoais.models.minicheck import MiniCheckModelHandler, describe_minicheck
+from autoais.transforms.scoring.config import check_threshold_model, local_model_settings
 from autoais.transforms.scoring.names import MINICHECK
-from autoais.transforms.scoring.scorer import CallDescribe, WorkerModelScorer
+from autoais.transforms.scoring.scorer import CallDescribe, Scorer
 
 
-class MiniCheckScorer(WorkerModelScorer):
+def check_flags(options, local_run: bool) -> Dict[str, Any]:
+  """--scorer minicheck: see config.check_threshold_model."""
+  references = check_threshold_model(
+      options, local_run,
+      lambda references: minicheck.check_minicheck(references.model, references.tokenizer))
+  return {"chunk_size": options.chunk_size, **local_model_settings(options, references)}
+
+
+class MiniCheckScorer(Scorer):
 
   name = MINICHECK
 
@@ -26,8 +36,8 @@ class MiniCheckScorer(WorkerModelScorer):
         "max_input_tokens": max_input_tokens, "token_budget": token_budget,
         "large_model": large_model, "torch_threads": torch_threads,
         "tokenizer_path": tokenizer_path, "chunk_size": chunk_size}
-    super().__init__(MiniCheckModelHandler(model_path, **options), model_path, options,
-                     score_cache, revisions)
+    self._configure(MiniCheckModelHandler(model_path, **options), model_path,
+                    {"model": model_path, **options}, score_cache, revisions)
 
   def _describe_fn(self) -> beam.DoFn:
     return CallDescribe(describe_minicheck, self._options["model"],

@@ -6,12 +6,23 @@ from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
+from autoais.models import nli_classifier
 from autoais.models.nli_classifier import NliClassifierModelHandler, describe_classifier
+from autoais.transforms.scoring.config import check_threshold_model, local_model_settings
 from autoais.transforms.scoring.names import NLI_CLASSIFIER
-from autoais.transforms.scoring.scorer import CallDescribe, WorkerModelScorer
+from autoais.transforms.scoring.scorer import CallDescribe, Scorer
 
 
-class NliClassifierScorer(WorkerModelScorer):
+def check_flags(options, local_run: bool) -> Dict[str, Any]:
+  """--scorer nli-classifier: see config.check_threshold_model."""
+  references = check_threshold_model(
+      options, local_run, lambda references: nli_classifier.check_classifier(
+          references.model, references.tokenizer, options.positive_label))
+  return {"positive_label": options.positive_label,
+          **local_model_settings(options, references)}
+
+
+class NliClassifierScorer(Scorer):
 
   name = NLI_CLASSIFIER
 
@@ -27,8 +38,8 @@ class NliClassifierScorer(WorkerModelScorer):
         "max_input_tokens": max_input_tokens, "token_budget": token_budget,
         "large_model": large_model, "torch_threads": torch_threads,
         "tokenizer_path": tokenizer_path, "positive_label": positive_label}
-    super().__init__(NliClassifierModelHandler(model_path, **options), model_path,
-                     options, score_cache, revisions)
+    self._configure(NliClassifierModelHandler(model_path, **options), model_path,
+                    {"model": model_path, **options}, score_cache, revisions)
 
   def _describe_fn(self) -> beam.DoFn:
     return CallDescribe(describe_classifier, self._options["model"],

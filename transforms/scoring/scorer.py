@@ -15,7 +15,6 @@ transforms.scoring.attribution.ScoreAttribution, which supplies an empty "failed
 scorers that never fail, and send it to their dead letter (reason
 `scoring_failed`).
 """
-import abc
 from typing import Any, Dict, Optional
 
 import apache_beam as beam
@@ -24,31 +23,79 @@ from autoais.models import hub
 from autoais.transforms.scoring.cache import ScoreCache, identity_key
 
 
-class Scorer(abc.ABC):
+class Scorer:
+  """A scorer (a family of transforms/scoring/registry.py), built from its
+  flags: score_keyed, describe and model_info once for every family. A family's
+  constructor sets (`_configure`) `_options` (its run.json fields after name and
+  family, with `threshold`, and `score_cache` where given), `_handler` (its
+  ModelHandler, None for a rule baseline), `_model_id` (what its scores are
+  grouped under), `_revisions` (the hub revisions asked for, or None), and
+  says in `_describe_fn` what a worker reads of its model and in
+  `cache_identity` what names its scores. Test doubles override score_keyed
+  and describe."""
 
   name: str = ""
+  # run.json fields of the family that no flag sets, between family and the options.
+  _fixed: Dict[str, Any] = {}
+  _options: Dict[str, Any] = {}
+  _handler = None
+  _model_id: str = ""
+  _revisions: Optional[Dict[str, Optional[str]]] = None
 
-  @abc.abstractmethod
   def score_keyed(self, work_dir: str) -> beam.PTransform:
     """PCollection[(key, example or None)] -> {"scored": PCollection[(key, score
     or None)], "stats": PCollection[dict] of counts to sum into run.json,
     optionally "failed": PCollection[(key, ScoringFailure)]}. `work_dir`: a
-    scratch directory for the runs of the examples' groupings."""
+    scratch directory for the runs of the examples' groupings. Each distinct
+    example is scored once per run by the handler, and with `--score_cache`
+    once across runs; threshold decisions are retaken from cached scores with
+    this run's threshold, decode mode's are part of the cache identity."""
+    # fanout imports RunInference, and with it torch (Beam's model manager):
+    # only the scorers of a model import it, so a string-match run never does.
+    from autoais.transforms.scoring.fanout import ScoreUniqueExamples  # pylint: disable=import-outside-toplevel
+    threshold = (self._options["threshold"]
+                 if self._options.get("decision", "threshold") == "threshold" else None)
+    return ScoreUniqueExamples(
+        self._handler, model_id=self._model_id, work_dir=work_dir,
+        score_cache=score_cache_for(self, self._options.get("score_cache"),
+                                    self._describe_fn(), threshold))
 
-  @abc.abstractmethod
   def describe(self) -> Dict[str, Any]:
-    """The scorer block of run.json, from the options alone."""
+    """The scorer block of run.json, from the options alone: the name, the
+    family, its fixed fields and its options, a hub model named as the user
+    named it (with_hub_references)."""
+    return with_hub_references({"name": self.name, "family": self.name, **self._fixed,
+                                **self._options}, self._revisions)
 
   def model_info(self) -> beam.PTransform:
     """PBegin -> a singleton PCollection[dict] of what only a worker can tell
     (token ids, weights checksum); merged into the scorer block of run.json."""
-    return beam.Create([{}])
+    describe_fn = self._describe_fn()
+    if describe_fn is None:
+      return beam.Create([{}])
+    return DescribeScorer(describe_fn, self if self._options.get("score_cache") else None)
+
+  def _configure(self, handler, model_id: str, options: Dict[str, Any],
+                 score_cache: Optional[str],
+                 revisions: Optional[Dict[str, Optional[str]]] = None) -> None:
+    """Sets what score_keyed, describe and model_info read (see the class
+    docstring); a family's constructor calls it."""
+    self._handler = handler
+    self._model_id = model_id
+    self._options = dict(options)
+    if score_cache:
+      self._options["score_cache"] = score_cache
+    self._revisions = revisions
+
+  def _describe_fn(self) -> Optional[beam.DoFn]:
+    """The DoFn (CallDescribe) that reads the model's run.json fields on a
+    worker; None: the scorer reads no model."""
+    return None
 
   def model_handler(self):
     """The Beam ModelHandler that scores this scorer's examples (the Python
-    API's autoais.load_scorer calls it directly), or None for a rule baseline.
-    Every model scorer keeps its handler as `_handler`."""
-    return getattr(self, "_handler", None)
+    API's autoais.load_scorer calls it directly), or None for a rule baseline."""
+    return self._handler
 
   def cache_identity(self, model_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """What names this scorer's scores in a score cache (`--score_cache`): the
@@ -124,42 +171,3 @@ class CallDescribe(beam.DoFn):
 
   def process(self, unused_impulse):
     yield self._describe(*self._args)
-
-
-class WorkerModelScorer(Scorer):
-  """A family whose model runs in the job's workers through its ModelHandler
-  (nli-classifier, minicheck): each distinct example scored once per run, and
-  with `--score_cache` once across runs, decisions retaken with this run's
-  threshold; run.json's block is the name, the family, the options and what
-  `_describe_fn` reads on a worker. Subclasses give the handler, the options
-  and `_describe_fn`, and say what names their scores (`cache_identity`)."""
-
-  def __init__(self, handler, model_path: str, options: Dict[str, Any],
-               score_cache: Optional[str],
-               revisions: Optional[Dict[str, Optional[str]]] = None):
-    self._handler = handler
-    self._options = {"model": model_path, **options}
-    if score_cache:
-      self._options["score_cache"] = score_cache
-    self._revisions = revisions
-
-  @abc.abstractmethod
-  def _describe_fn(self) -> beam.DoFn:
-    """The DoFn (CallDescribe) that reads the model's run.json fields on a worker."""
-
-  def score_keyed(self, work_dir: str) -> beam.PTransform:
-    # fanout imports RunInference, and with it torch (Beam's model manager):
-    # only the scorers of a model import it, so a string-match run never does.
-    from autoais.transforms.scoring.fanout import ScoreUniqueExamples  # pylint: disable=import-outside-toplevel
-    return ScoreUniqueExamples(
-        self._handler, model_id=self._options["model"], work_dir=work_dir,
-        score_cache=score_cache_for(self, self._options.get("score_cache"),
-                                    self._describe_fn(), self._options["threshold"]))
-
-  def describe(self) -> Dict[str, Any]:
-    return with_hub_references({"name": self.name, "family": self.name, **self._options},
-                               self._revisions)
-
-  def model_info(self) -> beam.PTransform:
-    return DescribeScorer(self._describe_fn(),
-                          self if self._options.get("score_cache") else None)

@@ -12,6 +12,7 @@ import apache_beam as beam
 
 from autoais.transforms.scoring.scorer import Scorer
 from autoais.schemas import AttributionExample, AttributionScore
+from autoais.schemas.errors import ConfigError
 from autoais.transforms.io import progress
 from autoais.transforms.scoring.names import STRING_MATCH
 from autoais.transforms.stats.squad import normalize_answer, normalize_short_answer
@@ -76,14 +77,20 @@ class _ScoreByStringMatch(beam.PTransform):
 class StringMatchScorer(Scorer):
 
   name = STRING_MATCH
+  _fixed = {"model": None, "decision": "threshold"}
 
   def __init__(self, threshold: float = 0.5):
-    self._threshold = threshold
+    self._options = {"threshold": threshold}
 
   def score_keyed(self, work_dir: str) -> beam.PTransform:
     del work_dir  # one DoFn, no grouping
-    return _ScoreByStringMatch(self._threshold)
+    return _ScoreByStringMatch(self._options["threshold"])
 
-  def describe(self) -> Dict[str, Any]:
-    return {"name": STRING_MATCH, "family": STRING_MATCH, "model": None, "decision": "threshold",
-            "threshold": self._threshold}
+
+def check_flags(options, local_run: bool) -> Dict[str, Any]:
+  """--scorer string-match takes no flag of its own (the registry refuses
+  them); it has no model to decode with."""
+  del local_run
+  if options.decision != "threshold":
+    raise ConfigError("--decision decode needs an NLI model (--scorer t5)")
+  return {}

@@ -5,20 +5,32 @@ from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
-from autoais.transforms.scoring.scorer import (DescribeScorer, Scorer, score_cache_for,
-                                              with_hub_references)
+from autoais.models import checkpoints, t5_nli
 from autoais.models.t5_nli import T5NliModelHandler, describe_model
+from autoais.models.token_budget import check_dtype
+from autoais.schemas.errors import require_choice
+from autoais.transforms.scoring.config import (check_cuda, check_local_model,
+                                               local_model_settings, readable_here)
 from autoais.transforms.scoring.names import T5
-from autoais.transforms.scoring.fanout import ScoreUniqueExamples
+from autoais.transforms.scoring.scorer import CallDescribe, Scorer
 
 
-class _DescribeModelFn(beam.DoFn):
-
-  def __init__(self, model_path, max_input_tokens, tokenizer_path):
-    self._args = (model_path, max_input_tokens, tokenizer_path)
-
-  def process(self, unused_impulse):
-    yield describe_model(*self._args)
+def check_flags(options, local_run: bool) -> Dict[str, Any]:
+  """The model's directory listed, its tokenizer's and weights' files there;
+  with --decision decode, its generation config read (sampling refused); on
+  a local run, its tokenizer's label pieces read. Nothing loaded."""
+  references = check_local_model(options)
+  check_dtype(options.dtype, t5_nli.FLOAT16_REFUSED)
+  require_choice("--decision", options.decision, t5_nli.DECISIONS)
+  checkpoints.check_model_and_tokenizer(references.model, references.tokenizer)
+  if options.decision == "decode":
+    t5_nli.check_decode_generation(references.model)
+  if local_run and readable_here(references.tokenizer or references.model):
+    t5_nli.label_pieces(checkpoints.load_tokenizer(
+        checkpoints.local_tokenizer_dir(references.model, references.tokenizer),
+        "--tokenizer" if options.tokenizer else "--model"), options.model)
+    check_cuda(options.device)
+  return {"decision": options.decision, **local_model_settings(options, references)}
 
 
 class T5Scorer(Scorer):
@@ -38,33 +50,12 @@ class T5Scorer(Scorer):
         "max_input_tokens": max_input_tokens, "token_budget": token_budget,
         "large_model": large_model, "torch_threads": torch_threads,
         "tokenizer_path": tokenizer_path}
-    self._options = {"model": model_path, **handler_options}
-    if score_cache:
-      self._options["score_cache"] = score_cache
-    self._revisions = revisions
-    self._handler = T5NliModelHandler(model_path, **handler_options)
+    self._configure(T5NliModelHandler(model_path, **handler_options), model_path,
+                    {"model": model_path, **handler_options}, score_cache, revisions)
 
   def _describe_fn(self) -> beam.DoFn:
-    return _DescribeModelFn(self._options["model"], self._options["max_input_tokens"],
-                            self._options["tokenizer_path"])
-
-  def score_keyed(self, work_dir: str) -> beam.PTransform:
-    # Decode mode's decision is part of the cache identity; threshold mode's is
-    # retaken from the cached score with this run's threshold.
-    threshold = (self._options["threshold"]
-                 if self._options["decision"] == "threshold" else None)
-    return ScoreUniqueExamples(
-        self._handler, model_id=self._options["model"], work_dir=work_dir,
-        score_cache=score_cache_for(self, self._options.get("score_cache"),
-                                    self._describe_fn(), threshold))
-
-  def describe(self) -> Dict[str, Any]:
-    return with_hub_references({"name": T5, "family": T5, **self._options},
-                               self._revisions)
-
-  def model_info(self) -> beam.PTransform:
-    return DescribeScorer(self._describe_fn(),
-                          self if self._options.get("score_cache") else None)
+    return CallDescribe(describe_model, self._options["model"],
+                        self._options["max_input_tokens"], self._options["tokenizer_path"])
 
   def cache_identity(self, model_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The weights, and what changes a score computed from them: the

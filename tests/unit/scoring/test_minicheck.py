@@ -10,7 +10,7 @@ Models: a tiny random T5 v1.1 (Flan-T5's shape) in the published sharded
 layout with a SentencePiece vocabulary of several hundred ids (3 and 209 among
 them), and tiny random RoBERTa and DeBERTa-v2 two-label classifiers (their
 attention sharpened, so that their scores vary), each with its own tokenizer
-trained here (models/testing.py, tests/support/nli_classifiers.py). Chunk
+trained here (tests/support/t5_models.py, tests/support/nli_classifiers.py). Chunk
 sizes and input lengths are small, so the example passages need several chunks
 and some inputs are cut at the input length.
 """
@@ -27,7 +27,7 @@ transformers = pytest.importorskip("transformers")
 from autoais.beam_jobs import agreement, evaluate  # pylint: disable=wrong-import-position
 from autoais.models import sentences  # pylint: disable=wrong-import-position
 from autoais.models.minicheck import describe_minicheck, load_minicheck, pack_sentences  # pylint: disable=wrong-import-position
-from autoais.models.testing import build_random_t5  # pylint: disable=wrong-import-position
+from tests.support.t5_models import build_random_t5  # pylint: disable=wrong-import-position
 from autoais.schemas import AttributionExample, ScoringFailure  # pylint: disable=wrong-import-position
 from tests.support.jobs import run_job  # pylint: disable=wrong-import-position
 from tests.support.nli_classifiers import build_tiny_classifier  # pylint: disable=wrong-import-position

@@ -2,7 +2,7 @@
 windowed without cutting the hypothesis, and refusing unusable models.
 
 Models here are tiny, random, and built in a temp dir with their own
-SentencePiece vocabulary (models/testing.py), laid out as TRUE's checkpoint is
+SentencePiece vocabulary (tests/support/t5_models.py), laid out as TRUE's checkpoint is
 published (sharded safetensors with an index, `spiece.model` +
 `tokenizer_config.json`, no tokenizer.json) and split as T5 splits: "1" is
 `▁1`, "0" is `▁` + `0`. One test keeps a vocabulary that has `▁0` and a
@@ -25,8 +25,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from autoais.beam_jobs import evaluate  # pylint: disable=wrong-import-position
-from autoais.models import t5_nli  # pylint: disable=wrong-import-position
-from autoais.models.testing import build_random_t5, save_model  # pylint: disable=wrong-import-position
+from autoais.models import checkpoints, t5_nli  # pylint: disable=wrong-import-position
+from tests.support.t5_models import build_random_t5, save_model  # pylint: disable=wrong-import-position
 from autoais.schemas import AttributionExample  # pylint: disable=wrong-import-position
 from tests.support.files import read_jsonl  # pylint: disable=wrong-import-position
 from tests.support.jobs import run_job  # pylint: disable=wrong-import-position
@@ -562,7 +562,7 @@ def test_weights_checksum_covers_every_shard_and_is_cached_outside_the_model(
   monkeypatch.setenv("AUTOAIS_MODEL_CACHE", str(tmp_path / "cache"))
   directory = _copy_model(tiny_model, tmp_path / "model")
   before = {path.name: path.read_bytes() for path in directory.iterdir()}
-  first = t5_nli.weights_checksum(str(directory))
+  first = checkpoints.weights_checksum(str(directory))
   # Nothing is written into the user's model directory.
   assert {path.name: path.read_bytes() for path in directory.iterdir()} == before
   cached = list((tmp_path / "cache" / "checksums").glob("*.json"))
@@ -570,11 +570,11 @@ def test_weights_checksum_covers_every_shard_and_is_cached_outside_the_model(
   # The second call reads the cache: a planted value comes back.
   record = json.loads(cached[0].read_text())
   cached[0].write_text(json.dumps(dict(record, sha256="planted")))
-  assert t5_nli.weights_checksum(str(directory)) == "planted"
+  assert checkpoints.weights_checksum(str(directory)) == "planted"
   cached[0].write_text(json.dumps(record))
   # A change to any shard (here the last one; same size) gives a new checksum.
   last = sorted(directory.glob("model-*.safetensors"))[-1]
   data = bytearray(last.read_bytes())
   data[-1] ^= 1
   last.write_bytes(bytes(data))
-  assert t5_nli.weights_checksum(str(directory)) not in (first, "planted")
+  assert checkpoints.weights_checksum(str(directory)) not in (first, "planted")

@@ -3,7 +3,7 @@ Beam's RunInference shares one loaded model among the threads of a worker
 process: the scores equal those of one thread, and nothing fails. (A fast
 tokenizer keeps its truncation and padding settings in shared state: called
 from two threads with different settings, it corrupted encodings, e.g. "index
-66 is out of bounds for dimension 1 with size 66", before models/t5_nli.py's
+66 is out of bounds for dimension 1 with size 66", before models/checkpoints.py's
 LockedTokenizer.)"""
 import threading
 
@@ -67,7 +67,7 @@ def test_scores_from_many_threads_equal_one_threads(model_scorer):
 
 def test_the_lock_leaves_the_tokenizer_as_it_was(tiny_nli_classifier):
   from autoais.models.nli_classifier import load_nli_classifier  # pylint: disable=import-outside-toplevel
-  from autoais.models.t5_nli import LockedTokenizer  # pylint: disable=import-outside-toplevel
+  from autoais.models.checkpoints import LockedTokenizer  # pylint: disable=import-outside-toplevel
   model = load_nli_classifier(tiny_nli_classifier)
   assert isinstance(model.tokenizer, LockedTokenizer)
   inner = model.tokenizer.unlocked

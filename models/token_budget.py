@@ -1,0 +1,172 @@
+"""What the local model families (models/t5_nli.py, models/nli_classifier.py,
+models/minicheck.py) share once loaded: the dtype and device checks, the model
+input length, TokenBudgetModel (a torch model and its locked tokenizer on a
+device, sequences batched by padded tokens) and LocalModelHandler, the base of
+their RunInference handlers (one model per worker, or per machine with
+`--large_model`; `--torch_threads`).
+"""
+import itertools
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+from apache_beam.ml.inference.base import ModelHandler, PredictionResult
+
+from autoais.models.checkpoints import LockedTokenizer
+from autoais.schemas import AttributionExample, AttributionScore
+from autoais.schemas.errors import ModelError
+
+DTYPES = ("float32", "bfloat16")
+DEVICES = ("cpu", "cuda")
+_DEFAULT_MAX_INPUT_TOKENS = 512
+# Padded tokens per model batch. On CPU, batches beyond a couple of thousand
+# tokens fall out of cache and run slower (measured: bench/scoring.py); GPUs
+# want large batches.
+DEFAULT_TOKEN_BUDGET = {"cpu": 2048, "cuda": 16384}
+
+
+
+def check_device(device: str) -> None:
+  """On the worker, before loading: a known device, and CUDA where it is asked for."""
+  import torch  # pylint: disable=import-outside-toplevel
+  if device not in DEVICES:
+    raise ModelError(f"--device {device!r}: choose from {', '.join(DEVICES)}")
+  if device == "cuda" and not torch.cuda.is_available():
+    raise ModelError("--device cuda: no CUDA device is available on this worker")
+
+
+
+def check_dtype(dtype: str, float16_refused: Optional[str] = None) -> None:
+  """One of DTYPES; a family whose activations overflow in float16 refuses it
+  by name, with `float16_refused` as the message."""
+  if dtype == "float16" and float16_refused:
+    raise ModelError(float16_refused)
+  if dtype not in DTYPES:
+    raise ModelError(f"--dtype {dtype!r}: choose from {', '.join(DTYPES)}")
+
+
+def resolve_max_input_tokens(tokenizer, requested: Optional[int]) -> int:
+  if requested:
+    return requested
+  length = getattr(tokenizer, "model_max_length", None)
+  if isinstance(length, int) and 0 < length <= 100000:
+    return length
+  return _DEFAULT_MAX_INPUT_TOKENS
+
+
+
+class TokenBudgetModel:
+  """What the loaded models of every family share (T5NliModel here,
+  NliClassifierModel in models/nli_classifier.py): the torch model and its
+  tokenizer on `device`, the model input length, and batches of sequences
+  sorted by length, each within `token_budget` tokens once padded."""
+
+  def __init__(self, model, tokenizer, device: str, max_input_tokens: int,
+               token_budget: int):
+    import torch  # pylint: disable=import-outside-toplevel
+    self._torch = torch
+    self.model = model
+    self.tokenizer = (tokenizer if isinstance(tokenizer, LockedTokenizer)
+                      else LockedTokenizer(tokenizer))
+    self.device = device
+    self.max_input_tokens = max_input_tokens
+    self.token_budget = token_budget
+    self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+  def _batches(self, lengths: Sequence[int]):
+    """Index lists of the sequences of `lengths`, sorted by length, each within
+    the token budget once padded to its longest."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    batch, longest = [], 0
+    for index in order:
+      length = lengths[index]
+      if batch and (len(batch) + 1) * max(longest, length) > self.token_budget:
+        yield batch
+        batch, longest = [], 0
+      batch.append(index)
+      longest = max(longest, length)
+    if batch:
+      yield batch
+
+  @staticmethod
+  def window_scores(encoded: Sequence[Any], probabilities: np.ndarray, threshold: float,
+                    decoded: Optional[np.ndarray] = None) -> List[AttributionScore]:
+    """One AttributionScore per encoded example (its `windows`, `truncated`),
+    from the probabilities of all their windows in order: the best window's
+    score; attributable above `threshold`, or where a window decoded "1"."""
+    scores, position = [], 0
+    for item in encoded:
+      count = len(item.windows)
+      score = float(probabilities[position:position + count].max())
+      if decoded is None:
+        attributable = score > threshold
+      else:
+        attributable = bool(decoded[position:position + count].any())
+      scores.append(AttributionScore(score, attributable, count, item.truncated))
+      position += count
+    return scores
+
+  def _pad(self, sequences: Sequence[List[int]], pad_id: Optional[int] = None):
+    """(ids, attention mask) tensors of `sequences` padded on the right with
+    `pad_id` (the tokenizer's by default), on the model's device. Built in
+    numpy in one pass over the batch's tokens, not a small tensor per
+    sequence: the same tensors at a fraction of the per-sequence cost."""
+    torch = self._torch
+    lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64,
+                          count=len(sequences))
+    mask = np.arange(int(lengths.max()), dtype=np.int64)[None, :] < lengths[:, None]
+    ids = np.full(mask.shape, self.pad_id if pad_id is None else pad_id, dtype=np.int64)
+    # Row-major order of the mask's True cells is the sequences' order, token by token.
+    ids[mask] = np.fromiter(itertools.chain.from_iterable(sequences), dtype=np.int64,
+                            count=int(lengths.sum()))
+    return (torch.from_numpy(ids).to(self.device),
+            torch.from_numpy(mask.astype(np.int64)).to(self.device))
+
+
+
+class LocalModelHandler(ModelHandler[AttributionExample, PredictionResult, Any]):
+  """What the RunInference handlers of models run in the job's workers share
+  (t5 here, nli-classifier in models/nli_classifier.py): the model loads once
+  per worker (once per machine with `large_model`, shared across processes),
+  batches of examples are split by token budget inside the model's `score`,
+  and `torch_threads` sets each process's threads. Subclasses load the model
+  (calling `_set_threads` first) and say how a batch is scored."""
+
+  metrics_namespace = "autoais_model"
+
+  def __init__(self, model_path: str, threshold: float, max_batch_size: int,
+               large_model: bool, torch_threads: int):
+    super().__init__()
+    self._model_path = model_path
+    self._threshold = threshold
+    self._max_batch_size = max_batch_size
+    self._large_model = large_model
+    self._torch_threads = torch_threads
+
+  def _set_threads(self) -> None:
+    if self._torch_threads:
+      import torch  # pylint: disable=import-outside-toplevel
+      # Per process: several processes of one machine each running a model on
+      # every core slow each other down.
+      torch.set_num_threads(self._torch_threads)
+
+  def _score(self, batch: Sequence[AttributionExample], model) -> List[AttributionScore]:
+    raise NotImplementedError
+
+  def run_inference(self, batch: Sequence[AttributionExample], model,
+                    inference_args: Optional[Dict[str, Any]] = None):
+    scores = self._score(batch, model)
+    return [PredictionResult(example, score, self._model_path)
+            for example, score in zip(batch, scores)]
+
+  def get_num_bytes(self, batch: Sequence[AttributionExample]) -> int:
+    return sum(len(example.premise) + len(example.hypothesis) for example in batch)
+
+  def batch_elements_kwargs(self):
+    return {"min_batch_size": 1, "max_batch_size": self._max_batch_size}
+
+  def share_model_across_processes(self) -> bool:
+    return self._large_model
+
+  def get_metrics_namespace(self) -> str:
+    return self.metrics_namespace
+
