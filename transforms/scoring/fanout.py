@@ -24,9 +24,10 @@ and spread over the workers:
     `examples_per_group` examples (the digest is uniform, so groups are even);
   * each group's examples are sorted by digest and cut at `chunk_chars`
     characters or `max_examples_per_call` examples, whichever comes first;
-  * the chunks are spread again (keyed by their first digest) and handed to
-    RunInference on any worker; each chunk is one call (the model loads once
-    per worker and splits a chunk into token-budget batches).
+  * the chunks, each pickled into one bytes element, are spread again (keyed
+    by their first digest) and handed to RunInference on any worker; each
+    chunk is one call (the model loads once per worker and splits a chunk into
+    token-budget batches) and comes back as one element, routed to its rows.
 
 Every grouping goes through runs on disk under `work_dir`
 (transforms/io/spilled_groups.py), so that the launching process of the
@@ -50,6 +51,7 @@ model score, from the model or the cache), scoring_failed and
 rows_scoring_failed, inference_groups and largest_group_examples,
 inference_calls and largest_call_examples.
 """
+import pickle
 from typing import Any, Optional, Tuple
 
 import apache_beam as beam
@@ -179,15 +181,25 @@ class _CutChunksFn(beam.DoFn):
     for chunk in cut_chunks(items, self._chunk_chars, self._max_examples):
       yield beam.pvalue.TaggedOutput("stats", {
           "inference_calls": 1, "largest_call_examples": len(chunk)})
-      yield chunk
+      yield chunk[0][0], pack_chunk(chunk)
 
   def finish_bundle(self):
     self._queued.flush()
 
 
+def pack_chunk(chunk) -> bytes:
+  """A chunk as one bytes element from the cut to the model. Beam samples the
+  size of the first elements of every PCollection by encoding them, and a
+  chunk's rows (keys and examples, hundreds per chunk) would be encoded whole
+  at each step between the cut and RunInference (a few dozen chunks a run: all
+  sampled); bytes are sized by their length, and the chunk is pickled once."""
+  return pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
+
+
 class _ChunkHandler(ModelHandler):
-  """Runs a handler on chunks of (digest, keys, example), one chunk per call,
-  and hands each example's digest and keys back with its result."""
+  """Runs a handler on packed chunks of (digest, keys, example), one chunk per
+  call, and answers each chunk with one list of (digest, keys, result): one
+  element a chunk, not one a row, on the way to RouteResults."""
 
   def __init__(self, handler: ModelHandler):
     super().__init__()
@@ -198,18 +210,18 @@ class _ChunkHandler(ModelHandler):
 
   def run_inference(self, batch, model, inference_args=None):
     scored = []
-    for chunk in batch:
+    for packed in batch:
+      chunk = pickle.loads(packed)
       results = self._handler.run_inference([example for _, _, example in chunk], model,
                                             inference_args)
-      scored.extend((digest, keys, result.inference)
-                    for (digest, keys, _), result in zip(chunk, results))
+      scored.append([(digest, keys, result.inference)
+                     for (digest, keys, _), result in zip(chunk, results)])
       progress.count("model_examples", len(chunk))
     progress.flush()
     return scored
 
   def get_num_bytes(self, batch) -> int:
-    return sum(self._handler.get_num_bytes([example for _, _, example in chunk])
-               for chunk in batch)
+    return sum(len(packed) for packed in batch)
 
   def batch_elements_kwargs(self):
     return {"min_batch_size": 1, "max_batch_size": 1}
@@ -228,26 +240,29 @@ class _ChunkHandler(ModelHandler):
 
 
 class _RouteResultsFn(beam.DoFn):
-  """(digest, keys, score or failure) -> rows: scored, failed, and the new
-  scores for the cache."""
+  """A chunk's [(digest, keys, score or failure)] -> rows: scored, failed, and
+  the new scores for the cache; one "stats" dict per chunk."""
 
   def setup(self):
     self._rows = progress.Tally("rows_scored")
 
-  def process(self, result):
-    digest, keys, inference = result
-    if isinstance(inference, ScoringFailure):
-      yield beam.pvalue.TaggedOutput("stats", {"model_calls": 1, "scoring_failed": 1,
-                                               "rows_scoring_failed": len(keys)})
+  def process(self, results):
+    failed = rows_failed = rows_scored = 0
+    for digest, keys, inference in results:
+      if isinstance(inference, ScoringFailure):
+        failed += 1
+        rows_failed += len(keys)
+        for key in keys:
+          yield beam.pvalue.TaggedOutput("failed", (key, inference))
+        continue
+      yield beam.pvalue.TaggedOutput("new_scores", (digest, inference))
+      rows_scored += len(keys)
       for key in keys:
-        yield beam.pvalue.TaggedOutput("failed", (key, inference))
-      return
-    yield beam.pvalue.TaggedOutput("stats", {"model_calls": 1,
-                                             "rows_scored_by_model": len(keys)})
-    yield beam.pvalue.TaggedOutput("new_scores", (digest, inference))
-    self._rows.add(len(keys))
-    for key in keys:
-      yield key, inference
+        yield key, inference
+    self._rows.add(rows_scored)
+    yield beam.pvalue.TaggedOutput("stats", {
+        "model_calls": len(results), "scoring_failed": failed,
+        "rows_scoring_failed": rows_failed, "rows_scored_by_model": rows_scored})
 
   def finish_bundle(self):
     self._rows.flush()
@@ -335,7 +350,6 @@ class ScoreUniqueExamples(beam.PTransform):
                                self._examples_per_group),
                   beam.pvalue.AsDict(band_counts)).with_outputs("stats", main="chunks"))
     results = (chunks.chunks
-               | "KeyByFirstDigest" >> beam.Map(lambda chunk: (chunk[0][0], chunk))
                | "SpreadChunks" >> SpilledGroupByKey(
                    FileSystems.join(self._work_dir, "chunks"))
                | "TakeChunks" >> beam.FlatMap(lambda grouped: grouped[1])
