@@ -22,7 +22,6 @@ from apache_beam.io.filesystems import FileSystems
 from autoais.schemas import (CITATION_ITEM_ROW_SCHEMA, CITATION_SENTENCE_SCHEMA,
                      CITATIONS_SYSTEM_SCHEMA, CitationItemRow, CitationSentenceRow,
                      CitationsSystemRow)
-from autoais.schemas.registry import iter_rows
 from autoais.transforms.io.sorted_runs import (RowRefBuffer, TableFileWriter,
                                                read_table_file)
 from autoais.transforms.rows.merge import RowFold, RowTable
@@ -135,8 +134,8 @@ def _share(part: int, whole: int) -> Optional[float]:
 def citations_system_rows(systems: List[Tuple[str, str]], bootstrap_samples: int,
                           seed: int) -> List[CitationsSystemRow]:
   """`systems`: (name, path of ItemsFold's file of its items) of each system, in
-  output order; the items are read, and made Python objects, one system at a
-  time."""
+  output order; the items are read one system at a time, and made Python
+  values one column at a time (not one object per item)."""
   questions = sorted({question for _, path in systems
                       for question in read_table_file(path, ["question"]).column(
                           "question").to_pylist()})
@@ -144,22 +143,27 @@ def citations_system_rows(systems: List[Tuple[str, str]], bootstrap_samples: int
   bootstrap = BootstrapWeights(max(len(questions), 1), bootstrap_samples, seed)
   rows = []
   for _, path in systems:
-    items = list(iter_rows(read_table_file(path), CitationItemRow))
-    where = np.array([position[item.question] for item in items], dtype=np.int64)
-    values = {
-        "citation_rec": [item.citation_rec for item in items],
-        "citation_prec": [item.citation_prec for item in items],
-        "str_em": [item.str_em for item in items],
-        "qampari_f1": [item.qampari_f1 for item in items],
-        "claims_nli": [item.claims_nli for item in items],
-    }
+    table = read_table_file(path)
+
+    def column(name, table=table):
+      return table.column(name).to_pylist()
+
+    def where_present(name):
+      return [k for k, value in enumerate(column(name)) if value is not None]
+
+    def kept(name, indices):
+      values = column(name)
+      return [values[k] for k in indices]
+
+    where = np.array([position[question] for question in column("question")],
+                     dtype=np.int64)
     ratios, present = [], {}
     for name in _WITH_CI:
-      kept = [k for k, value in enumerate(values[name]) if value is not None]
-      present[name] = [values[name][k] for k in kept]
-      numerator = np.bincount(where[kept], weights=np.array(present[name], dtype=float),
+      indices = where_present(name)
+      present[name] = kept(name, indices)
+      numerator = np.bincount(where[indices], weights=np.array(present[name], dtype=float),
                               minlength=len(questions))
-      denominator = np.bincount(where[kept], minlength=len(questions)).astype(float)
+      denominator = np.bincount(where[indices], minlength=len(questions)).astype(float)
       ratios.append((numerator, denominator))
     intervals = dict(zip(_WITH_CI, bootstrap.ratio_intervals(ratios)))
 
@@ -169,31 +173,33 @@ def citations_system_rows(systems: List[Tuple[str, str]], bootstrap_samples: int
                                                          100 * interval[1])
       return _percent_mean(present[name]), low, high
 
-    with_sentences = [item for item in items if item.n_sentences]
-    n_sentences = sum(item.n_sentences for item in items)
-    multi = sum(item.n_multi_citation for item in items)
-    multi_supported = sum(item.n_multi_supported for item in items)
-    overcited = sum(item.n_overcited for item in items)
-    qampari = [item for item in items if item.qampari_f1 is not None]
-    with_qa = [item for item in items if item.str_em is not None]
+    n_items = table.num_rows
+    sentence_counts = column("n_sentences")
+    n_sentences = sum(sentence_counts)
+    multi = sum(column("n_multi_citation"))
+    multi_supported = sum(column("n_multi_supported"))
+    overcited = sum(column("n_overcited"))
+    qampari = where_present("qampari_f1")
+    with_qa = where_present("str_em")
     rows.append(CitationsSystemRow(
-        items[0].system_name, len(items), len(with_sentences), n_sentences,
-        sum(item.n_citations for item in items),
+        table.column("system_name")[0].as_py(), n_items,
+        sum(1 for count in sentence_counts if count), n_sentences,
+        sum(column("n_citations")),
         *figure("citation_rec"), *figure("citation_prec"),
         _share(multi, n_sentences), _share(multi_supported, multi),
         _share(overcited, multi_supported),
         len(with_qa), *figure("str_em"),
-        _percent_mean([float(item.str_hit) for item in with_qa]),
+        _percent_mean([float(hit) for hit in kept("str_hit", with_qa)]),
         len(qampari),
-        float(np.mean([item.qampari_num_preds for item in qampari])) if qampari else None,
-        _percent_mean([item.qampari_prec for item in qampari]),
-        _percent_mean([item.qampari_rec for item in qampari]),
-        _percent_mean([item.qampari_rec_top5 for item in qampari]),
+        float(np.mean(kept("qampari_num_preds", qampari))) if qampari else None,
+        _percent_mean(kept("qampari_prec", qampari)),
+        _percent_mean(kept("qampari_rec", qampari)),
+        _percent_mean(kept("qampari_rec_top5", qampari)),
         *figure("qampari_f1"),
-        _percent_mean([item.qampari_f1_top5 for item in qampari]),
-        sum(1 for item in items if item.claims_nli is not None), *figure("claims_nli"),
-        sum(item.length for item in items) / len(items),
-        sum(item.reference_calls for item in items)))
+        _percent_mean(kept("qampari_f1_top5", qampari)),
+        len(where_present("claims_nli")), *figure("claims_nli"),
+        sum(column("length")) / n_items,
+        sum(column("reference_calls"))))
   return rows
 
 
