@@ -15,7 +15,8 @@ instead:
 2. each worker spills its entries to sorted runs (SpillSortedRuns), one run per
    shard a spill, so only (shard, RunSlice) pairs are shuffled;
 3. each shard's runs are merged in key order and every key's entries come out as
-   one group (merge_groups), shard by shard on any worker.
+   one group (merge_groups), shard by shard on any worker; a shard of more than
+   MAX_MERGE_RUNS runs is first merged in passes, that many runs at a time.
 
 Each input PCollection is spilled by its own step: a Flatten of several inputs
 is a buffer the DirectRunner holds whole, so callers pass a tuple of
