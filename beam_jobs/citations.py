@@ -35,6 +35,7 @@ if __name__ == "__main__":
   from autoais.beam_jobs.citations import run
   sys.exit(run())
 
+import functools
 import os
 
 import apache_beam as beam
@@ -205,7 +206,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   sentences = scored["sentences"] | "WriteSentenceRows" >> WriteMergedRows(
       SentencesFold, options.output_dir, work_dir, plan.num_shards)
   items = scored["items"] | "WriteItemRows" >> WriteMergedRows(
-      ItemsFold, options.output_dir, work_dir, plan.num_shards)
+      functools.partial(ItemsFold, FileSystems.join(work_dir, "item_tables")),
+      options.output_dir, work_dir, plan.num_shards)
   summary = items["outcomes"] | "SummarizeCitations" >> SummarizeCitations(
       options.output_dir, {"at_most_citations": options.at_most_citations},
       options.bootstrap_samples, options.seed)

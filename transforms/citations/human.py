@@ -95,10 +95,16 @@ class _CountJudgementsFn(beam.CombineFn):
     return accumulator
 
 
+# The columns of the items that _system_row reads.
+_ITEM_COLUMNS = ["human_check", "human_citation_rec", "citation_rec",
+                 "human_citation_prec", "citation_prec"]
+
+
 def _system_row(name: Optional[str], items: pa.Table, counts: Dict[str, AgreementCounts],
                 statistics: Dict[str, Dict[str, object]]) -> CitationsHumanRow:
-  """`items`: the table of CitationItemRows of the system (or of all), in file
-  order; `statistics`: agreement_statistics of each kind's `counts`."""
+  """`items`: the table of the system's (or of all systems') items, in file
+  order, with at least _ITEM_COLUMNS; `statistics`: agreement_statistics of
+  each kind's `counts`."""
   check = items.column("human_check").to_pylist()
   judged = [k for k, value in enumerate(check) if value != NO_JUDGEMENTS]
   aligned = [k for k in judged if check[k] == ALIGNED]
@@ -179,12 +185,12 @@ class _WriteHumanCheckFn(beam.DoFn):
     self._output_dir = output_dir
 
   def process(self, systems):
-    """`systems`: [(system, {"items": [Arrow table of its CitationItemRows],
+    """`systems`: [(system, {"items": [path of ItemsFold's file of its items],
     "counts": [{kind: AgreementCounts}]})]."""
     rows, statistics, pooled_items = [], {}, []
     pooled = _empty_counts()
     for name, groups in sorted(systems, key=lambda system: system[0]):
-      items = item_table(list(groups["items"]))
+      items = item_table(list(groups["items"]), _ITEM_COLUMNS)
       # One accumulator per system (CombinePerKey); none where no sentence of
       # the system was judged.
       counts = next(iter(groups["counts"]), None) or _empty_counts()
@@ -194,7 +200,8 @@ class _WriteHumanCheckFn(beam.DoFn):
       statistics[name] = _statistics(counts)
       rows.append(_system_row(name, items, counts, statistics[name]))
     statistics[ALL_SYSTEMS] = _statistics(pooled)
-    pooled_items = item_table(pooled_items)
+    pooled_items = (pa.concat_tables(pooled_items) if pooled_items
+                    else item_table([], _ITEM_COLUMNS))
     rows.append(_system_row(None, pooled_items, pooled, statistics[ALL_SYSTEMS]))
     checks = collections.Counter(pooled_items.column("human_check").to_pylist())
     by_check = {check: checks[check] for check in HUMAN_CHECKS}
@@ -214,7 +221,7 @@ class _WriteHumanCheckFn(beam.DoFn):
 
 class CheckAgainstHumans(beam.PTransform):
   """{"sentences": PCollection[CitationSentenceRow], "systems": PCollection[(system
-  name, Arrow table of its CitationItemRows)]} -> citations_human.{csv,json,md};
+  name, path of ItemsFold's file of its items)]} -> citations_human.{csv,json,md};
   returns a singleton PCollection[dict] for run.json."""
 
   def __init__(self, output_dir: str):

@@ -11,17 +11,19 @@ answering the same questions are compared on the same resamples (paired); a
 system's figure in a resample is the mean over its items whose questions were
 drawn.
 """
+import uuid
 from typing import List, NamedTuple, Optional, Tuple
 
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
 
 from autoais.schemas import (CITATION_ITEM_ROW_SCHEMA, CITATION_SENTENCE_SCHEMA,
                      CITATIONS_SYSTEM_SCHEMA, CitationItemRow, CitationSentenceRow,
                      CitationsSystemRow)
-from autoais.schemas.registry import iter_rows
-from autoais.transforms.io.sorted_runs import RowRefBuffer
+from autoais.transforms.io.sorted_runs import (RowRefBuffer, TableFileWriter,
+                                               read_table_file)
 from autoais.transforms.rows.merge import RowFold, RowTable
 from autoais.transforms.rows.summary import WriteSummary, percent
 from autoais.transforms.stats.metrics import BootstrapWeights
@@ -58,40 +60,57 @@ class SentencesFold(RowFold):
     return {"sentences": self._sentences}
 
 
-def item_table(tables: List[pa.Table]) -> pa.Table:
-  """Systems' item tables as one (an empty one for none)."""
-  return (pa.concat_tables(tables) if tables
-          else CITATION_ITEM_ROW_SCHEMA.empty_table())
+def item_table(paths: List[str], columns: Optional[List[str]] = None) -> pa.Table:
+  """The items of ItemsFold's files (`columns` only, where given) as one table
+  (an empty one for none)."""
+  schema = (CITATION_ITEM_ROW_SCHEMA if columns is None else
+            pa.schema([CITATION_ITEM_ROW_SCHEMA.field(name) for name in columns]))
+  return pa.concat_tables([read_table_file(path, columns) for path in paths]
+                          ) if paths else schema.empty_table()
+
+
+# Items held before they are appended to their system's file.
+_ITEMS_PER_WRITE = 4096
 
 
 class ItemsFold(RowFold):
   """Writes citations_items.parquet / .csv and gives each system's items, in
-  file order, as (system name, Arrow table of its CitationItemRows): columns,
-  not one Python object per item, for the summaries that read them all."""
+  file order, as (system name, path of an Arrow file of its CitationItemRows
+  under `items_dir`): the summaries read them back one system at a time, and
+  the runner holds paths, not items."""
   row_type = CitationItemRow
   merged_type = CitationItemRow
   sort_key = ITEM_KEY
   run_name = "items"
   tables = (RowTable("citations_items", CITATION_ITEM_ROW_SCHEMA),)
 
-  def __init__(self):
+  def __init__(self, items_dir: str):
+    self._items_dir = items_dir
     self._system = None
+    self._file = None
     self._items = RowRefBuffer()
     self._counts = {"scored": 0, "citations": 0, "reference_model_calls": 0}
 
   def start_system(self, system_name):
     self._system = system_name
+    self._file = TableFileWriter(FileSystems.join(
+        self._items_dir, f"items-{uuid.uuid4().hex}.arrow"))
 
   def add(self, row, ref, tables):
     tables["citations_items"].add(ref)
     self._items.add(ref)
+    if self._items.num_rows >= _ITEMS_PER_WRITE:
+      self._file.write(self._items.take())
     self._counts["scored"] += 1
     self._counts["citations"] += row.n_citations
     self._counts["reference_model_calls"] += row.reference_calls
     return ()
 
   def end_system(self, tables):
-    yield self._system, self._items.take()
+    if self._items.num_rows:
+      self._file.write(self._items.take())
+    self._file.close()
+    yield self._system, self._file.path
 
   def stats(self):
     return dict(self._counts)
@@ -113,32 +132,39 @@ def _share(part: int, whole: int) -> Optional[float]:
   return 100 * part / whole if whole else None
 
 
-def citations_system_rows(systems: List[Tuple[str, pa.Table]], bootstrap_samples: int,
+def citations_system_rows(systems: List[Tuple[str, str]], bootstrap_samples: int,
                           seed: int) -> List[CitationsSystemRow]:
-  """`systems`: (name, item table) of each system, in output order; the items
-  are made Python objects one system at a time."""
-  questions = sorted({question for _, table in systems
-                      for question in table.column("question").to_pylist()})
+  """`systems`: (name, path of ItemsFold's file of its items) of each system, in
+  output order; the items are read one system at a time, and made Python
+  values one column at a time (not one object per item)."""
+  questions = sorted({question for _, path in systems
+                      for question in read_table_file(path, ["question"]).column(
+                          "question").to_pylist()})
   position = {question: index for index, question in enumerate(questions)}
   bootstrap = BootstrapWeights(max(len(questions), 1), bootstrap_samples, seed)
   rows = []
-  for _, table in systems:
-    items = list(iter_rows(table, CitationItemRow))
-    where = np.array([position[item.question] for item in items], dtype=np.int64)
-    values = {
-        "citation_rec": [item.citation_rec for item in items],
-        "citation_prec": [item.citation_prec for item in items],
-        "str_em": [item.str_em for item in items],
-        "qampari_f1": [item.qampari_f1 for item in items],
-        "claims_nli": [item.claims_nli for item in items],
-    }
+  for _, path in systems:
+    table = read_table_file(path)
+
+    def column(name, table=table):
+      return table.column(name).to_pylist()
+
+    def where_present(name):
+      return [k for k, value in enumerate(column(name)) if value is not None]
+
+    def kept(name, indices):
+      values = column(name)
+      return [values[k] for k in indices]
+
+    where = np.array([position[question] for question in column("question")],
+                     dtype=np.int64)
     ratios, present = [], {}
     for name in _WITH_CI:
-      kept = [k for k, value in enumerate(values[name]) if value is not None]
-      present[name] = [values[name][k] for k in kept]
-      numerator = np.bincount(where[kept], weights=np.array(present[name], dtype=float),
+      indices = where_present(name)
+      present[name] = kept(name, indices)
+      numerator = np.bincount(where[indices], weights=np.array(present[name], dtype=float),
                               minlength=len(questions))
-      denominator = np.bincount(where[kept], minlength=len(questions)).astype(float)
+      denominator = np.bincount(where[indices], minlength=len(questions)).astype(float)
       ratios.append((numerator, denominator))
     intervals = dict(zip(_WITH_CI, bootstrap.ratio_intervals(ratios)))
 
@@ -148,31 +174,33 @@ def citations_system_rows(systems: List[Tuple[str, pa.Table]], bootstrap_samples
                                                          100 * interval[1])
       return percent_mean(present[name]), low, high
 
-    with_sentences = [item for item in items if item.n_sentences]
-    n_sentences = sum(item.n_sentences for item in items)
-    multi = sum(item.n_multi_citation for item in items)
-    multi_supported = sum(item.n_multi_supported for item in items)
-    overcited = sum(item.n_overcited for item in items)
-    qampari = [item for item in items if item.qampari_f1 is not None]
-    with_qa = [item for item in items if item.str_em is not None]
+    n_items = table.num_rows
+    sentence_counts = column("n_sentences")
+    n_sentences = sum(sentence_counts)
+    multi = sum(column("n_multi_citation"))
+    multi_supported = sum(column("n_multi_supported"))
+    overcited = sum(column("n_overcited"))
+    qampari = where_present("qampari_f1")
+    with_qa = where_present("str_em")
     rows.append(CitationsSystemRow(
-        items[0].system_name, len(items), len(with_sentences), n_sentences,
-        sum(item.n_citations for item in items),
+        table.column("system_name")[0].as_py(), n_items,
+        sum(1 for count in sentence_counts if count), n_sentences,
+        sum(column("n_citations")),
         *figure("citation_rec"), *figure("citation_prec"),
         _share(multi, n_sentences), _share(multi_supported, multi),
         _share(overcited, multi_supported),
         len(with_qa), *figure("str_em"),
-        percent_mean([float(item.str_hit) for item in with_qa]),
+        percent_mean([float(hit) for hit in kept("str_hit", with_qa)]),
         len(qampari),
-        float(np.mean([item.qampari_num_preds for item in qampari])) if qampari else None,
-        percent_mean([item.qampari_prec for item in qampari]),
-        percent_mean([item.qampari_rec for item in qampari]),
-        percent_mean([item.qampari_rec_top5 for item in qampari]),
+        float(np.mean(kept("qampari_num_preds", qampari))) if qampari else None,
+        percent_mean(kept("qampari_prec", qampari)),
+        percent_mean(kept("qampari_rec", qampari)),
+        percent_mean(kept("qampari_rec_top5", qampari)),
         *figure("qampari_f1"),
-        percent_mean([item.qampari_f1_top5 for item in qampari]),
-        sum(1 for item in items if item.claims_nli is not None), *figure("claims_nli"),
-        sum(item.length for item in items) / len(items),
-        sum(item.reference_calls for item in items)))
+        percent_mean(kept("qampari_f1_top5", qampari)),
+        len(where_present("claims_nli")), *figure("claims_nli"),
+        sum(column("length")) / n_items,
+        sum(column("reference_calls"))))
   return rows
 
 
@@ -221,7 +249,7 @@ def _describe(rows):
 
 
 class SummarizeCitations(beam.PTransform):
-  """PCollection[(system name, Arrow table of its CitationItemRows)] ->
+  """PCollection[(system name, path of ItemsFold's file of its items)] ->
   citations.{csv,json,md}; returns WriteSummary's singleton (systems and
   items)."""
 

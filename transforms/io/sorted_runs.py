@@ -65,11 +65,12 @@ def _ipc_options(path: str) -> pa.ipc.IpcWriteOptions:
   return _REMOTE_IPC_OPTIONS
 
 
-def write_run(path: str, shards: Sequence[Tuple[int, Sequence[tuple]]],
+def write_run(path: str, shards: Iterable[Tuple[int, Iterable[tuple]]],
               element_type: Type[tuple], schema: Optional[pa.Schema] = None
               ) -> Iterator[Tuple[int, RunSlice]]:
-  """Writes each shard's sorted rows as consecutive batches of one IPC file
-  (`schema`: element_type's registered one where None)."""
+  """Writes each shard's sorted rows (a sequence, or an iterator read as it is
+  written) as consecutive batches of one IPC file (`schema`: element_type's
+  registered one where None)."""
   schema = schema or schema_of(element_type)
   slices = []
   with FileSystems.create(path) as sink:
@@ -77,11 +78,13 @@ def write_run(path: str, shards: Sequence[Tuple[int, Sequence[tuple]]],
       batch = 0
       for shard, rows in shards:
         first = batch
+        rows = iter(rows)
         # Rows are converted _CONVERT_ROWS at a time (fewer, larger calls into
         # Arrow) and written as slices of at most _BATCH_ROWS rows and about
         # _BATCH_BYTES.
-        for start in range(0, len(rows), _CONVERT_ROWS):
-          converted = to_record_batch(rows[start:start + _CONVERT_ROWS], schema)
+        for chunk in iter(lambda rows=rows: list(itertools.islice(rows, _CONVERT_ROWS)),
+                          []):
+          converted = to_record_batch(chunk, schema)
           step = max(1, min(_BATCH_ROWS, _BATCH_BYTES * converted.num_rows
                             // max(converted.nbytes, 1)))
           for offset in range(0, converted.num_rows, step):
@@ -166,6 +169,39 @@ class RowRefBuffer:
         [batch.slice(start, length) for batch, start, length in self._parts])
     self._parts, self.num_rows = [], 0
     return table.combine_chunks()
+
+
+class TableFileWriter:
+  """Appends Arrow tables to one IPC file (scratch, such as one system's
+  finished rows for a later step): the rows leave memory as they are written,
+  and the file's path, not its rows, is what a PCollection carries."""
+
+  def __init__(self, path: str):
+    self.path = path
+    self._sink = None
+    self._writer = None
+
+  def write(self, table: pa.Table) -> None:
+    if self._writer is None:
+      self._sink = FileSystems.create(self.path)
+      self._writer = pa.ipc.new_file(self._sink, table.schema,
+                                     options=_ipc_options(self.path))
+    self._writer.write_table(table, max_chunksize=_CONVERT_ROWS)
+
+  def close(self) -> None:
+    if self._writer is not None:
+      self._writer.close()
+      self._sink.close()
+
+
+def read_table_file(path: str, columns: Optional[Sequence[str]] = None) -> pa.Table:
+  """A file of TableFileWriter as one table of `columns` (all where None), its
+  batches combined: where it holds several, the columns kept are copied and the
+  file's buffers freed."""
+  with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED
+                        ) as source:
+    table = pa.ipc.open_file(source).read_all()
+  return (table if columns is None else table.select(columns)).combine_chunks()
 
 
 class _SpillRunsFn(beam.DoFn):

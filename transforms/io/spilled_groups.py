@@ -15,7 +15,8 @@ instead:
 2. each worker spills its entries to sorted runs (SpillSortedRuns), one run per
    shard a spill, so only (shard, RunSlice) pairs are shuffled;
 3. each shard's runs are merged in key order and every key's entries come out as
-   one group (merge_groups), shard by shard on any worker.
+   one group (merge_groups), shard by shard on any worker; a shard of more than
+   MAX_MERGE_RUNS runs is first merged in passes, that many runs at a time.
 
 Each input PCollection is spilled by its own step: a Flatten of several inputs
 is a buffer the DirectRunner holds whole, so callers pass a tuple of
@@ -25,15 +26,17 @@ a group is not defined (as with beam.GroupByKey); the groups are.
 import itertools
 import operator
 import pickle
+import uuid
 import zlib
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, NamedTuple,
                     Optional, Sequence, Tuple)
 
 import apache_beam as beam
 import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
 
 from autoais.transforms.io.sorted_runs import (RunSlice, SpillSortedRuns,
-                                               merge_sorted_runs)
+                                               merge_sorted_runs, write_run)
 
 DEFAULT_SHARDS = 16
 DEFAULT_MAX_RUN_BYTES = 16 * 1024 * 1024
@@ -82,11 +85,39 @@ class _EncodeEntryFn(beam.DoFn):
                  pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def merge_groups(runs: Iterable[RunSlice], num_tags: int
-                 ) -> Iterator[Tuple[Any, List[list]]]:
+# A merge holds one batch of each run it reads: a shard of more runs than
+# this (a large run spilled in many steps) is merged in passes, this many runs
+# at a time into a run of their own, so that its memory does not grow with the
+# number of runs.
+MAX_MERGE_RUNS = 32
+
+
+def _fewer_runs(runs: Iterable[RunSlice], max_runs: int) -> List[RunSlice]:
+  """`runs`, or, where they are more than `max_runs`, runs of the same entries
+  merged (beside the first run's file) until they are no more."""
+  runs = sorted(runs)
+  while len(runs) > max_runs:
+    directory = FileSystems.split(runs[0].path)[0]
+    merged = []
+    for start in range(0, len(runs), max_runs):
+      part = runs[start:start + max_runs]
+      if len(part) == 1:
+        merged.extend(part)
+        continue
+      path = FileSystems.join(directory, f"merged-{uuid.uuid4().hex}.arrow")
+      merged.extend(run for _, run in write_run(
+          path, [(0, merge_sorted_runs(part, _Entry, _ENTRY_KEY))], _Entry,
+          _ENTRY_SCHEMA))
+    runs = sorted(merged)
+  return runs
+
+
+def merge_groups(runs: Iterable[RunSlice], num_tags: int,
+                 max_runs: int = MAX_MERGE_RUNS) -> Iterator[Tuple[Any, List[list]]]:
   """(key, [values of input 0, values of input 1, ...]) for each key of the run
-  slices (one shard's), in the order of the keys' encoded bytes."""
-  entries = merge_sorted_runs(runs, _Entry, _ENTRY_KEY)
+  slices (one shard's), in the order of the keys' encoded bytes; at most
+  `max_runs` runs are read at once."""
+  entries = merge_sorted_runs(_fewer_runs(runs, max_runs), _Entry, _ENTRY_KEY)
   for key, group in itertools.groupby(entries, key=operator.attrgetter("key")):
     values = [[] for _ in range(num_tags)]
     for entry in group:

@@ -8,8 +8,10 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from autoais.transforms.io.spilled_groups import (SpilledCoGroupByKey,
-                                                  SpilledGroupByKey)
+from autoais.transforms.io.sorted_runs import write_run
+from autoais.transforms.io.spilled_groups import (_ENTRY_SCHEMA, SpilledCoGroupByKey,
+                                                  SpilledGroupByKey, _EncodeEntryFn,
+                                                  _Entry, merge_groups)
 from autoais.transforms.scoring.examples import claim_example
 
 
@@ -128,3 +130,25 @@ def test_empty_input_makes_no_groups(tmp_path):
                | beam.Create([]).with_output_types(tuple)
                | SpilledGroupByKey(str(tmp_path)))
     assert_that(grouped, equal_to([]))
+
+
+def test_a_shard_of_more_runs_than_a_merge_reads_is_merged_in_passes(tmp_path):
+  pairs = _pairs(2000, seed=4)
+  encode = _EncodeEntryFn(0, 1, None)
+  entries = [entry for pair in pairs for entry in encode.process(pair)]
+  runs = []
+  for start in range(0, len(entries), 100):  # 20 runs of one shard
+    part = sorted(entries[start:start + 100], key=lambda entry: entry.key)
+    runs.extend(run for _, run in write_run(str(tmp_path / f"run-{start}.arrow"),
+                                            [(0, part)], _Entry, _ENTRY_SCHEMA))
+  at_once = [(key, values[0]) for key, values in merge_groups(runs, 1, max_runs=20)]
+  assert not glob.glob(str(tmp_path / "merged-*.arrow"))
+  in_passes = [(key, values[0]) for key, values in merge_groups(runs, 1, max_runs=3)]
+  # 20 runs, 3 at a time: 7 merged runs (the last of two), then 2 more of
+  # those 7 (the seventh passes on alone), 3 runs read at once at the end.
+  assert len(glob.glob(str(tmp_path / "merged-*.arrow"))) == 7 + 2
+  assert [key for key, _ in in_passes] == [key for key, _ in at_once]
+  assert _sorted_groups(in_passes) == _sorted_groups(at_once)
+  assert sorted(_sorted_groups(at_once), key=repr) == sorted(_sorted_groups(
+      (key, [value for k, value in pairs if k == key])
+      for key in {key: None for key, _ in pairs}), key=repr)
