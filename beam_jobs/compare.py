@@ -13,7 +13,8 @@ claims.json; agreement: agreement.json, per group of items) and its row table
 shards), local or gs://. Refuses (exit 2, saying why) two runs whose
 scorer differs (name, family, model or tokenizer checksum, threshold, decision
 mode, dtype) unless --allow_changed_scorer, two runs over different gold
-answers (file name or question count), two claims runs with different
+answers (file name, question count, or content where run.json records its
+gold_digest), two claims runs with different
 --evidence_mode, two agreement runs of different formats or input files, runs
 of two different jobs, and runs of a job compare does not read. The rows are joined by system and question in the pipeline
 (transforms/compare/steps.py).
@@ -132,13 +133,19 @@ def _input_differences(baseline: Dict, candidate: Dict) -> List[str]:
 
 
 def _gold_differences(baseline: Dict, candidate: Dict) -> List[str]:
+  """Why two runs' gold answers differ: the file's name or question count, or
+  their content (gold_digest: the questions with their answers, which runs
+  recorded before it was written lack)."""
   def gold(run):
     path = (run.get("inputs") or {}).get("gold")
     return (None if path is None else path.rstrip("/").rsplit("/", 1)[-1],
             run.get("n_gold"))
-  if gold(baseline) == gold(candidate):
-    return []
-  return [f"gold (file, questions): {gold(baseline)} -> {gold(candidate)}"]
+  if gold(baseline) != gold(candidate):
+    return [f"gold (file, questions): {gold(baseline)} -> {gold(candidate)}"]
+  digests = [run.get("gold_digest") for run in (baseline, candidate)]
+  if None not in digests and digests[0] != digests[1]:
+    return [f"gold content (gold_digest): {digests[0]} -> {digests[1]}"]
+  return []
 
 
 class _Plan:
@@ -197,6 +204,9 @@ class _Plan:
         "baseline": self.dirs["baseline"], "candidate": self.dirs["candidate"],
         "scorer": self.runs["candidate"].get("scorer", {}).get("name"),
         "scorer_changed": self.scorer_changed,
+        "gold_compared_by": ("content (gold_digest)" if all(
+            self.runs[run].get("gold_digest") for run in RUNS) else
+                             "file name and question count"),
         "bootstrap": {"samples": options.bootstrap_samples, "seed": options.seed,
                       "unit": "question", "paired": True},
         "fail_on_regression": options.fail_on_regression,

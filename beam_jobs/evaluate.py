@@ -210,6 +210,7 @@ class _EvaluateRecord(RunRecord):
       manifest["human_rating_counts"] = rating_counts
     manifest.update({
         "n_gold": gold.n if gold.graded else None,
+        "gold_digest": gold.digest if gold.graded else None,
         "systems": leaderboard["systems"],
         "human_rated_rows": leaderboard["human_rated_rows"],
         "inputs": dict(self._inputs),

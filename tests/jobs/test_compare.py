@@ -109,6 +109,24 @@ def test_the_flipped_rows_are_exactly_the_changed_answers(runs):
   assert changes == sorted(changes)  # most lowered score first
 
 
+def test_gold_digest_is_the_gold_content_in_any_order(runs, tmp_path):
+  """Both runs read the same gold: the same digest, which compare.json says it
+  checked; the digest is the questions with their answers, not the file's
+  bytes or order."""
+  from autoais.schemas import GoldAnswer
+  from autoais.transforms.stats.metrics import GoldIndex
+  digests = {json.loads((runs["root"] / run / "run.json").read_text(
+      encoding="utf-8"))["gold_digest"] for run in ("baseline", "candidate")}
+  assert len(digests) == 1 and len(digests.pop()) == 32
+  document = json.loads((runs["out"] / "compare.json").read_text(encoding="utf-8"))
+  assert document["gold_compared_by"] == "content (gold_digest)"
+  answers = [GoldAnswer("q one?", ["a"], 0), GoldAnswer("q two?", ["b", "c"], 1)]
+  swapped = [GoldAnswer("q two?", ["b", "c"], 0), GoldAnswer("q one?", ["a"], 1)]
+  changed = [GoldAnswer("q one?", ["a"], 0), GoldAnswer("q two?", ["b"], 1)]
+  assert GoldIndex(answers).digest == GoldIndex(swapped).digest
+  assert GoldIndex(answers).digest != GoldIndex(changed).digest
+
+
 def test_changes_intervals_and_mcnemar_equal_an_independent_computation(runs):
   root = runs["root"]
   baseline, candidate = _ratings(root / "baseline"), _ratings(root / "candidate")
@@ -183,6 +201,12 @@ def test_runs_scored_or_graded_differently_are_refused(runs, tmp_path, capsys):
   assert not (tmp_path / "a").exists()
   assert run_job(compare, *args, tmp_path / "b", "--candidate", other_gold) == 2
   assert "different gold answers" in capsys.readouterr().err
+
+  def gold_content(run):
+    run["gold_digest"] = "0" * 32
+  other_content = _altered_copy(root / "candidate", tmp_path / "content", gold_content)
+  assert run_job(compare, *args, tmp_path / "b2", "--candidate", other_content) == 2
+  assert "gold content (gold_digest)" in capsys.readouterr().err
   assert run_job(compare, *args, tmp_path / "c", "--candidate", other_scorer,
                  "--allow_changed_scorer", "true") == 0
   document = json.loads((tmp_path / "c" / "compare.json").read_text(encoding="utf-8"))

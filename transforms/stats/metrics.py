@@ -14,6 +14,8 @@ own, and a system's AutoAIS is over the questions it answers. Leaderboard rates
 are percents, written as `percent_of` and `written` say (docs/evaluate.md#units).
 """
 import array
+import hashlib
+import json
 import math
 from typing import Dict, Iterable, List, Optional, Tuple
 
@@ -34,11 +36,20 @@ class GoldIndex:
   """Gold questions by text with their normalised answers, plus the EM/F1 an
   empty prediction gets on each. `graded` is False for the index of
   QuestionIndexFromPredictions (evaluate without --gold): its questions have no
-  answers, and `grade` gives no EM / F1."""
+  answers, and `grade` gives no EM / F1. `digest` identifies the gold's
+  content: a BLAKE2b-128 of the questions with their answers as read, in
+  question order (so whatever the source's format, compression or record
+  order), for run.json and compare."""
 
   def __init__(self, answers: List[GoldAnswer], graded: bool = True):
     self.n = len(answers)
     self.graded = graded
+    digest = hashlib.blake2b(digest_size=16)
+    for gold in sorted(answers, key=lambda gold: gold.question):
+      digest.update(json.dumps([gold.question, list(gold.answers)],
+                               ensure_ascii=False).encode("utf-8"))
+      digest.update(b"\n")
+    self.digest = digest.hexdigest()
     if not self.n and graded:
       raise InputError("the gold source has no questions")
     self._by_question: Dict[str, Tuple[int, List[str]]] = {}
