@@ -380,7 +380,7 @@ def compare_report_html(header: Dict, systems: Sequence) -> str:
                 for row in changed)
     reach = max(1.0, 1.1 * reach)
     unit = "the items" if agreement else "the questions"
-    figures.append((f"{measure} change, candidate - baseline, in points over {unit} "
+    figures.append((f"{measure[0].upper()}{measure[1:]} change, candidate - baseline, in points over {unit} "
                     "both runs scored, with 95% paired-bootstrap intervals",
                     forest_plot([row.system_name for row in changed],
                                 [change(row) for row in changed],
