@@ -380,13 +380,14 @@ def compare_report_html(header: Dict, systems: Sequence) -> str:
                 for row in changed)
     reach = max(1.0, 1.1 * reach)
     unit = "the items" if agreement else "the questions"
-    figures.append((f"{measure[0].upper()}{measure[1:]} change, candidate - baseline, in points over {unit} "
+    title = f"{measure[0].upper()}{measure[1:]} change"
+    figures.append((f"{title}, candidate - baseline, in points over {unit} "
                     "both runs scored, with 95% paired-bootstrap intervals",
                     forest_plot([row.system_name for row in changed],
                                 [change(row) for row in changed],
                                 [change(row, "_low") for row in changed],
                                 [change(row, "_high") for row in changed],
-                                f"{measure[0].upper()}{measure[1:]} change (points)",
+                                f"{title} (points)",
                                 limits=(-reach, reach))))
   if agreement:
     rows = [(row.system_name, row.status, row.n_paired, row.autoais_baseline,
