@@ -2,7 +2,7 @@
 
     AUTOAIS_SHARED_DATA=SHARED/data nice -n 5 .venv/bin/python bench/memory.py \
         [--jobs claims,claims-max,claims-cache,sck,ais-annotations,audit,agreement,
-                evaluate-t5]
+                evaluate-t5,claims-t5]
         [--sizes 10000,100000,1000000]
         [--modes in_process,two_workers] [--limit_mib 6144] [--workdir bench/out/memory]
 
@@ -33,7 +33,9 @@ counts in run.json) in the published formats, scaled from real structure:
   passages, so the distinct examples (at most 9 a question) stay about the same
   while the rows grow, as when systems share answers and passages; its rows go
   through the model fan-out (transforms/scoring/fanout.py), which string-match
-  does not.
+  does not;
+* claims-t5: the claims case scored by the tiny random T5 (the copies repeat
+  their claims and evidence, so the distinct examples stay those of one copy).
 
 Each run is `autoais JOB` as a child process, in-process (FnApiRunner) and with
 `--direct_running_mode=multi_processing --direct_num_workers=2`; bench/scale.py's
@@ -67,12 +69,13 @@ from scale import TWO_WORKERS, by_role, run_measured, tiny_model  # pylint: disa
 from tests.support import sck_kg  # pylint: disable=wrong-import-position
 
 JOBS = ("claims", "claims-max", "claims-cache", "sck", "ais-annotations", "audit",
-        "agreement", "evaluate-t5")
+        "agreement", "evaluate-t5", "claims-t5")
 # Cases of a job: (the autoais job, whose inputs they read; its options).
 # claims-cache's options name a fresh cache directory: command() makes them.
 CASES = {"claims-max": ("claims", ["--evidence_mode", "max"]),
          "claims-cache": ("claims", []),
-         "evaluate-t5": ("evaluate", [])}
+         "evaluate-t5": ("evaluate", []),
+         "claims-t5": ("claims", [])}
 MODES = {"in_process": [], "two_workers": TWO_WORKERS}
 FLAT = 1.25
 AUDIT_ANSWERS, AUDIT_PASSAGES = 10000, 100000
@@ -256,7 +259,7 @@ def command(job: str, work: str, rows: int, mode: str):
     shutil.rmtree(cache, ignore_errors=True)
     options = ["--scorer", "t5", "--model", tiny_model(work), "--torch_threads", "1",
                "--score_cache", cache]
-  elif job == "evaluate-t5":
+  elif job in ("evaluate-t5", "claims-t5"):
     options = ["--scorer", "t5", "--model", tiny_model(work), "--torch_threads", "1"]
   return name, options
 
