@@ -1,7 +1,8 @@
 """Memory of every job at scale (not a test): peak RSS per process at 10k, 100k, 1M rows.
 
     AUTOAIS_SHARED_DATA=SHARED/data nice -n 5 .venv/bin/python bench/memory.py \
-        [--jobs claims,claims-max,claims-cache,sck,ais-annotations,audit,agreement]
+        [--jobs claims,claims-max,claims-cache,sck,ais-annotations,audit,agreement,
+                evaluate-t5,claims-t5]
         [--sizes 10000,100000,1000000]
         [--modes in_process,two_workers] [--limit_mib 6144] [--workdir bench/out/memory]
 
@@ -25,7 +26,16 @@ counts in run.json) in the published formats, scaled from real structure:
 * audit: bench/audit.py's answers, topics and TREC run, 10,000 answers with
   k = 1, 10, 100 candidates against a 100k-passage corpus (rows: candidates;
   string-match);
-* agreement: bench/agreement.py's ratings CSV (rows: rated rows; string-match).
+* agreement: bench/agreement.py's ratings CSV (rows: rated rows; string-match);
+* evaluate-t5: a leaderboard scored by the tiny random T5 (rows: ratings): 1,000
+  questions against a 4,000-passage corpus, as many systems as the rows need,
+  each answering with one of 3 answers of its question and citing one of 3
+  passages, so the distinct examples (at most 9 a question) stay about the same
+  while the rows grow, as when systems share answers and passages; its rows go
+  through the model fan-out (transforms/scoring/fanout.py), which string-match
+  does not;
+* claims-t5: the claims case scored by the tiny random T5 (the copies repeat
+  their claims and evidence, so the distinct examples stay those of one copy).
 
 Each run is `autoais JOB` as a child process, in-process (FnApiRunner) and with
 `--direct_running_mode=multi_processing --direct_num_workers=2`; bench/scale.py's
@@ -54,18 +64,22 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 from agreement import write_ratings  # pylint: disable=wrong-import-position
 from audit import write_inputs as write_audit_inputs  # pylint: disable=wrong-import-position
 from pipeline import AUTOAIS, Words, build_corpus, write_corpus  # pylint: disable=wrong-import-position
+from pipeline import passage_id, write_gold  # pylint: disable=wrong-import-position
 from scale import TWO_WORKERS, by_role, run_measured, tiny_model  # pylint: disable=wrong-import-position
 from tests.support import sck_kg  # pylint: disable=wrong-import-position
 
 JOBS = ("claims", "claims-max", "claims-cache", "sck", "ais-annotations", "audit",
-        "agreement")
+        "agreement", "evaluate-t5", "claims-t5")
 # Cases of a job: (the autoais job, whose inputs they read; its options).
 # claims-cache's options name a fresh cache directory: command() makes them.
 CASES = {"claims-max": ("claims", ["--evidence_mode", "max"]),
-         "claims-cache": ("claims", [])}
+         "claims-cache": ("claims", []),
+         "evaluate-t5": ("evaluate", []),
+         "claims-t5": ("claims", [])}
 MODES = {"in_process": [], "two_workers": TWO_WORKERS}
 FLAT = 1.25
 AUDIT_ANSWERS, AUDIT_PASSAGES = 10000, 100000
+EVALUATE_QUESTIONS, EVALUATE_PASSAGES = 1000, 4000
 
 
 def shared_data(*parts) -> str:
@@ -158,6 +172,39 @@ def write_audit(directory: str, rows: int, work: str):
           os.path.join(directory, "topics.tsv"), "--corpus", audit_corpus(work)], written
 
 
+def write_evaluate(directory: str, rows: int, work: str):
+  """EVALUATE_QUESTIONS questions, each answered by every system with one of 3
+  answers (a gold span or one of two wrong ones) citing its home passage or one
+  of the next two: rows grow with the systems, distinct examples do not."""
+  corpus = os.path.join(work, f"evaluate_corpus{EVALUATE_PASSAGES}")
+  words = Words(seed=1)
+  if not os.path.exists(os.path.join(corpus, "corpus.json")):
+    source = os.path.join(work, f"evaluate_src{EVALUATE_PASSAGES}")
+    write_corpus(source, EVALUATE_PASSAGES, words)
+    build_corpus(source, corpus, 16)
+  gold = os.path.join(directory, "gold.jsonl")
+  write_gold(gold, EVALUATE_QUESTIONS, EVALUATE_PASSAGES, words)
+  with open(gold, encoding="utf-8") as f:
+    questions = [json.loads(line) for line in f]
+  wrong = [(words.text(2), words.text(3)) for _ in questions]
+  predictions = os.path.join(directory, "predictions")
+  os.makedirs(predictions, exist_ok=True)
+  systems = -(-rows // EVALUATE_QUESTIONS)
+  for system in range(systems):
+    with open(os.path.join(predictions, f"system-{system:03d}.csv"), "w", newline="",
+              encoding="utf-8") as sink:
+      writer = csv.writer(sink)
+      writer.writerow(["question", "answer", "attribution"])
+      for index, question in enumerate(questions):
+        pick = (index * 7 + system * 5) % 9
+        answer = (question["answer"][0], *wrong[index])[pick % 3]
+        home = (index * 7) % EVALUATE_PASSAGES
+        writer.writerow([question["question"], answer,
+                         passage_id((home + pick // 3) % EVALUATE_PASSAGES)])
+  return ["--predictions", os.path.join(predictions, "*.csv"), "--corpus", corpus,
+          "--gold", gold, "--bootstrap_samples", "100"], systems * len(questions)
+
+
 def write_agreement(directory: str, rows: int):
   path = os.path.join(directory, "ratings.csv")
   write_ratings(path, rows)
@@ -188,6 +235,8 @@ def inputs(job: str, directory: str, rows: int, work: str):
     made = write_ais_annotations(directory, rows)
   elif job == "audit":
     made = write_audit(directory, rows, work)
+  elif job == "evaluate":
+    made = write_evaluate(directory, rows, work)
   else:
     made = write_agreement(directory, rows)
   with open(stamp, "w", encoding="utf-8") as f:
@@ -210,6 +259,8 @@ def command(job: str, work: str, rows: int, mode: str):
     shutil.rmtree(cache, ignore_errors=True)
     options = ["--scorer", "t5", "--model", tiny_model(work), "--torch_threads", "1",
                "--score_cache", cache]
+  elif job in ("evaluate-t5", "claims-t5"):
+    options = ["--scorer", "t5", "--model", tiny_model(work), "--torch_threads", "1"]
   return name, options
 
 

@@ -1,4 +1,4 @@
-"""GroupByKey and CoGroupByKey that keep a run's elements on disk, not in memory.
+"""GroupByKey, CoGroupByKey and Flatten that keep a run's elements on disk, not in memory.
 
 The DirectRunner holds every element that crosses a shuffle in the launching
 process, so a job that groups all its pairs or items by key grows with the run.
@@ -22,6 +22,16 @@ Each input PCollection is spilled by its own step: a Flatten of several inputs
 is a buffer the DirectRunner holds whole, so callers pass a tuple of
 PCollections instead of flattening them first. The order of the values within
 a group is not defined (as with beam.GroupByKey); the groups are.
+
+Where a consumer needs one PCollection of parts made in different steps (a
+model's scores, the cache's and the unscored rows), SpilledFlatten is the Flatten
+that is not held whole:
+
+    merged = (scored, cached, unscored) | "MergeScored" >> SpilledFlatten(work_dir)
+
+each part is pickled, a batch of elements at a time, into files where it is
+made; only the files' paths cross to the step that reads them back, one file at
+a time, into the consumers fused with it.
 """
 import itertools
 import operator
@@ -34,6 +44,12 @@ from typing import (Any, Callable, Dict, Iterable, Iterator, List, NamedTuple,
 import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
+
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.typehints import Union
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
 
 from autoais.transforms.io.sorted_runs import (RunSlice, SpillSortedRuns,
                                                merge_sorted_runs, write_run)
@@ -206,3 +222,87 @@ class SpilledGroupByKey(SpilledCoGroupByKey):
                                              self._num_shards,
                                              max_run_bytes=self._max_run_bytes)
             | "MergeGroups" >> beam.ParDo(_MergeGroupsFn(None)))
+
+
+# Elements pickled together (one frame of a spilled file): pickling a batch
+# shares what its elements share (one score fanned out to many rows is pickled
+# once a batch) and costs fewer calls; files close at about this many bytes.
+_FLATTEN_BATCH = 512
+DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
+
+
+class _SpillPickledFn(beam.DoFn):
+  """Elements -> the paths of files holding them, pickled _FLATTEN_BATCH at a
+  time; a path is emitted once its file is closed, so a failed bundle's files
+  are never read."""
+
+  def __init__(self, work_dir: str, max_file_bytes: int):
+    self._work_dir = work_dir
+    self._max_file_bytes = max_file_bytes
+
+  def start_bundle(self):
+    self._batch = []
+    self._sink = None
+    self._path = None
+    self._written = 0
+
+  def process(self, element):
+    self._batch.append(element)
+    if len(self._batch) == _FLATTEN_BATCH:
+      yield from self._write()
+
+  def finish_bundle(self):
+    for path in self._write(close=True):
+      yield WindowedValue(path, MIN_TIMESTAMP, [GlobalWindow()])
+
+  def _write(self, close: bool = False) -> Iterator[str]:
+    if self._batch:
+      if self._sink is None:
+        self._path = FileSystems.join(self._work_dir,
+                                      f"flatten-{uuid.uuid4().hex}.pickle")
+        self._sink = FileSystems.create(
+            self._path, compression_type=CompressionTypes.UNCOMPRESSED)
+        self._written = 0
+      data = pickle.dumps(self._batch, protocol=pickle.HIGHEST_PROTOCOL)
+      self._sink.write(data)
+      self._written += len(data)
+      self._batch = []
+    if self._sink is not None and (close or self._written >= self._max_file_bytes):
+      self._sink.close()
+      self._sink = None
+      yield self._path
+
+
+def read_spilled(path: str) -> Iterator[Any]:
+  """The elements of one file of _SpillPickledFn, in the order written."""
+  with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED
+                        ) as source:
+    while True:
+      try:
+        batch = pickle.load(source)
+      except EOFError:
+        return
+      yield from batch
+
+
+class SpilledFlatten(beam.PTransform):
+  """A tuple of PCollections -> one PCollection of all their elements, as
+  beam.Flatten, through pickled files under `work_dir` (see the module
+  docstring): the FnApiRunner holds a Flatten of parts made in different stages
+  whole, where this holds one batch per part and reads one file at a time. The
+  order of the elements is not defined (as with beam.Flatten)."""
+
+  def __init__(self, work_dir: str, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES):
+    super().__init__()
+    self._work_dir = work_dir
+    self._max_file_bytes = max_file_bytes
+
+  def expand(self, parts):
+    parts = tuple(parts)
+    paths = tuple(part | f"SpillPart{index}" >> beam.ParDo(
+        _SpillPickledFn(self._work_dir, self._max_file_bytes))
+                  for index, part in enumerate(parts))
+    return (paths
+            | "CollectSpilledFiles" >> beam.Flatten()
+            | "ReadSpilledFiles" >> beam.FlatMap(read_spilled).with_output_types(
+                Union[tuple(part.element_type for part in parts)]))

@@ -35,6 +35,9 @@ DirectRunner, which holds whatever is shuffled, holds no example: identical
 triples are grouped by digest; the distinct ones are spilled keyed by (length
 band, digest), shard by band, and each shard's merge cuts its bands' groups
 (band counts as a side input of the merge, not of the spill) and their chunks.
+The scored rows' parts (unscored, the cache's hits, the model's) are merged
+through pickled files too (SpilledFlatten), not by a Flatten the launching
+process would hold whole.
 
 A model's floating-point result depends, in its last bits, on which examples
 share a padded batch; with chunks fixed by the data, scores are byte-identical
@@ -61,8 +64,8 @@ from apache_beam.ml.inference.base import ModelHandler, RunInference
 from autoais.schemas import ScoringFailure
 from autoais.transforms.io import progress
 from autoais.transforms.io.counts import SumCounts
-from autoais.transforms.io.spilled_groups import (SpilledGroupByKey, SpillKeyedRuns,
-                                                  merge_groups)
+from autoais.transforms.io.spilled_groups import (SpilledFlatten, SpilledGroupByKey,
+                                                  SpillKeyedRuns, merge_groups)
 from autoais.transforms.scoring.examples import example_digest
 
 LENGTH_BAND_CHARS = 512
@@ -296,10 +299,11 @@ _ZERO_CACHE_STATS = {"cache_files_read": 0, "cache_entries_read": 0,
 class ScoreUniqueExamples(beam.PTransform):
   """See the module docstring. `model_id` names the model (it is constant for
   the transform, so it is not part of the example digest); `score_cache` is a
-  transforms.scoring.cache.ScoreCache or None. With `merge_scored=False`,
-  "scored" is the tuple of its parts (unscored, cache hits, the model's) for a
-  consumer that spills each part where it is made: the FnApiRunner holds a
-  Flatten of several inputs whole, every scored row of the run."""
+  transforms.scoring.cache.ScoreCache or None. The parts of "scored"
+  (unscored, cache hits, the model's) are merged by SpilledFlatten: the
+  FnApiRunner would hold a beam.Flatten of them whole, every scored row of the
+  run. With `merge_scored=False`, "scored" is the tuple of its parts, for a
+  consumer that spills each part where it is made anyway (one pickling less)."""
 
   def __init__(self, handler: ModelHandler, model_id: str, work_dir: str,
                chunk_chars: int = DEFAULT_CHUNK_CHARS,
@@ -363,7 +367,8 @@ class ScoreUniqueExamples(beam.PTransform):
                    | "AddToScoreCache" >> self._score_cache.add(
                        FileSystems.join(self._work_dir, "new_scores")))
     return {
-        "scored": (tuple(scored_parts) | "MergeScored" >> beam.Flatten()
+        "scored": (tuple(scored_parts) | "MergeScored" >> SpilledFlatten(
+            FileSystems.join(self._work_dir, "scored"))
                    if self._merge_scored else tuple(scored_parts)),
         "failed": results.failed,
         "stats": sum_stats(keyed_examples.pipeline, stats, dict(

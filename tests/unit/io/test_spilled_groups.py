@@ -1,6 +1,7 @@
 """The disk-backed groupings give beam.GroupByKey's and beam.CoGroupByKey's
 groups: over several bundles, with many spills per worker (a tiny run size), a
-key spread over runs and inputs, and for no input at all."""
+key spread over runs and inputs, and for no input at all; the disk-backed
+Flatten gives every element of its parts once."""
 import glob
 import random
 
@@ -10,8 +11,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from autoais.transforms.io.sorted_runs import write_run
 from autoais.transforms.io.spilled_groups import (_ENTRY_SCHEMA, SpilledCoGroupByKey,
-                                                  SpilledGroupByKey, _EncodeEntryFn,
-                                                  _Entry, merge_groups)
+                                                  SpilledFlatten, SpilledGroupByKey,
+                                                  _EncodeEntryFn, _Entry, merge_groups)
 from autoais.transforms.scoring.examples import claim_example
 
 
@@ -152,3 +153,23 @@ def test_a_shard_of_more_runs_than_a_merge_reads_is_merged_in_passes(tmp_path):
   assert sorted(_sorted_groups(at_once), key=repr) == sorted(_sorted_groups(
       (key, [value for k, value in pairs if k == key])
       for key in {key: None for key, _ in pairs}), key=repr)
+
+
+def test_spilled_flatten_gives_every_element_of_every_part_once(tmp_path):
+  pairs = _pairs(3000, seed=4)
+  # An element repeated within a part and across parts: each copy must come out.
+  parts_data = [pairs[0::3] + pairs[:5], pairs[1::3] + pairs[:5], pairs[2::3], []]
+  with TestPipeline() as pipeline:
+    parts = tuple(pipeline | f"Create{i}" >> beam.Create(data, reshuffle=False)
+                  for i, data in enumerate(parts_data))
+    # A tiny file size: each part's elements go to several files.
+    merged = parts | SpilledFlatten(str(tmp_path), max_file_bytes=16 * 1024)
+    assert_that(merged, equal_to([pair for data in parts_data for pair in data]))
+  assert len(glob.glob(str(tmp_path / "flatten-*.pickle"))) > len(parts_data)
+
+
+def test_spilled_flatten_of_empty_parts_is_empty(tmp_path):
+  with TestPipeline() as pipeline:
+    parts = (pipeline | "CreateA" >> beam.Create([]),
+             pipeline | "CreateB" >> beam.Create([]))
+    assert_that(parts | SpilledFlatten(str(tmp_path)), equal_to([]))
