@@ -56,6 +56,7 @@ class RowKind(NamedTuple):
   job: str
   table: str  # the row table (also found as its --num_shards shards)
   summary: str  # the per-system (agreement: per-group) summary
+  headline: str  # its headline AutoAIS (agreement: a share, not a percent)
   system: Optional[str]  # the system; None: agreement's groups of items
   question: str  # pairs the runs' rows within a system
   decision: str  # "Y" / "N"
@@ -67,15 +68,15 @@ class RowKind(NamedTuple):
   label: Optional[str]  # the human label (agreement): True where attributable
 
 
-EVALUATE_ROWS = RowKind("evaluate", "ratings.parquet", "leaderboard.json", "system_name",
-                        "question", "auto_ais", None, "answer", "attribution", "passage",
-                        True, None)
-CLAIMS_ROWS = RowKind("claims", "claims_rows.parquet", "claims.json", "system_name",
-                      "question", "auto_ais", "claim", "claim", None, "evidence", False,
-                      None)
-AGREEMENT_ROWS = RowKind("agreement", "agreement_rows.parquet", "agreement.json", None,
-                         "item_id", "decision", None, "hypothesis", None, None, False,
-                         "human_attributable")
+EVALUATE_ROWS = RowKind("evaluate", "ratings.parquet", "leaderboard.json", "autoais",
+                        "system_name", "question", "auto_ais", None, "answer",
+                        "attribution", "passage", True, None)
+CLAIMS_ROWS = RowKind("claims", "claims_rows.parquet", "claims.json", "macro_autoais",
+                      "system_name", "question", "auto_ais", "claim", "claim", None,
+                      "evidence", False, None)
+AGREEMENT_ROWS = RowKind("agreement", "agreement_rows.parquet", "agreement.json",
+                         "predicted_ais", None, "item_id", "decision", None, "hypothesis",
+                         None, None, False, "human_attributable")
 ROW_KINDS = {kind.job: kind for kind in (EVALUATE_ROWS, CLAIMS_ROWS, AGREEMENT_ROWS)}
 # agreement: every item is compared in ALL_ITEMS and in its groups, named
 # "{grouping}={group}" after agreement.json's groupings (data_source=cmu); a
@@ -113,17 +114,17 @@ def headlines(kind: RowKind, summary: Dict) -> Dict[str, Optional[float]]:
   """Each system's (group's) headline AutoAIS in percent, from its summary:
   leaderboard.json's autoais, claims.json's macro_autoais, agreement.json's
   predicted AIS (a share, made a percent)."""
-  if kind.job == "agreement":
+  if kind.system is None:
     def percent(figures):
-      value = (figures or {}).get("predicted_ais")
+      value = (figures or {}).get(kind.headline)
       return None if value is None else 100.0 * value
     found = {ALL_ITEMS: percent(summary.get("overall"))}
     for grouping, groups in (summary.get("groups") or {}).items():
       for group, figures in groups.items():
         found[f"{grouping}={group}"] = percent(figures)
     return found
-  field = "autoais" if kind.job == "evaluate" else "macro_autoais"
-  return {row["system_name"]: row.get(field) for row in summary.get("systems", [])}
+  return {row["system_name"]: row.get(kind.headline)
+          for row in summary.get("systems", [])}
 
 
 def _rounded(value: Optional[float]) -> Optional[float]:
