@@ -1,6 +1,6 @@
 """compare: what changed between two `autoais evaluate` runs (or two `autoais
-claims` runs, or two `autoais agreement` runs of one labelled set), with the
-statistics to trust it.
+claims` runs, two `autoais citations` runs, or two `autoais agreement` runs of
+one labelled set), with the statistics to trust it.
 
     autoais compare --baseline LAST_NIGHT_DIR --candidate TONIGHT_DIR --output_dir OUT \
         [--fail_on_regression POINTS] [--allow_changed_scorer true] \
@@ -8,21 +8,24 @@ statistics to trust it.
     python -m autoais.beam_jobs.compare ...
 
 Reads each run's run.json, its per-system summary (leaderboard.json; claims:
-claims.json; agreement: agreement.json, per group of items) and its row table
-(ratings.parquet; claims_rows.parquet; agreement_rows.parquet; or their
-shards), local or gs://. Refuses (exit 2, saying why) two runs whose
+claims.json; agreement: agreement.json, per group of items; citations:
+citations.json) and its row table (ratings.parquet; claims_rows.parquet;
+agreement_rows.parquet; citations_rows.parquet; or their shards), local or
+gs://. Refuses (exit 2, saying why) two runs whose
 scorer differs (name, family, model or tokenizer checksum, threshold, decision
 mode, dtype) unless --allow_changed_scorer, two runs over different gold
 answers (file name, question count, or content where run.json records its
 gold_digest), two claims runs with different
---evidence_mode, two agreement runs of different formats or input files, runs
-of two different jobs, and runs of a job compare does not read. The rows are joined by system and question in the pipeline
+--evidence_mode, two citations runs that cut or split answers differently
+(--at_most_citations, --qampari, the sentence splitter), two agreement runs
+of different formats or input files, runs of two different jobs, and runs of a job compare does not read. The rows are joined by system and question in the pipeline
 (transforms/compare/steps.py).
 
 Outputs in --output_dir: compare.csv / compare.parquet (the rows both runs
 scored whose decision flipped, with both answers, passages and scores, most
 lowered score first), compare_systems.csv, compare.json and compare.md (per
-system: AutoAIS of both runs over the questions both scored, the change of
+system: AutoAIS of both runs over the questions both scored (citations:
+citation recall, and citation precision beside it), the change of
 AutoAIS, EM and F1 in points with a 95% paired-bootstrap interval, McNemar's
 exact test, the leaderboards' headline AutoAIS; systems added and removed),
 report.html (a forest plot of the changes), dead_letter.jsonl and run.json,
@@ -69,8 +72,8 @@ class CompareOptions(PipelineOptions):
   @classmethod
   def _add_argparse_args(cls, parser):
     group = JobArguments(parser, "compare")
-    group.add_argument("--baseline", help="The earlier evaluate (or claims) run's "
-                       "output directory (local or gs://).")
+    group.add_argument("--baseline", help="The earlier evaluate (claims, citations, "
+                       "agreement) run's output directory (local or gs://).")
     group.add_argument("--candidate", help="The later run's output directory (the "
                        "same job as --baseline).")
     group.add_argument("--output_dir", help="Directory for the outputs.")
@@ -79,7 +82,8 @@ class CompareOptions(PipelineOptions):
                        "model is then the subject; the outputs say so).")
     group.add_argument("--fail_on_regression", type=float, default=None,
                        help="Exit 3 (run.json status \"regression\") when a system's "
-                       "AutoAIS (agreement runs: a group's balanced accuracy) fell "
+                       "AutoAIS (citations: citation recall; agreement runs: a "
+                       "group's balanced accuracy) fell "
                        "by more than this many points with a 95%% interval below 0.")
     group.add_argument("--bootstrap_samples", type=int, default=1000,
                        help="Bootstrap resamples for 95%% CIs (default 1000).")
@@ -110,9 +114,16 @@ def _scorer_differences(baseline: Dict, candidate: Dict) -> List[str]:
           for field in SCORER_FIELDS if baseline.get(field) != candidate.get(field)]
 
 
+# What makes two citations runs' sentences and decisions comparable: how the
+# answers were cut into sentences and how many citations each may use.
+CITATIONS_SETTINGS = (("at_most_citations", "--at_most_citations"),
+                      ("qampari", "--qampari"), ("sentence_splitter", "the sentence splitter"))
+
+
 def _input_differences(baseline: Dict, candidate: Dict) -> List[str]:
   """Why two runs of one job did not read comparable inputs: claims' evidence
-  mode; agreement's format or input files (by name)."""
+  mode; citations' sentence cutting; agreement's format or input files (by
+  name)."""
   def inputs(run):
     return run.get("inputs") or {}
   modes = [inputs(run).get("evidence_mode") for run in (baseline, candidate)]
@@ -120,6 +131,12 @@ def _input_differences(baseline: Dict, candidate: Dict) -> List[str]:
     return [f"the claims runs chose evidence differently (--evidence_mode "
             f"{modes[0]!r} -> {modes[1]!r}): a change would be the mode's, not the "
             "systems'"]
+  if baseline.get("job") == "citations":
+    return [f"the citations runs cut answers differently ({name}: "
+            f"{inputs(baseline).get(field)!r} -> {inputs(candidate).get(field)!r}): "
+            "their sentences or the citations scored are not the same"
+            for field, name in CITATIONS_SETTINGS
+            if inputs(baseline).get(field) != inputs(candidate).get(field)]
   if baseline.get("job") != "agreement":
     return []
   formats = [inputs(run).get("format") for run in (baseline, candidate)]
@@ -198,7 +215,9 @@ class _Plan:
     labelled = self.kind.label is not None
     self.header = {
         "job": self.kind.job,
-        "regression_on": "balanced_accuracy" if labelled else "autoais",
+        "regression_on": ("balanced_accuracy" if labelled else
+                          "autoais (citation recall)" if self.kind.precision else
+                          "autoais"),
         "mcnemar": ("whether each decision agrees with the human label" if labelled
                     else "the paired decisions"),
         "baseline": self.dirs["baseline"], "candidate": self.dirs["candidate"],

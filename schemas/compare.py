@@ -1,5 +1,5 @@
-"""Types of `autoais compare` (two evaluate, claims or agreement runs side by
-side): the rows whose decision flipped (compare.csv / .parquet) and one row per
+"""Types of `autoais compare` (two evaluate, claims, agreement or citations
+runs side by side): the rows whose decision flipped (compare.csv / .parquet) and one row per
 system (compare_systems.csv)."""
 from typing import NamedTuple, Optional
 
@@ -10,7 +10,10 @@ class CompareFlipRow(NamedTuple):
   """A row both runs scored whose AutoAIS decision differs: evaluate's (system,
   question), or a claim of the same text in one system's answer to a question
   (claims: the answer fields hold the claim, the passages its evidence, and
-  there is no attribution)."""
+  there is no attribution), or a sentence of the same text (citations removed)
+  in one system's answer (citations: the answer fields hold the sentence as
+  written, the attribution the document numbers scored, and there is no
+  passage)."""
   system_name: str
   question: str
   baseline_answer: str
@@ -47,12 +50,14 @@ class CompareSystemRow(NamedTuple):
   """One system's change (agreement: one group of items, or all of them).
   Rates are percents over the questions both runs answered (`n_paired`;
   claims: the macro AutoAIS of those answers; agreement: the items, AutoAIS
-  the share decided attributable), changes in points (candidate - baseline)
-  with a 95% paired-bootstrap interval over them; EM and F1 empty where a run
-  had no gold (and for claims and agreement); accuracy and balanced accuracy
-  against the human labels for agreement only; McNemar on the paired rows'
-  decisions (claims: claims of the same text; agreement: on whether each
-  decision agrees with the human label);
+  the share decided attributable; citations: AutoAIS is citation recall),
+  changes in points (candidate - baseline) with a 95% paired-bootstrap
+  interval over them; EM and F1 empty where a run had no gold (and for
+  claims, agreement and citations); accuracy and balanced accuracy against
+  the human labels for agreement only; citation precision for citations only;
+  McNemar on the paired rows' decisions (claims: claims of the same text;
+  citations: sentences of the same text; agreement: on whether each decision
+  agrees with the human label);
   `status` is "both", "added" (candidate only) or "removed" (baseline only)."""
   system_name: str
   status: str
@@ -81,6 +86,12 @@ class CompareSystemRow(NamedTuple):
   balanced_accuracy_change: Optional[float]
   balanced_accuracy_change_low: Optional[float]
   balanced_accuracy_change_high: Optional[float]
+  # citations runs: citation precision (AutoAIS is then citation recall)
+  citation_prec_baseline: Optional[float]
+  citation_prec_candidate: Optional[float]
+  citation_prec_change: Optional[float]
+  citation_prec_change_low: Optional[float]
+  citation_prec_change_high: Optional[float]
   flipped_to_y: int  # N in the baseline, Y in the candidate
   flipped_to_n: int
   mcnemar_p_value: Optional[float]  # exact, on the paired decisions
@@ -116,6 +127,11 @@ COMPARE_SYSTEM_SCHEMA = pa.schema([
     pa.field("balanced_accuracy_change", pa.float64()),
     pa.field("balanced_accuracy_change_low", pa.float64()),
     pa.field("balanced_accuracy_change_high", pa.float64()),
+    pa.field("citation_prec_baseline", pa.float64()),
+    pa.field("citation_prec_candidate", pa.float64()),
+    pa.field("citation_prec_change", pa.float64()),
+    pa.field("citation_prec_change_low", pa.float64()),
+    pa.field("citation_prec_change_high", pa.float64()),
     pa.field("flipped_to_y", pa.int64(), nullable=False),
     pa.field("flipped_to_n", pa.int64(), nullable=False),
     pa.field("mcnemar_p_value", pa.float64()),

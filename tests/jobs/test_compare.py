@@ -5,7 +5,11 @@ McNemar p-value equals an independent computation (numpy's bootstrap with the
 same seed and draws, the exact binomial from math.comb); refusals exit 2;
 --fail_on_regression exits 3. Then two claims runs on ExpertQA's validation
 files, the candidate's evidence of a known set of attributable claims replaced:
-the same checks at the level of claims, with answers as the bootstrap unit."""
+the same checks at the level of claims, with answers as the bootstrap unit.
+Then two agreement runs of BEGIN's dev set by two scorers, per group of items;
+and two citations runs of ALCE items over NQ-Open oracle passages, the
+candidate citing a distractor in a known set of supported sentences:
+citation recall and precision per answer from the job's own item table."""
 import csv
 import json
 import math
@@ -15,7 +19,9 @@ import shutil
 import numpy as np
 import pytest
 
-from autoais.beam_jobs import agreement, claims, compare, evaluate
+from autoais.beam_jobs import agreement, citations, claims, compare, evaluate
+from tests.support.citations import SYSTEMS as CITING_SYSTEMS, alce_items, write_alce
+from tests.support.nq import nq_oracle_records
 from tests.support.paths import shared_file
 from tests.support.scorers import HashScorer
 from tests.support.jobs import run_job
@@ -464,3 +470,148 @@ def test_agreement_runs_of_other_sets_are_refused(agreement_runs, tmp_path, caps
                  "true") == 2
   assert "different labelled sets" in capsys.readouterr().err
   assert not (tmp_path / "a").exists()
+
+
+CITING_CHANGED = 20  # supported first sentences whose citation the candidate moves
+CITING_SYSTEM = "single"  # one citation a sentence: [gold], [gold + 1], [gold]
+
+
+@pytest.fixture(scope="module")
+def citations_runs(tmp_path_factory):
+  """ALCE items of three systems (string-match); the candidate's CITING_SYSTEM
+  cites a distractor document instead of the gold one in its first sentence, on
+  the first CITING_CHANGED items where the baseline found that sentence
+  supported. The sentence's text is the same: only its citation changed."""
+  root = tmp_path_factory.mktemp("compare_citations")
+  records = nq_oracle_records()
+  items = {system: alce_items(records, system, range(60)) for system in CITING_SYSTEMS}
+  for run in ("baseline", "candidate"):
+    (root / f"{run}-inputs").mkdir()
+  for system, system_items in items.items():
+    write_alce(root / "baseline-inputs" / f"{system}.json", system_items)
+  assert run_job(citations, "--input", root / "baseline-inputs" / "*.json",
+                 "--output_dir", root / "baseline", "--bootstrap_samples", 100) == 0
+  supported_first = [row["question"] for row in _read_csv(
+      root / "baseline" / "citations_rows.csv")
+                     if row["system_name"] == CITING_SYSTEM
+                     and row["sentence_index"] == "0" and row["supported"] == "true"]
+  changed = set(supported_first[:CITING_CHANGED])
+  assert len(changed) == CITING_CHANGED
+  hypotheses = {}
+  for index, item in enumerate(items[CITING_SYSTEM]):
+    if item["question"] in changed:
+      gold = index % 4
+      first, rest = item["output"].split(".", 1)
+      assert first.endswith(f" [{gold + 1}]")
+      distractor = (gold + 2) % 4 + 1
+      item["output"] = f"{first[:first.rindex('[')]}[{distractor}].{rest}"
+      hypotheses[item["question"]] = first[:first.rindex("[")].strip()
+  for system, system_items in items.items():
+    write_alce(root / "candidate-inputs" / f"{system}.json", system_items)
+  assert run_job(citations, "--input", root / "candidate-inputs" / "*.json",
+                 "--output_dir", root / "candidate", "--bootstrap_samples", 100) == 0
+  code = run_job(compare, "--baseline", root / "baseline", "--candidate",
+                 root / "candidate", "--output_dir", root / "compare", "--seed", SEED,
+                 "--bootstrap_samples", SAMPLES, "--fail_on_regression", 2)
+  return {"root": root, "changed": hypotheses, "code": code, "out": root / "compare"}
+
+
+def _citation_items(directory):
+  """Each answer's figures as the citations job wrote them (with sentences)."""
+  return {(row["system_name"], row["question"]): row
+          for row in _read_csv(directory / "citations_items.csv")
+          if row["n_sentences"] != "0"}
+
+
+def test_citations_flipped_rows_are_exactly_the_sentences_cited_elsewhere(citations_runs):
+  flips = _read_csv(citations_runs["out"] / "compare.csv")
+  assert {(row["system_name"], row["question"]) for row in flips} == {
+      (CITING_SYSTEM, question) for question in citations_runs["changed"]}
+  for row in flips:
+    hypothesis = citations_runs["changed"][row["question"]]
+    assert (row["baseline_auto_ais"], row["candidate_auto_ais"]) == ("Y", "N")
+    assert row["baseline_answer"].startswith(hypothesis)
+    assert row["candidate_answer"].startswith(hypothesis)
+    assert row["baseline_answer"] != row["candidate_answer"]  # the citation moved
+    assert row["baseline_attribution"] != row["candidate_attribution"]
+    assert row["baseline_passage"] == row["candidate_passage"] == ""
+
+
+def test_citations_changes_equal_an_independent_computation(citations_runs):
+  """Recall and precision per answer from citations_items.csv (the job's own
+  per-answer figures, not the sentence rows compare reads); the headline
+  figures from citations.json; McNemar from the sentence rows paired by text."""
+  root = citations_runs["root"]
+  baseline, candidate = (_citation_items(root / run) for run in ("baseline", "candidate"))
+  summary = {row["system_name"]: row for row in json.loads(
+      (root / "baseline" / "citations.json").read_text(encoding="utf-8"))["systems"]}
+  sentences = {}
+  for run in ("baseline", "candidate"):
+    for row in _read_csv(root / run / "citations_rows.csv"):
+      sentences.setdefault((run, row["system_name"], row["question"]), []).append(row)
+  document = json.loads((citations_runs["out"] / "compare.json").read_text(
+      encoding="utf-8"))
+  assert document["job"] == "citations"
+  assert document["regression_on"] == "autoais (citation recall)"
+  systems = {row["system_name"]: row for row in document["systems"]}
+  assert set(systems) == set(CITING_SYSTEMS) == set(summary)
+  regressions = []
+  for system, row in systems.items():
+    questions = sorted(q for s, q in baseline if s == system)
+    assert row["status"] == "both" and row["n_paired"] == len(questions) > 0
+    for name, field in (("autoais", "citation_rec"), ("citation_prec", "citation_prec")):
+      base = np.array([float(baseline[(system, q)][field]) for q in questions])
+      cand = np.array([float(candidate[(system, q)][field]) for q in questions])
+      # Every answer is paired: the baseline's figures are citations.json's.
+      assert row[f"{name}_baseline"] == pytest.approx(summary[system][field], abs=1e-9)
+      assert row[f"{name}_baseline"] == pytest.approx(100 * base.mean(), abs=1e-9)
+      assert row[f"{name}_candidate"] == pytest.approx(100 * cand.mean(), abs=1e-9)
+      differences = 100.0 * (cand - base)
+      low, high = _bootstrap_interval(differences, SAMPLES, SEED)
+      assert row[f"{name}_change"] == pytest.approx(differences.mean(), abs=1e-9)
+      assert (row[f"{name}_change_low"], row[f"{name}_change_high"]) == pytest.approx(
+          (low, high), abs=1e-9)
+      if name == "autoais":
+        recall = (differences.mean(), high)
+    assert row["em_change"] is None and row["accuracy_change"] is None
+    up = down = 0
+    for q in questions:
+      for b, c in zip(sentences[("baseline", system, q)],
+                      sentences[("candidate", system, q)]):
+        assert b["hypothesis"] == c["hypothesis"]
+        up += b["supported"] == "false" and c["supported"] == "true"
+        down += b["supported"] == "true" and c["supported"] == "false"
+    assert (row["flipped_to_y"], row["flipped_to_n"]) == (up, down)
+    assert row["mcnemar_p_value"] == pytest.approx(_exact_mcnemar(up, down), rel=1e-9)
+    assert row["regression"] == (recall[0] < -2 and recall[1] < 0)
+    if row["regression"]:
+      regressions.append(system)
+  changed = systems[CITING_SYSTEM]
+  assert changed["flipped_to_n"] == CITING_CHANGED and changed["flipped_to_y"] == 0
+  assert changed["citation_prec_change"] < 0 and changed["autoais_change_high"] < 0
+  assert all(row["autoais_change"] == 0 and row["citation_prec_change"] == 0
+             for name, row in systems.items() if name != CITING_SYSTEM)
+  assert regressions == [CITING_SYSTEM] and citations_runs["code"] == 3
+  run = json.loads((citations_runs["out"] / "run.json").read_text(encoding="utf-8"))
+  assert run["status"] == "regression" and run["regressions"] == [CITING_SYSTEM]
+  assert "citation precision" in (citations_runs["out"] / "report.html").read_text(
+      encoding="utf-8")
+  assert "| citation_prec change |" in (citations_runs["out"] / "compare.md").read_text(
+      encoding="utf-8")
+
+
+def test_citations_runs_cut_differently_are_refused(citations_runs, tmp_path, capsys):
+  root = citations_runs["root"]
+
+  def fewer_citations(run):
+    run["inputs"]["at_most_citations"] = 2
+
+  def splitter(run):
+    run["inputs"]["sentence_splitter"]["version"] = "0.0"
+  for name, change, said in (("cut", fewer_citations, "--at_most_citations: 3 -> 2"),
+                             ("split", splitter, "the sentence splitter")):
+    other = _altered_copy(root / "candidate", tmp_path / name, change)
+    assert run_job(compare, "--baseline", root / "baseline", "--candidate", other,
+                   "--output_dir", tmp_path / f"{name}-out") == 2
+    assert said in capsys.readouterr().err
+    assert not (tmp_path / f"{name}-out").exists()

@@ -31,6 +31,14 @@ the flipped rows are those whose decision differs. A claim whose text changed
 between the runs counts for its answer's AutoAIS but has no partner to flip.
 Agreement runs also get accuracy and balanced accuracy against the human labels
 (_agreement_change).
+
+Citations runs read the sentence rows: a sentence is rated Y where its cited
+documents support it, so an answer's AutoAIS is its citation recall and the
+mean over answers citations.json's citation_rec; sentences are paired as
+claims are, by their text without citations, so a sentence whose citations
+changed is paired with itself and may flip. Each answer's citation precision
+(the needed citations its sentences add, over the citations they use; 0 where
+they use none) is compared the same way, with the same resamples.
 """
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -51,21 +59,25 @@ BOTH, ADDED, REMOVED = "both", "added", "removed"
 class RowKind(NamedTuple):
   """What compare reads of one job's runs, and the row table's columns that
   play each part (rows are read into these parts' names: system_name,
-  question, answer, attribution, passage, auto_ais, nli_score, em, f1, label,
-  claim_index)."""
+  question, claim, answer, attribution, passage, auto_ais, nli_score, em, f1,
+  label, position, and for citations credit and cited)."""
   job: str
   table: str  # the row table (also found as its --num_shards shards)
   summary: str  # the per-system (agreement: per-group) summary
   headline: str  # its headline AutoAIS (agreement: a share, not a percent)
   system: Optional[str]  # the system; None: agreement's groups of items
   question: str  # pairs the runs' rows within a system
-  decision: str  # "Y" / "N"
-  claim: Optional[str]  # pairs a question's rows (claims); None: one row
+  decision: str  # "Y" / "N", or True / False (citations' supported)
+  claim: Optional[str]  # pairs a question's rows by text; None: one row
   answer: str
   attribution: Optional[str]
   passage: Optional[str]
   graded: bool  # whether the rows carry EM and F1
   label: Optional[str]  # the human label (agreement): True where attributable
+  position: Optional[str] = None  # orders a question's rows (claims, citations)
+  # citations: the precision credit of a sentence and the citations it uses
+  # (comma-separated document numbers), whose sums give its answer's precision
+  precision: Optional[Tuple[str, str]] = None
 
 
 EVALUATE_ROWS = RowKind("evaluate", "ratings.parquet", "leaderboard.json", "autoais",
@@ -73,11 +85,16 @@ EVALUATE_ROWS = RowKind("evaluate", "ratings.parquet", "leaderboard.json", "auto
                         "attribution", "passage", True, None)
 CLAIMS_ROWS = RowKind("claims", "claims_rows.parquet", "claims.json", "macro_autoais",
                       "system_name", "question", "auto_ais", "claim", "claim", None,
-                      "evidence", False, None)
+                      "evidence", False, None, "claim_index")
 AGREEMENT_ROWS = RowKind("agreement", "agreement_rows.parquet", "agreement.json",
                          "predicted_ais", None, "item_id", "decision", None, "hypothesis",
                          None, None, False, "human_attributable")
-ROW_KINDS = {kind.job: kind for kind in (EVALUATE_ROWS, CLAIMS_ROWS, AGREEMENT_ROWS)}
+CITATIONS_ROWS = RowKind("citations", "citations_rows.parquet", "citations.json",
+                         "citation_rec", "system_name", "question", "supported",
+                         "hypothesis", "sentence", "used", None, False, None,
+                         "sentence_index", ("precision_credit", "used"))
+ROW_KINDS = {kind.job: kind for kind in (EVALUATE_ROWS, CLAIMS_ROWS, AGREEMENT_ROWS,
+                                         CITATIONS_ROWS)}
 # agreement: every item is compared in ALL_ITEMS and in its groups, named
 # "{grouping}={group}" after agreement.json's groupings (data_source=cmu); a
 # flipped item is listed once, its system_name its groups ("data_source=cmu;
@@ -90,10 +107,9 @@ def read_columns(kind: RowKind) -> List[str]:
   """The row table's columns compare reads."""
   parts = ([kind.system] if kind.system else list(_GROUP_COLUMNS)) + [
       kind.question, kind.decision, "nli_score", kind.answer]
-  parts += [column for column in (kind.claim, kind.attribution, kind.passage, kind.label)
-            if column is not None]
-  if kind.claim is not None:
-    parts.append("claim_index")
+  parts += [column for column in (kind.claim, kind.attribution, kind.passage, kind.label,
+                                  kind.position) if column is not None]
+  parts += list(kind.precision or ())
   if kind.graded:
     parts += ["em", "f1"]
   return list(dict.fromkeys(parts))
@@ -151,23 +167,32 @@ def _yes_share(rows: Sequence[dict]) -> float:
 def paired_rows(kind: RowKind, baseline: Sequence[dict], candidate: Sequence[dict]
                 ) -> List[Tuple[dict, dict]]:
   """A question's rows of both runs whose decisions are compared: the one row
-  of each (evaluate), or the claims of the same text, the k-th occurrence of a
-  text with the k-th, in the baseline's order."""
+  of each (evaluate), or the claims (citations: sentences without their
+  citations) of the same text, the k-th occurrence of a text with the k-th, in
+  the baseline's order."""
   if kind.claim is None:
     return [(baseline[0], candidate[0])]
   by_text: Dict[str, List[dict]] = {}
   for row in candidate:
-    by_text.setdefault(row["answer"], []).append(row)
+    by_text.setdefault(row["claim"], []).append(row)
   pairs = []
   for row in baseline:
-    partners = by_text.get(row["answer"])
+    partners = by_text.get(row["claim"])
     if partners:
       pairs.append((row, partners.pop(0)))
   return pairs
 
 
 def _ordered(rows) -> List[dict]:
-  return sorted(rows, key=lambda row: row.get("claim_index", 0))
+  return sorted(rows, key=lambda row: row.get("position", 0))
+
+
+def _precision(rows: Sequence[dict]) -> float:
+  """An answer's citation precision from its sentence rows: the needed
+  citations they add over the citations they use (0 where they use none, as
+  citations_items records it)."""
+  used = sum(row["cited"] for row in rows)
+  return sum(row["credit"] for row in rows) / used if used else 0.0
 
 
 class QuestionPair(NamedTuple):
@@ -181,6 +206,7 @@ class QuestionPair(NamedTuple):
   baseline_decisions: Tuple[bool, ...]
   candidate_decisions: Tuple[bool, ...]
   labels: Tuple[bool, ...]  # agreement: the paired rows' human labels; else ()
+  precision: Optional[Tuple[float, float]] = None  # citations: of baseline, candidate
 
 
 def pair_question(kind: RowKind, system: str, question: str, baseline: Sequence[dict],
@@ -197,7 +223,8 @@ def pair_question(kind: RowKind, system: str, question: str, baseline: Sequence[
       question, _yes_share(baseline), _yes_share(candidate), graded,
       tuple(b["auto_ais"] == "Y" for b, _ in paired),
       tuple(c["auto_ais"] == "Y" for _, c in paired),
-      tuple(bool(b["label"]) for b, _ in paired) if kind.label is not None else ())
+      tuple(bool(b["label"]) for b, _ in paired) if kind.label is not None else (),
+      (_precision(baseline), _precision(candidate)) if kind.precision else None)
   flips = []
   if kind.system is not None or system == ALL_ITEMS:
     # An agreement item is listed once (from all items), under its groups.
@@ -222,14 +249,24 @@ def system_change(system: str, questions: Sequence[QuestionPair],
       differences.append(100.0 * np.array(
           [pair.graded[index + 2] - pair.graded[index] for pair in questions],
           dtype=float))
-  changes, intervals = [None] * 3, [(None, None)] * 3
+  precision = _NO_PRECISION
+  if n and all(pair.precision is not None for pair in questions):
+    base_p, cand_p = (np.array([pair.precision[index] for pair in questions], dtype=float)
+                      for index in (0, 1))
+    differences += [None] * (3 - len(differences)) + [100.0 * (cand_p - base_p)]
+    precision = (_rounded(100.0 * base_p.mean()), _rounded(100.0 * cand_p.mean()))
+  changes, intervals = [None] * 4, [(None, None)] * 4
   bootstrap = None
   if n:
     bootstrap = BootstrapWeights(n, samples, seed)
-    for index, (difference, interval) in enumerate(
-        zip(differences, bootstrap.intervals(differences))):
-      changes[index] = _rounded(float(difference.mean()))
+    measured = [index for index, difference in enumerate(differences)
+                if difference is not None]
+    for index, interval in zip(measured, bootstrap.intervals(
+        [differences[index] for index in measured])):
+      changes[index] = _rounded(float(differences[index].mean()))
       intervals[index] = tuple(_rounded(bound) for bound in interval)
+  if precision is not _NO_PRECISION:
+    precision += (changes[3], *intervals[3])
   base_decisions = np.array([y for pair in questions for y in pair.baseline_decisions],
                             dtype=bool)
   cand_decisions = np.array([y for pair in questions for y in pair.candidate_decisions],
@@ -255,13 +292,14 @@ def system_change(system: str, questions: Sequence[QuestionPair],
       _rounded(100.0 * base_y.mean()) if n else None,
       _rounded(100.0 * cand_y.mean()) if n else None,
       changes[0], *intervals[0], changes[1], *intervals[1], changes[2], *intervals[2],
-      *agreement, int(np.sum(~base_decisions & cand_decisions)),
+      *agreement, *precision, int(np.sum(~base_decisions & cand_decisions)),
       int(np.sum(base_decisions & ~cand_decisions)), p_value,
       leaderboards["baseline"].get(system), leaderboards["candidate"].get(system),
       regression)
 
 
 _NO_AGREEMENT = (None,) * 10
+_NO_PRECISION = (None,) * 5
 
 
 def _agreement_change(base_right: np.ndarray, cand_right: np.ndarray,
@@ -301,20 +339,29 @@ def one_run_system(system: str, run: str, n_rows: Dict[str, int],
   return CompareSystemRow(
       system, ADDED if run == "candidate" else REMOVED, n_rows.get("baseline", 0),
       n_rows.get("candidate", 0), 0, None, None, None, None, None, None, None, None,
-      None, None, None, *_NO_AGREEMENT, 0, 0, None, leaderboards["baseline"].get(system),
+      None, None, None, *_NO_AGREEMENT, *_NO_PRECISION, 0, 0, None,
+      leaderboards["baseline"].get(system),
       leaderboards["candidate"].get(system), False)
 
 
 def keyed_rows(row: dict, kind: RowKind, groupings: Sequence[str]):
   """A row of the table as ((system, question), row in the parts' names), once
   per system (agreement: group) it is compared in."""
+  decision = row[kind.decision]
+  if isinstance(decision, bool):  # citations: whether the sentence is supported
+    decision = "Y" if decision else "N"
   parts = {"question": row[kind.question], "answer": row[kind.answer],
-           "auto_ais": row[kind.decision], "nli_score": row["nli_score"]}
-  for part, column in (("attribution", kind.attribution), ("passage", kind.passage),
-                       ("label", kind.label)):
+           "auto_ais": decision, "nli_score": row["nli_score"]}
+  for part, column in (("claim", kind.claim), ("attribution", kind.attribution),
+                       ("passage", kind.passage), ("label", kind.label),
+                       ("position", kind.position)):
     if column is not None:
       parts[part] = row[column]
-  for column in ("claim_index", "em", "f1"):
+  if kind.precision:
+    credit, used = kind.precision
+    parts["credit"] = row[credit]
+    parts["cited"] = len(row[used].split(",")) if row[used] else 0
+  for column in ("em", "f1"):
     if column in row:
       parts[column] = row[column]
   systems = comparison_groups(kind, row, groupings)

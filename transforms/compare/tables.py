@@ -91,6 +91,15 @@ _COLUMNS = {
     "balanced accuracy change": lambda row: _points(
         row.balanced_accuracy_change, row.balanced_accuracy_change_low,
         row.balanced_accuracy_change_high),
+    "citation_rec % baseline": lambda row: _percent(row.autoais_baseline),
+    "citation_rec % candidate": lambda row: _percent(row.autoais_candidate),
+    "citation_rec change": lambda row: _points(
+        row.autoais_change, row.autoais_change_low, row.autoais_change_high),
+    "citation_prec % baseline": lambda row: _percent(row.citation_prec_baseline),
+    "citation_prec % candidate": lambda row: _percent(row.citation_prec_candidate),
+    "citation_prec change": lambda row: _points(
+        row.citation_prec_change, row.citation_prec_change_low,
+        row.citation_prec_change_high),
     "N to Y": lambda row: str(row.flipped_to_y),
     "Y to N": lambda row: str(row.flipped_to_n),
     "McNemar p": lambda row: ("" if row.mcnemar_p_value is None
@@ -106,6 +115,10 @@ _JOB_COLUMNS = {
                   "regression"),
 }
 _JOB_COLUMNS["claims"] = _JOB_COLUMNS["evaluate"]
+_JOB_COLUMNS["citations"] = (
+    "paired", "citation_rec % baseline", "citation_rec % candidate", "citation_rec change",
+    "citation_prec % baseline", "citation_prec % candidate", "citation_prec change",
+    "N to Y", "Y to N", "McNemar p", "regression")
 _EXPLAINED = {
     "evaluate": "AutoAIS, EM and F1 over the questions both runs scored; changes in "
                 "points (candidate - baseline) with 95% paired-bootstrap intervals; "
@@ -116,6 +129,15 @@ _EXPLAINED = {
               "questions; McNemar's exact test on the decisions of claims of the same "
               "text in both runs (claims of one answer are not independent: read its "
               "p-value as a guide). No EM or F1: claims carry no gold.",
+    "citations": "Citation recall (the AutoAIS of citations: the mean over answers of "
+                 "the share of their sentences that their cited documents support) "
+                 "and citation precision, as ALCE defines them, over the questions "
+                 "both runs answered; changes in points (candidate - baseline) with "
+                 "95% paired-bootstrap intervals over those questions; N to Y, Y to N "
+                 "and McNemar's exact test on the support of sentences of the same "
+                 "text (citations removed) in both runs (sentences of one answer are "
+                 "not independent: read its p-value as a guide). A regression is a "
+                 "fall of citation recall.",
     "agreement": "Per group of items (and all items): AutoAIS is the share decided "
                  "attributable; accuracy and balanced accuracy are against the human "
                  "labels; changes in points (candidate - baseline) with 95% "

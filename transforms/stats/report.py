@@ -368,7 +368,8 @@ def compare_report_html(header: Dict, systems: Sequence) -> str:
   interval (forest plot), and the table of changes."""
   agreement = header["job"] == "agreement"
   name, measure = (("balanced_accuracy", "balanced accuracy") if agreement
-                   else ("autoais", "AutoAIS"))
+                   else ("autoais", "citation recall (AutoAIS)")
+                   if header["job"] == "citations" else ("autoais", "AutoAIS"))
 
   def change(row, suffix=""):
     return getattr(row, f"{name}_change{suffix}")
@@ -403,19 +404,33 @@ def compare_report_html(header: Dict, systems: Sequence) -> str:
                     "balanced accuracy change (points)", "low", "high", "N to Y",
                     "Y to N", "McNemar p (agreement with humans)", "regression"), rows)
   else:
+    # citations: citation precision beside recall (its AutoAIS)
+    precision = header["job"] == "citations"
     rows = [(row.system_name, row.status, row.n_paired, row.autoais_baseline,
              row.autoais_candidate, row.autoais_change, row.autoais_change_low,
-             row.autoais_change_high, row.flipped_to_y, row.flipped_to_n,
-             _p_value(row.mcnemar_p_value), "yes" if row.regression else "")
+             row.autoais_change_high)
+            + ((row.citation_prec_baseline, row.citation_prec_candidate,
+                row.citation_prec_change, row.citation_prec_change_low,
+                row.citation_prec_change_high) if precision else ())
+            + (row.flipped_to_y, row.flipped_to_n, _p_value(row.mcnemar_p_value),
+               "yes" if row.regression else "")
             for row in systems]
-    table = _table(("system", "status", "paired questions", "AutoAIS baseline %",
-                    "AutoAIS candidate %", "change (points)", "low", "high", "N to Y",
-                    "Y to N", "McNemar p", "regression"), rows)
+    rate = "citation_rec" if precision else "AutoAIS"
+    table = _table((("system", "status", "paired questions", f"{rate} baseline %",
+                     f"{rate} candidate %", "change (points)", "low", "high")
+                    + (("citation_prec baseline %", "citation_prec candidate %",
+                        "change (points)", "low", "high") if precision else ())
+                    + ("N to Y", "Y to N", "McNemar p", "regression")), rows)
   intro = [f"Baseline: {header['baseline']}", f"Candidate: {header['candidate']}"]
   if header["job"] == "claims":
     intro.append("AutoAIS is the claims' macro AutoAIS (the mean over answers of the "
                  "share of their claims rated attributable); N to Y and Y to N count "
                  "claims of the same text in both runs.")
+  if header["job"] == "citations":
+    intro.append("AutoAIS is ALCE's citation recall (the mean over answers of the "
+                 "share of their sentences that their cited documents support), "
+                 "shown with citation precision; N to Y and Y to N count sentences "
+                 "of the same text (citations removed) in both runs.")
   if agreement:
     intro.append("Each group of items and all items: AutoAIS is the share decided "
                  "attributable, accuracy and balanced accuracy are against the human "

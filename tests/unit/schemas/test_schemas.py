@@ -129,7 +129,7 @@ def _example(element_type):
       schemas.CompareSystemRow: schemas.CompareSystemRow(
           "sys", "both", 10, 12, 9, 55.6, 44.4, -11.1, -33.3, 0.0, None, None, None,
           None, None, None, 80.0, 70.0, -10.0, -15.0, -5.0, 60.0, None, None, None,
-          None, 0, 1, 1.0, 50.0, 40.0, False),
+          None, 40.0, 35.0, -5.0, -9.5, None, 0, 1, 1.0, 50.0, 40.0, False),
   }
   if element_type is schemas.EntityRecord:
     return schemas.EntityRecord("Q76", "Barack Obama", ["Obama"], None,
