@@ -8,7 +8,7 @@ and auto_ais is Y iff it exceeds the threshold, as for the NLI scorers.
 import collections
 import hashlib
 import threading
-from typing import Any, Dict
+from typing import Any, Dict, Union
 
 import apache_beam as beam
 
@@ -20,9 +20,11 @@ from autoais.transforms.scoring.names import STRING_MATCH
 from autoais.transforms.stats.squad import normalize_answer
 
 _YES_NO = frozenset({"yes", "no"})
-# About the bytes of an entry beyond its form: the digest, the dict's slot and
-# the ordering links (so that many short answers are not counted as nothing).
-_ENTRY_CHARS = 160
+# About the bytes of an entry beyond its form: its key (a digest, or a text of
+# at most _DIGEST_FROM characters), the dict's slot and the ordering links (so
+# that many short answers are not counted as nothing).
+_ENTRY_CHARS = 200
+_DIGEST_FROM = 64
 
 
 class _RecentNormalized:
@@ -31,18 +33,22 @@ class _RecentNormalized:
   form and _ENTRY_CHARS for its key and slot). Bounded by size, not by count:
   citations' premises are whole cited documents (about 1 KB each), where a
   leaderboard's passages are a few hundred characters and its answers a few
-  words. Keyed by a digest of the text, so that the cache holds the normal form
-  only, not the text beside it. Shared by the threads of a worker process."""
+  words. A text longer than _DIGEST_FROM characters is keyed by its digest, so
+  that the cache holds its normal form only, not the text beside it; a shorter
+  one is its own key (cheaper than its digest). Shared by the threads of a
+  worker process."""
 
   def __init__(self, max_chars: int):
     self._max_chars = max_chars
     self._chars = 0
-    self._forms: "collections.OrderedDict[bytes, str]" = collections.OrderedDict()
+    self._forms: "collections.OrderedDict[Union[str, bytes], str]" = (
+        collections.OrderedDict())
     self._lock = threading.Lock()
 
   def __call__(self, text: str) -> str:
     # surrogatepass: JSON may carry lone surrogates, which strict UTF-8 refuses.
-    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    key = (text if len(text) <= _DIGEST_FROM else
+           hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
     with self._lock:
       form = self._forms.get(key)
       if form is not None:
@@ -62,10 +68,10 @@ class _RecentNormalized:
 # Systems of a leaderboard cite the same passages: normalise each once. A
 # leaderboard cycles through every question's candidates between two citations
 # of a passage, so the cache holds tens of thousands (about 30,000 passages of
-# 600 characters, or 17,000 of citations' premises of 1,200).
+# 600 characters, or 18,000 of citations' premises of 1,200).
 _normalized_passage = _RecentNormalized(24 << 20)
-# Answers repeat across the systems of a leaderboard (about 45,000 of a few
-# words, or 35,000 of citations' sentences).
+# Answers repeat across the systems of a leaderboard (about 40,000 of a few
+# words, or 30,000 of citations' sentences).
 _normalized_answer = _RecentNormalized(8 << 20)
 
 

@@ -31,12 +31,16 @@ def test_score_is_one_or_zero_and_decision_uses_threshold():
   assert string_match_score(missing, 0.5) == (0.0, False, 1, False)
 
 
-def test_recent_forms_are_bounded_by_size_least_recent_dropped_first():
-  entry = len("text 0") + _ENTRY_CHARS
+
+# Short texts are their own keys, long ones (past _DIGEST_FROM) their digests.
+@pytest.mark.parametrize("prefix", ["", "Long " * 20])
+def test_recent_forms_are_bounded_by_size_least_recent_dropped_first(prefix):
+  forms_of = [f"{prefix.lower()}text {k}" for k in range(4)]
+  entry = len(forms_of[0]) + _ENTRY_CHARS
   forms = _RecentNormalized(3 * entry)
-  texts = [f"The Text {k}!" for k in range(4)]
-  assert [forms(text) for text in texts[:3]] == ["text 0", "text 1", "text 2"]
-  assert forms(texts[0]) == "text 0"  # now the most recently used
-  assert forms(texts[3]) == "text 3"  # past the bound: "text 1" goes
-  assert sorted(forms._forms.values()) == ["text 0", "text 2", "text 3"]
+  texts = [f"{prefix}The Text {k}!" for k in range(4)]
+  assert [forms(text) for text in texts[:3]] == forms_of[:3]
+  assert forms(texts[0]) == forms_of[0]  # now the most recently used
+  assert forms(texts[3]) == forms_of[3]  # past the bound: the second goes
+  assert sorted(forms._forms.values()) == [forms_of[0], forms_of[2], forms_of[3]]
   assert forms._chars == 3 * entry
