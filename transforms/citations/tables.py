@@ -141,7 +141,10 @@ def citations_system_rows(systems: List[Tuple[str, str]], bootstrap_samples: int
                       for question in read_table_file(path, ["question"]).column(
                           "question").to_pylist()})
   position = {question: index for index, question in enumerate(questions)}
-  bootstrap = BootstrapWeights(max(len(questions), 1), bootstrap_samples, seed)
+  # Drawn again for each system: cached, the resamples would hold samples x
+  # questions doubles (40 MB at 25,000 questions) through the whole step.
+  bootstrap = BootstrapWeights(max(len(questions), 1), bootstrap_samples, seed,
+                               cache=False)
   rows = []
   for _, path in systems:
     table = read_table_file(path)

@@ -5,8 +5,10 @@ An answer is attributable iff its SQuAD-normalised form is non-empty, is not
 headings and text): "1" does not match inside "1972". `nli_score` is 1.0 or 0.0,
 and auto_ais is Y iff it exceeds the threshold, as for the NLI scorers.
 """
-import functools
-from typing import Any, Dict
+import collections
+import hashlib
+import threading
+from typing import Any, Dict, Union
 
 import apache_beam as beam
 
@@ -15,22 +17,69 @@ from autoais.schemas import AttributionExample, AttributionScore
 from autoais.schemas.errors import ConfigError
 from autoais.transforms.io import progress
 from autoais.transforms.scoring.names import STRING_MATCH
-from autoais.transforms.stats.squad import normalize_answer, normalize_short_answer
+from autoais.transforms.stats.squad import normalize_answer
 
 _YES_NO = frozenset({"yes", "no"})
+# About the bytes of an entry beyond its form: its key (a digest, or a text of
+# at most _DIGEST_FROM characters), the dict's slot and the ordering links (so
+# that many short answers are not counted as nothing).
+_ENTRY_CHARS = 200
+_DIGEST_FROM = 64
+
+
+class _RecentNormalized:
+  """normalize_answer of recently seen texts, the least recently used dropped
+  first once the forms kept pass `max_chars` characters (an entry counts its
+  form and _ENTRY_CHARS for its key and slot). Bounded by size, not by count:
+  citations' premises are whole cited documents (about 1 KB each), where a
+  leaderboard's passages are a few hundred characters and its answers a few
+  words. A text longer than _DIGEST_FROM characters is keyed by its digest, so
+  that the cache holds its normal form only, not the text beside it; a shorter
+  one is its own key (cheaper than its digest). Shared by the threads of a
+  worker process."""
+
+  def __init__(self, max_chars: int):
+    self._max_chars = max_chars
+    self._chars = 0
+    self._forms: "collections.OrderedDict[Union[str, bytes], str]" = (
+        collections.OrderedDict())
+    self._lock = threading.Lock()
+
+  def __call__(self, text: str) -> str:
+    # surrogatepass: JSON may carry lone surrogates, which strict UTF-8 refuses.
+    key = (text if len(text) <= _DIGEST_FROM else
+           hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest())
+    with self._lock:
+      form = self._forms.get(key)
+      if form is not None:
+        self._forms.move_to_end(key)
+        return form
+    form = normalize_answer(text)
+    with self._lock:
+      if key not in self._forms:
+        self._forms[key] = form
+        self._chars += len(form) + _ENTRY_CHARS
+        while self._chars > self._max_chars:
+          _, dropped = self._forms.popitem(last=False)
+          self._chars -= len(dropped) + _ENTRY_CHARS
+    return form
+
 
 # Systems of a leaderboard cite the same passages: normalise each once. A
-# leaderboard cycles through every question's candidates between two citations of
-# a passage, so the cache holds tens of thousands (about 40 MB).
-_normalized_passage = functools.lru_cache(maxsize=32768)(
-    lambda text: f" {normalize_answer(text)} ")
+# leaderboard cycles through every question's candidates between two citations
+# of a passage, so the cache holds tens of thousands (about 30,000 passages of
+# 600 characters, or 18,000 of citations' premises of 1,200).
+_normalized_passage = _RecentNormalized(24 << 20)
+# Answers repeat across the systems of a leaderboard (about 40,000 of a few
+# words, or 30,000 of citations' sentences).
+_normalized_answer = _RecentNormalized(8 << 20)
 
 
 def string_match_attributable(answer: str, passage_text: str) -> bool:
-  answer = normalize_short_answer(answer)
+  answer = _normalized_answer(answer)
   if not answer or answer in _YES_NO:
     return False
-  return f" {answer} " in _normalized_passage(passage_text)
+  return f" {answer} " in f" {_normalized_passage(passage_text)} "
 
 
 def string_match_score(example: AttributionExample, threshold: float) -> AttributionScore:

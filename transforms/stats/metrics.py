@@ -164,21 +164,28 @@ class BootstrapWeights:
   bootstrap), and results do not depend on whether chunks were cached.
   """
 
-  def __init__(self, n: int, samples: int, seed: int):
+  def __init__(self, n: int, samples: int, seed: int, cache: bool = True):
+    """cache=False: every use draws the resamples again (for a caller that
+    uses them once or a few times, with n large: the cache would hold
+    samples x n doubles to the end)."""
     self.n, self.samples, self.seed = n, samples, seed
     self._cached = None
-    if samples * n <= _BOOTSTRAP_CACHE_ENTRIES:
+    if cache and samples * n <= _BOOTSTRAP_CACHE_ENTRIES:
       self._cached = list(self._chunks())
 
   def _chunks(self):
     rng = np.random.default_rng(self.seed)
     for start in range(0, self.samples, _BOOTSTRAP_CHUNK):
       size = min(_BOOTSTRAP_CHUNK, self.samples - start)
-      draws = rng.integers(0, self.n, size=(size, self.n), dtype=np.int64)
       weights = np.empty((size, self.n))
-      for row, drawn in enumerate(draws):
-        weights[row] = np.bincount(drawn, minlength=self.n)
-      yield weights / self.n
+      # One resample's draws at a time (the generator's stream is the same as
+      # one (size, n) draw), and the division in place: a chunk's memory is
+      # its weights alone.
+      for row in range(size):
+        weights[row] = np.bincount(rng.integers(0, self.n, size=self.n, dtype=np.int64),
+                                   minlength=self.n)
+      weights /= self.n
+      yield weights
 
   def resample_means(self, metrics: List[np.ndarray]) -> np.ndarray:
     """The mean of each per-question array in each resample: (samples, metrics)."""
