@@ -675,9 +675,12 @@ class T5NliModelHandler(LocalModelHandler):
 
   def load_model(self) -> T5NliModel:
     self._set_threads()
-    return load_t5_nli(self._model_path, self._dtype, self._device,
-                       self._max_input_tokens, self._token_budget,
-                       tokenizer_path=self._tokenizer_path, decision=self._decision)
+    return self._loaded_once(
+        (self._dtype, self._device, self._max_input_tokens, self._token_budget,
+         self._tokenizer_path, self._decision),
+        lambda: load_t5_nli(self._model_path, self._dtype, self._device,
+                            self._max_input_tokens, self._token_budget,
+                            tokenizer_path=self._tokenizer_path, decision=self._decision))
 
   def _score(self, batch: Sequence[AttributionExample],
              model: T5NliModel) -> List[AttributionScore]:
