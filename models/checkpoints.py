@@ -374,8 +374,8 @@ class LockedTokenizer:
     encodes the list itself where it is as such a call leaves it (no
     truncation, no padding, special tokens as the tokenizer splits them):
     transformers' wrapper would also build an attention mask and convert
-    every encoding's fields, about a third of the encoding's cost here
-    (bench/README.md, the cost per pair)."""
+    every encoding's fields: more than a quarter of a call's CPU on the
+    pipeline_cost bench's passages (bench/README.md)."""
     texts = list(texts)
     with self._lock:
       backend = getattr(self.unlocked, "backend_tokenizer", None)

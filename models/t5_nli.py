@@ -28,7 +28,10 @@ hypothesis' pieces: the same ids as the whole input
 In threshold mode, inputs longer than the model's length are never cut in the
 hypothesis: the premise is split into overlapping windows that each fit with
 the whole hypothesis, every window is scored, and the row takes the best window
-and is flagged.
+and is flagged. A window's ids are those of its text tokenised whole; where
+the tokenizer tokenises words apart they are joined from the premise's own
+pieces, and only a word cut at the window's edge is tokenised again
+(_CutPremise).
 
 Checkpoints load as they are published (models/checkpoints.py):
 `model.safetensors`, or shards named by `model.safetensors.index.json` (every
