@@ -238,9 +238,10 @@ def stage_of(func) -> str:
   path = filename.replace(os.sep, "/")
   if "/tokenizers/" in path or "/transformers/tokenization" in path or (
       path.endswith(("models/t5_nli.py", "models/checkpoints.py"))
-      and name in ("_ids", "__call__", "locked")):
+      and name in ("_ids", "_ids_of", "__call__", "locked", "input_ids")):
     return "tokenising"
-  if path.endswith("models/t5_nli.py") and name == "encode":
+  if path.endswith("models/t5_nli.py") and name in (
+      "encode", "_windows_of", "_window_spans", "_pieces", "parts", "of", "__init__"):
     return "windows"
   if (path.endswith(("models/t5_nli.py", "models/token_budget.py",
                      "bench/pipeline_cost.py")) or

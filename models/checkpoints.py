@@ -367,6 +367,33 @@ class LockedTokenizer:
   def __len__(self) -> int:
     return len(self.unlocked)
 
+  def input_ids(self, texts: Sequence[str], add_special_tokens: bool = True,
+                offsets: bool = False) -> List[Any]:
+    """The input ids of each text (with `offsets`, (ids, offset mapping) of
+    each) as calling the tokenizer on the list gives them. The fast backend
+    encodes the list itself where it is as such a call leaves it (no
+    truncation, no padding, special tokens as the tokenizer splits them):
+    transformers' wrapper would also build an attention mask and convert
+    every encoding's fields: more than a quarter of a call's CPU on the
+    pipeline_cost bench's passages (bench/README.md)."""
+    texts = list(texts)
+    with self._lock:
+      backend = getattr(self.unlocked, "backend_tokenizer", None)
+      if (backend is not None and backend.truncation is None and backend.padding is None
+          and backend.encode_special_tokens == getattr(self.unlocked,
+                                                       "split_special_tokens", False)):
+        if offsets:
+          return [(encoding.ids, encoding.offsets) for encoding in
+                  backend.encode_batch(texts, add_special_tokens=add_special_tokens)]
+        encode = getattr(backend, "encode_batch_fast", backend.encode_batch)
+        return [encoding.ids for encoding in
+                encode(texts, add_special_tokens=add_special_tokens)]
+      encoded = self.unlocked(texts, add_special_tokens=add_special_tokens, verbose=False,
+                              return_offsets_mapping=offsets)
+    if offsets:
+      return list(zip(encoded["input_ids"], encoded["offset_mapping"]))
+    return encoded["input_ids"]
+
   def __getattr__(self, name: str):
     if name.startswith("__") or name in ("unlocked", "_lock"):
       # Not found on the instance (copy and pickle probe before __init__).

@@ -28,7 +28,10 @@ hypothesis' pieces: the same ids as the whole input
 In threshold mode, inputs longer than the model's length are never cut in the
 hypothesis: the premise is split into overlapping windows that each fit with
 the whole hypothesis, every window is scored, and the row takes the best window
-and is flagged.
+and is flagged. A window's ids are those of its text tokenised whole; where
+the tokenizer tokenises words apart they are joined from the premise's own
+pieces, and only a word cut at the window's edge is tokenised again
+(_CutPremise).
 
 Checkpoints load as they are published (models/checkpoints.py):
 `model.safetensors`, or shards named by `model.safetensors.index.json` (every
@@ -45,7 +48,9 @@ import array
 import collections
 import json
 import os
+import re
 import threading
+import unicodedata
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
@@ -210,6 +215,90 @@ class _PieceCache:
         self._tokens -= len(dropped)
 
 
+# White space that T5's normaliser (SentencePiece's nmt_nfkc charsmap) turns
+# into a plain space, one character for one.
+_TO_SPACE = str.maketrans(dict.fromkeys(
+    "\t\n\x0c\r\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000", " "))
+_SPACE_THEN_OTHER = re.compile(r"\s[^\x00-\x7f]")
+
+
+def _joins_the_previous_character(character: str) -> bool:
+  """Whether Unicode never ends a grapheme cluster before `character` (marks,
+  joiners, emoji modifiers and tags: Grapheme_Cluster_Break Extend, ZWJ,
+  SpacingMark), so that a space before it and it are one cluster."""
+  code = ord(character)
+  return (unicodedata.category(character) in ("Mn", "Mc", "Me")
+          or code in (0x200C, 0x200D) or 0x1F3FB <= code <= 0x1F3FF
+          or 0xE0020 <= code <= 0xE007F)
+
+
+class _CutPremise:
+  """A premise's pieces grouped into its words, from which a window's ids are
+  joined (T5NliModel._windows_of).
+
+  Made only for a tokenizer that tokenises words apart (_tokenises_words_apart)
+  and a premise that its normaliser changes in nothing but white space (each
+  white-space character to a space) and in which no grapheme cluster spans
+  white space (`of` checks both). Then every piece lies inside one word of the
+  premise, a word is tokenised alike wherever it stands, and two pieces belong
+  to different words exactly where text lies between them (the white space the
+  pre-tokenizer drops; a word's first piece may share its offsets with the "▁"
+  before it). So the window from piece `start` to piece `end - 1`, tokenised
+  whole as "premise: TEXT hypothesis: H", is `before` + TEXT's pieces +
+  `after`, and TEXT's pieces are the premise's for each word inside it; a
+  word cut by the window's edge is a word of its own in TEXT, so its part in
+  the window is tokenised again."""
+
+  def __init__(self, premise: str, pieces: List[int], offsets: List[Tuple[int, int]],
+               before: List[int], after: List[int]):
+    self.premise, self.pieces, self.offsets = premise, pieces, offsets
+    self.before, self.after = before, after
+    # first[i], last[i]: the first and last piece of piece i's word (a word
+    # starts where text lies between a piece and the one before it).
+    spans = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+    starts = np.flatnonzero(np.concatenate(([True], spans[1:, 0] > spans[:-1, 1])))
+    ends = np.append(starts[1:], len(spans))
+    self.first = np.repeat(starts, ends - starts).tolist()
+    self.last = np.repeat(ends - 1, ends - starts).tolist()
+
+  @staticmethod
+  def of(premise: str, normalizer, pieces: List[int], offsets: List[Tuple[int, int]],
+         before: List[int], after: List[int]) -> Optional["_CutPremise"]:
+    """The premise cut into words, or None where its windows must be tokenised
+    whole (see the class)."""
+    if not offsets or (normalizer is not None and
+                       normalizer.normalize_str(premise) != premise.translate(_TO_SPACE)):
+      return None
+    if any(_joins_the_previous_character(found.group()[1])
+           for found in _SPACE_THEN_OTHER.finditer(premise)):
+      return None
+    return _CutPremise(premise, pieces, offsets, before, after)
+
+  def parts(self, start: int, end: int) -> Optional[List[Any]]:
+    """The pieces of the window [start, end): lists of ids, and the text of
+    a word cut by an edge (to be tokenised); None where the window must be
+    tokenised whole (it starts inside a cluster)."""
+    first, last, offsets, premise = self.first, self.last, self.offsets, self.premise
+    if first[start] != start and _joins_the_previous_character(premise[offsets[start][0]]):
+      return None
+    if first[start] == first[end - 1]:  # inside one word
+      if first[start] == start and last[end - 1] == end - 1:
+        return [self.pieces[start:end]]
+      return [premise[offsets[start][0]:offsets[end - 1][1]]]
+    parts: List[Any] = []
+    if first[start] == start:
+      parts.append(self.pieces[start:last[start] + 1])
+    else:
+      parts.append(premise[offsets[start][0]:offsets[last[start]][1]])
+    parts.append(self.pieces[last[start] + 1:first[end - 1]])
+    if last[end - 1] == end - 1:
+      parts.append(self.pieces[first[end - 1]:end])
+    else:
+      parts.append(premise[offsets[first[end - 1]][0]:offsets[end - 1][1]])
+    return parts
+
+
 class EncodedExample(NamedTuple):
   windows: List[List[int]]  # input ids of each window, EOS included
   truncated: bool  # the premise had to be windowed
@@ -273,14 +362,14 @@ class T5NliModel(TokenBudgetModel):
   def _ids(self, text: str) -> List[int]:
     return self._ids_of([text])[0]
 
-  def _ids_of(self, texts: Sequence[str]) -> List[List[int]]:
-    """The input ids of each text, from one tokenizer call: the fast tokenizer
-    encodes a list in one pass, and its Python wrapper, which costs more than
-    the encoding of a sentence, runs once per list instead of once per text."""
+  def _ids_of(self, texts: Sequence[str], special_tokens: bool = True) -> List[List[int]]:
+    """The input ids of each text (`special_tokens`: with the tokenizer's
+    special tokens around them), from one call of the fast tokenizer
+    (LockedTokenizer.input_ids), which encodes a list in one pass: what a call
+    costs besides the encoding is paid once per list, not once per text."""
     if not texts:
       return []
-    # verbose=False: over-long inputs are expected here; they get windowed.
-    return self.tokenizer(list(texts), verbose=False)["input_ids"]
+    return self.tokenizer.input_ids(texts, special_tokens)
 
   def encode(self, example: AttributionExample, windowed: bool = True) -> EncodedExample:
     """The model input(s) of an example: one, or (`windowed`, past the model's
@@ -299,10 +388,13 @@ class T5NliModel(TokenBudgetModel):
     else:
       whole = self._ids_of([f"premise: {example.premise} hypothesis: {example.hypothesis}"
                             for example in examples])
-    return [EncodedExample([ids], False)
-            if len(ids) <= self.max_input_tokens or not windowed
-            else self._windows(example, ids)
-            for example, ids in zip(examples, whole)]
+    encoded = [EncodedExample([ids], False) for ids in whole]
+    if windowed:
+      long = [i for i, ids in enumerate(whole) if len(ids) > self.max_input_tokens]
+      for i, item in zip(long, self._windows_of([examples[i] for i in long],
+                                                [whole[i] for i in long])):
+        encoded[i] = item
+    return encoded
 
   def _tokenises_apart(self) -> bool:
     if self._words_apart is None:
@@ -334,41 +426,106 @@ class T5NliModel(TokenBudgetModel):
           premises[premise] = cached
       parts.append((premise, texts.setdefault(f"hypothesis: {example.hypothesis}",
                                               len(texts))))
-    pieces = self.tokenizer(list(texts), add_special_tokens=False,
-                            verbose=False)["input_ids"] if texts else []
+    pieces = self._ids_of(list(texts), special_tokens=False)
     for premise in missed:
       premises[premise] = pieces[texts[premise]]
       self._premise_pieces.put(premise, premises[premise])
     return [prefix + (premises[premise] if premise is not None else []) + pieces[rest] + suffix
             for premise, rest in parts]
 
-  def _windows(self, example: AttributionExample, ids: List[int]) -> EncodedExample:
-    """The premise windows of an example whose whole input (`ids`) is past the
-    model's length: each window fits with the whole hypothesis."""
-    premise = example.premise
-    offsets = self.tokenizer(premise, add_special_tokens=False, verbose=False,
-                             return_offsets_mapping=True)["offset_mapping"]
-    if not offsets:  # the hypothesis alone is too long: run it whole, flagged
-      return EncodedExample([ids], True)
-    fixed = len(self._ids(f"premise:  hypothesis: {example.hypothesis}"))
+  def _windows_of(self, examples: Sequence[AttributionExample],
+                  whole: Sequence[List[int]]) -> List[EncodedExample]:
+    """The premise windows of examples whose whole inputs (`whole`) are past
+    the model's length: each window fits with the whole hypothesis.
+
+    A window is the premise's text from one of its pieces to another, put
+    between "premise: " and " hypothesis: H" and tokenised as a whole input.
+    Where the tokenizer tokenises words apart and leaves the premise as it is
+    (_CutPremise), a window's ids are joined from the premise's own pieces
+    instead: only a word cut at the window's edge is tokenised again (as the
+    whole window's tokenisation would see it, a word of its own), in one call
+    for the chunk; else each window is tokenised whole. The ids are the same
+    either way (tests/unit/scoring/test_t5_scorer.py)."""
+    if not examples:
+      return []
+    encodings = self.tokenizer.input_ids([example.premise for example in examples],
+                                         add_special_tokens=False, offsets=True)
+    apart, normalizer = self._tokenises_apart(), None
+    if apart:
+      prefix, suffix = self._words_apart
+      head, *tails = self._ids_of(
+          ["premise:"] + [f"hypothesis: {example.hypothesis}" for example in examples],
+          special_tokens=False)
+      normalizer = self.tokenizer.backend_tokenizer.normalizer
+    plans = []
+    for i, (example, ids, (pieces, offsets)) in enumerate(zip(examples, whole, encodings)):
+      cut = _CutPremise.of(example.premise, normalizer, pieces, offsets,
+                           prefix + head, tails[i] + suffix) if apart else None
+      plans.append((example, ids, offsets, cut))
+    # The words cut at the windows' edges, tokenised in one call (a window that
+    # has to shrink may cut one more: _pieces tokenises it then).
+    edges: Dict[str, List[int]] = {}
+    for example, _, offsets, cut in plans:
+      if cut is not None:
+        for start, end, _ in self._window_spans(example, offsets, cut, edges, dry_run=True):
+          for part in cut.parts(start, end) or ():
+            if isinstance(part, str):
+              edges.setdefault(part, [])
+    for text, pieces in zip(list(edges), self._ids_of(list(edges), special_tokens=False)):
+      edges[text] = pieces
+    return [EncodedExample([ids], True) if not offsets
+            else EncodedExample([window for _, _, window in
+                                 self._window_spans(example, offsets, cut, edges)], True)
+            for example, ids, offsets, cut in plans]
+
+  def _window_spans(self, example: AttributionExample, offsets: List[Tuple[int, int]],
+                    cut: Optional["_CutPremise"], edges: Dict[str, List[int]],
+                    dry_run: bool = False):
+    """(start, end, ids) of each window of the premise's pieces [start, end);
+    `dry_run`: the spans as they are before any window shrinks, ids None."""
+    if cut is not None:
+      fixed = len(cut.before) + len(cut.after)
+    else:
+      fixed = len(self._ids(f"premise:  hypothesis: {example.hypothesis}"))
     size = max(_MIN_WINDOW_TOKENS, self.max_input_tokens - fixed - 2)
     stride = max(1, int(size * (1 - _WINDOW_OVERLAP)))
-    windows = []
+    premise = example.premise
     start = 0
     while True:
       end = min(start + size, len(offsets))
-      while True:
+      window = None
+      while not dry_run:
         text = premise[offsets[start][0]:offsets[end - 1][1]]
-        window = self._ids(f"premise: {text} hypothesis: {example.hypothesis}")
+        window = (self._pieces(cut, start, end, edges)
+                  if cut is not None and _ends_clear_of_the_next_character(text) else None)
+        if window is None:
+          window = self._ids(f"premise: {text} hypothesis: {example.hypothesis}")
         # Re-tokenising at the cut can add a piece or two: shrink until it fits.
         if len(window) <= self.max_input_tokens or end - start <= _MIN_WINDOW_TOKENS:
           break
         end -= 1
-      windows.append(window)
+      yield start, end, window
       if end >= len(offsets):
         break
       start = min(start + stride, end)
-    return EncodedExample(windows, True)
+
+  def _pieces(self, cut: "_CutPremise", start: int, end: int,
+              edges: Dict[str, List[int]]) -> Optional[List[int]]:
+    """The ids of the window [start, end) joined from the premise's pieces,
+    `edges` the pieces of the words cut at windows' edges; None where the
+    window must be tokenised whole."""
+    parts = cut.parts(start, end)
+    if parts is None:
+      return None
+    ids = list(cut.before)
+    for part in parts:
+      if isinstance(part, str):
+        if part not in edges:
+          edges[part] = self._ids_of([part], special_tokens=False)[0]
+        part = edges[part]
+      ids.extend(part)
+    ids.extend(cut.after)
+    return ids
 
   # -- scoring --------------------------------------------------------------
 
@@ -521,9 +678,12 @@ class T5NliModelHandler(LocalModelHandler):
 
   def load_model(self) -> T5NliModel:
     self._set_threads()
-    return load_t5_nli(self._model_path, self._dtype, self._device,
-                       self._max_input_tokens, self._token_budget,
-                       tokenizer_path=self._tokenizer_path, decision=self._decision)
+    return self._loaded_once(
+        (self._dtype, self._device, self._max_input_tokens, self._token_budget,
+         self._tokenizer_path, self._decision),
+        lambda: load_t5_nli(self._model_path, self._dtype, self._device,
+                            self._max_input_tokens, self._token_budget,
+                            tokenizer_path=self._tokenizer_path, decision=self._decision))
 
   def _score(self, batch: Sequence[AttributionExample],
              model: T5NliModel) -> List[AttributionScore]:

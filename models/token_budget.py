@@ -6,7 +6,9 @@ their RunInference handlers (one model per worker, or per machine with
 `--large_model`; `--torch_threads`).
 """
 import itertools
-from typing import Any, Dict, List, Optional, Sequence
+import threading
+import weakref
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
@@ -123,6 +125,12 @@ class TokenBudgetModel:
 
 
 
+# Models loaded in this process, by handler type, path and settings; an entry
+# goes when no handler holds its model any more.
+_LOADED: "weakref.WeakValueDictionary[tuple, Any]" = weakref.WeakValueDictionary()
+_LOADING = threading.Lock()
+
+
 class LocalModelHandler(ModelHandler[AttributionExample, PredictionResult, Any]):
   """What the RunInference handlers of models run in the job's workers share
   (t5 here, nli-classifier in models/nli_classifier.py): the model loads once
@@ -141,6 +149,20 @@ class LocalModelHandler(ModelHandler[AttributionExample, PredictionResult, Any])
     self._max_batch_size = max_batch_size
     self._large_model = large_model
     self._torch_threads = torch_threads
+
+  def _loaded_once(self, settings: tuple, load: Callable[[], Any]) -> Any:
+    """The model `load()` returns, loaded once per process for the same
+    `settings` while a handler still holds it: each RunInference of a job
+    (citations asks in three rounds, each its own) loads its model on its
+    own, and would otherwise hold a copy of the same weights per round, in
+    memory (on a GPU too) and in loading time."""
+    key = (type(self), self._model_path) + settings
+    with _LOADING:
+      model = _LOADED.get(key)
+      if model is None:
+        model = load()
+        _LOADED[key] = model
+    return model
 
   def _set_threads(self) -> None:
     if self._torch_threads:

@@ -77,10 +77,14 @@ class SentencePlan(NamedTuple):
   premise: Optional[str]  # the used documents joined by line breaks
 
 
-def plan_sentences(item: CitationItem, output: str,
-                   at_most_citations: Optional[int]) -> List[SentencePlan]:
+def plan_sentences(item: CitationItem, output: str, at_most_citations: Optional[int],
+                   units: Optional[List[str]] = None) -> List[SentencePlan]:
+  """The plans of the answer's units (`units`: answer_units of the output,
+  where already split)."""
+  if units is None:
+    units = answer_units(item.question, output, item.qampari)
   plans = []
-  for index, sentence in enumerate(answer_units(item.question, output, item.qampari)):
+  for index, sentence in enumerate(units):
     hypothesis = remove_citations(sentence).strip()
     cited = tuple(cited_numbers(sentence))
     # ALCE's range test is `n - 1 >= len(docs)` over every citation, before the

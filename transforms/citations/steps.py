@@ -46,14 +46,23 @@ def item_id(item: CitationItem) -> Tuple[str, int]:
   return (item.source_file, item.item_index)
 
 
-def _recall_examples(item: CitationItem, at_most_citations: Optional[int]):
+def _split_answer(item: CitationItem) -> Tuple[CitationItem, List[str]]:
+  """(item, the units of its answer): split once, for the questions and for
+  the item's assembly (splitting is most of an item's own cost)."""
+  return item, alce.answer_units(item.question, alce.scored_output(item.output),
+                                 item.qampari)
+
+
+def _recall_examples(split_item: Tuple[CitationItem, List[str]],
+                     at_most_citations: Optional[int]):
   """((item id, RECALL, sentence, checks), example) per cited sentence, where
   checks = (hypothesis, [(alone, without), ...]) for a sentence with several
   used citations (the later rounds' premises), else None; ((item id, CLAIM,
   claim, None), example) per gold claim."""
+  item, units = split_item
   key = item_id(item)
   output = alce.scored_output(item.output)
-  for plan in alce.plan_sentences(item, output, at_most_citations):
+  for plan in alce.plan_sentences(item, output, at_most_citations, units):
     if plan.status != alce.SCORED:
       continue
     checks = None
@@ -205,11 +214,13 @@ def human_figures(human_recall, human_citations) -> Tuple[Optional[float], Optio
 
 
 def assemble_item(item: CitationItem, answers: Dict[tuple, AttributionScore],
-                  at_most_citations: Optional[int], scorer: str
+                  at_most_citations: Optional[int], scorer: str,
+                  units: Optional[List[str]] = None
                   ) -> Tuple[List[CitationSentenceRow], CitationItemRow]:
-  """`answers`: {(kind, where): outcome} of the item's pairs (all scored)."""
+  """`answers`: {(kind, where): outcome} of the item's pairs (all scored);
+  `units`: its answer's units where already split (_split_answer)."""
   output = alce.scored_output(item.output)
-  plans = alce.plan_sentences(item, output, at_most_citations)
+  plans = alce.plan_sentences(item, output, at_most_citations, units)
   check = human_check(item, plans)
   aligned = check == ALIGNED
   rows, supported, needed = [], [], []
@@ -273,8 +284,8 @@ def assemble_item(item: CitationItem, answers: Dict[tuple, AttributionScore],
 
 
 class _AssembleItemFn(beam.DoFn):
-  """(item id, {"item": [CitationItem], "answers": [(kind, where, outcome)]})
-  -> its CitationSentenceRows, its CitationItemRow on "items", or its dead
+  """(item id, {"item": [(CitationItem, units)], "answers": [(kind, where,
+  outcome)]}) -> its CitationSentenceRows, its CitationItemRow on "items", or its dead
   letter where scoring one of its pairs failed."""
 
   def __init__(self, at_most_citations: Optional[int], scorer: str):
@@ -283,7 +294,7 @@ class _AssembleItemFn(beam.DoFn):
 
   def process(self, grouped):
     _, groups = grouped
-    (item,) = groups["item"]
+    ((item, units),) = groups["item"]
     answers = {(kind, where): outcome for kind, where, outcome in groups["answers"]}
     failure = first_failure(answers.values())
     if failure is not None:
@@ -293,7 +304,7 @@ class _AssembleItemFn(beam.DoFn):
           {"system_name": item.system_name, "question": item.question,
            "item_index": item.item_index}))
       return
-    rows, row = assemble_item(item, answers, self._at_most, self._scorer)
+    rows, row = assemble_item(item, answers, self._at_most, self._scorer, units)
     yield from rows
     yield beam.pvalue.TaggedOutput("items", row)
 
@@ -319,7 +330,8 @@ class ScoreCitations(beam.PTransform):
     self._name = scorer.describe()["name"]
 
   def expand(self, items):
-    recall = ((items | "AskRecall" >> beam.FlatMap(_recall_examples, self._at_most),)
+    split = items | "SplitAnswers" >> beam.Map(_split_answer)
+    recall = ((split | "AskRecall" >> beam.FlatMap(_recall_examples, self._at_most),)
               | "ScoreRecall" >> _ScoreRound(self._scorer, self._work_dir))
     alone = (_each(recall["outcomes"], "AskAlone", lambda: beam.FlatMap(_alone_examples))
              | "ScoreAlone" >> _ScoreRound(self._scorer, self._work_dir,
@@ -330,7 +342,8 @@ class ScoreCitations(beam.PTransform):
                                                recall["known"] + alone["known"]))
     answers = _each(recall["outcomes"] + alone["outcomes"] + without["outcomes"],
                     "KeyAnswersByItem", lambda: beam.Map(_by_item))
-    assembled = ({"item": items | "KeyItems" >> beam.Map(lambda i: (item_id(i), i)),
+    assembled = ({"item": split | "KeyItems" >> beam.Map(
+        lambda split_item: (item_id(split_item[0]), split_item)),
                   "answers": answers}
                  | "GroupByItem" >> SpilledCoGroupByKey(
                      self._work_dir, max_run_bytes=_MAX_RUN_BYTES)

@@ -578,3 +578,67 @@ def test_weights_checksum_covers_every_shard_and_is_cached_outside_the_model(
   data[-1] ^= 1
   last.write_bytes(bytes(data))
   assert checkpoints.weights_checksum(str(directory)) not in (first, "planted")
+
+
+def _windows_tokenised_whole(model, example):
+  """The premise windows as their definition reads: the premise's text from
+  one of its pieces to another, tokenised whole with the hypothesis; shrunk
+  by a piece while too long (models/t5_nli.py joins them from the premise's
+  pieces instead)."""
+  premise = example.premise
+  offsets = model.tokenizer(premise, add_special_tokens=False,
+                            return_offsets_mapping=True)["offset_mapping"]
+  whole = model.tokenizer(f"premise: {premise} hypothesis: {example.hypothesis}",
+                          verbose=False)["input_ids"]
+  if len(whole) <= model.max_input_tokens:
+    return t5_nli.EncodedExample([whole], False)
+  if not offsets:
+    return t5_nli.EncodedExample([whole], True)
+  fixed = len(model.tokenizer(f"premise:  hypothesis: {example.hypothesis}")["input_ids"])
+  size = max(16, model.max_input_tokens - fixed - 2)
+  stride = max(1, int(size * 0.75))
+  windows, start = [], 0
+  while True:
+    end = min(start + size, len(offsets))
+    while True:
+      text = premise[offsets[start][0]:offsets[end - 1][1]]
+      window = model.tokenizer(f"premise: {text} hypothesis: {example.hypothesis}",
+                               verbose=False)["input_ids"]
+      if len(window) <= model.max_input_tokens or end - start <= 16:
+        break
+      end -= 1
+    windows.append(window)
+    if end >= len(offsets):
+      break
+    start = min(start + stride, end)
+  return t5_nli.EncodedExample(windows, True)
+
+
+def test_windows_joined_from_the_premises_pieces_equal_windows_tokenised_whole(tiny_model):
+  """Windows are joined from the premise's pieces, a word cut at an edge
+  tokenised again: the ids are those of each window's text tokenised whole,
+  whatever the words (unknown characters, a lone "▁", combining marks, a
+  premise the normaliser changes, long words cut inside, a hypothesis alone
+  past the length)."""
+  model = t5_nli.load_t5_nli(tiny_model, max_input_tokens=48)
+  rng = random.Random(11)
+  # Words the normaliser leaves as they are (the premise's pieces are joined),
+  # then some it changes (the windows are tokenised whole).
+  kept = _texts()[0].split()[:40] + ["x", "Q", "qqzzjj", "été", "\u0600x",
+                                     "y\u0600", "\U0001F469\u200d\U0001F4BB", "a" * 40,
+                                     "Hillary.", "(1953)", "q\u0301q\u0301q\u0301",
+                                     "\U0001F44D\U0001F3FD"]
+  words = kept + ["▁", "a▁b", "e\u0301t\u0301", "Ｆｕｌｌ", "ﬁne", "\u00a0", "nbsp\u00a0x", "\u0301x"]
+  spaces = [" "] * 12 + ["  ", "\n", "\t", " \n "]
+  examples = []
+  for i in range(60):
+    n = rng.randint(1, 120)
+    premise = "".join(rng.choice(kept if i % 3 else words) + rng.choice(spaces)
+                      for _ in range(n)).strip()
+    hypothesis = " ".join(rng.choice(words) for _ in range(rng.choice([1, 5, 12, 60])))
+    examples.append(AttributionExample(premise, hypothesis, "", ""))
+  expected = [_windows_tokenised_whole(model, example) for example in examples]
+  assert model.encode_many(examples) == expected
+  assert [model.encode(example) for example in examples[:10]] == expected[:10]
+  windowed = [item for item in expected if item.truncated]
+  assert len(windowed) > 30 and sum(len(item.windows) for item in windowed) > 150
