@@ -2,7 +2,7 @@
 
     AUTOAIS_SHARED_DATA=SHARED/data nice -n 5 .venv/bin/python bench/memory.py \
         [--jobs claims,claims-max,claims-cache,sck,ais-annotations,audit,agreement,
-                evaluate-t5,claims-t5]
+                evaluate-t5,claims-t5,claims-t5-rerank]
         [--sizes 10000,100000,1000000]
         [--modes in_process,two_workers] [--limit_mib 6144] [--workdir bench/out/memory]
         [--checkout DIR]
@@ -36,7 +36,10 @@ counts in run.json) in the published formats, scaled from real structure:
   through the model fan-out (transforms/scoring/fanout.py), which string-match
   does not;
 * claims-t5: the claims case scored by the tiny random T5 (the copies repeat
-  their claims and evidence, so the distinct examples stay those of one copy).
+  their claims and evidence, so the distinct examples stay those of one copy);
+* claims-t5-rerank: the same, `--evidence_mode rerank` (evidence longer than
+  the model's input is split into sentences, each scored, the chosen ones
+  scored again).
 
 Each run is `autoais JOB` as a child process, in-process (FnApiRunner) and with
 `--direct_running_mode=multi_processing --direct_num_workers=2`; bench/scale.py's
@@ -72,13 +75,14 @@ from scale import TWO_WORKERS, by_role, run_measured, tiny_model  # pylint: disa
 from tests.support import sck_kg  # pylint: disable=wrong-import-position
 
 JOBS = ("claims", "claims-max", "claims-cache", "sck", "ais-annotations", "audit",
-        "agreement", "evaluate-t5", "claims-t5")
+        "agreement", "evaluate-t5", "claims-t5", "claims-t5-rerank")
 # Cases of a job: (the autoais job, whose inputs they read; its options).
 # claims-cache's options name a fresh cache directory: command() makes them.
 CASES = {"claims-max": ("claims", ["--evidence_mode", "max"]),
          "claims-cache": ("claims", []),
          "evaluate-t5": ("evaluate", []),
-         "claims-t5": ("claims", [])}
+         "claims-t5": ("claims", []),
+         "claims-t5-rerank": ("claims", ["--evidence_mode", "rerank"])}
 MODES = {"in_process": [], "two_workers": TWO_WORKERS}
 FLAT = 1.25
 AUDIT_ANSWERS, AUDIT_PASSAGES = 10000, 100000
@@ -262,8 +266,9 @@ def command(job: str, work: str, rows: int, mode: str):
     shutil.rmtree(cache, ignore_errors=True)
     options = ["--scorer", "t5", "--model", tiny_model(work), "--torch_threads", "1",
                "--score_cache", cache]
-  elif job in ("evaluate-t5", "claims-t5"):
-    options = ["--scorer", "t5", "--model", tiny_model(work), "--torch_threads", "1"]
+  elif job in ("evaluate-t5", "claims-t5", "claims-t5-rerank"):
+    options = options + ["--scorer", "t5", "--model", tiny_model(work),
+                         "--torch_threads", "1"]
   return name, options
 
 
