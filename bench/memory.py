@@ -2,9 +2,10 @@
 
     AUTOAIS_SHARED_DATA=SHARED/data nice -n 5 .venv/bin/python bench/memory.py \
         [--jobs claims,claims-max,claims-cache,sck,ais-annotations,audit,agreement,
-                evaluate-t5,claims-t5]
+                evaluate-t5,claims-t5,claims-t5-rerank]
         [--sizes 10000,100000,1000000]
         [--modes in_process,two_workers] [--limit_mib 6144] [--workdir bench/out/memory]
+        [--checkout DIR]
 
 For each job, synthetic inputs of about 10k, 100k and 1M rows (the unit each job
 counts in run.json) in the published formats, scaled from real structure:
@@ -35,7 +36,10 @@ counts in run.json) in the published formats, scaled from real structure:
   through the model fan-out (transforms/scoring/fanout.py), which string-match
   does not;
 * claims-t5: the claims case scored by the tiny random T5 (the copies repeat
-  their claims and evidence, so the distinct examples stay those of one copy).
+  their claims and evidence, so the distinct examples stay those of one copy);
+* claims-t5-rerank: the same, `--evidence_mode rerank` (evidence longer than
+  the model's input is split into sentences, each scored, the chosen ones
+  scored again).
 
 Each run is `autoais JOB` as a child process, in-process (FnApiRunner) and with
 `--direct_running_mode=multi_processing --direct_num_workers=2`; bench/scale.py's
@@ -48,6 +52,8 @@ only where the 100k run of that job and mode stayed within 1.25x of 10k (where
 Prints one JSON line per run to stderr as it ends, and one JSON line on stdout:
 per job and mode, each size's rows, seconds, peak MiB by role and total, and the
 ratios 100k / 10k and 1M / 10k of the largest process of each role.
+`--checkout DIR` runs the jobs of another checkout (its .venv, from its root)
+on the same inputs, for figures before a change (give it its own --workdir).
 """
 import argparse
 import csv
@@ -69,13 +75,14 @@ from scale import TWO_WORKERS, by_role, run_measured, tiny_model  # pylint: disa
 from tests.support import sck_kg  # pylint: disable=wrong-import-position
 
 JOBS = ("claims", "claims-max", "claims-cache", "sck", "ais-annotations", "audit",
-        "agreement", "evaluate-t5", "claims-t5")
+        "agreement", "evaluate-t5", "claims-t5", "claims-t5-rerank")
 # Cases of a job: (the autoais job, whose inputs they read; its options).
 # claims-cache's options name a fresh cache directory: command() makes them.
 CASES = {"claims-max": ("claims", ["--evidence_mode", "max"]),
          "claims-cache": ("claims", []),
          "evaluate-t5": ("evaluate", []),
-         "claims-t5": ("claims", [])}
+         "claims-t5": ("claims", []),
+         "claims-t5-rerank": ("claims", ["--evidence_mode", "rerank"])}
 MODES = {"in_process": [], "two_workers": TWO_WORKERS}
 FLAT = 1.25
 AUDIT_ANSWERS, AUDIT_PASSAGES = 10000, 100000
@@ -259,27 +266,33 @@ def command(job: str, work: str, rows: int, mode: str):
     shutil.rmtree(cache, ignore_errors=True)
     options = ["--scorer", "t5", "--model", tiny_model(work), "--torch_threads", "1",
                "--score_cache", cache]
-  elif job in ("evaluate-t5", "claims-t5"):
-    options = ["--scorer", "t5", "--model", tiny_model(work), "--torch_threads", "1"]
+  elif job in ("evaluate-t5", "claims-t5", "claims-t5-rerank"):
+    options = options + ["--scorer", "t5", "--model", tiny_model(work),
+                         "--torch_threads", "1"]
   return name, options
 
 
-def run_job(name: str, arguments, label: str, mode: str, work: str, limit_mib: int):
+def run_job(name: str, arguments, label: str, mode: str, work: str, limit_mib: int,
+            checkout: str):
   output = os.path.join(work, f"{label}_out")
+  python = (os.path.join(checkout, ".venv", "bin", "python") if checkout != ROOT
+            else AUTOAIS[0])
   code, seconds, peaks, _, killed = run_measured(
-      AUTOAIS + [name, *arguments, "--output_dir", output, *MODES[mode]],
-      os.path.join(work, f"{label}.log"), limit_mib=limit_mib)
+      [python, *AUTOAIS[1:], name, *arguments, "--output_dir", output, *MODES[mode]],
+      os.path.join(work, f"{label}.log"), limit_mib=limit_mib, cwd=checkout)
   return output, code, seconds, by_role(peaks), killed
 
 
-def measure(job: str, arguments, rows: int, mode: str, work: str, limit_mib: int):
+def measure(job: str, arguments, rows: int, mode: str, work: str, limit_mib: int,
+            checkout: str):
   name, options = command(job, work, rows, mode)
   label = f"{job}_{rows}_{mode}"
   fill = None
   if job == "claims-cache":
-    fill = run_job(name, arguments + options, f"{label}_fill", mode, work, limit_mib)
+    fill = run_job(name, arguments + options, f"{label}_fill", mode, work, limit_mib,
+                   checkout)
   output, code, seconds, roles, killed = run_job(name, arguments + options, label,
-                                                 mode, work, limit_mib)
+                                                 mode, work, limit_mib, checkout)
   result = {"job": job, "mode": mode, "rows": rows, "seconds": round(seconds, 1),
             "peak_mib_by_role": roles,
             "peak_mib_total": sum(sum(values) for values in roles.values()),
@@ -317,11 +330,15 @@ def main():
   parser.add_argument("--sizes", default="10000,100000,1000000")
   parser.add_argument("--modes", default=",".join(MODES))
   parser.add_argument("--limit_mib", type=int, default=6144)
+  parser.add_argument("--checkout", default=ROOT,
+                      help="the checkout whose jobs run (default: this one)")
   args = parser.parse_args()
+  checkout = os.path.abspath(args.checkout)
   work = os.path.abspath(args.workdir)
   os.makedirs(work, exist_ok=True)
   sizes = [int(size) for size in args.sizes.split(",")]
-  result = {"cpus": os.cpu_count(), "limit_mib": args.limit_mib, "jobs": {}}
+  result = {"cpus": os.cpu_count(), "limit_mib": args.limit_mib, "checkout": checkout,
+            "jobs": {}}
   for job in args.jobs.split(","):
     runs = {mode: {} for mode in args.modes.split(",")}
     for rows in sizes:
@@ -338,7 +355,8 @@ def main():
           done[rows] = {"skipped": "a smaller run was killed"}
           continue
         arguments, written = inputs(base_job(job), directory, rows, work)
-        done[rows] = measure(job, arguments, written, mode, work, args.limit_mib)
+        done[rows] = measure(job, arguments, written, mode, work, args.limit_mib,
+                             checkout)
     for mode, done in runs.items():
       small = done.get(sizes[0])
       for rows in sizes[1:]:

@@ -39,8 +39,7 @@ from autoais.schemas import (AttributionScore, ClaimInput, ClaimRow, ClaimsSyste
 from autoais.transforms.io.spilled_groups import SpilledGroupByKey
 from autoais.transforms.labelled.expertqa import clean_text
 from autoais.transforms.scoring.attribution import (ScoreAttribution, first_failure,
-                                            score_columns, scored_or_failed,
-                                            scoring_failed)
+                                            score_columns, scoring_failed)
 from autoais.transforms.scoring.examples import claim_example
 from autoais.transforms.stats.agreement import AgreementCounts, agreement_statistics
 from autoais.transforms.stats.metrics import (BootstrapWeights, percent_of, written,
@@ -156,20 +155,31 @@ def _claim_scoring_failed(claim: ClaimInput, failure: ScoringFailure) -> DeadLet
        "claim_index": claim.claim_index, "claim": claim.claim})
 
 
+def _dead_letter_failed(key, failure: ScoringFailure) -> DeadLetter:
+  """((claim, premise), failure) -> the claim's dead letter."""
+  return _claim_scoring_failed(key[0], failure)
+
+
+def _key_sentence_by_claim(key, outcome):
+  """((claim, sentence index), score or ScoringFailure) -> (claim id, (index,
+  claim, outcome))."""
+  claim, index = key
+  return _claim_id(claim), (index, claim, outcome)
+
+
 class _RateClaimsFn(beam.DoFn):
   """((claim, premise), score or ScoringFailure) -> its ClaimRow, or its dead
   letter where scoring its evidence failed."""
 
-  def __init__(self, scorer: str, reranked: bool):
+  def __init__(self, scorer: str):
     self._scorer = scorer
-    self._reranked = reranked
 
   def process(self, keyed_outcome):
     (claim, premise), outcome = keyed_outcome
     if isinstance(outcome, ScoringFailure):
       yield beam.pvalue.TaggedOutput("dead_letter", _claim_scoring_failed(claim, outcome))
     else:
-      yield claim_row(claim, premise, outcome, self._reranked, self._scorer)
+      yield claim_row(claim, premise, outcome, False, self._scorer)
 
 
 def _sentence_examples(claim_and_premise):
@@ -238,7 +248,7 @@ class ScoreClaims(beam.PTransform):
                | "GroupItemsByClaim" >> SpilledGroupByKey(
                    FileSystems.join(self._work_dir, "claim_items"))
                | "KeepBestItem" >> beam.Map(_best_item)
-               | "RateClaims" >> beam.ParDo(_RateClaimsFn(name, False)).with_outputs(
+               | "RateClaims" >> beam.ParDo(_RateClaimsFn(name)).with_outputs(
                    "dead_letter", main="rows"))
       return {"rows": rated.rows, "dead_letter": rated.dead_letter,
               "stats": scored["stats"]}
@@ -249,7 +259,7 @@ class ScoreClaims(beam.PTransform):
     # failures: the FnApiRunner holds a Flatten's inputs whole, and the rows
     # are spilled where they are made (WriteMergedRows).
     failed = scored["failed"] | "DeadLetterFailedClaims" >> beam.MapTuple(
-        lambda key, failure: _claim_scoring_failed(key[0], failure))
+        _dead_letter_failed)
     if self._mode == CONCAT:
       rows = scored["scored"] | "RateClaims" >> beam.MapTuple(
           lambda key, score: claim_row(key[0], key[1], score, False, name))
@@ -260,24 +270,32 @@ class ScoreClaims(beam.PTransform):
                  | "SplitEvidenceSentences" >> beam.FlatMap(_sentence_examples)
                  | "ScoreEvidenceSentences" >> ScoreAttribution(self._scorer,
                                                                   self._work_dir))
-    chosen = (scored_or_failed(sentences, "CollectSentenceOutcomes")
-              | "KeySentencesByClaim" >> beam.MapTuple(
-                  lambda key, outcome: (_claim_id(key[0]), (key[1], key[0], outcome)))
-              | "GroupSentencesByClaim" >> beam.GroupByKey()
+    # A claim's sentence scores and failures meet in runs on disk, each spilled
+    # where it is made (the FnApiRunner holds a Flatten's inputs, and a
+    # GroupByKey's, whole).
+    sentence_outcomes = tuple(
+        sentences[part] | f"Key{part.title()}SentencesByClaim" >> beam.MapTuple(
+            _key_sentence_by_claim) for part in ("scored", "failed"))
+    chosen = (sentence_outcomes
+              | "GroupSentencesByClaim" >> SpilledGroupByKey(
+                  FileSystems.join(self._work_dir, "claim_sentences"))
               | "ChooseSentences" >> beam.ParDo(_ChooseSentencesFn()).with_outputs(
                   "failed", main="examples"))
     reranked = chosen.examples | "ScoreChosenSentences" >> ScoreAttribution(
         self._scorer, self._work_dir)
     fitting = routed.fits | "RateFittingClaims" >> beam.MapTuple(
         lambda key, score: claim_row(key[0], key[1], score, False, name))
-    rated = ((scored_or_failed(reranked, "CollectRerankedOutcomes"), chosen.failed)
-             | "CollectRerankOutcomes" >> beam.Flatten()
-             | "RateRerankedClaims" >> beam.ParDo(
-                 _RateClaimsFn(name, True)).with_outputs("dead_letter", main="rows"))
+    rated = reranked["scored"] | "RateRerankedClaims" >> beam.MapTuple(
+        lambda key, score: claim_row(key[0], key[1], score, True, name))
     # Two PCollections, not a Flatten of them: WriteMergedRows spills each where
-    # it is made.
-    rows = (fitting, rated.rows)
-    dead = ((failed, rated.dead_letter)
+    # it is made. The dead letters (a claim each, the few whose scoring failed)
+    # are flattened.
+    rows = (fitting, rated)
+    dead = ((failed,
+             reranked["failed"] | "DeadLetterFailedReranks" >> beam.MapTuple(
+                 _dead_letter_failed),
+             chosen.failed | "DeadLetterFailedSentences" >> beam.MapTuple(
+                 _dead_letter_failed))
             | "MergeClaimDeadLetters" >> beam.Flatten())
     stats = ((scored["stats"], sentences["stats"], reranked["stats"])
              | "CollectScorerStats" >> beam.Flatten())

@@ -103,8 +103,8 @@ class _ReadCacheFileFn(beam.DoFn):
 
 
 class _MatchCachedFn(beam.DoFn):
-  """(digest, {"unique": [(keys, example)], "cached": [entries]}) -> a hit
-  (keys, score) or a miss (digest, (keys, example))."""
+  """(digest, {"unique": [example], "cached": [entries]}) -> a hit (digest,
+  score) or a miss (digest, example)."""
 
   def __init__(self, threshold: Optional[float]):
     self._threshold = threshold
@@ -119,10 +119,9 @@ class _MatchCachedFn(beam.DoFn):
       entry = min(entries)
       attributable = (entry.attributable if self._threshold is None
                       else entry.nli_score > self._threshold)
-      keys, _ = unique[0]
       self._hits.add()
       yield beam.pvalue.TaggedOutput("stats", {"cache_hits": 1, "unique_triples": 1})
-      yield keys, AttributionScore(entry.nli_score, attributable, entry.n_windows,
+      yield digest, AttributionScore(entry.nli_score, attributable, entry.n_windows,
                                    entry.truncated)
     # else: a cached score this run does not need
 
@@ -240,9 +239,9 @@ class ScoreCache:
     self.run_id = run_id or new_run_id()
 
   def look_up(self, work_dir: str) -> beam.PTransform:
-    """(digest, (keys, example)) -> {"hits": (keys, score), "misses": (digest,
-    (keys, example)), "stats": a tuple of PCollections of count dicts}; the
-    join's runs go under `work_dir` (the run's scratch)."""
+    """(digest, example), one per distinct example -> {"hits": (digest, score),
+    "misses": (digest, example), "stats": a tuple of PCollections of count
+    dicts}; the join's runs go under `work_dir` (the run's scratch)."""
     return _LookUp(self, work_dir)
 
   def add(self, work_dir: str) -> beam.PTransform:

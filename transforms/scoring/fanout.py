@@ -15,6 +15,14 @@ passes through unscored. With a score cache (transforms/scoring/cache.py),
 examples the cache holds for this model are not sent to the model at all, and
 the model's new scores are added to it.
 
+Only the distinct examples, keyed by digest, go on to the cache and the model;
+the rows' keys wait on disk, each spilled once as (digest, key), and meet the
+scores (the cache's and the model's) and failures by digest at the end
+(FanOutScores). A row key can be a whole row (a claim with its evidence): had
+each distinct example carried the keys of the rows that share it, every
+chunk to the model would hold its examples' share of all the run's rows, a
+share that grows with the rows (a chunk is one element).
+
 The distinct examples are then cut into chunks that depend on the data alone,
 and spread over the workers:
 
@@ -34,10 +42,11 @@ Every grouping goes through runs on disk under `work_dir`
 DirectRunner, which holds whatever is shuffled, holds no example: identical
 triples are grouped by digest; the distinct ones are spilled keyed by (length
 band, digest), shard by band, and each shard's merge cuts its bands' groups
-(band counts as a side input of the merge, not of the spill) and their chunks.
-The scored rows' parts (unscored, the cache's hits, the model's) are merged
-through pickled files too (SpilledFlatten), not by a Flatten the launching
-process would hold whole.
+(band counts as a side input of the merge, not of the spill) and their chunks;
+the rows' keys meet their scores by digest in SpilledCoGroupByKey. The scored
+rows' two parts (the unscored, the fanned-out scores) are merged through
+pickled files too (SpilledFlatten), not by a Flatten the launching process
+would hold whole.
 
 A model's floating-point result depends, in its last bits, on which examples
 share a padded batch; with chunks fixed by the data, scores are byte-identical
@@ -50,7 +59,7 @@ AttributionScore (a remote endpoint that refused it); its rows go to "failed".
 
 Counts in "stats": unique_triples (distinct examples), model_calls (distinct
 examples sent to the model), cache_hits, rows_scored_by_model (rows that got a
-model score, from the model or the cache), scoring_failed and
+score from the model itself, the cache's hits not counted), scoring_failed and
 rows_scoring_failed, inference_groups and largest_group_examples,
 inference_calls and largest_call_examples.
 """
@@ -64,8 +73,9 @@ from apache_beam.ml.inference.base import ModelHandler, RunInference
 from autoais.schemas import ScoringFailure
 from autoais.transforms.io import progress
 from autoais.transforms.io.counts import SumCounts
-from autoais.transforms.io.spilled_groups import (SpilledFlatten, SpilledGroupByKey,
-                                                  SpillKeyedRuns, merge_groups)
+from autoais.transforms.io.spilled_groups import (SpilledCoGroupByKey, SpilledFlatten,
+                                                  SpilledGroupByKey, SpillKeyedRuns,
+                                                  merge_groups)
 from autoais.transforms.scoring.examples import example_digest
 
 LENGTH_BAND_CHARS = 512
@@ -79,6 +89,8 @@ def example_chars(example) -> int:
 
 
 class _KeyByExampleFn(beam.DoFn):
+  """(key, example) -> (digest, example) to score and (digest, key) to wait for
+  its score ("row_keys"), or (key, None) ("unscored") for a None example."""
 
   def setup(self):
     self._rows = progress.Tally("rows_to_score")
@@ -89,19 +101,18 @@ class _KeyByExampleFn(beam.DoFn):
     if example is None:
       yield beam.pvalue.TaggedOutput("unscored", (key, None))
     else:
-      yield example_digest(example.premise, example.hypothesis), (key, example)
+      digest = example_digest(example.premise, example.hypothesis)
+      yield beam.pvalue.TaggedOutput("row_keys", (digest, key))
+      yield digest, example
 
   def finish_bundle(self):
     self._rows.flush()
 
 
-def _collect_row_keys(grouped):
-  """(digest, [(key, example), ...]) -> (digest, (keys, example))."""
-  digest, keyed_examples = grouped
-  keys, example = [], None
-  for key, example in keyed_examples:
-    keys.append(key)
-  return digest, (keys, example)
+def _one_example(grouped):
+  """(digest, [identical examples]) -> (digest, example)."""
+  digest, examples = grouped
+  return digest, examples[0]
 
 
 def length_band(example) -> int:
@@ -121,9 +132,9 @@ def group_key(digest: bytes, example, band_counts, examples_per_group: int):
 
 
 def _key_by_band(unique):
-  """(digest, (keys, example)) -> ((length band, digest), (keys, example))."""
-  digest, keys_and_example = unique
-  return (length_band(keys_and_example[1]), digest), keys_and_example
+  """(digest, example) -> ((length band, digest), example)."""
+  digest, example = unique
+  return (length_band(example), digest), example
 
 
 def _band_of_key(band_and_digest) -> int:
@@ -131,11 +142,11 @@ def _band_of_key(band_and_digest) -> int:
 
 
 def cut_chunks(items, chunk_chars: int, max_examples: int):
-  """A group's (digest, keys, example) items in digest order, cut at
+  """A group's (digest, example) items in digest order, cut at
   `chunk_chars` characters or `max_examples` examples."""
   chunk, size = [], 0
   for item in sorted(items, key=lambda item: item[0]):
-    length = example_chars(item[2])
+    length = example_chars(item[1])
     if chunk and (size + length > chunk_chars or len(chunk) == max_examples):
       yield chunk
       chunk, size = [], 0
@@ -167,14 +178,14 @@ class _CutChunksFn(beam.DoFn):
     _, runs = shard_runs
     group, items = None, []
     for (_, digest), (values,) in merge_groups(runs, 1):
-      keys, example = values[0]
+      example = values[0]
       self._queued.add()
       key = group_key(digest, example, band_counts, self._examples_per_group)
       if key != group and items:
         yield from self._cut(items)
         items = []
       group = key
-      items.append((digest, keys, example))
+      items.append((digest, example))
     if items:
       yield from self._cut(items)
 
@@ -200,9 +211,9 @@ def pack_chunk(chunk) -> bytes:
 
 
 class _ChunkHandler(ModelHandler):
-  """Runs a handler on packed chunks of (digest, keys, example), one chunk per
-  call, and answers each chunk with one list of (digest, keys, result): one
-  element a chunk, not one a row, on the way to RouteResults."""
+  """Runs a handler on packed chunks of (digest, example), one chunk per call,
+  and answers each chunk with one list of (digest, result): one element a
+  chunk, not one an example, on the way to RouteResults."""
 
   def __init__(self, handler: ModelHandler):
     super().__init__()
@@ -215,10 +226,10 @@ class _ChunkHandler(ModelHandler):
     scored = []
     for packed in batch:
       chunk = pickle.loads(packed)
-      results = self._handler.run_inference([example for _, _, example in chunk], model,
+      results = self._handler.run_inference([example for _, example in chunk], model,
                                             inference_args)
-      scored.append([(digest, keys, result.inference)
-                     for (digest, keys, _), result in zip(chunk, results)])
+      scored.append([(digest, result.inference)
+                     for (digest, _), result in zip(chunk, results)])
       progress.count("model_examples", len(chunk))
     progress.flush()
     return scored
@@ -242,42 +253,43 @@ class _ChunkHandler(ModelHandler):
     return self._handler.get_resource_hints()
 
 
-class _RouteResultsFn(beam.DoFn):
-  """A chunk's [(digest, keys, score or failure)] -> rows: scored, failed, and
-  the new scores for the cache; one "stats" dict per chunk."""
+def _route_results(results):
+  """A chunk's [(digest, score or failure)] -> (digest, score) (the model's new
+  scores), "failed" (digest, failure); one "stats" dict per chunk."""
+  failed = 0
+  for digest, inference in results:
+    if isinstance(inference, ScoringFailure):
+      failed += 1
+      yield beam.pvalue.TaggedOutput("failed", (digest, inference))
+    else:
+      yield digest, inference
+  yield beam.pvalue.TaggedOutput("stats", {"model_calls": len(results),
+                                           "scoring_failed": failed})
+
+
+class _FanOutScoresFn(beam.DoFn):
+  """(digest, {"cached": [score], "failed": [failure], "model": [score],
+  "rows": [keys]}) -> (key, score) for each row key of the digest, or
+  "failed" (key, failure); "stats" counts the rows of the model's scores and
+  failures (not the cache's hits)."""
 
   def setup(self):
     self._rows = progress.Tally("rows_scored")
 
-  def process(self, results):
-    failed = rows_failed = rows_scored = 0
-    for digest, keys, inference in results:
-      if isinstance(inference, ScoringFailure):
-        failed += 1
-        rows_failed += len(keys)
-        for key in keys:
-          yield beam.pvalue.TaggedOutput("failed", (key, inference))
-        continue
-      yield beam.pvalue.TaggedOutput("new_scores", (digest, inference))
-      rows_scored += len(keys)
+  def process(self, joined):
+    _, sides = joined
+    keys = sides["rows"]
+    if sides["failed"]:
+      failure = sides["failed"][0]
+      yield beam.pvalue.TaggedOutput("stats", {"rows_scoring_failed": len(keys)})
       for key in keys:
-        yield key, inference
-    self._rows.add(rows_scored)
-    yield beam.pvalue.TaggedOutput("stats", {
-        "model_calls": len(results), "scoring_failed": failed,
-        "rows_scoring_failed": rows_failed, "rows_scored_by_model": rows_scored})
-
-  def finish_bundle(self):
-    self._rows.flush()
-
-
-class _FanOutCachedFn(beam.DoFn):
-
-  def setup(self):
-    self._rows = progress.Tally("rows_scored")
-
-  def process(self, keys_and_score):
-    keys, score = keys_and_score
+        yield beam.pvalue.TaggedOutput("failed", (key, failure))
+      return
+    if sides["model"]:
+      score = sides["model"][0]
+      yield beam.pvalue.TaggedOutput("stats", {"rows_scored_by_model": len(keys)})
+    else:
+      score = sides["cached"][0]
     self._rows.add(len(keys))
     for key in keys:
       yield key, score
@@ -300,7 +312,8 @@ class ScoreUniqueExamples(beam.PTransform):
   """See the module docstring. `model_id` names the model (it is constant for
   the transform, so it is not part of the example digest); `score_cache` is a
   transforms.scoring.cache.ScoreCache or None. The parts of "scored"
-  (unscored, cache hits, the model's) are merged by SpilledFlatten: the
+  (unscored, and the scores fanned out to their rows) are merged by
+  SpilledFlatten: the
   FnApiRunner would hold a beam.Flatten of them whole, every scored row of the
   run. With `merge_scored=False`, "scored" is the tuple of its parts, for a
   consumer that spills each part where it is made anyway (one pickling less)."""
@@ -323,24 +336,23 @@ class ScoreUniqueExamples(beam.PTransform):
   def expand(self, keyed_examples):
     routed = keyed_examples | "KeyByExample" >> beam.ParDo(
         _KeyByExampleFn()).with_output_types(
-            Tuple[bytes, Any]).with_outputs("unscored", main="to_score")
+            Tuple[bytes, Any]).with_outputs("unscored", "row_keys", main="to_score")
     unique = (routed.to_score
               | "GroupIdenticalTriples" >> SpilledGroupByKey(
                   FileSystems.join(self._work_dir, "triples"))
-              | "CollectRowKeys" >> beam.Map(_collect_row_keys))
+              | "TakeOneExample" >> beam.Map(_one_example))
     stats = []
-    scored_parts = [routed.unscored]
+    scores = {"rows": routed.row_keys, "cached": ()}
     to_model = unique
     if self._score_cache is not None:
       cached = unique | "LookUpScoreCache" >> self._score_cache.look_up(
           FileSystems.join(self._work_dir, "cache"))
       to_model = cached["misses"]
       stats.append(cached["stats"])
-      scored_parts.append(cached["hits"] | "FanOutCachedScores" >> beam.ParDo(
-          _FanOutCachedFn()))
+      scores["cached"] = cached["hits"]
 
     band_counts = (to_model
-                   | "BandOfExample" >> beam.Map(lambda item: (length_band(item[1][1]), 1))
+                   | "BandOfExample" >> beam.Map(lambda item: (length_band(item[1]), 1))
                    | "CountPerBand" >> beam.CombinePerKey(sum))
     # Distinct triples = the model's (counted per band here) + the cache's hits.
     stats.append(band_counts | "CountUniqueTriples" >> beam.MapTuple(
@@ -358,19 +370,25 @@ class ScoreUniqueExamples(beam.PTransform):
                    FileSystems.join(self._work_dir, "chunks"))
                | "TakeChunks" >> beam.FlatMap(lambda grouped: grouped[1])
                | "RunInference" >> RunInference(_ChunkHandler(self._handler))
-               | "RouteResults" >> beam.ParDo(_RouteResultsFn()).with_outputs(
-                   "failed", "new_scores", "stats", main="scored"))
-    scored_parts.append(results.scored)
-    stats += [chunks.stats, results.stats]
+               | "RouteResults" >> beam.FlatMap(_route_results).with_outputs(
+                   "failed", "stats", main="scored"))
+    scores.update(model=results.scored, failed=results.failed)
+    fanned = (scores
+              | "JoinScoresToRows" >> SpilledCoGroupByKey(
+                  FileSystems.join(self._work_dir, "fanout"))
+              | "FanOutScores" >> beam.ParDo(_FanOutScoresFn()).with_outputs(
+                  "failed", "stats", main="scored"))
+    stats += [chunks.stats, results.stats, fanned.stats]
     if self._score_cache is not None:
-      stats.append(results.new_scores
+      stats.append(results.scored
                    | "AddToScoreCache" >> self._score_cache.add(
                        FileSystems.join(self._work_dir, "new_scores")))
+    scored_parts = (routed.unscored, fanned.scored)
     return {
-        "scored": (tuple(scored_parts) | "MergeScored" >> SpilledFlatten(
+        "scored": (scored_parts | "MergeScored" >> SpilledFlatten(
             FileSystems.join(self._work_dir, "scored"))
-                   if self._merge_scored else tuple(scored_parts)),
-        "failed": results.failed,
+                   if self._merge_scored else scored_parts),
+        "failed": fanned.failed,
         "stats": sum_stats(keyed_examples.pipeline, stats, dict(
             _ZERO_STATS, **(_ZERO_CACHE_STATS if self._score_cache else {}))),
     }

@@ -42,12 +42,12 @@ def _reference(examples):
   groups = defaultdict(list)
   for digest, example in unique.items():
     groups[fanout.group_key(digest, example, band_counts, PER_GROUP)].append(
-        (digest, [], example))
+        (digest, example))
   call_size, calls = {}, []
   for items in groups.values():
     for chunk in fanout.cut_chunks(items, CHUNK_CHARS, MAX_EXAMPLES):
       calls.append(len(chunk))
-      call_size.update((digest, len(chunk)) for digest, _, _ in chunk)
+      call_size.update((digest, len(chunk)) for digest, _ in chunk)
   stats = {"inference_groups": len(groups),
            "largest_group_examples": max(map(len, groups.values())),
            "inference_calls": len(calls), "largest_call_examples": max(calls)}
