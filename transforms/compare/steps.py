@@ -243,18 +243,17 @@ def system_change(system: str, questions: Sequence[QuestionPair],
   n = len(questions)
   base_y = np.array([pair.baseline_yes for pair in questions], dtype=float)
   cand_y = np.array([pair.candidate_yes for pair in questions], dtype=float)
-  differences = [100.0 * (cand_y - base_y)]
+  # AutoAIS, EM, F1, citation precision: None where the runs lack the figure
+  differences = [100.0 * (cand_y - base_y), None, None, None]
   if n and all(pair.graded is not None for pair in questions):
     for index in (0, 1):  # EM, F1
-      differences.append(100.0 * np.array(
+      differences[index + 1] = 100.0 * np.array(
           [pair.graded[index + 2] - pair.graded[index] for pair in questions],
-          dtype=float))
-  precision = _NO_PRECISION
+          dtype=float)
   if n and all(pair.precision is not None for pair in questions):
     base_p, cand_p = (np.array([pair.precision[index] for pair in questions], dtype=float)
                       for index in (0, 1))
-    differences += [None] * (3 - len(differences)) + [100.0 * (cand_p - base_p)]
-    precision = (_rounded(100.0 * base_p.mean()), _rounded(100.0 * cand_p.mean()))
+    differences[3] = 100.0 * (cand_p - base_p)
   changes, intervals = [None] * 4, [(None, None)] * 4
   bootstrap = None
   if n:
@@ -265,8 +264,10 @@ def system_change(system: str, questions: Sequence[QuestionPair],
         [differences[index] for index in measured])):
       changes[index] = _rounded(float(differences[index].mean()))
       intervals[index] = tuple(_rounded(bound) for bound in interval)
-  if precision is not _NO_PRECISION:
-    precision += (changes[3], *intervals[3])
+  precision = _NO_PRECISION
+  if differences[3] is not None:
+    precision = (_rounded(100.0 * base_p.mean()), _rounded(100.0 * cand_p.mean()),
+                 changes[3], *intervals[3])
   base_decisions = np.array([y for pair in questions for y in pair.baseline_decisions],
                             dtype=bool)
   cand_decisions = np.array([y for pair in questions for y in pair.candidate_decisions],
