@@ -357,7 +357,10 @@ def claims_system_row(outcomes: ClaimOutcomes, bootstrap_samples: int,
   yes = np.bincount(answer, weights=attributable, minlength=n_answers)
   macro, micro = _macro_micro(yes, claims, np.ones(n_answers, dtype=bool))
   macro_kept, micro_kept = _macro_micro(yes, claims, ~abstained)
-  bootstrap = BootstrapWeights(n_answers, bootstrap_samples, seed)
+  # Two uses: drawn twice rather than cached (a cache of samples x answers
+  # doubles, 66 MB for a system of 8,299 answers, was the peak of a million
+  # claims).
+  bootstrap = BootstrapWeights(n_answers, bootstrap_samples, seed, cache=False)
   (macro_ci,) = bootstrap.intervals([yes / claims])
   (micro_ci,) = bootstrap.ratio_intervals([(yes, claims)])
 

@@ -152,6 +152,18 @@ _HUMAN_CODES = {None: HUMAN_NONE, "N": HUMAN_N, "Y": HUMAN_Y}
 
 _BOOTSTRAP_CHUNK = 50
 _BOOTSTRAP_CACHE_ENTRIES = 8 * 1024 * 1024
+# Weights a chunk holds at most (8 MiB of doubles): past about 21,000
+# questions a chunk has fewer than _BOOTSTRAP_CHUNK resamples, so that its
+# memory stays flat however many questions a run has (50 resamples of 109,000
+# answers were 44 MB at a million claims).
+_BOOTSTRAP_CHUNK_ENTRIES = 1024 * 1024
+
+
+def bootstrap_chunk_rows(n: int) -> int:
+  """Resamples per chunk for n questions. A chunk is one matrix product, whose
+  last bits depend on its number of rows, so this is a function of n alone:
+  results are the same whatever else a run holds."""
+  return max(1, min(_BOOTSTRAP_CHUNK, _BOOTSTRAP_CHUNK_ENTRIES // max(n, 1)))
 
 
 class BootstrapWeights:
@@ -159,8 +171,8 @@ class BootstrapWeights:
 
   Resample b draws n question indexes with replacement; its weights are how
   often each question was drawn, over n, so its mean of a per-question array is
-  one matrix product. Resamples come from one seeded generator in fixed-size
-  chunks: every system (and every run) sees the same resamples (a paired
+  one matrix product. Resamples come from one seeded generator in chunks whose
+  size depends on n alone (bootstrap_chunk_rows): every system (and every run) sees the same resamples (a paired
   bootstrap), and results do not depend on whether chunks were cached.
   """
 
@@ -175,8 +187,9 @@ class BootstrapWeights:
 
   def _chunks(self):
     rng = np.random.default_rng(self.seed)
-    for start in range(0, self.samples, _BOOTSTRAP_CHUNK):
-      size = min(_BOOTSTRAP_CHUNK, self.samples - start)
+    rows = bootstrap_chunk_rows(self.n)
+    for start in range(0, self.samples, rows):
+      size = min(rows, self.samples - start)
       weights = np.empty((size, self.n))
       # One resample's draws at a time (the generator's stream is the same as
       # one (size, n) draw), and the division in place: a chunk's memory is
