@@ -108,9 +108,13 @@ class _EncodeEntryFn(beam.DoFn):
 MAX_MERGE_RUNS = 32
 
 
-def _fewer_runs(runs: Iterable[RunSlice], max_runs: int) -> List[RunSlice]:
+def _fewer_runs(runs: Iterable[RunSlice], max_runs: int,
+                created: List[str]) -> List[RunSlice]:
   """`runs`, or, where they are more than `max_runs`, runs of the same entries
-  merged (beside the first run's file) until they are no more."""
+  merged (beside the first run's file) until they are no more. The paths of
+  the files it writes are appended to `created`; a pass deletes the files of
+  the pass before once it has read them (the spilled runs themselves are
+  kept: a retried merge reads them again)."""
   runs = sorted(runs)
   while len(runs) > max_runs:
     directory = FileSystems.split(runs[0].path)[0]
@@ -121,24 +125,41 @@ def _fewer_runs(runs: Iterable[RunSlice], max_runs: int) -> List[RunSlice]:
         merged.extend(part)
         continue
       path = FileSystems.join(directory, f"merged-{uuid.uuid4().hex}.arrow")
+      created.append(path)
       merged.extend(run for _, run in write_run(
           path, [(0, merge_sorted_runs(part, _Entry, _ENTRY_KEY))], _Entry,
           _ENTRY_SCHEMA))
+      _delete_created(part, created)
     runs = sorted(merged)
   return runs
+
+
+def _delete_created(runs: Iterable[RunSlice], created: List[str]) -> None:
+  """Deletes the files of `runs` that a merge pass wrote (those in `created`)."""
+  paths = sorted({run.path for run in runs} & set(created))
+  if paths:
+    FileSystems.delete(paths)
+    created[:] = [path for path in created if path not in paths]
 
 
 def merge_groups(runs: Iterable[RunSlice], num_tags: int,
                  max_runs: int = MAX_MERGE_RUNS) -> Iterator[Tuple[Any, List[list]]]:
   """(key, [values of input 0, values of input 1, ...]) for each key of the run
   slices (one shard's), in the order of the keys' encoded bytes; at most
-  `max_runs` runs are read at once."""
-  entries = merge_sorted_runs(_fewer_runs(runs, max_runs), _Entry, _ENTRY_KEY)
-  for key, group in itertools.groupby(entries, key=operator.attrgetter("key")):
-    values = [[] for _ in range(num_tags)]
-    for entry in group:
-      values[entry.tag].append(pickle.loads(entry.value))
-    yield _KEY_CODER.decode(key), values
+  `max_runs` runs are read at once. The merge passes' files are deleted once
+  read, or when the merge stops early."""
+  created = []
+  try:
+    fewer = _fewer_runs(runs, max_runs, created)
+    entries = merge_sorted_runs(fewer, _Entry, _ENTRY_KEY)
+    for key, group in itertools.groupby(entries, key=operator.attrgetter("key")):
+      values = [[] for _ in range(num_tags)]
+      for entry in group:
+        values[entry.tag].append(pickle.loads(entry.value))
+      yield _KEY_CODER.decode(key), values
+  finally:
+    if created:
+      FileSystems.delete(list(created))
 
 
 class SpillKeyedRuns(beam.PTransform):

@@ -5,6 +5,7 @@ import random
 
 import apache_beam as beam
 import pyarrow as pa
+import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that
 
@@ -91,3 +92,20 @@ def test_local_runs_are_uncompressed_and_remote_runs_compressed():
   remote = sorted_runs._ipc_options("gs://bucket/work/run.arrow")  # pylint: disable=protected-access
   assert local.compression is None
   assert remote.compression == "lz4"
+
+
+def test_scratch_codec_compresses_local_runs_that_read_back_the_same(tmp_path,
+                                                                    monkeypatch):
+  letters = sorted(_letters(2000, seed=3), key=_key)
+  sizes = {}
+  for codec in ("none", "lz4", "zstd"):
+    monkeypatch.setenv(sorted_runs.SCRATCH_CODEC_VARIABLE, codec)
+    path = str(tmp_path / f"{codec}.arrow")
+    (_, run), = write_run(path, [(0, letters)], DeadLetter)
+    sizes[codec] = (tmp_path / f"{codec}.arrow").stat().st_size
+    assert list(merge_sorted_runs([run], DeadLetter, DEAD_LETTER_KEY)) == letters
+  # The letters' padding ("x" * n) compresses well with either codec.
+  assert sizes["lz4"] < sizes["none"] / 2 and sizes["zstd"] < sizes["none"] / 2
+  monkeypatch.setenv(sorted_runs.SCRATCH_CODEC_VARIABLE, "gzip")
+  with pytest.raises(ValueError, match="AUTOAIS_SCRATCH_CODEC='gzip'"):
+    write_run(str(tmp_path / "bad.arrow"), [(0, letters)], DeadLetter)

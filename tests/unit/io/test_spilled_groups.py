@@ -144,10 +144,21 @@ def test_a_shard_of_more_runs_than_a_merge_reads_is_merged_in_passes(tmp_path):
                                             [(0, part)], _Entry, _ENTRY_SCHEMA))
   at_once = [(key, values[0]) for key, values in merge_groups(runs, 1, max_runs=20)]
   assert not glob.glob(str(tmp_path / "merged-*.arrow"))
-  in_passes = [(key, values[0]) for key, values in merge_groups(runs, 1, max_runs=3)]
+  groups = merge_groups(runs, 1, max_runs=3)
+  first_key, first_values = next(groups)
   # 20 runs, 3 at a time: 7 merged runs (the last of two), then 2 more of
   # those 7 (the seventh passes on alone), 3 runs read at once at the end.
-  assert len(glob.glob(str(tmp_path / "merged-*.arrow"))) == 7 + 2
+  # While the last merge reads, only its 3 inputs are left: the second pass's
+  # 2 files and the first pass's seventh; the 6 others were deleted once read.
+  assert len(glob.glob(str(tmp_path / "merged-*.arrow"))) == 3
+  in_passes = [(first_key, first_values[0])] + [
+      (key, values[0]) for key, values in groups]
+  assert not glob.glob(str(tmp_path / "merged-*.arrow"))
+  assert len(glob.glob(str(tmp_path / "run-*.arrow"))) == 20
+  stopped = merge_groups(runs, 1, max_runs=3)
+  next(stopped)
+  stopped.close()  # a consumer that stops early leaves no pass files behind
+  assert not glob.glob(str(tmp_path / "merged-*.arrow"))
   assert [key for key, _ in in_passes] == [key for key, _ in at_once]
   assert _sorted_groups(in_passes) == _sorted_groups(at_once)
   assert sorted(_sorted_groups(at_once), key=repr) == sorted(_sorted_groups(
