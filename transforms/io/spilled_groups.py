@@ -75,7 +75,10 @@ _ENTRY_SCHEMA = pa.schema([
     pa.field("tag", pa.int32(), nullable=False),
     pa.field("value", pa.binary(), nullable=False),
 ])
-_ENTRY_KEY = ("key",)
+# Entries sort by key, then input: a key's entries come out input by input (in
+# the order of the tags), so a consumer can read a small input (an entity's
+# record) before streaming a large one (the rows that ask for it).
+_ENTRY_KEY = ("key", "tag")
 
 
 def _shard_of_entry(entry: _Entry) -> int:
@@ -142,24 +145,36 @@ def _delete_created(runs: Iterable[RunSlice], created: List[str]) -> None:
     created[:] = [path for path in created if path not in paths]
 
 
-def merge_groups(runs: Iterable[RunSlice], num_tags: int,
-                 max_runs: int = MAX_MERGE_RUNS) -> Iterator[Tuple[Any, List[list]]]:
-  """(key, [values of input 0, values of input 1, ...]) for each key of the run
-  slices (one shard's), in the order of the keys' encoded bytes; at most
-  `max_runs` runs are read at once. The merge passes' files are deleted once
+def merge_tagged_groups(runs: Iterable[RunSlice], max_runs: int = MAX_MERGE_RUNS
+                        ) -> Iterator[Tuple[Any, Iterator[Tuple[int, Any]]]]:
+  """(key, iterator of (input index, value)) for each key of the run slices
+  (one shard's), in the order of the keys' encoded bytes, a key's values input
+  by input. Each iterator streams from the runs: read it before the next key
+  (as itertools.groupby), and a group of any size is never held whole. At most
+  `max_runs` runs are read at once; the merge passes' files are deleted once
   read, or when the merge stops early."""
   created = []
   try:
     fewer = _fewer_runs(runs, max_runs, created)
     entries = merge_sorted_runs(fewer, _Entry, _ENTRY_KEY)
     for key, group in itertools.groupby(entries, key=operator.attrgetter("key")):
-      values = [[] for _ in range(num_tags)]
-      for entry in group:
-        values[entry.tag].append(pickle.loads(entry.value))
-      yield _KEY_CODER.decode(key), values
+      yield _KEY_CODER.decode(key), (
+          (entry.tag, pickle.loads(entry.value)) for entry in group)
   finally:
     if created:
       FileSystems.delete(list(created))
+
+
+def merge_groups(runs: Iterable[RunSlice], num_tags: int,
+                 max_runs: int = MAX_MERGE_RUNS) -> Iterator[Tuple[Any, List[list]]]:
+  """(key, [values of input 0, values of input 1, ...]) for each key of the run
+  slices (one shard's), in the order of the keys' encoded bytes (as
+  merge_tagged_groups, each group held whole)."""
+  for key, tagged in merge_tagged_groups(runs, max_runs):
+    values = [[] for _ in range(num_tags)]
+    for tag, value in tagged:
+      values[tag].append(value)
+    yield key, values
 
 
 class SpillKeyedRuns(beam.PTransform):

@@ -51,7 +51,8 @@ from autoais.transforms.sck.entity_linking import (Gazetteer, LinkedSentence, Me
 from autoais.transforms.sck.intent import INTENT_WEIGHTS, classify_intent, structure_score
 from autoais.transforms.sck.knowledge_graph import (Conflict, Triple, conflicting_claims,
                                             relevant_triples, triple_labels, verbalise)
-from autoais.transforms.io.spilled_groups import SpilledCoGroupByKey
+from autoais.transforms.io.spilled_groups import (SpilledCoGroupByKey, SpillKeyedRuns,
+                                                  merge_tagged_groups)
 from autoais.transforms.scoring.attribution import ScoreAttribution, first_failure, scoring_failed
 from autoais.transforms.scoring.examples import claim_example
 
@@ -346,13 +347,28 @@ def _entity_requests(keyed_linked):
     yield entity_id, key
 
 
-def _records_for_rows(grouped):
-  _, groups = grouped
-  records = list(groups["record"])
-  if not records:
-    return
-  for key in groups["rows"]:
-    yield key, records[0]
+# The inputs of the join of entities with the answers that need them, in the
+# order a key's values come out: its record first, then the answers' keys.
+_ENTITY_JOIN_TAGS = ("record", "rows")
+
+
+class _SendRecordsToRowsFn(beam.DoFn):
+  """A shard of the entity join -> (answer key, record) for every answer that
+  needs an entity the graph holds. An entity's askers are streamed from the
+  runs behind its record, never listed: an entity that every answer names has
+  as many of them as the run has answers."""
+
+  def process(self, shard_runs):
+    _, runs = shard_runs
+    for _, tagged in merge_tagged_groups(runs):
+      record = None
+      for tag, value in tagged:
+        if tag == 0:
+          record = value if record is None else record  # the first, as before
+        elif record is None:
+          break  # an entity the graph does not hold: no record to send
+        else:
+          yield value, record
 
 
 def _context(grouped):
@@ -448,9 +464,9 @@ class ScoreAnswers(beam.PTransform):
     records = (
         {"rows": linked | "RequestEntities" >> beam.FlatMap(_entity_requests),
          "record": graph["entities"]}
-        | "JoinEntitiesByKey" >> SpilledCoGroupByKey(
-            FileSystems.join(self._work_dir, "entities"))
-        | "SendRecordsToAnswers" >> beam.FlatMap(_records_for_rows))
+        | "JoinEntitiesByKey" >> SpillKeyedRuns(
+            FileSystems.join(self._work_dir, "entities"), _ENTITY_JOIN_TAGS)
+        | "SendRecordsToAnswers" >> beam.ParDo(_SendRecordsToRowsFn()))
     contexts = (
         {"linked": linked, "records": records}
         | "GroupRecordsByAnswer" >> SpilledCoGroupByKey(

@@ -12,7 +12,8 @@ from apache_beam.testing.util import assert_that, equal_to
 from autoais.transforms.io.sorted_runs import write_run
 from autoais.transforms.io.spilled_groups import (_ENTRY_SCHEMA, SpilledCoGroupByKey,
                                                   SpilledFlatten, SpilledGroupByKey,
-                                                  _EncodeEntryFn, _Entry, merge_groups)
+                                                  _ENTRY_KEY, _EncodeEntryFn, _Entry,
+                                                  merge_groups, merge_tagged_groups)
 from autoais.transforms.scoring.examples import claim_example
 
 
@@ -184,3 +185,32 @@ def test_spilled_flatten_of_empty_parts_is_empty(tmp_path):
     parts = (pipeline | "CreateA" >> beam.Create([]),
              pipeline | "CreateB" >> beam.Create([]))
     assert_that(parts | SpilledFlatten(str(tmp_path)), equal_to([]))
+
+
+def test_a_keys_values_stream_input_by_input_whatever_the_runs_order(tmp_path):
+  # Input 1's entries (an entity's askers) are spilled before input 0's (its
+  # record), in runs of their own: a key's values still come out input 0 first.
+  askers = [(f"entity-{i % 3}", ("answers.jsonl", i)) for i in range(90)]
+  records = [(f"entity-{i}", {"id": i}) for i in range(2)]  # entity-2 has none
+  runs = []
+  for tag, part in ((1, askers[:45]), (1, askers[45:]), (0, records)):
+    encode = _EncodeEntryFn(tag, 1, None)
+    entries = sorted((entry for pair in part for entry in encode.process(pair)),
+                     key=lambda entry: tuple(getattr(entry, f) for f in _ENTRY_KEY))
+    runs.extend(run for _, run in write_run(
+        str(tmp_path / f"run-{len(runs)}.arrow"), [(0, entries)], _Entry,
+        _ENTRY_SCHEMA))
+  seen = {}
+  for key, tagged in merge_tagged_groups(runs):
+    tags = []
+    for tag, value in tagged:
+      tags.append(tag)
+      seen.setdefault(key, []).append(value)
+    assert tags == sorted(tags), key
+  assert sorted(seen) == ["entity-0", "entity-1", "entity-2"]
+  for number in range(3):
+    key = f"entity-{number}"
+    expected = ([{"id": number}] if number < 2 else []) + sorted(
+        value for k, value in askers if k == key)
+    assert seen[key][:1 if number < 2 else 0] == expected[:1 if number < 2 else 0]
+    assert sorted(seen[key], key=repr) == sorted(expected, key=repr)
