@@ -1,6 +1,7 @@
 """End-to-end pipeline benchmark (not a test): throughput, memory, join reads.
 
     .venv/bin/python bench/pipeline.py [--quick] [--workdir bench/out]
+        [--memory_only] [--skip_large]
 
 Generates synthetic workloads (S systems x Q questions of predictions, N passages
 of corpus) and runs `autoais build-corpus` and `autoais evaluate` (string-match,
@@ -12,8 +13,9 @@ this one run. Prints one JSON line:
   (run.json timings), medians of --repeat runs, in-process and 2 processes,
   each run preceded by a fixed pure-Python yardstick (seconds; lower is a
   faster machine at that moment);
-* memory: peak RSS of evaluate at ~10k and ~1M prediction rows (3,610 questions,
-  3 and 277 systems, same corpus) and their ratio;
+* memory: peak RSS of evaluate at ~10k, ~100k and ~1M prediction rows (3,610
+  questions, 3, 28 and 277 systems, same corpus) and their ratios to ~10k
+  (--memory_only: these runs alone);
 * join: bytes the lookup join read / corpus bytes, 1k predictions against a
   1M-passage corpus (and the same for 83k predictions).
 
@@ -163,6 +165,8 @@ def main():
                       help="runs of each throughput configuration (median reported)")
   parser.add_argument("--skip_large", action="store_true",
                       help="skip the 1M-passage corpus and the 1M-row run")
+  parser.add_argument("--memory_only", action="store_true",
+                      help="only the memory runs (no throughput, no join reads)")
   args = parser.parse_args()
   scale = 10 if args.quick else 1
   work = args.workdir
@@ -182,10 +186,10 @@ def main():
                                  "peak_rss_mib": round(peak)}
 
   # Throughput: 23 systems x 3,610 questions, in-process and on 2 worker processes.
-  rows = write_predictions(os.path.join(work, "pred23"), gold, 23, n_passages, words,
-                           n_questions // scale)
+  rows = (0 if args.memory_only else write_predictions(
+      os.path.join(work, "pred23"), gold, 23, n_passages, words, n_questions // scale))
   result["throughput"] = {"rows": rows}
-  modes = {"in_process": [],
+  modes = {} if args.memory_only else {"in_process": [],
            "multi_process_2": ["--direct_running_mode=multi_processing",
                                "--direct_num_workers=2"]}
   for mode, flags in modes.items():
@@ -215,9 +219,11 @@ def main():
     result["throughput"][mode]["autoais_mean"] = round(
         sum(system["autoais"] for system in systems) / len(systems), 4)
 
-  # Memory: ~10k versus ~1M prediction rows, same gold and corpus.
+  # Memory: ~10k, ~100k and ~1M prediction rows, same gold and corpus.
   memory = {}
-  sizes = {"small": 3} if args.skip_large else {"small": 3, "large": 277 // scale}
+  sizes = {"small": 3, "medium": 28 // scale}
+  if not args.skip_large:
+    sizes["large"] = 277 // scale
   for label, n_systems in sizes.items():
     directory = os.path.join(work, f"pred_{label}")
     rows = write_predictions(directory, gold, n_systems, n_passages, words)
@@ -225,13 +231,15 @@ def main():
                                     os.path.join(work, f"eval_{label}"))
     memory[label] = {"rows": rows, "seconds": round(wall, 2),
                      "rows_per_s": round(rows / wall), "peak_rss_mib": round(peak)}
+  memory["rss_ratio_medium_over_small"] = round(
+      memory["medium"]["peak_rss_mib"] / memory["small"]["peak_rss_mib"], 3)
   if "large" in memory:
     memory["rss_ratio_large_over_small"] = round(
         memory["large"]["peak_rss_mib"] / memory["small"]["peak_rss_mib"], 3)
   result["memory"] = memory
 
   # Join reads: 1k predictions against a 1M-passage corpus.
-  if not args.skip_large:
+  if not (args.skip_large or args.memory_only):
     n_big = 1000000 // scale
     write_corpus(os.path.join(work, "src1m"), n_big, words)
     wall, peak = build_corpus(os.path.join(work, "src1m"), os.path.join(work, "corpus1m"),
