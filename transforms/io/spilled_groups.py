@@ -8,6 +8,7 @@ instead:
     grouped = {"asked": (asked, more_asked), "known": known} | "JoinAnswers" >> (
         SpilledCoGroupByKey(work_dir))   # (key, {"asked": [...], "known": [...]})
     grouped = pairs | "GroupPairs" >> SpilledGroupByKey(work_dir)  # (key, [...])
+    one_each = pairs | "OneOfEachKey" >> SpilledFirstByKey(work_dir)  # (key, value)
 
 1. each input is encoded where it is made: the key by Beam's deterministic coder
    (equal keys, equal bytes; the bytes order the keys), the value pickled (values
@@ -17,6 +18,9 @@ instead:
 3. each shard's runs are merged in key order and every key's entries come out as
    one group (merge_groups), shard by shard on any worker; a shard of more than
    MAX_MERGE_RUNS runs is first merged in passes, that many runs at a time.
+   A key's entries come out input by input, so a consumer of SpillKeyedRuns
+   can stream a large input behind a small one (merge_tagged_groups) instead
+   of listing it, and SpilledFirstByKey keeps one value of each key.
 
 Each input PCollection is spilled by its own step: a Flatten of several inputs
 is a buffer the DirectRunner holds whole, so callers pass a tuple of
@@ -259,6 +263,28 @@ class SpilledGroupByKey(SpilledCoGroupByKey):
                                              max_run_bytes=self._max_run_bytes)
             | "MergeGroups" >> beam.ParDo(_MergeGroupsFn(None)))
 
+
+
+class _FirstOfGroupsFn(beam.DoFn):
+
+  def process(self, shard_runs):
+    _, runs = shard_runs
+    for key, tagged in merge_tagged_groups(runs):
+      yield key, next(tagged)[1]
+
+
+class SpilledFirstByKey(SpilledCoGroupByKey):
+  """PCollection[(key, value)] or a tuple of them -> PCollection[(key, value)]:
+  one value of each key (the one SpilledGroupByKey would list first), through
+  runs under `work_dir`. The key's other values are skipped in the runs, never
+  read into memory: a key that a million rows share costs one value."""
+
+  def expand(self, inputs):
+    return ({"values": inputs}
+            | "SpillByKey" >> SpillKeyedRuns(self._work_dir, ("values",),
+                                             self._num_shards,
+                                             max_run_bytes=self._max_run_bytes)
+            | "TakeFirstOfGroups" >> beam.ParDo(_FirstOfGroupsFn()))
 
 # Elements pickled together (one frame of a spilled file): pickling a batch
 # shares what its elements share (one score fanned out to many rows is pickled

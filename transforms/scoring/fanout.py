@@ -39,12 +39,13 @@ and spread over the workers:
 
 Every grouping goes through runs on disk under `work_dir`
 (transforms/io/spilled_groups.py), so that the launching process of the
-DirectRunner, which holds whatever is shuffled, holds no example: identical
-triples are grouped by digest; the distinct ones are spilled keyed by (length
-band, digest), shard by band, and each shard's merge cuts its bands' groups
-(band counts as a side input of the merge, not of the spill) and their chunks;
-the rows' keys meet their scores by digest in SpilledCoGroupByKey. The scored
-rows' two parts (the unscored, the fanned-out scores) are merged through
+DirectRunner, which holds whatever is shuffled, holds no example: of identical
+triples one is kept (the copies are skipped in the runs, never read); the
+distinct ones are spilled keyed by (length band, digest), shard by band, and
+each shard's merge cuts its bands' groups (band counts as a side input of the
+merge, not of the spill) and their chunks; the rows' keys meet their scores by
+digest through runs too, streamed behind each digest's score (a digest's keys
+are never listed). The scored rows' two parts (the unscored, the fanned-out scores) are merged through
 pickled files too (SpilledFlatten), not by a Flatten the launching process
 would hold whole.
 
@@ -73,9 +74,9 @@ from apache_beam.ml.inference.base import ModelHandler, RunInference
 from autoais.schemas import ScoringFailure
 from autoais.transforms.io import progress
 from autoais.transforms.io.counts import SumCounts
-from autoais.transforms.io.spilled_groups import (SpilledCoGroupByKey, SpilledFlatten,
+from autoais.transforms.io.spilled_groups import (SpilledFirstByKey, SpilledFlatten,
                                                   SpilledGroupByKey, SpillKeyedRuns,
-                                                  merge_groups)
+                                                  merge_groups, merge_tagged_groups)
 from autoais.transforms.scoring.examples import example_digest
 
 LENGTH_BAND_CHARS = 512
@@ -107,12 +108,6 @@ class _KeyByExampleFn(beam.DoFn):
 
   def finish_bundle(self):
     self._rows.flush()
-
-
-def _one_example(grouped):
-  """(digest, [identical examples]) -> (digest, example)."""
-  digest, examples = grouped
-  return digest, examples[0]
 
 
 def length_band(example) -> int:
@@ -267,32 +262,51 @@ def _route_results(results):
                                            "scoring_failed": failed})
 
 
+# The inputs a digest's scores meet its rows' keys in, in the order a digest's
+# entries come out of the runs: its score (from the cache, a failure, or the
+# model's) before its rows' keys, which are streamed behind it.
+_FAN_OUT_TAGS = ("cached", "failed", "model", "rows")
+_CACHED, _FAILED, _MODEL, _ROWS = range(len(_FAN_OUT_TAGS))
+
+
 class _FanOutScoresFn(beam.DoFn):
-  """(digest, {"cached": [score], "failed": [failure], "model": [score],
-  "rows": [keys]}) -> (key, score) for each row key of the digest, or
-  "failed" (key, failure); "stats" counts the rows of the model's scores and
-  failures (not the cache's hits)."""
+  """A shard of the join of scores and row keys (SpillKeyedRuns of
+  _FAN_OUT_TAGS) -> (key, score) for each row key of each digest, or "failed"
+  (key, failure); "stats" counts the rows of the model's scores and failures
+  (not the cache's hits). A digest's row keys are streamed from the runs, never
+  listed: an example that a million rows share has a million of them."""
 
   def setup(self):
     self._rows = progress.Tally("rows_scored")
 
-  def process(self, joined):
-    _, sides = joined
-    keys = sides["rows"]
-    if sides["failed"]:
-      failure = sides["failed"][0]
-      yield beam.pvalue.TaggedOutput("stats", {"rows_scoring_failed": len(keys)})
-      for key in keys:
-        yield beam.pvalue.TaggedOutput("failed", (key, failure))
+  def process(self, shard_runs):
+    _, runs = shard_runs
+    for _, entries in merge_tagged_groups(runs):
+      yield from self._fan_out(entries)
+
+  def _fan_out(self, entries):
+    scores = [None, None, None]  # the first of the cached, failed and model inputs
+    rows = 0
+    for tag, value in entries:
+      if tag != _ROWS:
+        if scores[tag] is None:
+          scores[tag] = value
+        continue
+      rows += 1
+      if scores[_FAILED] is not None:
+        yield beam.pvalue.TaggedOutput("failed", (value, scores[_FAILED]))
+      elif scores[_MODEL] is not None:
+        yield value, scores[_MODEL]
+      elif scores[_CACHED] is not None:
+        yield value, scores[_CACHED]
+      else:
+        raise ValueError("a row's example has no score, no failure and no cached score")
+    if scores[_FAILED] is not None:
+      yield beam.pvalue.TaggedOutput("stats", {"rows_scoring_failed": rows})
       return
-    if sides["model"]:
-      score = sides["model"][0]
-      yield beam.pvalue.TaggedOutput("stats", {"rows_scored_by_model": len(keys)})
-    else:
-      score = sides["cached"][0]
-    self._rows.add(len(keys))
-    for key in keys:
-      yield key, score
+    if scores[_MODEL] is not None:
+      yield beam.pvalue.TaggedOutput("stats", {"rows_scored_by_model": rows})
+    self._rows.add(rows)
 
   def finish_bundle(self):
     self._rows.flush()
@@ -338,9 +352,8 @@ class ScoreUniqueExamples(beam.PTransform):
         _KeyByExampleFn()).with_output_types(
             Tuple[bytes, Any]).with_outputs("unscored", "row_keys", main="to_score")
     unique = (routed.to_score
-              | "GroupIdenticalTriples" >> SpilledGroupByKey(
-                  FileSystems.join(self._work_dir, "triples"))
-              | "TakeOneExample" >> beam.Map(_one_example))
+              | "KeepOneOfIdenticalTriples" >> SpilledFirstByKey(
+                  FileSystems.join(self._work_dir, "triples")))
     stats = []
     scores = {"rows": routed.row_keys, "cached": ()}
     to_model = unique
@@ -374,8 +387,8 @@ class ScoreUniqueExamples(beam.PTransform):
                    "failed", "stats", main="scored"))
     scores.update(model=results.scored, failed=results.failed)
     fanned = (scores
-              | "JoinScoresToRows" >> SpilledCoGroupByKey(
-                  FileSystems.join(self._work_dir, "fanout"))
+              | "JoinScoresToRows" >> SpillKeyedRuns(
+                  FileSystems.join(self._work_dir, "fanout"), _FAN_OUT_TAGS)
               | "FanOutScores" >> beam.ParDo(_FanOutScoresFn()).with_outputs(
                   "failed", "stats", main="scored"))
     stats += [chunks.stats, results.stats, fanned.stats]

@@ -10,8 +10,10 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from autoais.transforms.io.sorted_runs import write_run
+from autoais.transforms.io import spilled_groups
 from autoais.transforms.io.spilled_groups import (_ENTRY_SCHEMA, SpilledCoGroupByKey,
-                                                  SpilledFlatten, SpilledGroupByKey,
+                                                  SpilledFirstByKey, SpilledFlatten,
+                                                  SpilledGroupByKey,
                                                   _ENTRY_KEY, _EncodeEntryFn, _Entry,
                                                   merge_groups, merge_tagged_groups)
 from autoais.transforms.scoring.examples import claim_example
@@ -214,3 +216,52 @@ def test_a_keys_values_stream_input_by_input_whatever_the_runs_order(tmp_path):
         value for k, value in askers if k == key)
     assert seen[key][:1 if number < 2 else 0] == expected[:1 if number < 2 else 0]
     assert sorted(seen[key], key=repr) == sorted(expected, key=repr)
+
+
+def test_first_by_key_keeps_one_value_of_each_key(tmp_path):
+  pairs = _pairs(3000, seed=6)
+  with TestPipeline() as pipeline:
+    first = (pipeline
+             | beam.Create(pairs, reshuffle=False)
+             | SpilledFirstByKey(str(tmp_path), max_run_bytes=16 * 1024))
+    assert_that(first, _keys_are(pairs))
+
+
+def test_the_value_kept_is_the_one_a_grouping_of_the_same_runs_lists_first(tmp_path):
+  pairs = _pairs(2000, seed=7)
+  encode = _EncodeEntryFn(0, 1, None)
+  entries = [entry for pair in pairs for entry in encode.process(pair)]
+  runs = []
+  for start in range(0, len(entries), 250):
+    part = sorted(entries[start:start + 250],
+                  key=lambda entry: tuple(getattr(entry, f) for f in _ENTRY_KEY))
+    runs.extend(run for _, run in write_run(str(tmp_path / f"run-{start}.arrow"),
+                                            [(0, part)], _Entry, _ENTRY_SCHEMA))
+  kept = list(spilled_groups._FirstOfGroupsFn().process((0, runs)))  # pylint: disable=protected-access
+  assert kept == [(key, values[0][0]) for key, values in merge_groups(runs, 1)]
+
+
+def _keys_are(pairs):
+  keys = sorted({repr(key) for key, _ in pairs})
+
+  def check(actual):
+    assert sorted(repr(key) for key, _ in actual) == keys
+    for key, value in actual:
+      assert value in [v for k, v in pairs if k == key]
+  return check
+
+
+def test_a_streamed_group_reads_only_the_values_taken(tmp_path, monkeypatch):
+  shared = [("popular", ("rows.csv", line)) for line in range(5000)]
+  encode = _EncodeEntryFn(0, 1, None)
+  entries = sorted((entry for pair in shared for entry in encode.process(pair)),
+                   key=lambda entry: tuple(getattr(entry, f) for f in _ENTRY_KEY))
+  runs = [run for _, run in write_run(str(tmp_path / "run.arrow"), [(0, entries)],
+                                      _Entry, _ENTRY_SCHEMA)]
+  loads = []
+  real_loads = spilled_groups.pickle.loads
+  monkeypatch.setattr(spilled_groups.pickle, "loads",
+                      lambda data: loads.append(1) or real_loads(data))
+  (key, value), = list(spilled_groups._FirstOfGroupsFn().process((0, runs)))  # pylint: disable=protected-access
+  assert key == "popular" and value in [v for _, v in shared]
+  assert len(loads) == 1  # one of the 5,000 values unpickled
