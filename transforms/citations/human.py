@@ -27,11 +27,11 @@ Across systems, Pearson / Spearman / Kendall between the human and the
 automatic figures (defined from three systems). Writes citations_human.csv /
 .json / .md; returns one dict for run.json (items judged, by alignment).
 """
-import collections
 from typing import Dict, List, Optional
 
 import apache_beam as beam
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from autoais.schemas import CITATIONS_HUMAN_SCHEMA, CitationSentenceRow, CitationsHumanRow
 from autoais.transforms.citations.steps import ALIGNED, HUMAN_CHECKS, NO_JUDGEMENTS
@@ -105,19 +105,20 @@ def _system_row(name: Optional[str], items: pa.Table, counts: Dict[str, Agreemen
   """`items`: the table of the system's (or of all systems') items, in file
   order, with at least _ITEM_COLUMNS; `statistics`: agreement_statistics of
   each kind's `counts`."""
-  check = items.column("human_check").to_pylist()
-  judged = [k for k, value in enumerate(check) if value != NO_JUDGEMENTS]
-  aligned = [k for k in judged if check[k] == ALIGNED]
-  human_recall = items.column("human_citation_rec").to_pylist()
-  figured = [k for k in aligned if human_recall[k] is not None]
+  # Masks over the items in Arrow (a run of a million items would make a
+  # million Python strings of each column); the few figured values are made
+  # Python values, in item order, for the means.
+  check = items.column("human_check")
+  judged = pc.sum(pc.not_equal(check, NO_JUDGEMENTS)).as_py() or 0
+  aligned = pc.equal(check, ALIGNED)
+  figured = pc.and_(aligned, pc.is_valid(items.column("human_citation_rec")))
 
   def mean_of(column):
-    values = items.column(column).to_pylist()
-    return percent_mean([values[k] for k in figured])
+    return percent_mean(items.column(column).filter(figured).to_pylist())
 
   recall, precision = statistics[RECALL], statistics[PRECISION]
   return CitationsHumanRow(
-      name, items.num_rows, len(judged), len(aligned), counts[RECALL].n,
+      name, items.num_rows, judged, pc.sum(aligned).as_py() or 0, counts[RECALL].n,
       counts[PRECISION].n,
       mean_of("human_citation_rec"), mean_of("citation_rec"),
       mean_of("human_citation_prec"), mean_of("citation_prec"),
@@ -203,8 +204,9 @@ class _WriteHumanCheckFn(beam.DoFn):
     pooled_items = (pa.concat_tables(pooled_items) if pooled_items
                     else item_table([], _ITEM_COLUMNS))
     rows.append(_system_row(None, pooled_items, pooled, statistics[ALL_SYSTEMS]))
-    checks = collections.Counter(pooled_items.column("human_check").to_pylist())
-    by_check = {check: checks[check] for check in HUMAN_CHECKS}
+    checks = {entry["values"].as_py(): entry["counts"].as_py() for entry in
+              pc.value_counts(pooled_items.column("human_check"))}
+    by_check = {check: checks.get(check, 0) for check in HUMAN_CHECKS}
     document = {
         "human_eval_format": "an item's `sentences`: [{sentence_recall_score: 0|1, "
                              "citations: [{citation_precision_score: 0|1|2}]}]",

@@ -123,6 +123,15 @@ class ItemsFold(RowFold):
 _WITH_CI = ("citation_rec", "citation_prec", "str_em", "qampari_f1", "claims_nli")
 
 
+# The columns of the items that the leaderboard reads (not the human check's
+# strings nor the source paths).
+_LEADERBOARD_COLUMNS = ["system_name", "question", *_WITH_CI, "n_sentences",
+                        "n_citations", "n_multi_citation", "n_multi_supported",
+                        "n_overcited", "str_hit", "qampari_num_preds", "qampari_prec",
+                        "qampari_rec", "qampari_rec_top5", "qampari_f1_top5",
+                        "length", "reference_calls"]
+
+
 def percent_mean(values: List[float]) -> Optional[float]:
   """The mean of 0-1 values as a percentage; None for no values."""
   return float(100 * np.mean(values)) if values else None
@@ -147,7 +156,7 @@ def citations_system_rows(systems: List[Tuple[str, str]], bootstrap_samples: int
                                cache=False)
   rows = []
   for _, path in systems:
-    table = read_table_file(path)
+    table = read_table_file(path, _LEADERBOARD_COLUMNS)
 
     def column(name, table=table):
       return table.column(name).to_pylist()

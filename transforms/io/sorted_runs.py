@@ -210,14 +210,34 @@ class TableFileWriter:
       self._sink.close()
 
 
+# Batches of a table file read before their kept columns are copied out.
+_BATCHES_PER_COPY = 16
+
+
 def read_table_file(path: str, columns: Optional[Sequence[str]] = None) -> pa.Table:
   """A file of TableFileWriter as one table of `columns` (all where None), its
   batches combined: where it holds several, the columns kept are copied and the
-  file's buffers freed."""
+  file's buffers freed. With `columns`, only those columns are decoded, and
+  the file is read _BATCHES_PER_COPY batches at a time (a batch's columns
+  arrive in one buffer): the other columns never fill memory at once."""
   with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED
                         ) as source:
-    table = pa.ipc.open_file(source).read_all()
-  return (table if columns is None else table.select(columns)).combine_chunks()
+    if columns is None:
+      return pa.ipc.open_file(source).read_all().combine_chunks()
+    schema = pa.ipc.open_file(source).schema
+    reader = pa.ipc.open_file(source, options=pa.ipc.IpcReadOptions(
+        included_fields=sorted({schema.get_field_index(name) for name in columns})))
+    parts = []
+    for start in range(0, reader.num_record_batches, _BATCHES_PER_COPY):
+      batches = [reader.get_batch(index).select(columns) for index in range(
+          start, min(start + _BATCHES_PER_COPY, reader.num_record_batches))]
+      # combine_chunks copies the kept columns of several batches (a single
+      # batch is kept as it is: its buffer is at most one batch).
+      parts.append(pa.Table.from_batches(batches).combine_chunks())
+    if not parts:
+      return pa.Table.from_batches([], pa.schema([schema.field(name)
+                                                  for name in columns]))
+  return pa.concat_tables(parts).combine_chunks()
 
 
 class _SpillRunsFn(beam.DoFn):
