@@ -32,6 +32,7 @@ from autoais.transforms.scoring.names import JUDGE_APIS, SCORERS, STRING_MATCH
 from autoais.transforms.scoring.scorer import Scorer
 from autoais.transforms.io import progress
 from autoais.transforms.io.cloud_storage import check_gcs_flags
+from autoais.transforms.io.sorted_runs import scratch_codec
 from autoais.transforms.rows.run_record import REGRESSION, empty_inputs, read_run_record
 
 EXIT_CONFIG_ERROR = 2
@@ -456,6 +457,15 @@ def errors_raised():
     _RAISE_ERRORS.reset(token)
 
 
+def check_scratch_codec() -> None:
+  """Refuses an AUTOAIS_SCRATCH_CODEC that names no codec before anything is
+  built, not when the first run file is written."""
+  try:
+    scratch_codec()
+  except ValueError as error:
+    raise ConfigError(str(error)) from None
+
+
 def run_job(job_name: str, argv: Optional[List[str]],
             options_class: Type[PipelineOptions],
             build_pipeline: Callable[[beam.Pipeline, PipelineOptions], object]) -> int:
@@ -473,6 +483,7 @@ def run_job(job_name: str, argv: Optional[List[str]],
       return 0
     options = parse_options(argv, options_class)
     check_gcs_flags(options)
+    check_scratch_codec()
     pipeline = beam.Pipeline(runner=local_runner_or_none(options), options=options)
     output_dir = build_pipeline(pipeline, options)
   except CONFIGURATION_ERRORS as error:

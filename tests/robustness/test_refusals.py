@@ -316,6 +316,16 @@ def test_a_path_without_a_usable_bucket_name_is_refused_at_launch(
       capsys.readouterr().err)
 
 
+def test_a_scratch_codec_that_names_no_codec_is_refused_before_anything_is_written(
+    tmp_path, example_corpus, monkeypatch, capsys):
+  monkeypatch.setenv("AUTOAIS_SCRATCH_CODEC", "gzip")
+  assert run_job(evaluate, "--predictions", _PREDICTIONS, "--gold", GOLD, "--corpus",
+                 example_corpus, "--output_dir", tmp_path / "out") == 2
+  assert ("AUTOAIS_SCRATCH_CODEC='gzip': expected one of none, lz4, zstd"
+          in capsys.readouterr().err)
+  assert not (tmp_path / "out").exists()
+
+
 def test_an_output_directory_that_takes_no_writes_is_refused(
     gcs_env, refusing_gcs, tmp_path, example_corpus, capsys):
   """The bucket lists (the launch check passes) but refuses the first write, the
