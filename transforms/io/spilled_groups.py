@@ -252,19 +252,6 @@ class SpilledCoGroupByKey(beam.PTransform):
             | "MergeGroups" >> beam.ParDo(_MergeGroupsFn(tags)))
 
 
-class SpilledGroupByKey(SpilledCoGroupByKey):
-  """PCollection[(key, value)] or a tuple of them -> PCollection[(key, [values])],
-  as beam.GroupByKey, through runs under `work_dir`."""
-
-  def expand(self, inputs):
-    return ({"values": inputs}
-            | "SpillByKey" >> SpillKeyedRuns(self._work_dir, ("values",),
-                                             self._num_shards,
-                                             max_run_bytes=self._max_run_bytes)
-            | "MergeGroups" >> beam.ParDo(_MergeGroupsFn(None)))
-
-
-
 class _FirstOfGroupsFn(beam.DoFn):
 
   def process(self, shard_runs):
@@ -273,18 +260,30 @@ class _FirstOfGroupsFn(beam.DoFn):
       yield key, next(tagged)[1]
 
 
-class SpilledFirstByKey(SpilledCoGroupByKey):
-  """PCollection[(key, value)] or a tuple of them -> PCollection[(key, value)]:
-  one value of each key (the one SpilledGroupByKey would list first), through
-  runs under `work_dir`. The key's other values are skipped in the runs, never
-  read into memory: a key that a million rows share costs one value."""
+class SpilledGroupByKey(SpilledCoGroupByKey):
+  """PCollection[(key, value)] or a tuple of them -> PCollection[(key, [values])],
+  as beam.GroupByKey, through runs under `work_dir`."""
+
+  def _merge_fn(self) -> beam.DoFn:
+    return _MergeGroupsFn(None)
 
   def expand(self, inputs):
     return ({"values": inputs}
             | "SpillByKey" >> SpillKeyedRuns(self._work_dir, ("values",),
                                              self._num_shards,
                                              max_run_bytes=self._max_run_bytes)
-            | "TakeFirstOfGroups" >> beam.ParDo(_FirstOfGroupsFn()))
+            | "MergeGroups" >> beam.ParDo(self._merge_fn()))
+
+
+class SpilledFirstByKey(SpilledGroupByKey):
+  """PCollection[(key, value)] or a tuple of them -> PCollection[(key, value)]:
+  one value of each key (the one SpilledGroupByKey would list first), through
+  runs under `work_dir`. The key's other values are skipped in the runs, never
+  read into memory: a key that a million rows share costs one value."""
+
+  def _merge_fn(self) -> beam.DoFn:
+    return _FirstOfGroupsFn()
+
 
 # Elements pickled together (one frame of a spilled file): pickling a batch
 # shares what its elements share (one score fanned out to many rows is pickled
