@@ -1,4 +1,4 @@
-"""What an accelerator would need from the pipeline (not a measurement of a GPU).
+"""What an accelerator would need from the pipeline, by arithmetic (not a GPU measurement).
 
     .venv/bin/python bench/gpu_keepup.py --pipeline_pairs_per_cpu_s N [--mfu 0.4]
         [--tokens 256]
@@ -12,9 +12,10 @@ and how many CPUs of the pipeline around the model (measured by
 bench/pipeline_cost.py as distinct pairs per CPU second with an instant model)
 that rate takes. Prints one JSON line, and the table with --markdown.
 
-No GPU was measured: the rates are arithmetic from FLOPs and datasheet peaks,
-an upper bound on what a real run reaches (padding, the tokenizer and host
-transfers cost more; a real MFU of encoder inference is often 30-50%).
+This script measures no GPU: the rates are arithmetic from FLOPs and datasheet
+peaks. bench/gpu_families.py measures them on a GPU (bench/README.md, "On a
+GPU"): on an H100 RoBERTa-large met the 40% assumed here, TRUE, Flan-T5-large
+and DeBERTa-v3-large reached a quarter to a half of it.
 """
 import argparse
 import json
