@@ -23,7 +23,10 @@ where the tokenizer splits at whitespace (T5's and mT5's, as transformers
 builds them from spiece.model) a premise is tokenised once while its pieces
 are in the worker's cache of recent premises (_PieceCache) and joined to each
 hypothesis' pieces: the same ids as the whole input
-(tests/unit/scoring/test_t5_scorer.py).
+(tests/unit/scoring/test_t5_scorer.py). A premise is cut at its line breaks
+and each distinct line tokenised once while it is in the cache of recent
+lines: a citations premise joins the same documents, a line each, in many
+combinations, so a document is tokenised once, not once per premise.
 
 In threshold mode, inputs longer than the model's length are never cut in the
 hypothesis: the premise is split into overlapping windows that each fit with
@@ -179,6 +182,9 @@ def _ends_clear_of_the_next_character(text: str) -> bool:
 # Tokens of premise pieces a loaded T5 model keeps (int32: 16 MiB, plus the
 # texts): about 13,000 passages of 320 tokens.
 PREMISE_CACHE_TOKENS = 1 << 22
+# Values of premise lines' pieces and offsets kept (three int32 a piece: 16 MiB,
+# plus the texts): about 17,000 documents of 100 words.
+LINE_CACHE_VALUES = 1 << 22
 
 
 class _PieceCache:
@@ -213,6 +219,25 @@ class _PieceCache:
       while self._tokens > self._max_tokens:
         _, dropped = self._entries.popitem(last=False)
         self._tokens -= len(dropped)
+
+
+def _lines_of(premise: str) -> Optional[List[str]]:
+  """The premise cut at its line breaks, where each line tokenised on its own
+  gives the premise's pieces (a tokenizer that tokenises words apart: a line
+  break is white space between words), that is where no grapheme cluster
+  spans a break; else None."""
+  lines = premise.split("\n")
+  for before, after in zip(lines, lines[1:]):
+    if ((before and not _ends_clear_of_the_next_character(before))
+        or (after and _joins_the_previous_character(after[0]))):
+      return None
+  return lines
+
+
+def _packed(ids: Sequence[int], offsets: Sequence[Tuple[int, int]]) -> List[int]:
+  """A line's pieces then their start and end offsets, as one list (_PieceCache
+  keeps lists of ints)."""
+  return [*ids, *(start for start, _ in offsets), *(end for _, end in offsets)]
 
 
 # White space that T5's normaliser (SentencePiece's nmt_nfkc charsmap) turns
@@ -332,6 +357,7 @@ class T5NliModel(TokenBudgetModel):
     # tokenised apart, else False; found on first use.
     self._words_apart: Any = None
     self._premise_pieces = _PieceCache(PREMISE_CACHE_TOKENS)
+    self._line_pieces = _PieceCache(LINE_CACHE_VALUES)
     self._check_first_step()
 
   def _check_first_step(self) -> None:
@@ -396,6 +422,54 @@ class T5NliModel(TokenBudgetModel):
         encoded[i] = item
     return encoded
 
+  def _premise_encodings(self, premises: Sequence[str]) -> List[Tuple[List[int], Any]]:
+    """(pieces, offsets) of each premise tokenised without special tokens, as
+    one tokenizer call gives them. Where the tokenizer tokenises words apart,
+    each premise is cut at its line breaks (_lines_of) and each distinct line
+    is tokenised once, in one call, and kept in the cache of recent lines; a
+    premise's pieces are its lines' pieces in order and its offsets theirs
+    moved to where each line starts: the same (tests/unit/scoring/test_t5_scorer.py)."""
+    if not premises:
+      return []
+    if not self._tokenises_apart():
+      return self.tokenizer.input_ids(premises, add_special_tokens=False, offsets=True)
+    cuts = [_lines_of(premise) or [premise] for premise in premises]
+    found: Dict[str, np.ndarray] = {}
+    missing: List[str] = []
+    for lines in cuts:
+      for line in lines:
+        if line not in found:
+          cached = self._line_pieces.get(line)
+          found[line] = None if cached is None else np.asarray(cached, dtype=np.int64)
+          if cached is None:
+            missing.append(line)
+    encoded = self.tokenizer.input_ids(missing, add_special_tokens=False, offsets=True)
+    for line, (ids, offsets) in zip(missing, encoded):
+      packed = _packed(ids, offsets)
+      self._line_pieces.put(line, packed)
+      found[line] = np.asarray(packed, dtype=np.int64)
+    results = []
+    for premise, lines in zip(premises, cuts):
+      if len(lines) == 1:
+        values = found[lines[0]]
+        count = len(values) // 3
+        results.append((values[:count].tolist(),
+                        list(zip(values[count:2 * count].tolist(),
+                                 values[2 * count:].tolist()))))
+        continue
+      ids, starts, ends, position = [], [], [], 0
+      for line in lines:
+        values = found[line]
+        count = len(values) // 3
+        ids.append(values[:count])
+        starts.append(values[count:2 * count] + position)
+        ends.append(values[2 * count:] + position)
+        position += len(line) + 1
+      results.append((np.concatenate(ids).tolist(),
+                      list(zip(np.concatenate(starts).tolist(),
+                               np.concatenate(ends).tolist()))))
+    return results
+
   def _tokenises_apart(self) -> bool:
     if self._words_apart is None:
       self._words_apart = _tokenises_words_apart(self.tokenizer)
@@ -406,10 +480,13 @@ class T5NliModel(TokenBudgetModel):
     """The input ids of each example's "premise: P hypothesis: H" as the
     special tokens around the pieces of "premise: P" and of "hypothesis: H":
     each distinct text tokenised once, and a premise's pieces kept for the
-    chunks that follow (_PieceCache)."""
+    chunks that follow (_PieceCache). The pieces of "premise: P" are those of
+    "premise:" then P's, from its lines (_premise_encodings), unless P's first
+    character joins the space before it."""
     texts: Dict[str, int] = {}  # to tokenise, in one call: text -> position
     premises: Dict[str, List[int]] = {}
     missed = []
+    from_lines: Dict[str, str] = {}  # "premise: P" -> P
     parts = []
     for example in examples:
       premise = f"premise: {example.premise}"
@@ -417,19 +494,28 @@ class T5NliModel(TokenBudgetModel):
         whole = f"{premise} hypothesis: {example.hypothesis}"
         parts.append((None, texts.setdefault(whole, len(texts))))
         continue
-      if premise not in premises and premise not in texts:
+      if premise not in premises and premise not in texts and premise not in from_lines:
         cached = self._premise_pieces.get(premise)
-        if cached is None:
+        if cached is not None:
+          premises[premise] = cached
+        elif example.premise and _joins_the_previous_character(example.premise[0]):
           texts[premise] = len(texts)
           missed.append(premise)
         else:
-          premises[premise] = cached
+          from_lines[premise] = example.premise
       parts.append((premise, texts.setdefault(f"hypothesis: {example.hypothesis}",
                                               len(texts))))
+    if from_lines:
+      texts.setdefault("premise:", len(texts))
     pieces = self._ids_of(list(texts), special_tokens=False)
     for premise in missed:
       premises[premise] = pieces[texts[premise]]
       self._premise_pieces.put(premise, premises[premise])
+    if from_lines:
+      head = pieces[texts["premise:"]]
+      for premise, (ids, _) in zip(from_lines, self._premise_encodings(list(from_lines.values()))):
+        premises[premise] = head + ids
+        self._premise_pieces.put(premise, premises[premise])
     return [prefix + (premises[premise] if premise is not None else []) + pieces[rest] + suffix
             for premise, rest in parts]
 
@@ -448,8 +534,7 @@ class T5NliModel(TokenBudgetModel):
     either way (tests/unit/scoring/test_t5_scorer.py)."""
     if not examples:
       return []
-    encodings = self.tokenizer.input_ids([example.premise for example in examples],
-                                         add_special_tokens=False, offsets=True)
+    encodings = self._premise_encodings([example.premise for example in examples])
     apart, normalizer = self._tokenises_apart(), None
     if apart:
       prefix, suffix = self._words_apart

@@ -318,6 +318,42 @@ def test_premise_and_hypothesis_tokenised_apart_equal_the_whole_input(loaded):
     assert item.windows == cached.windows == [whole], text
 
 
+def test_premises_of_documents_a_line_each_equal_premises_tokenised_whole(tiny_model):
+  """A premise is cut at its line breaks and each distinct line tokenised once
+  (citations' premises join the same documents, a line each, in many
+  combinations): its pieces, offsets, windows and whole inputs are those of the
+  premise tokenised whole, the lines fresh or from the cache, also at lines
+  that are empty, white space, or start or end in a character that does not
+  end a grapheme (where the premise is tokenised whole)."""
+  model = t5_nli.load_t5_nli(tiny_model, max_input_tokens=48)
+  rng = random.Random(5)
+  sentences = [text for text in _texts()[:-50] if text.strip()]
+  documents = [" ".join(rng.sample(sentences, 2))[:rng.randint(20, 400)] for _ in range(12)]
+  documents += ["", " ", "\r", "\t tab and space ", "\u0301starts with a combining mark",
+                "ends in Arabic \u0600", "emoji \U0001F469\u200d\U0001F4BB", "ﬁ ligature",
+                "\u00a0nbsp first", "Ｆｕｌｌｗｉｄｔｈ", "\u200dZWJ first"]
+  premises = ["\n".join(rng.choice(documents) for _ in range(rng.randint(1, 5)))
+              for _ in range(80)]
+  premises += ["\n", "\n\nboth ends\n", documents[0] + "\n" + documents[0]]
+  examples = [AttributionExample(premise, rng.choice(["short one", "a longer hypothesis "
+                                                      "of several words here"]), "", "")
+              for premise in premises]
+  expected = [_windows_tokenised_whole(model, example) for example in examples]
+  assert model.encode_many(examples) == expected
+  # Again in another order, after the cache of whole premises is emptied: the
+  # lines now come from the cache of lines.
+  model._premise_pieces = t5_nli._PieceCache(t5_nli.PREMISE_CACHE_TOKENS)  # pylint: disable=protected-access
+  assert model.encode_many(examples[::-1]) == expected[::-1]
+  assert model._line_pieces.get(documents[0]) is not None  # pylint: disable=protected-access
+  for premise, (ids, offsets) in zip(premises, model._premise_encodings(premises)):  # pylint: disable=protected-access
+    whole = model.tokenizer.unlocked(premise, add_special_tokens=False,
+                                     return_offsets_mapping=True)
+    assert ids == whole["input_ids"], premise
+    assert offsets == [tuple(pair) for pair in whole["offset_mapping"]], premise
+  windowed = [item for item in expected if item.truncated]
+  assert len(windowed) > 20
+
+
 def test_premise_cache_keeps_the_most_recent_within_its_tokens():
   cache = t5_nli._PieceCache(max_tokens=10)  # pylint: disable=protected-access
   cache.put("a", [1, 2, 3, 4])
