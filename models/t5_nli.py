@@ -201,20 +201,27 @@ class _PieceCache:
     self._lock = threading.Lock()
 
   def get(self, text: str) -> Optional[List[int]]:
+    pieces = self.get_stored(text)
+    return None if pieces is None else pieces.tolist()
+
+  def get_stored(self, text: str) -> Any:
+    """What put() stored of `text` (an int32 array), or None."""
     with self._lock:
       pieces = self._entries.get(text)
       if pieces is None:
         return None
       self._entries.move_to_end(text)
-    return pieces.tolist()
+    return pieces
 
-  def put(self, text: str, pieces: List[int]) -> None:
+  def put(self, text: str, pieces: Any) -> None:
+    """Keeps `pieces` (a list of ints, or an int32 numpy array, kept as it is)."""
     if len(pieces) > self._max_tokens:
       return
     with self._lock:
       if text in self._entries:
         return
-      self._entries[text] = array.array("i", pieces)
+      self._entries[text] = (pieces if isinstance(pieces, np.ndarray)
+                             else array.array("i", pieces))
       self._tokens += len(pieces)
       while self._tokens > self._max_tokens:
         _, dropped = self._entries.popitem(last=False)
@@ -234,10 +241,11 @@ def _lines_of(premise: str) -> Optional[List[str]]:
   return lines
 
 
-def _packed(ids: Sequence[int], offsets: Sequence[Tuple[int, int]]) -> List[int]:
-  """A line's pieces then their start and end offsets, as one list (_PieceCache
-  keeps lists of ints)."""
-  return [*ids, *(start for start, _ in offsets), *(end for _, end in offsets)]
+def _packed(ids: Sequence[int], offsets: Sequence[Tuple[int, int]]) -> np.ndarray:
+  """A line's pieces, then their start offsets, then their end offsets, as one
+  int32 array (what the cache of lines keeps)."""
+  spans = np.asarray(offsets, dtype=np.int32).reshape(-1, 2)
+  return np.concatenate((np.asarray(ids, dtype=np.int32), spans[:, 0], spans[:, 1]))
 
 
 # White space that T5's normaliser (SentencePiece's nmt_nfkc charsmap) turns
@@ -409,8 +417,9 @@ class T5NliModel(TokenBudgetModel):
     each distinct "premise: ..." and "hypothesis: ..." of the examples is
     tokenised once and the input ids joined: a passage that many pairs share
     is tokenised once, not once a pair; else the whole inputs, in one call."""
+    encodings: Dict[str, Any] = {}  # premise -> (pieces, offsets), for the windows
     if self._tokenises_apart():
-      whole = self._joined_ids(examples, *self._words_apart)
+      whole = self._joined_ids(examples, *self._words_apart, encodings)
     else:
       whole = self._ids_of([f"premise: {example.premise} hypothesis: {example.hypothesis}"
                             for example in examples])
@@ -418,19 +427,26 @@ class T5NliModel(TokenBudgetModel):
     if windowed:
       long = [i for i, ids in enumerate(whole) if len(ids) > self.max_input_tokens]
       for i, item in zip(long, self._windows_of([examples[i] for i in long],
-                                                [whole[i] for i in long])):
+                                                [whole[i] for i in long], encodings)):
         encoded[i] = item
     return encoded
 
-  def _premise_encodings(self, premises: Sequence[str]) -> List[Tuple[List[int], Any]]:
+  def _premise_encodings(self, premises: Sequence[str],
+                         known: Optional[Dict[str, Any]] = None) -> List[Tuple[List[int], Any]]:
     """(pieces, offsets) of each premise tokenised without special tokens, as
     one tokenizer call gives them. Where the tokenizer tokenises words apart,
     each premise is cut at its line breaks (_lines_of) and each distinct line
     is tokenised once, in one call, and kept in the cache of recent lines; a
     premise's pieces are its lines' pieces in order and its offsets theirs
-    moved to where each line starts: the same (tests/unit/scoring/test_t5_scorer.py)."""
+    moved to where each line starts: the same (tests/unit/scoring/test_t5_scorer.py).
+    `known`: premises' encodings found earlier for the same chunk, used, and
+    added to."""
     if not premises:
       return []
+    if known is not None:
+      fresh = list(dict.fromkeys(p for p in premises if p not in known))
+      known.update(zip(fresh, self._premise_encodings(fresh)))
+      return [known[premise] for premise in premises]
     if not self._tokenises_apart():
       return self.tokenizer.input_ids(premises, add_special_tokens=False, offsets=True)
     cuts = [_lines_of(premise) or [premise] for premise in premises]
@@ -439,15 +455,13 @@ class T5NliModel(TokenBudgetModel):
     for lines in cuts:
       for line in lines:
         if line not in found:
-          cached = self._line_pieces.get(line)
-          found[line] = None if cached is None else np.asarray(cached, dtype=np.int64)
-          if cached is None:
+          found[line] = self._line_pieces.get_stored(line)
+          if found[line] is None:
             missing.append(line)
     encoded = self.tokenizer.input_ids(missing, add_special_tokens=False, offsets=True)
     for line, (ids, offsets) in zip(missing, encoded):
-      packed = _packed(ids, offsets)
-      self._line_pieces.put(line, packed)
-      found[line] = np.asarray(packed, dtype=np.int64)
+      found[line] = _packed(ids, offsets)
+      self._line_pieces.put(line, found[line])
     results = []
     for premise, lines in zip(premises, cuts):
       if len(lines) == 1:
@@ -476,13 +490,14 @@ class T5NliModel(TokenBudgetModel):
     return bool(self._words_apart)
 
   def _joined_ids(self, examples: Sequence[AttributionExample], prefix: List[int],
-                  suffix: List[int]) -> List[List[int]]:
+                  suffix: List[int], encodings: Dict[str, Any]) -> List[List[int]]:
     """The input ids of each example's "premise: P hypothesis: H" as the
     special tokens around the pieces of "premise: P" and of "hypothesis: H":
     each distinct text tokenised once, and a premise's pieces kept for the
     chunks that follow (_PieceCache). The pieces of "premise: P" are those of
     "premise:" then P's, from its lines (_premise_encodings), unless P's first
-    character joins the space before it."""
+    character joins the space before it; their (pieces, offsets) are added to
+    `encodings`."""
     texts: Dict[str, int] = {}  # to tokenise, in one call: text -> position
     premises: Dict[str, List[int]] = {}
     missed = []
@@ -513,14 +528,16 @@ class T5NliModel(TokenBudgetModel):
       self._premise_pieces.put(premise, premises[premise])
     if from_lines:
       head = pieces[texts["premise:"]]
-      for premise, (ids, _) in zip(from_lines, self._premise_encodings(list(from_lines.values()))):
+      for premise, (ids, _) in zip(from_lines, self._premise_encodings(
+          list(from_lines.values()), encodings)):
         premises[premise] = head + ids
         self._premise_pieces.put(premise, premises[premise])
     return [prefix + (premises[premise] if premise is not None else []) + pieces[rest] + suffix
             for premise, rest in parts]
 
   def _windows_of(self, examples: Sequence[AttributionExample],
-                  whole: Sequence[List[int]]) -> List[EncodedExample]:
+                  whole: Sequence[List[int]],
+                  encodings: Optional[Dict[str, Any]] = None) -> List[EncodedExample]:
     """The premise windows of examples whose whole inputs (`whole`) are past
     the model's length: each window fits with the whole hypothesis.
 
@@ -534,7 +551,8 @@ class T5NliModel(TokenBudgetModel):
     either way (tests/unit/scoring/test_t5_scorer.py)."""
     if not examples:
       return []
-    encodings = self._premise_encodings([example.premise for example in examples])
+    premise_encodings = self._premise_encodings([example.premise for example in examples],
+                                                {} if encodings is None else encodings)
     apart, normalizer = self._tokenises_apart(), None
     if apart:
       prefix, suffix = self._words_apart
@@ -543,7 +561,8 @@ class T5NliModel(TokenBudgetModel):
           special_tokens=False)
       normalizer = self.tokenizer.backend_tokenizer.normalizer
     plans = []
-    for i, (example, ids, (pieces, offsets)) in enumerate(zip(examples, whole, encodings)):
+    for i, (example, ids, (pieces, offsets)) in enumerate(
+        zip(examples, whole, premise_encodings)):
       cut = _CutPremise.of(example.premise, normalizer, pieces, offsets,
                            prefix + head, tails[i] + suffix) if apart else None
       plans.append((example, ids, offsets, cut))
