@@ -17,6 +17,7 @@ from typing import List, NamedTuple, Optional, Tuple
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from apache_beam.io.filesystems import FileSystems
 
 from autoais.schemas import (CITATION_ITEM_ROW_SCHEMA, CITATION_SENTENCE_SCHEMA,
@@ -132,24 +133,33 @@ _LEADERBOARD_COLUMNS = ["system_name", "question", *_WITH_CI, "n_sentences",
                         "length", "reference_calls"]
 
 
-def percent_mean(values: List[float]) -> Optional[float]:
-  """The mean of 0-1 values as a percentage; None for no values."""
-  return float(100 * np.mean(values)) if values else None
+def percent_mean(values) -> Optional[float]:
+  """The mean of 0-1 values (a list or a numpy array) as a percentage; None
+  for no values."""
+  return float(100 * np.mean(values)) if len(values) else None
 
 
 def _share(part: int, whole: int) -> Optional[float]:
   return 100 * part / whole if whole else None
 
 
+def _sorted_questions(systems: List[Tuple[str, str]]) -> pa.Array:
+  """The distinct questions of every system's items, sorted (Arrow compares
+  UTF-8 bytes, which orders as Python orders the strings: by code point)."""
+  unique = pa.array([], type=pa.string())
+  for _, path in systems:  # one system's questions at a time beside those found
+    column = read_table_file(path, ["question"]).column("question")
+    unique = pc.unique(pa.chunked_array([unique, *column.chunks], type=pa.string()))
+  return unique.take(pc.array_sort_indices(unique))
+
+
 def citations_system_rows(systems: List[Tuple[str, str]], bootstrap_samples: int,
                           seed: int) -> List[CitationsSystemRow]:
   """`systems`: (name, path of ItemsFold's file of its items) of each system, in
-  output order; the items are read one system at a time, and made Python
-  values one column at a time (not one object per item)."""
-  questions = sorted({question for _, path in systems
-                      for question in read_table_file(path, ["question"]).column(
-                          "question").to_pylist()})
-  position = {question: index for index, question in enumerate(questions)}
+  output order; the items are read one system at a time, and their columns go
+  to numpy arrays (no Python object per item: at a million items those made
+  this step the run's peak); the questions are ordered and found in Arrow."""
+  questions = _sorted_questions(systems)
   # Drawn again for each system: cached, the resamples would hold samples x
   # questions doubles (40 MB at 25,000 questions) through the whole step.
   bootstrap = BootstrapWeights(max(len(questions), 1), bootstrap_samples, seed,
@@ -158,61 +168,61 @@ def citations_system_rows(systems: List[Tuple[str, str]], bootstrap_samples: int
   for _, path in systems:
     table = read_table_file(path, _LEADERBOARD_COLUMNS)
 
-    def column(name, table=table):
-      return table.column(name).to_pylist()
+    def numbers(name, table=table):
+      return table.column(name).to_numpy()
 
-    def where_present(name):
-      return [k for k, value in enumerate(column(name)) if value is not None]
+    def where_present(name, table=table):
+      return np.flatnonzero(table.column(name).is_valid().to_numpy(zero_copy_only=False))
 
-    def kept(name, indices):
-      values = column(name)
-      return [values[k] for k in indices]
+    def kept(name, indices, table=table):
+      return table.column(name).take(pa.array(indices, type=pa.int64())).to_numpy(
+          zero_copy_only=False)
 
-    where = np.array([position[question] for question in column("question")],
-                     dtype=np.int64)
+    where = pc.index_in(table.column("question"), value_set=questions).to_numpy(
+        zero_copy_only=False).astype(np.int64)
     ratios, present = [], {}
     for name in _WITH_CI:
       indices = where_present(name)
-      present[name] = kept(name, indices)
-      numerator = np.bincount(where[indices], weights=np.array(present[name], dtype=float),
+      present[name] = kept(name, indices).astype(float)
+      numerator = np.bincount(where[indices], weights=present[name],
                               minlength=len(questions))
       denominator = np.bincount(where[indices], minlength=len(questions)).astype(float)
       ratios.append((numerator, denominator))
     intervals = dict(zip(_WITH_CI, bootstrap.ratio_intervals(ratios)))
 
     def figure(name):
-      interval = intervals[name] if present[name] else None
+      interval = intervals[name] if len(present[name]) else None
       low, high = (None, None) if interval is None else (100 * interval[0],
                                                          100 * interval[1])
       return percent_mean(present[name]), low, high
 
     n_items = table.num_rows
-    sentence_counts = column("n_sentences")
-    n_sentences = sum(sentence_counts)
-    multi = sum(column("n_multi_citation"))
-    multi_supported = sum(column("n_multi_supported"))
-    overcited = sum(column("n_overcited"))
+    sentence_counts = numbers("n_sentences")
+    n_sentences = int(sentence_counts.sum())
+    multi = int(numbers("n_multi_citation").sum())
+    multi_supported = int(numbers("n_multi_supported").sum())
+    overcited = int(numbers("n_overcited").sum())
     qampari = where_present("qampari_f1")
     with_qa = where_present("str_em")
     rows.append(CitationsSystemRow(
         table.column("system_name")[0].as_py(), n_items,
-        sum(1 for count in sentence_counts if count), n_sentences,
-        sum(column("n_citations")),
+        int(np.count_nonzero(sentence_counts)), n_sentences,
+        int(numbers("n_citations").sum()),
         *figure("citation_rec"), *figure("citation_prec"),
         _share(multi, n_sentences), _share(multi_supported, multi),
         _share(overcited, multi_supported),
         len(with_qa), *figure("str_em"),
-        percent_mean([float(hit) for hit in kept("str_hit", with_qa)]),
+        percent_mean(kept("str_hit", with_qa).astype(float)),
         len(qampari),
-        float(np.mean(kept("qampari_num_preds", qampari))) if qampari else None,
+        float(np.mean(kept("qampari_num_preds", qampari))) if len(qampari) else None,
         percent_mean(kept("qampari_prec", qampari)),
         percent_mean(kept("qampari_rec", qampari)),
         percent_mean(kept("qampari_rec_top5", qampari)),
         *figure("qampari_f1"),
         percent_mean(kept("qampari_f1_top5", qampari)),
         len(where_present("claims_nli")), *figure("claims_nli"),
-        sum(column("length")) / n_items,
-        sum(column("reference_calls"))))
+        int(numbers("length").sum()) / n_items,
+        int(numbers("reference_calls").sum())))
   return rows
 
 
