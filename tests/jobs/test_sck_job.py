@@ -12,6 +12,7 @@ import pytest
 
 from autoais.beam_jobs import sck as sck_job
 from autoais.models import embeddings
+from autoais.schemas import AttributionExample
 from tests.support import sck_kg
 from tests.support.files import read_jsonl, write_jsonl
 from tests.support.jobs import run_job
@@ -337,6 +338,27 @@ def test_embeddings_equal_sentence_transformers(tmp_path):
   # job embeds in chunks fixed by the data).
   directory = embeddings.SentenceEmbedder(str(tmp_path / "model")).embed(texts)
   assert abs(directory - ours).max() == 0
+
+
+@needs_embedding_model
+def test_embedding_handler_hands_freed_memory_back_after_each_batch(monkeypatch):
+  """RunInference's handler trims the C heap once a batch's tensors are freed
+  (release_freed_memory), and the vectors are the embedder's."""
+  trims = []
+  real = embeddings.release_freed_memory
+  monkeypatch.setattr(embeddings, "release_freed_memory",
+                      lambda: (trims.append(1), real())[1])
+  handler = embeddings.EmbeddingModelHandler()
+  model = handler.load_model()
+  texts = [sck_kg.OBAMA_QUESTION, "head of state", "x"]
+  batch = [AttributionExample(text, "", "", "") for text in texts]
+  first = handler.run_inference(batch, model)
+  second = handler.run_inference(batch[:1], model)
+  assert len(trims) == 2
+  assert [result.inference for result in first] == [
+      tuple(float(x) for x in vector) for vector in model.embed(texts)]
+  assert second[0].inference == first[0].inference
+  assert len(first[0].inference) == 384
 
 
 @needs_embedding_model
