@@ -463,14 +463,7 @@ class T5NliModel(TokenBudgetModel):
       found[line] = _packed(ids, offsets)
       self._line_pieces.put(line, found[line])
     results = []
-    for premise, lines in zip(premises, cuts):
-      if len(lines) == 1:
-        values = found[lines[0]]
-        count = len(values) // 3
-        results.append((values[:count].tolist(),
-                        list(zip(values[count:2 * count].tolist(),
-                                 values[2 * count:].tolist()))))
-        continue
+    for lines in cuts:
       ids, starts, ends, position = [], [], [], 0
       for line in lines:
         values = found[line]
