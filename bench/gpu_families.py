@@ -2,7 +2,7 @@
 
     python3 bench/gpu_families.py [--tokens 256] [--batches 16,64,256] [--iters 10]
         [--families t5-11b,flan-t5-large,roberta-large,deberta-v3-large]
-        [--handler_pairs 2048] [--handler_budgets 0,65536] [--out DIR]
+        [--handler_pairs 2048] [--handler_budgets 0,65536] [--profile] [--out DIR]
 
 Part 1, the model alone: each family at its published shape (bench/gpu_keepup.py's
 FAMILIES: layers, widths, heads, vocabulary) built with random weights directly in
@@ -14,6 +14,11 @@ host memory every batch as a job's are. Timed with CUDA events, 3 warm-ups then
 `--iters` batches: the median batch gives pairs/s, and the FLOPs of
 gpu_keepup.pair_flops over that time the model FLOPs utilisation of the card's
 measured bf16 matrix peak (an 8192^3 product timed first in the same run).
+
+With --profile, each timed batch is then run 3 more times under torch.profiler:
+the CUDA kernels' summed time against the batch's wall time (the share the GPU
+was busy; the rest it waited for the host to launch work), the kernel launches
+per batch, and the kernels that took the most time.
 
 Part 2, our own path: the t5 family's RunInference handler
 (autoais.models.t5_nli.T5NliModelHandler, `--dtype bfloat16 --device cuda`) on a
@@ -137,6 +142,39 @@ def forward_step(torch, model, kind: str, host_ids, host_mask):
   return step
 
 
+def profile_step(torch, name: str, batch: int, step_s: float, step, records,
+                 steps: int = 3, top: int = 12):
+  """Where a batch's GPU time goes: torch.profiler over `steps` batches, the CUDA
+  kernels' summed time against the batch's wall time (the rest the GPU idled,
+  waiting for the host to launch work), and the kernels that took most of it."""
+  from torch.profiler import ProfilerActivity, profile  # pylint: disable=import-outside-toplevel
+  try:
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+      for _ in range(steps):
+        step()
+      torch.cuda.synchronize()
+    kernels = [event for event in prof.key_averages()
+               if event.device_type == torch.autograd.DeviceType.CUDA]
+    def device_us(event):
+      return (getattr(event, "self_device_time_total", None)
+              or getattr(event, "self_cuda_time_total", 0))
+    total_us = sum(device_us(event) for event in kernels)
+    ranked = sorted(kernels, key=device_us, reverse=True)[:top]
+    emit({"part": "profile", "family": name, "batch": batch, "steps": steps,
+          "kernel_ms_per_batch": round(total_us / steps / 1e3, 2),
+          "batch_ms": round(step_s * 1e3, 2),
+          "gpu_busy_share_of_batch": round(total_us / steps / 1e6 / step_s, 3),
+          "kernel_launches_per_batch": round(sum(event.count for event in kernels) / steps),
+          "top_kernels": [{"kernel": event.key[:120], "calls_per_batch": event.count // steps,
+                           "ms_per_batch": round(device_us(event) / steps / 1e3, 2),
+                           "share": round(device_us(event) / max(total_us, 1e-9), 3)}
+                          for event in ranked]}, records)
+  except Exception as error:  # pylint: disable=broad-except
+    # A profiler that fails must not cost the timings of the run around it.
+    emit({"part": "profile", "family": name, "batch": batch,
+          "error": f"{type(error).__name__}: {error}"[:500]}, records)
+
+
 def part_models(torch, transformers, args, peak, records):
   for name in args.families.split(","):
     family, kind, fields = SHAPES[name]
@@ -157,7 +195,11 @@ def part_models(torch, transformers, args, peak, records):
         emit({"part": "model", "family": name, "batch": batch, "oom": True}, records)
         torch.cuda.empty_cache()
         continue
+      if args.profile:
+        profile_step(torch, name, batch, seconds,
+                     forward_step(torch, model, kind, host_ids, host_mask), records)
       emit({"part": "model", "family": name, "gpu_keepup_family": family,
+            "attention": getattr(model.config, "_attn_implementation", None),
             "params_b": round(params / 1e9, 3), "build_s": round(build_s, 1),
             "tokens": args.tokens, "batch": batch, "batch_ms": round(seconds * 1e3, 2),
             "pairs_per_s": round(batch / seconds, 1),
@@ -295,6 +337,9 @@ def main():
                       help="pairs for part 2 (0: skip it)")
   parser.add_argument("--handler_budgets", default="0,65536",
                       help="part 2's token budgets per GPU batch (0: the handler's default)")
+  parser.add_argument("--profile", action="store_true",
+                      help="after each timed batch, torch.profiler's view of it: the GPU's "
+                      "busy share of the batch and the kernels that took most time")
   parser.add_argument("--out", default=None)
   args = parser.parse_args()
   import torch  # pylint: disable=import-outside-toplevel
