@@ -25,6 +25,11 @@ from tests.support.jobs import run_job
 from tests.support.nq import nq_oracle_records
 
 INLINE = "inline-judged"
+# The same items with their judgements removed: a system the check reads no
+# judgement of, whose items count in the pooled row's items and nowhere else.
+UNJUDGED = "unjudged"
+_JUDGEMENT_FIELDS = ("sentences", "automatic_recall_scores", "automatic_precision_scores",
+                     "automatic_citation_precision_scores")
 MISALIGNED = {3: "sentence_count_differs", 7: "citation_count_differs"}
 
 
@@ -41,6 +46,9 @@ def human_run(tmp_path_factory):
   inline = [item for key, item in document["asqa"][first].items()
             if key != "overall_results"]
   write_alce(root / "runs" / f"{INLINE}.json", inline)
+  write_alce(root / "runs" / f"{UNJUDGED}.json",
+             [{key: value for key, value in item.items() if key not in _JUDGEMENT_FIELDS}
+              for item in inline])
   assert run_job(citations, "--input", root / "runs" / "*.json", "--output_dir",
                  root / "out", "--bootstrap_samples", 20) == 0
   judged = {INLINE: inline}
@@ -136,7 +144,14 @@ def _check_row(row, expected):
 
 def test_each_system_agrees_with_its_judgements_as_sklearn_computes_it(human_run):
   systems = {row["system_name"]: row for row in human_run["human"]["systems"]}
-  assert len(systems) == 1 + 1 + sum(len(s) for s in HUMAN_DATASETS.values())
+  assert len(systems) == 1 + 1 + 1 + sum(len(s) for s in HUMAN_DATASETS.values())
+  assert (systems[UNJUDGED]["n_items"], systems[UNJUDGED]["n_items_judged"],
+          systems[UNJUDGED]["human_citation_rec"]) == (HUMAN_ITEMS, 0, None)
+  n_judged = len(human_run["judged"])
+  assert (systems[None]["n_items"], systems[None]["n_items_judged"],
+          systems[None]["n_items_aligned"]) == (
+              (n_judged + 1) * HUMAN_ITEMS, n_judged * HUMAN_ITEMS,
+              n_judged * (HUMAN_ITEMS - len(MISALIGNED)))
   for name in human_run["judged"]:
     row = systems[name]
     assert (row["n_items"], row["n_items_judged"], row["n_items_aligned"]) == (
@@ -160,6 +175,9 @@ def test_inline_judgements_read_as_the_human_eval_layout(human_run):
 def test_items_whose_judgements_do_not_align_are_named_and_left_out(human_run):
   checks = {}
   for item in human_run["items"]:
+    if item["system_name"] == UNJUDGED:
+      assert item["human_check"] == "no_judgements"
+      continue
     position = item["item_index"] % HUMAN_ITEMS
     checks.setdefault(MISALIGNED.get(position, "aligned"), []).append(item["human_check"])
   for check, found in checks.items():
@@ -167,12 +185,13 @@ def test_items_whose_judgements_do_not_align_are_named_and_left_out(human_run):
   n_systems = len(human_run["judged"])
   assert human_run["run"]["human_check"] == {
       "items_judged": n_systems * HUMAN_ITEMS,
-      "items_by_check": {"aligned": n_systems * (HUMAN_ITEMS - 2), "no_judgements": 0,
+      "items_by_check": {"aligned": n_systems * (HUMAN_ITEMS - 2), "no_judgements": HUMAN_ITEMS,
                          "sentence_count_differs": n_systems,
                          "citation_count_differs": n_systems}}
   assert human_run["run"]["counts"]["reconciled"]
   for row in human_run["rows"]:
-    aligned = row["item_index"] % HUMAN_ITEMS not in MISALIGNED
+    aligned = (row["system_name"] != UNJUDGED
+               and row["item_index"] % HUMAN_ITEMS not in MISALIGNED)
     assert (row["human_supported"] is not None) == aligned
 
 
@@ -189,7 +208,8 @@ def test_sentence_rows_carry_the_judgements_as_written(human_run):
 
 def test_system_level_correlations_are_scipys(human_run):
   from scipy import stats  # pylint: disable=import-outside-toplevel
-  rows = [row for row in human_run["human"]["systems"] if row["system_name"]]
+  rows = [row for row in human_run["human"]["systems"]
+          if row["system_name"] not in (None, UNJUDGED)]
   level = human_run["human"]["system_level"]
   assert level["systems"] == len(rows)
   for figure in ("citation_rec", "citation_prec"):

@@ -101,10 +101,12 @@ _ITEM_COLUMNS = ["human_check", "human_citation_rec", "citation_rec",
 
 
 def _system_row(name: Optional[str], items: pa.Table, counts: Dict[str, AgreementCounts],
-                statistics: Dict[str, Dict[str, object]]) -> CitationsHumanRow:
+                statistics: Dict[str, Dict[str, object]],
+                n_items: Optional[int] = None) -> CitationsHumanRow:
   """`items`: the table of the system's (or of all systems') items, in file
-  order, with at least _ITEM_COLUMNS; `statistics`: agreement_statistics of
-  each kind's `counts`."""
+  order, with at least _ITEM_COLUMNS, or only those of them that carry
+  judgements, with `n_items` the count of all; `statistics`:
+  agreement_statistics of each kind's `counts`."""
   # Masks over the items in Arrow (a run of a million items would make a
   # million Python strings of each column); the few figured values are made
   # Python values, in item order, for the means.
@@ -118,7 +120,7 @@ def _system_row(name: Optional[str], items: pa.Table, counts: Dict[str, Agreemen
 
   recall, precision = statistics[RECALL], statistics[PRECISION]
   return CitationsHumanRow(
-      name, items.num_rows, judged, pc.sum(aligned).as_py() or 0, counts[RECALL].n,
+      name, items.num_rows if n_items is None else n_items, judged, pc.sum(aligned).as_py() or 0, counts[RECALL].n,
       counts[PRECISION].n,
       mean_of("human_citation_rec"), mean_of("citation_rec"),
       mean_of("human_citation_prec"), mean_of("citation_prec"),
@@ -188,8 +190,9 @@ class _WriteHumanCheckFn(beam.DoFn):
   def process(self, systems):
     """`systems`: [(system, {"items": [path of ItemsFold's file of its items],
     "counts": [{kind: AgreementCounts}]})]."""
-    rows, statistics, pooled_items = [], {}, []
+    rows, statistics, judged_items = [], {}, []
     pooled = _empty_counts()
+    n_items = 0
     for name, groups in sorted(systems, key=lambda system: system[0]):
       items = item_table(list(groups["items"]), _ITEM_COLUMNS)
       # One accumulator per system (CombinePerKey); none where no sentence of
@@ -197,15 +200,23 @@ class _WriteHumanCheckFn(beam.DoFn):
       counts = next(iter(groups["counts"]), None) or _empty_counts()
       for kind in (RECALL, PRECISION):
         pooled[kind].merge(counts[kind])
-      pooled_items.append(items)
       statistics[name] = _statistics(counts)
       rows.append(_system_row(name, items, counts, statistics[name]))
+      # The pooled row reads only the items that carry judgements (every
+      # figure but the count of items is over them), so one system's items are
+      # held at a time, not every system's: a million items' columns at once
+      # were a step of the run's last minute.
+      n_items += items.num_rows
+      judged_items.append(items.filter(
+          pc.not_equal(items.column("human_check"), NO_JUDGEMENTS)))
+      del items
     statistics[ALL_SYSTEMS] = _statistics(pooled)
-    pooled_items = (pa.concat_tables(pooled_items) if pooled_items
+    judged_items = (pa.concat_tables(judged_items) if judged_items
                     else item_table([], _ITEM_COLUMNS))
-    rows.append(_system_row(None, pooled_items, pooled, statistics[ALL_SYSTEMS]))
+    rows.append(_system_row(None, judged_items, pooled, statistics[ALL_SYSTEMS], n_items))
     checks = {entry["values"].as_py(): entry["counts"].as_py() for entry in
-              pc.value_counts(pooled_items.column("human_check"))}
+              pc.value_counts(judged_items.column("human_check"))}
+    checks[NO_JUDGEMENTS] = n_items - judged_items.num_rows
     by_check = {check: checks.get(check, 0) for check in HUMAN_CHECKS}
     document = {
         "human_eval_format": "an item's `sentences`: [{sentence_recall_score: 0|1, "
@@ -217,7 +228,7 @@ class _WriteHumanCheckFn(beam.DoFn):
     }
     write_summary_files(self._output_dir, STEM, rows, CITATIONS_HUMAN_SCHEMA, document,
                         human_check_markdown(rows))
-    yield {"items_judged": pooled_items.num_rows - by_check[NO_JUDGEMENTS],
+    yield {"items_judged": judged_items.num_rows,
            "items_by_check": by_check}
 
 
