@@ -156,9 +156,10 @@ def _sorted_questions(systems: List[Tuple[str, str]]) -> pa.Array:
 def citations_system_rows(systems: List[Tuple[str, str]], bootstrap_samples: int,
                           seed: int) -> List[CitationsSystemRow]:
   """`systems`: (name, path of ItemsFold's file of its items) of each system, in
-  output order; the items are read one system at a time, and their columns go
-  to numpy arrays (no Python object per item: at a million items those made
-  this step the run's peak); the questions are ordered and found in Arrow."""
+  output order; the items are read one system and one column at a time, and
+  the columns go to numpy arrays (no Python object per item: at a million items
+  those made this step the run's peak); the questions are ordered and found in
+  Arrow."""
   questions = _sorted_questions(systems)
   # Drawn again for each system: cached, the resamples would hold samples x
   # questions doubles (40 MB at 25,000 questions) through the whole step.
@@ -166,27 +167,36 @@ def citations_system_rows(systems: List[Tuple[str, str]], bootstrap_samples: int
                                cache=False)
   rows = []
   for _, path in systems:
-    table = read_table_file(path, _LEADERBOARD_COLUMNS)
 
-    def numbers(name, table=table):
-      return table.column(name).to_numpy()
+    def column(name, path=path):
+      # One column read at a time: the file's other columns, and the decoding
+      # of its batches for all of them at once, never fill memory (a million
+      # items' columns together were the last minute's peak of the run).
+      return read_table_file(path, [name]).column(name)
 
-    def where_present(name, table=table):
-      return np.flatnonzero(table.column(name).is_valid().to_numpy(zero_copy_only=False))
+    def numbers(name):
+      return column(name).to_numpy()
 
-    def kept(name, indices, table=table):
-      return table.column(name).take(pa.array(indices, type=pa.int64())).to_numpy(
-          zero_copy_only=False)
+    def where_present(values):
+      return np.flatnonzero(values.is_valid().to_numpy(zero_copy_only=False))
 
-    where = pc.index_in(table.column("question"), value_set=questions).to_numpy(
+    def kept(values, indices):
+      return values.take(pa.array(indices, type=pa.int64())).to_numpy(zero_copy_only=False)
+
+    question = column("question")
+    n_items = len(question)
+    where = pc.index_in(question, value_set=questions).to_numpy(
         zero_copy_only=False).astype(np.int64)
-    ratios, present = [], {}
+    del question
+    ratios, present, indices_of = [], {}, {}
     for name in _WITH_CI:
-      indices = where_present(name)
-      present[name] = kept(name, indices).astype(float)
-      numerator = np.bincount(where[indices], weights=present[name],
+      values = column(name)
+      indices_of[name] = where_present(values)
+      present[name] = kept(values, indices_of[name]).astype(float)
+      numerator = np.bincount(where[indices_of[name]], weights=present[name],
                               minlength=len(questions))
-      denominator = np.bincount(where[indices], minlength=len(questions)).astype(float)
+      denominator = np.bincount(where[indices_of[name]],
+                                minlength=len(questions)).astype(float)
       ratios.append((numerator, denominator))
     intervals = dict(zip(_WITH_CI, bootstrap.ratio_intervals(ratios)))
 
@@ -196,31 +206,33 @@ def citations_system_rows(systems: List[Tuple[str, str]], bootstrap_samples: int
                                                          100 * interval[1])
       return percent_mean(present[name]), low, high
 
-    n_items = table.num_rows
+    def kept_of(name, indices):
+      return kept(column(name), indices)
+
     sentence_counts = numbers("n_sentences")
     n_sentences = int(sentence_counts.sum())
     multi = int(numbers("n_multi_citation").sum())
     multi_supported = int(numbers("n_multi_supported").sum())
     overcited = int(numbers("n_overcited").sum())
-    qampari = where_present("qampari_f1")
-    with_qa = where_present("str_em")
+    qampari = indices_of["qampari_f1"]
+    with_qa = indices_of["str_em"]
     rows.append(CitationsSystemRow(
-        table.column("system_name")[0].as_py(), n_items,
+        column("system_name")[0].as_py(), n_items,
         int(np.count_nonzero(sentence_counts)), n_sentences,
         int(numbers("n_citations").sum()),
         *figure("citation_rec"), *figure("citation_prec"),
         _share(multi, n_sentences), _share(multi_supported, multi),
         _share(overcited, multi_supported),
         len(with_qa), *figure("str_em"),
-        percent_mean(kept("str_hit", with_qa).astype(float)),
+        percent_mean(kept_of("str_hit", with_qa).astype(float)),
         len(qampari),
-        float(np.mean(kept("qampari_num_preds", qampari))) if len(qampari) else None,
-        percent_mean(kept("qampari_prec", qampari)),
-        percent_mean(kept("qampari_rec", qampari)),
-        percent_mean(kept("qampari_rec_top5", qampari)),
+        float(np.mean(kept_of("qampari_num_preds", qampari))) if len(qampari) else None,
+        percent_mean(kept_of("qampari_prec", qampari)),
+        percent_mean(kept_of("qampari_rec", qampari)),
+        percent_mean(kept_of("qampari_rec_top5", qampari)),
         *figure("qampari_f1"),
-        percent_mean(kept("qampari_f1_top5", qampari)),
-        len(where_present("claims_nli")), *figure("claims_nli"),
+        percent_mean(kept_of("qampari_f1_top5", qampari)),
+        len(indices_of["claims_nli"]), *figure("claims_nli"),
         int(numbers("length").sum()) / n_items,
         int(numbers("reference_calls").sum())))
   return rows
