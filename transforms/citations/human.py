@@ -120,8 +120,8 @@ def _system_row(name: Optional[str], items: pa.Table, counts: Dict[str, Agreemen
 
   recall, precision = statistics[RECALL], statistics[PRECISION]
   return CitationsHumanRow(
-      name, items.num_rows if n_items is None else n_items, judged, pc.sum(aligned).as_py() or 0, counts[RECALL].n,
-      counts[PRECISION].n,
+      name, items.num_rows if n_items is None else n_items, judged,
+      pc.sum(aligned).as_py() or 0, counts[RECALL].n, counts[PRECISION].n,
       mean_of("human_citation_rec"), mean_of("citation_rec"),
       mean_of("human_citation_prec"), mean_of("citation_prec"),
       recall["accuracy"], recall["balanced_accuracy"], recall["cohen_kappa"],
