@@ -124,14 +124,6 @@ class ItemsFold(RowFold):
 _WITH_CI = ("citation_rec", "citation_prec", "str_em", "qampari_f1", "claims_nli")
 
 
-# The columns of the items that the leaderboard reads (not the human check's
-# strings nor the source paths).
-_LEADERBOARD_COLUMNS = ["system_name", "question", *_WITH_CI, "n_sentences",
-                        "n_citations", "n_multi_citation", "n_multi_supported",
-                        "n_overcited", "str_hit", "qampari_num_preds", "qampari_prec",
-                        "qampari_rec", "qampari_rec_top5", "qampari_f1_top5",
-                        "length", "reference_calls"]
-
 
 def percent_mean(values) -> Optional[float]:
   """The mean of 0-1 values (a list or a numpy array) as a percentage; None
@@ -153,6 +145,22 @@ def _sorted_questions(systems: List[Tuple[str, str]]) -> pa.Array:
   return unique.take(pc.array_sort_indices(unique))
 
 
+def _read_column(path: str, name: str) -> pa.ChunkedArray:
+  # One column read at a time: the file's other columns, and the decoding of
+  # its batches for all of them at once, never fill memory (a million items'
+  # columns together were the last minute's peak of the run).
+  return read_table_file(path, [name]).column(name)
+
+
+def _present(values: pa.ChunkedArray) -> np.ndarray:
+  """The indexes of the non-null values."""
+  return np.flatnonzero(values.is_valid().to_numpy(zero_copy_only=False))
+
+
+def _taken(values: pa.ChunkedArray, indices: np.ndarray) -> np.ndarray:
+  return values.take(pa.array(indices, type=pa.int64())).to_numpy(zero_copy_only=False)
+
+
 def citations_system_rows(systems: List[Tuple[str, str]], bootstrap_samples: int,
                           seed: int) -> List[CitationsSystemRow]:
   """`systems`: (name, path of ItemsFold's file of its items) of each system, in
@@ -166,75 +174,61 @@ def citations_system_rows(systems: List[Tuple[str, str]], bootstrap_samples: int
   bootstrap = BootstrapWeights(max(len(questions), 1), bootstrap_samples, seed,
                                cache=False)
   rows = []
-  for _, path in systems:
-
-    def column(name, path=path):
-      # One column read at a time: the file's other columns, and the decoding
-      # of its batches for all of them at once, never fill memory (a million
-      # items' columns together were the last minute's peak of the run).
-      return read_table_file(path, [name]).column(name)
-
-    def numbers(name):
-      return column(name).to_numpy()
-
-    def where_present(values):
-      return np.flatnonzero(values.is_valid().to_numpy(zero_copy_only=False))
-
-    def kept(values, indices):
-      return values.take(pa.array(indices, type=pa.int64())).to_numpy(zero_copy_only=False)
-
-    question = column("question")
+  for name, path in systems:
+    question = _read_column(path, "question")
     n_items = len(question)
     where = pc.index_in(question, value_set=questions).to_numpy(
         zero_copy_only=False).astype(np.int64)
     del question
     ratios, present, indices_of = [], {}, {}
-    for name in _WITH_CI:
-      values = column(name)
-      indices_of[name] = where_present(values)
-      present[name] = kept(values, indices_of[name]).astype(float)
-      numerator = np.bincount(where[indices_of[name]], weights=present[name],
+    for figure_name in _WITH_CI:
+      values = _read_column(path, figure_name)
+      indices_of[figure_name] = _present(values)
+      present[figure_name] = _taken(values, indices_of[figure_name]).astype(float)
+      numerator = np.bincount(where[indices_of[figure_name]], weights=present[figure_name],
                               minlength=len(questions))
-      denominator = np.bincount(where[indices_of[name]],
+      denominator = np.bincount(where[indices_of[figure_name]],
                                 minlength=len(questions)).astype(float)
       ratios.append((numerator, denominator))
     intervals = dict(zip(_WITH_CI, bootstrap.ratio_intervals(ratios)))
 
-    def figure(name):
-      interval = intervals[name] if len(present[name]) else None
+    def figure(figure_name, intervals=intervals, present=present):
+      interval = intervals[figure_name] if len(present[figure_name]) else None
       low, high = (None, None) if interval is None else (100 * interval[0],
                                                          100 * interval[1])
-      return percent_mean(present[name]), low, high
+      return percent_mean(present[figure_name]), low, high
 
-    def kept_of(name, indices):
-      return kept(column(name), indices)
+    def total(column_name, path=path):
+      return int(_read_column(path, column_name).to_numpy().sum())
 
-    sentence_counts = numbers("n_sentences")
+    def kept(column_name, indices, path=path):
+      return _taken(_read_column(path, column_name), indices)
+
+    sentence_counts = _read_column(path, "n_sentences").to_numpy()
     n_sentences = int(sentence_counts.sum())
-    multi = int(numbers("n_multi_citation").sum())
-    multi_supported = int(numbers("n_multi_supported").sum())
-    overcited = int(numbers("n_overcited").sum())
+    multi = total("n_multi_citation")
+    multi_supported = total("n_multi_supported")
     qampari = indices_of["qampari_f1"]
     with_qa = indices_of["str_em"]
+    # The name ItemsFold wrote the file under is the system_name of its items.
     rows.append(CitationsSystemRow(
-        column("system_name")[0].as_py(), n_items,
-        int(np.count_nonzero(sentence_counts)), n_sentences,
-        int(numbers("n_citations").sum()),
+        name, n_items, int(np.count_nonzero(sentence_counts)), n_sentences,
+        total("n_citations"),
         *figure("citation_rec"), *figure("citation_prec"),
         _share(multi, n_sentences), _share(multi_supported, multi),
-        _share(overcited, multi_supported),
+        _share(total("n_overcited"), multi_supported),
         len(with_qa), *figure("str_em"),
-        percent_mean(kept_of("str_hit", with_qa).astype(float)),
+        percent_mean(kept("str_hit", with_qa).astype(float)),
         len(qampari),
-        float(np.mean(kept_of("qampari_num_preds", qampari))) if len(qampari) else None,
-        percent_mean(kept_of("qampari_prec", qampari)),
-        percent_mean(kept_of("qampari_rec", qampari)),
-        percent_mean(kept_of("qampari_rec_top5", qampari)),
+        float(np.mean(kept("qampari_num_preds", qampari))) if len(qampari) else None,
+        percent_mean(kept("qampari_prec", qampari)),
+        percent_mean(kept("qampari_rec", qampari)),
+        percent_mean(kept("qampari_rec_top5", qampari)),
         *figure("qampari_f1"),
-        percent_mean(kept_of("qampari_f1_top5", qampari)),
+        percent_mean(kept("qampari_f1_top5", qampari)),
         len(indices_of["claims_nli"]), *figure("claims_nli"),
-        int(numbers("length").sum()) / n_items,
-        int(numbers("reference_calls").sum())))
+        total("length") / n_items,
+        total("reference_calls")))
   return rows
 
 
