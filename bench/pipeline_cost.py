@@ -238,10 +238,11 @@ def stage_of(func) -> str:
   path = filename.replace(os.sep, "/")
   if "/tokenizers/" in path or "/transformers/tokenization" in path or (
       path.endswith(("models/t5_nli.py", "models/checkpoints.py"))
-      and name in ("_ids", "_ids_of", "__call__", "locked", "input_ids")):
+      and name in ("_ids", "_ids_of", "_pieces_known", "__call__", "locked", "input_ids")):
     return "tokenising"
   if path.endswith("models/t5_nli.py") and name in (
-      "encode", "_windows_of", "_window_spans", "_pieces", "parts", "of", "__init__"):
+      "encode", "_windows_of", "_window_spans", "_pieces", "parts", "of", "_words_of",
+      "__init__"):
     return "windows"
   if (path.endswith(("models/t5_nli.py", "models/token_budget.py",
                      "bench/pipeline_cost.py")) or

@@ -26,7 +26,10 @@ hypothesis' pieces: the same ids as the whole input
 (tests/unit/scoring/test_t5_scorer.py). A premise is cut at its line breaks
 and each distinct line tokenised once while it is in the cache of recent
 lines: a citations premise joins the same documents, a line each, in many
-combinations, so a document is tokenised once, not once per premise.
+combinations, so a document is tokenised once, not once per premise. A
+premise's encoding (pieces, offsets, and its words once windowed) is put
+together once while it is in the cache of recent premises (_PremiseEncoding),
+not once per pair that shares it.
 
 In threshold mode, inputs longer than the model's length are never cut in the
 hypothesis: the premise is split into overlapping windows that each fit with
@@ -49,6 +52,7 @@ held (bench/model_load.py measures it).
 """
 import array
 import collections
+import itertools
 import json
 import os
 import re
@@ -182,6 +186,9 @@ def _ends_clear_of_the_next_character(text: str) -> bool:
 # Tokens of premise pieces a loaded T5 model keeps (int32: 16 MiB, plus the
 # texts): about 13,000 passages of 320 tokens.
 PREMISE_CACHE_TOKENS = 1 << 22
+# Values of premises' encodings kept (five int32 a piece once windowed: 16
+# MiB, plus the texts): about 2,600 premises of 320 tokens.
+PREMISE_ENCODING_CACHE_VALUES = 1 << 22
 # Values of premise lines' pieces and offsets kept (three int32 a piece: 16 MiB,
 # plus the texts): about 17,000 documents of 100 words.
 LINE_CACHE_VALUES = 1 << 22
@@ -214,14 +221,15 @@ class _PieceCache:
     return pieces
 
   def put(self, text: str, pieces: Any) -> None:
-    """Keeps `pieces` (a list of ints, or an int32 numpy array, kept as it is)."""
+    """Keeps `pieces` (a list of ints, kept as an int32 array; anything else,
+    an int32 numpy array or a _PremiseEncoding, as it is), counted by its len()."""
     if len(pieces) > self._max_tokens:
       return
     with self._lock:
       if text in self._entries:
         return
-      self._entries[text] = (pieces if isinstance(pieces, np.ndarray)
-                             else array.array("i", pieces))
+      self._entries[text] = (array.array("i", pieces) if isinstance(pieces, list)
+                             else pieces)
       self._tokens += len(pieces)
       while self._tokens > self._max_tokens:
         _, dropped = self._entries.popitem(last=False)
@@ -244,8 +252,41 @@ def _lines_of(premise: str) -> Optional[List[str]]:
 def _packed(ids: Sequence[int], offsets: Sequence[Tuple[int, int]]) -> np.ndarray:
   """A line's pieces, then their start offsets, then their end offsets, as one
   int32 array (what the cache of lines keeps)."""
-  spans = np.asarray(offsets, dtype=np.int32).reshape(-1, 2)
+  spans = np.fromiter(itertools.chain.from_iterable(offsets), dtype=np.int32,
+                      count=2 * len(offsets)).reshape(-1, 2)
   return np.concatenate((np.asarray(ids, dtype=np.int32), spans[:, 0], spans[:, 1]))
+
+
+class _PremiseEncoding:
+  """A premise tokenised without special tokens: its pieces and each piece's
+  start and end offset in the premise (int32 arrays) and, once a window needs
+  them, its words (_CutPremise.of: the first and last piece of each piece's
+  word, or False where the window's ids cannot be joined from its pieces).
+  Kept per distinct premise (T5NliModel._premises): a premise that several
+  pairs share, in one chunk or in the chunks that follow, is put together
+  from its lines and cut into words once, not once a pair."""
+  __slots__ = ("pieces", "starts", "ends", "words")
+
+  def __init__(self, pieces: np.ndarray, starts: np.ndarray, ends: np.ndarray):
+    self.pieces, self.starts, self.ends = pieces, starts, ends
+    self.words: Any = None
+
+  @staticmethod
+  def of(ids: Sequence[int], offsets: Sequence[Tuple[int, int]]) -> "_PremiseEncoding":
+    return _PremiseEncoding.unpacked(_packed(ids, offsets))
+
+  @staticmethod
+  def unpacked(values: np.ndarray) -> "_PremiseEncoding":
+    """From _packed's array (views of it)."""
+    count = len(values) // 3
+    return _PremiseEncoding(values[:count], values[count:2 * count], values[2 * count:])
+
+  def __len__(self) -> int:
+    # What the cache counts: the values of the three arrays and the words'.
+    return 5 * len(self.pieces)
+
+  def offsets(self) -> List[Tuple[int, int]]:
+    return list(zip(self.starts.tolist(), self.ends.tolist()))
 
 
 # White space that T5's normaliser (SentencePiece's nmt_nfkc charsmap) turns
@@ -283,53 +324,90 @@ class _CutPremise:
   word cut by the window's edge is a word of its own in TEXT, so its part in
   the window is tokenised again."""
 
-  def __init__(self, premise: str, pieces: List[int], offsets: List[Tuple[int, int]],
+  def __init__(self, premise: str, encoding: _PremiseEncoding,
                before: List[int], after: List[int]):
-    self.premise, self.pieces, self.offsets = premise, pieces, offsets
+    self.premise, self.pieces = premise, encoding.pieces
+    self.starts, self.ends = encoding.starts, encoding.ends
+    # first[i], last[i]: the first and last piece of piece i's word.
+    self.first, self.last = encoding.words
     self.before, self.after = before, after
-    # first[i], last[i]: the first and last piece of piece i's word (a word
-    # starts where text lies between a piece and the one before it).
-    spans = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
-    starts = np.flatnonzero(np.concatenate(([True], spans[1:, 0] > spans[:-1, 1])))
-    ends = np.append(starts[1:], len(spans))
-    self.first = np.repeat(starts, ends - starts).tolist()
-    self.last = np.repeat(ends - 1, ends - starts).tolist()
 
   @staticmethod
-  def of(premise: str, normalizer, pieces: List[int], offsets: List[Tuple[int, int]],
-         before: List[int], after: List[int]) -> Optional["_CutPremise"]:
+  def of(premise: str, normalizer, encoding: _PremiseEncoding,
+         before: List[int], after: List[int],
+         keeps_ascii: bool = False) -> Optional["_CutPremise"]:
     """The premise cut into words, or None where its windows must be tokenised
-    whole (see the class)."""
-    if not offsets or (normalizer is not None and
-                       normalizer.normalize_str(premise) != premise.translate(_TO_SPACE)):
+    whole (see the class). The words are found once per encoding (_words_of)."""
+    if encoding.words is None:
+      encoding.words = _words_of(premise, normalizer, encoding, keeps_ascii)
+    if encoding.words is False:
       return None
-    if any(_joins_the_previous_character(found.group()[1])
-           for found in _SPACE_THEN_OTHER.finditer(premise)):
-      return None
-    return _CutPremise(premise, pieces, offsets, before, after)
+    return _CutPremise(premise, encoding, before, after)
 
   def parts(self, start: int, end: int) -> Optional[List[Any]]:
-    """The pieces of the window [start, end): lists of ids, and the text of
+    """The pieces of the window [start, end): arrays of ids, and the text of
     a word cut by an edge (to be tokenised); None where the window must be
     tokenised whole (it starts inside a cluster)."""
-    first, last, offsets, premise = self.first, self.last, self.offsets, self.premise
-    if first[start] != start and _joins_the_previous_character(premise[offsets[start][0]]):
+    first, last, starts, ends, premise = (self.first, self.last, self.starts, self.ends,
+                                          self.premise)
+    if first[start] != start and _joins_the_previous_character(premise[starts[start]]):
       return None
     if first[start] == first[end - 1]:  # inside one word
       if first[start] == start and last[end - 1] == end - 1:
         return [self.pieces[start:end]]
-      return [premise[offsets[start][0]:offsets[end - 1][1]]]
+      return [premise[starts[start]:ends[end - 1]]]
     parts: List[Any] = []
     if first[start] == start:
       parts.append(self.pieces[start:last[start] + 1])
     else:
-      parts.append(premise[offsets[start][0]:offsets[last[start]][1]])
+      parts.append(premise[starts[start]:ends[last[start]]])
     parts.append(self.pieces[last[start] + 1:first[end - 1]])
     if last[end - 1] == end - 1:
       parts.append(self.pieces[first[end - 1]:end])
     else:
-      parts.append(premise[offsets[first[end - 1]][0]:offsets[end - 1][1]])
+      parts.append(premise[starts[first[end - 1]]:ends[end - 1]])
     return parts
+
+
+# The ASCII characters a premise may hold for _words_of's short cut: the
+# printable ones and the white space T5's normaliser makes a space, but not the
+# carriage return ("\r\n" is one grapheme cluster).
+_ASCII_KEPT = "".join(map(chr, range(0x20, 0x7f))) + "\t\n\x0c"
+
+
+def ascii_kept(normalizer) -> bool:
+  """Whether the normaliser keeps each character of _ASCII_KEPT (its white
+  space made a space): then it keeps any text of them alone, as it maps
+  grapheme cluster by cluster (a SentencePiece charsmap, the only normaliser
+  _tokenises_words_apart accepts) and each of them is a cluster of its own."""
+  return normalizer is None or all(
+      normalizer.normalize_str(character) == character.translate(_TO_SPACE)
+      for character in _ASCII_KEPT)
+
+
+def _words_of(premise: str, normalizer, encoding: _PremiseEncoding,
+              keeps_ascii: bool) -> Any:
+  """(first, last): the first and last piece of each piece's word (a word
+  starts where text lies between a piece and the one before it), or False
+  where the premise's windows must be tokenised whole: no pieces, a
+  normaliser that changes more than white space, or a grapheme cluster that
+  spans white space (_CutPremise). `keeps_ascii`: ascii_kept(normalizer), so a
+  premise of _ASCII_KEPT's characters alone is not normalised to be checked."""
+  if not len(encoding.pieces):
+    return False
+  if not (keeps_ascii and premise.isascii() and "\r" not in premise
+          and premise.translate(_TO_SPACE).isprintable()):
+    if (normalizer is not None
+        and normalizer.normalize_str(premise) != premise.translate(_TO_SPACE)):
+      return False
+    if any(_joins_the_previous_character(found.group()[1])
+           for found in _SPACE_THEN_OTHER.finditer(premise)):
+      return False
+  starts, ends = encoding.starts, encoding.ends
+  word_starts = np.flatnonzero(np.concatenate(([True], starts[1:] > ends[:-1])))
+  word_ends = np.append(word_starts[1:], len(starts))
+  return (np.repeat(word_starts, word_ends - word_starts),
+          np.repeat(word_ends - 1, word_ends - word_starts))
 
 
 class EncodedExample(NamedTuple):
@@ -366,6 +444,8 @@ class T5NliModel(TokenBudgetModel):
     self._words_apart: Any = None
     self._premise_pieces = _PieceCache(PREMISE_CACHE_TOKENS)
     self._line_pieces = _PieceCache(LINE_CACHE_VALUES)
+    self._premises = _PieceCache(PREMISE_ENCODING_CACHE_VALUES)
+    self._keeps_ascii: Optional[bool] = None  # ascii_kept of the normaliser, on first use
     self._check_first_step()
 
   def _check_first_step(self) -> None:
@@ -393,6 +473,13 @@ class T5NliModel(TokenBudgetModel):
 
   # -- tokenisation ---------------------------------------------------------
 
+  def _pieces_known(self, texts: Sequence[str], known: Dict[str, List[int]]) -> List[List[int]]:
+    """_ids_of(texts, special_tokens=False), the texts not in `known` (text ->
+    pieces) tokenised in one call, each distinct one once, and added to it."""
+    missing = [text for text in dict.fromkeys(texts) if text not in known]
+    known.update(zip(missing, self._ids_of(missing, special_tokens=False)))
+    return [known[text] for text in texts]
+
   def _ids(self, text: str) -> List[int]:
     return self._ids_of([text])[0]
 
@@ -417,9 +504,12 @@ class T5NliModel(TokenBudgetModel):
     each distinct "premise: ..." and "hypothesis: ..." of the examples is
     tokenised once and the input ids joined: a passage that many pairs share
     is tokenised once, not once a pair; else the whole inputs, in one call."""
-    encodings: Dict[str, Any] = {}  # premise -> (pieces, offsets), for the windows
+    # What the whole inputs found, for the windows: premises' encodings, and
+    # the pieces (no special tokens) of texts tokenised ("hypothesis: H").
+    encodings: Dict[str, _PremiseEncoding] = {}
+    known: Dict[str, List[int]] = {}
     if self._tokenises_apart():
-      whole = self._joined_ids(examples, *self._words_apart, encodings)
+      whole = self._joined_ids(examples, *self._words_apart, encodings, known)
     else:
       whole = self._ids_of([f"premise: {example.premise} hypothesis: {example.hypothesis}"
                             for example in examples])
@@ -427,20 +517,22 @@ class T5NliModel(TokenBudgetModel):
     if windowed:
       long = [i for i, ids in enumerate(whole) if len(ids) > self.max_input_tokens]
       for i, item in zip(long, self._windows_of([examples[i] for i in long],
-                                                [whole[i] for i in long], encodings)):
+                                                [whole[i] for i in long], encodings,
+                                                known)):
         encoded[i] = item
     return encoded
 
   def _premise_encodings(self, premises: Sequence[str],
-                         known: Optional[Dict[str, Any]] = None) -> List[Tuple[List[int], Any]]:
-    """(pieces, offsets) of each premise tokenised without special tokens, as
-    one tokenizer call gives them. Where the tokenizer tokenises words apart,
-    each premise is cut at its line breaks (_lines_of) and each distinct line
-    is tokenised once, in one call, and kept in the cache of recent lines; a
-    premise's pieces are its lines' pieces in order and its offsets theirs
-    moved to where each line starts: the same (tests/unit/scoring/test_t5_scorer.py).
-    `known`: premises' encodings found earlier for the same chunk, used, and
-    added to."""
+                         known: Optional[Dict[str, Any]] = None) -> List[_PremiseEncoding]:
+    """The encoding of each premise tokenised without special tokens (pieces
+    and offsets), as one tokenizer call gives them. Where the tokenizer
+    tokenises words apart, each premise is cut at its line breaks (_lines_of)
+    and each distinct line is tokenised once, in one call, and kept in the
+    cache of recent lines; a premise's pieces are its lines' pieces in order
+    and its offsets theirs moved to where each line starts: the same
+    (tests/unit/scoring/test_t5_scorer.py). Each distinct premise's encoding
+    is kept in the cache of recent premises. `known`: premises' encodings
+    found earlier for the same chunk, used, and added to."""
     if not premises:
       return []
     if known is not None:
@@ -448,11 +540,20 @@ class T5NliModel(TokenBudgetModel):
       known.update(zip(fresh, self._premise_encodings(fresh)))
       return [known[premise] for premise in premises]
     if not self._tokenises_apart():
-      return self.tokenizer.input_ids(premises, add_special_tokens=False, offsets=True)
-    cuts = [_lines_of(premise) or [premise] for premise in premises]
+      return [_PremiseEncoding.of(ids, offsets) for ids, offsets in
+              self.tokenizer.input_ids(premises, add_special_tokens=False, offsets=True)]
+    results: Dict[str, _PremiseEncoding] = {}
+    cuts: Dict[str, List[str]] = {}
+    for premise in premises:
+      if premise not in results and premise not in cuts:
+        cached = self._premises.get_stored(premise)
+        if cached is not None:
+          results[premise] = cached
+        else:
+          cuts[premise] = _lines_of(premise) or [premise]
     found: Dict[str, np.ndarray] = {}
     missing: List[str] = []
-    for lines in cuts:
+    for lines in cuts.values():
       for line in lines:
         if line not in found:
           found[line] = self._line_pieces.get_stored(line)
@@ -462,20 +563,22 @@ class T5NliModel(TokenBudgetModel):
     for line, (ids, offsets) in zip(missing, encoded):
       found[line] = _packed(ids, offsets)
       self._line_pieces.put(line, found[line])
-    results = []
-    for lines in cuts:
-      ids, starts, ends, position = [], [], [], 0
-      for line in lines:
-        values = found[line]
-        count = len(values) // 3
-        ids.append(values[:count])
-        starts.append(values[count:2 * count] + position)
-        ends.append(values[2 * count:] + position)
-        position += len(line) + 1
-      results.append((np.concatenate(ids).tolist(),
-                      list(zip(np.concatenate(starts).tolist(),
-                               np.concatenate(ends).tolist()))))
-    return results
+    for premise, lines in cuts.items():
+      if len(lines) == 1:
+        encoding = _PremiseEncoding.unpacked(found[lines[0]])
+      else:
+        ids, starts, ends, position = [], [], [], 0
+        for line in lines:
+          line_encoding = _PremiseEncoding.unpacked(found[line])
+          ids.append(line_encoding.pieces)
+          starts.append(line_encoding.starts + position)
+          ends.append(line_encoding.ends + position)
+          position += len(line) + 1
+        encoding = _PremiseEncoding(np.concatenate(ids), np.concatenate(starts),
+                                    np.concatenate(ends))
+      self._premises.put(premise, encoding)
+      results[premise] = encoding
+    return [results[premise] for premise in premises]
 
   def _tokenises_apart(self) -> bool:
     if self._words_apart is None:
@@ -483,14 +586,15 @@ class T5NliModel(TokenBudgetModel):
     return bool(self._words_apart)
 
   def _joined_ids(self, examples: Sequence[AttributionExample], prefix: List[int],
-                  suffix: List[int], encodings: Dict[str, Any]) -> List[List[int]]:
+                  suffix: List[int], encodings: Dict[str, Any],
+                  known: Dict[str, List[int]]) -> List[List[int]]:
     """The input ids of each example's "premise: P hypothesis: H" as the
     special tokens around the pieces of "premise: P" and of "hypothesis: H":
     each distinct text tokenised once, and a premise's pieces kept for the
     chunks that follow (_PieceCache). The pieces of "premise: P" are those of
     "premise:" then P's, from its lines (_premise_encodings), unless P's first
-    character joins the space before it; their (pieces, offsets) are added to
-    `encodings`."""
+    character joins the space before it; their encodings are added to
+    `encodings`, and the texts tokenised here and their pieces to `known`."""
     texts: Dict[str, int] = {}  # to tokenise, in one call: text -> position
     premises: Dict[str, List[int]] = {}
     missed = []
@@ -516,21 +620,23 @@ class T5NliModel(TokenBudgetModel):
     if from_lines:
       texts.setdefault("premise:", len(texts))
     pieces = self._ids_of(list(texts), special_tokens=False)
+    known.update(zip(texts, pieces))
     for premise in missed:
       premises[premise] = pieces[texts[premise]]
       self._premise_pieces.put(premise, premises[premise])
     if from_lines:
       head = pieces[texts["premise:"]]
-      for premise, (ids, _) in zip(from_lines, self._premise_encodings(
+      for premise, encoding in zip(from_lines, self._premise_encodings(
           list(from_lines.values()), encodings)):
-        premises[premise] = head + ids
+        premises[premise] = head + encoding.pieces.tolist()
         self._premise_pieces.put(premise, premises[premise])
     return [prefix + (premises[premise] if premise is not None else []) + pieces[rest] + suffix
             for premise, rest in parts]
 
   def _windows_of(self, examples: Sequence[AttributionExample],
                   whole: Sequence[List[int]],
-                  encodings: Optional[Dict[str, Any]] = None) -> List[EncodedExample]:
+                  encodings: Optional[Dict[str, Any]] = None,
+                  known: Optional[Dict[str, List[int]]] = None) -> List[EncodedExample]:
     """The premise windows of examples whose whole inputs (`whole`) are past
     the model's length: each window fits with the whole hypothesis.
 
@@ -541,7 +647,8 @@ class T5NliModel(TokenBudgetModel):
     instead: only a word cut at the window's edge is tokenised again (as the
     whole window's tokenisation would see it, a word of its own), in one call
     for the chunk; else each window is tokenised whole. The ids are the same
-    either way (tests/unit/scoring/test_t5_scorer.py)."""
+    either way (tests/unit/scoring/test_t5_scorer.py). `encodings` and `known`:
+    the premises' encodings and texts' pieces the whole inputs found."""
     if not examples:
       return []
     premise_encodings = self._premise_encodings([example.premise for example in examples],
@@ -549,33 +656,34 @@ class T5NliModel(TokenBudgetModel):
     apart, normalizer = self._tokenises_apart(), None
     if apart:
       prefix, suffix = self._words_apart
-      head, *tails = self._ids_of(
+      head, *tails = self._pieces_known(
           ["premise:"] + [f"hypothesis: {example.hypothesis}" for example in examples],
-          special_tokens=False)
+          {} if known is None else known)
       normalizer = self.tokenizer.backend_tokenizer.normalizer
+      if self._keeps_ascii is None:
+        self._keeps_ascii = ascii_kept(normalizer)
     plans = []
-    for i, (example, ids, (pieces, offsets)) in enumerate(
-        zip(examples, whole, premise_encodings)):
-      cut = _CutPremise.of(example.premise, normalizer, pieces, offsets,
-                           prefix + head, tails[i] + suffix) if apart else None
-      plans.append((example, ids, offsets, cut))
+    for i, (example, ids, encoding) in enumerate(zip(examples, whole, premise_encodings)):
+      cut = _CutPremise.of(example.premise, normalizer, encoding, prefix + head,
+                           tails[i] + suffix, self._keeps_ascii) if apart else None
+      plans.append((example, ids, encoding, cut))
     # The words cut at the windows' edges, tokenised in one call (a window that
     # has to shrink may cut one more: _pieces tokenises it then).
     edges: Dict[str, List[int]] = {}
-    for example, _, offsets, cut in plans:
+    for example, _, encoding, cut in plans:
       if cut is not None:
-        for start, end, _ in self._window_spans(example, offsets, cut, edges, dry_run=True):
+        for start, end, _ in self._window_spans(example, encoding, cut, edges, dry_run=True):
           for part in cut.parts(start, end) or ():
             if isinstance(part, str):
               edges.setdefault(part, [])
     for text, pieces in zip(list(edges), self._ids_of(list(edges), special_tokens=False)):
       edges[text] = pieces
-    return [EncodedExample([ids], True) if not offsets
+    return [EncodedExample([ids], True) if not len(encoding.pieces)
             else EncodedExample([window for _, _, window in
-                                 self._window_spans(example, offsets, cut, edges)], True)
-            for example, ids, offsets, cut in plans]
+                                 self._window_spans(example, encoding, cut, edges)], True)
+            for example, ids, encoding, cut in plans]
 
-  def _window_spans(self, example: AttributionExample, offsets: List[Tuple[int, int]],
+  def _window_spans(self, example: AttributionExample, encoding: _PremiseEncoding,
                     cut: Optional["_CutPremise"], edges: Dict[str, List[int]],
                     dry_run: bool = False):
     """(start, end, ids) of each window of the premise's pieces [start, end);
@@ -586,13 +694,14 @@ class T5NliModel(TokenBudgetModel):
       fixed = len(self._ids(f"premise:  hypothesis: {example.hypothesis}"))
     size = max(_MIN_WINDOW_TOKENS, self.max_input_tokens - fixed - 2)
     stride = max(1, int(size * (1 - _WINDOW_OVERLAP)))
-    premise = example.premise
+    premise, starts, ends = example.premise, encoding.starts, encoding.ends
+    count = len(encoding.pieces)
     start = 0
     while True:
-      end = min(start + size, len(offsets))
+      end = min(start + size, count)
       window = None
       while not dry_run:
-        text = premise[offsets[start][0]:offsets[end - 1][1]]
+        text = premise[starts[start]:ends[end - 1]]
         window = (self._pieces(cut, start, end, edges)
                   if cut is not None and _ends_clear_of_the_next_character(text) else None)
         if window is None:
@@ -602,7 +711,7 @@ class T5NliModel(TokenBudgetModel):
           break
         end -= 1
       yield start, end, window
-      if end >= len(offsets):
+      if end >= count:
         break
       start = min(start + stride, end)
 
@@ -619,8 +728,9 @@ class T5NliModel(TokenBudgetModel):
       if isinstance(part, str):
         if part not in edges:
           edges[part] = self._ids_of([part], special_tokens=False)[0]
-        part = edges[part]
-      ids.extend(part)
+        ids.extend(edges[part])
+      else:
+        ids.extend(part.tolist())
     ids.extend(cut.after)
     return ids
 

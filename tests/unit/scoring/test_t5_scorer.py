@@ -340,18 +340,64 @@ def test_premises_of_documents_a_line_each_equal_premises_tokenised_whole(tiny_m
               for premise in premises]
   expected = [_windows_tokenised_whole(model, example) for example in examples]
   assert model.encode_many(examples) == expected
-  # Again in another order, after the cache of whole premises is emptied: the
+  # Again, with every premise's encoding and words from the cache of premises.
+  assert model.encode_many(examples) == expected
+  # Again in another order, after the caches of whole premises are emptied: the
   # lines now come from the cache of lines.
   model._premise_pieces = t5_nli._PieceCache(t5_nli.PREMISE_CACHE_TOKENS)  # pylint: disable=protected-access
+  model._premises = t5_nli._PieceCache(t5_nli.PREMISE_ENCODING_CACHE_VALUES)  # pylint: disable=protected-access
   assert model.encode_many(examples[::-1]) == expected[::-1]
   assert model._line_pieces.get(documents[0]) is not None  # pylint: disable=protected-access
-  for premise, (ids, offsets) in zip(premises, model._premise_encodings(premises)):  # pylint: disable=protected-access
-    whole = model.tokenizer.unlocked(premise, add_special_tokens=False,
-                                     return_offsets_mapping=True)
-    assert ids == whole["input_ids"], premise
-    assert offsets == [tuple(pair) for pair in whole["offset_mapping"]], premise
+  # The encodings of whole premises, fresh from their lines, then from the
+  # cache of premises.
+  model._premises = t5_nli._PieceCache(t5_nli.PREMISE_ENCODING_CACHE_VALUES)  # pylint: disable=protected-access
+  for _ in range(2):
+    for premise, encoding in zip(premises, model._premise_encodings(premises)):  # pylint: disable=protected-access
+      whole = model.tokenizer.unlocked(premise, add_special_tokens=False,
+                                       return_offsets_mapping=True)
+      assert encoding.pieces.tolist() == whole["input_ids"], premise
+      assert encoding.offsets() == [tuple(pair) for pair in whole["offset_mapping"]], premise
   windowed = [item for item in expected if item.truncated]
   assert len(windowed) > 20
+
+
+class _LowercasingNormalizer:
+  """A normaliser that changes an ASCII letter, as no T5 charsmap does."""
+
+  def __init__(self):
+    self.calls = 0
+
+  def normalize_str(self, text):
+    self.calls += 1
+    return text.replace("\t", " ").replace("\n", " ").replace("\x0c", " ").lower()
+
+
+def test_ascii_premises_skip_the_normaliser_only_where_it_keeps_ascii(tiny_model):
+  """The normaliser of T5's charsmap keeps printable ASCII (white space made
+  spaces), so an ASCII premise is cut into words without normalising it; a
+  normaliser that changes an ASCII character is asked about every premise,
+  and a premise it changes is not cut (its windows are tokenised whole)."""
+  model = t5_nli.load_t5_nli(tiny_model)
+  assert t5_nli.ascii_kept(model.tokenizer.backend_tokenizer.normalizer)
+  lowering = _LowercasingNormalizer()
+  assert not t5_nli.ascii_kept(lowering)
+  premise = "Title: Paris\nParis is\tthe capital of France."
+  encoding = model._premise_encodings([premise])[0]  # pylint: disable=protected-access
+  assert t5_nli._words_of(premise, lowering, encoding, keeps_ascii=False) is False  # pylint: disable=protected-access
+  lowering.calls = 0
+  assert t5_nli._words_of(premise.lower(), lowering,  # pylint: disable=protected-access
+                          model._premise_encodings([premise.lower()])[0],  # pylint: disable=protected-access
+                          keeps_ascii=False) is not False
+  assert lowering.calls == 1
+  # With the short cut, ASCII text is not normalised; a carriage return or
+  # any other character is.
+  lowering.calls = 0
+  assert t5_nli._words_of(premise, lowering, encoding, keeps_ascii=True) is not False  # pylint: disable=protected-access
+  assert lowering.calls == 0
+  for other in (premise.replace("\n", "\r\n"), premise + " caf\u00e9"):
+    assert t5_nli._words_of(other, lowering,  # pylint: disable=protected-access
+                            model._premise_encodings([other])[0],  # pylint: disable=protected-access
+                            keeps_ascii=True) is False
 
 
 def test_premise_cache_keeps_the_most_recent_within_its_tokens():
