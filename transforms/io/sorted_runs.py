@@ -40,7 +40,13 @@ from autoais.schemas import schema_of, to_record_batch
 _BATCH_ROWS = 256
 _BATCH_BYTES = 64 * 1024
 _CONVERT_ROWS = 16 * _BATCH_ROWS
-_REMOTE_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
+# Run files are compressed and decompressed buffer by buffer on the calling
+# thread: a batch is at most _BATCH_ROWS rows and about _BATCH_BYTES, and
+# handing each of its small buffers to Arrow's thread pool cost more CPU than
+# the compression itself (citations with lz4: bench/README.md). A worker's
+# parallelism is its processes and Beam's threads, not Arrow's.
+_REMOTE_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4", use_threads=False)
+_READ_OPTIONS = pa.ipc.IpcReadOptions(use_threads=False)
 # Local runs are uncompressed unless AUTOAIS_SCRATCH_CODEC names a codec: a
 # run whose scratch would not fit its disk trades CPU for bytes (citations'
 # runs: 1.9x fewer bytes with lz4, 3.0x with zstd; see docs/scale.md).
@@ -73,11 +79,11 @@ def scratch_codec() -> Optional[str]:
 
 
 def _ipc_options(path: str) -> pa.ipc.IpcWriteOptions:
-  # Local runs stay uncompressed by default (lz4 costs more CPU than the disk
-  # time it saves); runs on an object store (gs://) are compressed to cut the
-  # bytes.
+  # Local runs stay uncompressed by default (a codec costs CPU on every spill
+  # and merge: lz4 about 2% of a citations run, zstd about 10%); runs on an
+  # object store (gs://) are compressed to cut the bytes.
   if FileSystems.get_scheme(path) in (None, "file"):
-    return pa.ipc.IpcWriteOptions(compression=scratch_codec())
+    return pa.ipc.IpcWriteOptions(compression=scratch_codec(), use_threads=False)
   return _REMOTE_IPC_OPTIONS
 
 
@@ -134,7 +140,7 @@ def _read_run_rows(run: RunSlice, run_number: int, key_fields: Sequence[str],
   position = run_number << 40
   with FileSystems.open(run.path, compression_type=CompressionTypes.UNCOMPRESSED
                         ) as source:
-    reader = pa.ipc.open_file(source)
+    reader = pa.ipc.open_file(source, options=_READ_OPTIONS)
     for index in range(run.first_batch, run.first_batch + run.num_batches):
       batch = reader.get_batch(index)
       rows = batch.num_rows
@@ -235,10 +241,11 @@ def _read_table_file(path: str, columns: Optional[Sequence[str]]) -> pa.Table:
   with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED
                         ) as source:
     if columns is None:
-      return pa.ipc.open_file(source).read_all().combine_chunks()
+      return pa.ipc.open_file(source, options=_READ_OPTIONS).read_all().combine_chunks()
     schema = pa.ipc.open_file(source).schema
     reader = pa.ipc.open_file(source, options=pa.ipc.IpcReadOptions(
-        included_fields=sorted({schema.get_field_index(name) for name in columns})))
+        included_fields=sorted({schema.get_field_index(name) for name in columns}),
+        use_threads=False))
     parts = []
     for start in range(0, reader.num_record_batches, _BATCHES_PER_COPY):
       batches = [reader.get_batch(index).select(columns) for index in range(
