@@ -445,6 +445,11 @@ class T5NliModel(TokenBudgetModel):
     self._premise_pieces = _PieceCache(PREMISE_CACHE_TOKENS)
     self._line_pieces = _PieceCache(LINE_CACHE_VALUES)
     self._premises = _PieceCache(PREMISE_ENCODING_CACHE_VALUES)
+    # Lines tokenised for their ids alone (_premise_ids), and how many of the
+    # premises put together from lines turned out too long (windowed).
+    self._line_ids = _PieceCache(LINE_CACHE_VALUES)
+    self._premises_seen = 0
+    self._premises_windowed = 0
     self._keeps_ascii: Optional[bool] = None  # ascii_kept of the normaliser, on first use
     self._check_first_step()
 
@@ -516,6 +521,8 @@ class T5NliModel(TokenBudgetModel):
     encoded = [EncodedExample([ids], False) for ids in whole]
     if windowed:
       long = [i for i, ids in enumerate(whole) if len(ids) > self.max_input_tokens]
+      self._premises_seen += len(examples)
+      self._premises_windowed += len(long)
       for i, item in zip(long, self._windows_of([examples[i] for i in long],
                                                 [whole[i] for i in long], encodings,
                                                 known)):
@@ -580,6 +587,52 @@ class T5NliModel(TokenBudgetModel):
       results[premise] = encoding
     return [results[premise] for premise in premises]
 
+  def _offsets_first(self) -> bool:
+    """Whether a premise's lines are tokenised with their offsets from the
+    start: where more than a quarter of the premises so far were windowed
+    (their offsets were needed), else for their ids alone, the offsets
+    found later for the few premises that turn out too long (their lines
+    then tokenised twice). With their offsets, lines cost about 1.4 times
+    the CPU of their ids alone (bench/README.md: claims' single-line premises
+    are hardly ever windowed, the citations bench's recall premises nearly
+    always). The ids are the same either way."""
+    return self._premises_windowed * 4 > self._premises_seen
+
+  def _premise_ids(self, premises: Sequence[str], encodings: Dict[str, Any]) -> List[List[int]]:
+    """The ids of each premise tokenised without special tokens (all of them
+    cut at line breaks: _joined_ids' premises). With _offsets_first, from
+    their encodings (added to `encodings`); else from the caches of premises
+    and of lines where there, the other lines tokenised for their ids alone,
+    in one call, and kept in the cache of lines' ids."""
+    if self._offsets_first():
+      return [encoding.pieces.tolist()
+              for encoding in self._premise_encodings(premises, encodings)]
+    results: Dict[str, List[int]] = {}
+    cuts: Dict[str, List[str]] = {}
+    for premise in premises:
+      if premise not in results and premise not in cuts:
+        cached = self._premises.get_stored(premise)
+        if cached is not None:
+          results[premise] = cached.pieces.tolist()
+        else:
+          cuts[premise] = _lines_of(premise) or [premise]
+    found: Dict[str, Any] = {}
+    missing: List[str] = []
+    for lines in cuts.values():
+      for line in lines:
+        if line not in found:
+          packed = self._line_pieces.get_stored(line)
+          found[line] = (self._line_ids.get_stored(line) if packed is None
+                         else packed[:len(packed) // 3])
+          if found[line] is None:
+            missing.append(line)
+    for line, ids in zip(missing, self._ids_of(missing, special_tokens=False)):
+      found[line] = np.asarray(ids, dtype=np.int32)
+      self._line_ids.put(line, found[line])
+    for premise, lines in cuts.items():
+      results[premise] = np.concatenate([found[line] for line in lines]).tolist()
+    return [results[premise] for premise in premises]
+
   def _tokenises_apart(self) -> bool:
     if self._words_apart is None:
       self._words_apart = _tokenises_words_apart(self.tokenizer)
@@ -626,9 +679,9 @@ class T5NliModel(TokenBudgetModel):
       self._premise_pieces.put(premise, premises[premise])
     if from_lines:
       head = pieces[texts["premise:"]]
-      for premise, encoding in zip(from_lines, self._premise_encodings(
+      for premise, ids in zip(from_lines, self._premise_ids(
           list(from_lines.values()), encodings)):
-        premises[premise] = head + encoding.pieces.tolist()
+        premises[premise] = head + ids
         self._premise_pieces.put(premise, premises[premise])
     return [prefix + (premises[premise] if premise is not None else []) + pieces[rest] + suffix
             for premise, rest in parts]

@@ -359,6 +359,22 @@ def test_premises_of_documents_a_line_each_equal_premises_tokenised_whole(tiny_m
       assert encoding.offsets() == [tuple(pair) for pair in whole["offset_mapping"]], premise
   windowed = [item for item in expected if item.truncated]
   assert len(windowed) > 20
+  # Both ways of tokenising lines, from empty caches: for their ids first
+  # (offsets only for the premises that are windowed), and with their
+  # offsets from the start.
+  for windowed_so_far in (0, 1):
+    model._premises_seen, model._premises_windowed = 1, windowed_so_far  # pylint: disable=protected-access
+    assert model._offsets_first() == bool(windowed_so_far)  # pylint: disable=protected-access
+    model._premise_pieces = t5_nli._PieceCache(t5_nli.PREMISE_CACHE_TOKENS)  # pylint: disable=protected-access
+    model._premises = t5_nli._PieceCache(t5_nli.PREMISE_ENCODING_CACHE_VALUES)  # pylint: disable=protected-access
+    model._line_pieces = t5_nli._PieceCache(t5_nli.LINE_CACHE_VALUES)  # pylint: disable=protected-access
+    model._line_ids = t5_nli._PieceCache(t5_nli.LINE_CACHE_VALUES)  # pylint: disable=protected-access
+    assert model.encode_many(examples) == expected
+  # Ids first, the lines' ids read from the cache of lines with offsets.
+  model._premises_seen, model._premises_windowed = 1, 0  # pylint: disable=protected-access
+  model._premise_pieces = t5_nli._PieceCache(t5_nli.PREMISE_CACHE_TOKENS)  # pylint: disable=protected-access
+  model._premises = t5_nli._PieceCache(t5_nli.PREMISE_ENCODING_CACHE_VALUES)  # pylint: disable=protected-access
+  assert model.encode_many(examples) == expected
 
 
 class _LowercasingNormalizer:
