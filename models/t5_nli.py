@@ -58,7 +58,7 @@ import os
 import re
 import threading
 import unicodedata
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -255,6 +255,22 @@ def _packed(ids: Sequence[int], offsets: Sequence[Tuple[int, int]]) -> np.ndarra
   spans = np.fromiter(itertools.chain.from_iterable(offsets), dtype=np.int32,
                       count=2 * len(offsets)).reshape(-1, 2)
   return np.concatenate((np.asarray(ids, dtype=np.int32), spans[:, 0], spans[:, 1]))
+
+
+def _lines_found(cuts: Dict[str, List[str]], stored: Callable[[str], Any]
+                 ) -> Tuple[Dict[str, Any], List[str]]:
+  """({line: stored(line)} of each distinct line of the cut premises, the
+  lines that stored() has not, in order): what a chunk's lines need
+  tokenised."""
+  found: Dict[str, Any] = {}
+  missing: List[str] = []
+  for lines in cuts.values():
+    for line in lines:
+      if line not in found:
+        found[line] = stored(line)
+        if found[line] is None:
+          missing.append(line)
+  return found, missing
 
 
 class _PremiseEncoding:
@@ -549,23 +565,8 @@ class T5NliModel(TokenBudgetModel):
     if not self._tokenises_apart():
       return [_PremiseEncoding.of(ids, offsets) for ids, offsets in
               self.tokenizer.input_ids(premises, add_special_tokens=False, offsets=True)]
-    results: Dict[str, _PremiseEncoding] = {}
-    cuts: Dict[str, List[str]] = {}
-    for premise in premises:
-      if premise not in results and premise not in cuts:
-        cached = self._premises.get_stored(premise)
-        if cached is not None:
-          results[premise] = cached
-        else:
-          cuts[premise] = _lines_of(premise) or [premise]
-    found: Dict[str, np.ndarray] = {}
-    missing: List[str] = []
-    for lines in cuts.values():
-      for line in lines:
-        if line not in found:
-          found[line] = self._line_pieces.get_stored(line)
-          if found[line] is None:
-            missing.append(line)
+    results, cuts = self._cut_premises(premises, lambda encoding: encoding)
+    found, missing = _lines_found(cuts, self._line_pieces.get_stored)
     encoded = self.tokenizer.input_ids(missing, add_special_tokens=False, offsets=True)
     for line, (ids, offsets) in zip(missing, encoded):
       found[line] = _packed(ids, offsets)
@@ -587,6 +588,29 @@ class T5NliModel(TokenBudgetModel):
       results[premise] = encoding
     return [results[premise] for premise in premises]
 
+  def _cut_premises(self, premises: Sequence[str], of_cached: Callable[[Any], Any]
+                    ) -> Tuple[Dict[str, Any], Dict[str, List[str]]]:
+    """({premise: of_cached(its encoding)} of the distinct premises in the
+    cache of premises, {premise: its lines} of the others)."""
+    results: Dict[str, Any] = {}
+    cuts: Dict[str, List[str]] = {}
+    for premise in premises:
+      if premise not in results and premise not in cuts:
+        cached = self._premises.get_stored(premise)
+        if cached is not None:
+          results[premise] = of_cached(cached)
+        else:
+          cuts[premise] = _lines_of(premise) or [premise]
+    return results, cuts
+
+  def _line_ids_stored(self, line: str) -> Optional[np.ndarray]:
+    """A line's ids from the cache of lines with offsets, else from the cache
+    of lines' ids; None where in neither."""
+    packed = self._line_pieces.get_stored(line)
+    if packed is not None:
+      return packed[:len(packed) // 3]
+    return self._line_ids.get_stored(line)
+
   def _offsets_first(self) -> bool:
     """Whether a premise's lines are tokenised with their offsets from the
     start: where more than a quarter of the premises so far were windowed
@@ -607,25 +631,8 @@ class T5NliModel(TokenBudgetModel):
     if self._offsets_first():
       return [encoding.pieces.tolist()
               for encoding in self._premise_encodings(premises, encodings)]
-    results: Dict[str, List[int]] = {}
-    cuts: Dict[str, List[str]] = {}
-    for premise in premises:
-      if premise not in results and premise not in cuts:
-        cached = self._premises.get_stored(premise)
-        if cached is not None:
-          results[premise] = cached.pieces.tolist()
-        else:
-          cuts[premise] = _lines_of(premise) or [premise]
-    found: Dict[str, Any] = {}
-    missing: List[str] = []
-    for lines in cuts.values():
-      for line in lines:
-        if line not in found:
-          packed = self._line_pieces.get_stored(line)
-          found[line] = (self._line_ids.get_stored(line) if packed is None
-                         else packed[:len(packed) // 3])
-          if found[line] is None:
-            missing.append(line)
+    results, cuts = self._cut_premises(premises, lambda encoding: encoding.pieces.tolist())
+    found, missing = _lines_found(cuts, self._line_ids_stored)
     for line, ids in zip(missing, self._ids_of(missing, special_tokens=False)):
       found[line] = np.asarray(ids, dtype=np.int32)
       self._line_ids.put(line, found[line])

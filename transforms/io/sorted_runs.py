@@ -45,7 +45,6 @@ _CONVERT_ROWS = 16 * _BATCH_ROWS
 # handing each of its small buffers to Arrow's thread pool cost more CPU than
 # the compression itself (citations with lz4: bench/README.md). A worker's
 # parallelism is its processes and Beam's threads, not Arrow's.
-_REMOTE_IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4", use_threads=False)
 _READ_OPTIONS = pa.ipc.IpcReadOptions(use_threads=False)
 # Local runs are uncompressed unless AUTOAIS_SCRATCH_CODEC names a codec: a
 # run whose scratch would not fit its disk trades CPU for bytes (citations'
@@ -82,9 +81,9 @@ def _ipc_options(path: str) -> pa.ipc.IpcWriteOptions:
   # Local runs stay uncompressed by default (a codec costs CPU on every spill
   # and merge: lz4 about 2% of a citations run, zstd about 10%); runs on an
   # object store (gs://) are compressed to cut the bytes.
-  if FileSystems.get_scheme(path) in (None, "file"):
-    return pa.ipc.IpcWriteOptions(compression=scratch_codec(), use_threads=False)
-  return _REMOTE_IPC_OPTIONS
+  local = FileSystems.get_scheme(path) in (None, "file")
+  return pa.ipc.IpcWriteOptions(compression=scratch_codec() if local else "lz4",
+                                use_threads=False)
 
 
 def write_run(path: str, shards: Iterable[Tuple[int, Iterable[tuple]]],
