@@ -73,8 +73,8 @@ class HashScorer(Scorer):
   def __init__(self, max_chars: Optional[int] = None):
     self._max_chars = max_chars
 
-  def score_keyed(self, work_dir: str) -> beam.PTransform:
-    del work_dir  # one DoFn, no grouping
+  def score_keyed(self, work_dir: str, rows_of=None) -> beam.PTransform:
+    del work_dir, rows_of  # one DoFn, no grouping; no row counted
     return _ScoreKeyed(_ScoreFn(_hash_example, 0.5, self._max_chars))
 
   def describe(self) -> Dict[str, Any]:
@@ -111,8 +111,8 @@ class OracleScorer(Scorer):
     """gold_premises: question -> the NLI premise of its gold passage."""
     self._score = _OracleScore(gold_premises)
 
-  def score_keyed(self, work_dir: str) -> beam.PTransform:
-    del work_dir  # one DoFn, no grouping
+  def score_keyed(self, work_dir: str, rows_of=None) -> beam.PTransform:
+    del work_dir, rows_of  # one DoFn, no grouping; no row counted
     return _ScoreKeyed(_ScoreFn(self._score, 0.5))
 
   def describe(self) -> Dict[str, Any]:
@@ -180,8 +180,8 @@ class PairScorer(Scorer):
   def __init__(self, entailed):
     self._score = _PairScore(entailed)
 
-  def score_keyed(self, work_dir: str) -> beam.PTransform:
-    del work_dir  # one DoFn, no grouping
+  def score_keyed(self, work_dir: str, rows_of=None) -> beam.PTransform:
+    del work_dir, rows_of  # one DoFn, no grouping; no row counted
     return _ScoreKeyed(_ScoreFn(self._score, 0.5))
 
   def describe(self) -> Dict[str, Any]:

@@ -12,10 +12,12 @@ Rounds (ALCE asks the later ones only where the earlier answers call for them):
      the other cited documents without it (the citation is not needed if they
      do).
 A pair asked in an earlier round (another sentence's, another system's) is not
-asked again: each round's pairs are joined, by their digest, with the answers
-of the rounds before it, and only the others go to the scorer (whose fan-out
-scores each distinct pair of its round once, transforms/scoring/fanout.py). The
-scorer's model calls are therefore the distinct pairs of the run. Each item's
+asked again: each round's pairs are grouped by their digest, with the answers
+of the rounds before it, and only the others go to the scorer, each distinct
+pair once under the keys of the pairs that asked for it (so the scorer's
+grouping, its fan-out and the answers known to the later rounds are one entry
+a distinct pair, not one an asked pair). The scorer's model calls are
+therefore the distinct pairs of the run. Each item's
 `reference_calls` counts the calls ALCE's eval.py makes for it (one per pair
 asked, repeats included), for comparison.
 """
@@ -101,8 +103,9 @@ def _key_by_digest(pair):
 
 class _SplitKnownFn(beam.DoFn):
   """(digest, {"asked": [(key, example)], "known": [outcome]}) -> (key, outcome)
-  where an earlier round answered the pair, else ((key, digest), example) on
-  "new" and, once per digest, 1 on "unique"."""
+  where an earlier round answered the pair, else, once per digest, ((keys,
+  digest), example) on "new", keys the tuple of every key that asked for it,
+  and 1 on "unique"."""
 
   def process(self, grouped):
     digest, groups = grouped
@@ -113,8 +116,20 @@ class _SplitKnownFn(beam.DoFn):
       return
     if asked:
       yield beam.pvalue.TaggedOutput("unique", 1)
-    for key, example in asked:
-      yield beam.pvalue.TaggedOutput("new", ((key, digest), example))
+      yield beam.pvalue.TaggedOutput(
+          "new", ((tuple(key for key, _ in asked), digest), asked[0][1]))
+
+
+def _keys_asking(keys_digest) -> int:
+  """How many asked pairs a new pair's (keys, digest) stands for."""
+  return len(keys_digest[0])
+
+
+def _to_each_key(keyed_outcome):
+  """((keys, digest), outcome) -> (key, outcome) for each key that asked."""
+  (keys, _), outcome = keyed_outcome
+  for key in keys:
+    yield key, outcome
 
 
 def _each(parts, label: str, transform_of):
@@ -128,7 +143,7 @@ def _each(parts, label: str, transform_of):
 class _ScoreRound(beam.PTransform):
   """Parts (a tuple of PCollections) of (key, example) -> {"outcomes": parts of
   (key, AttributionScore or ScoringFailure), "known": parts of (digest,
-  outcome) of the pairs scored in this round, "stats": the scorer's counts,
+  outcome), one per distinct pair scored in this round, "stats": the scorer's counts,
   {"unique_pairs": distinct pairs scored in this round} and, with `known` (the
   earlier rounds' answers, whose pairs are not scored again), {"pairs_reused":
   asked pairs they answered}}. The pairs are grouped by digest on disk
@@ -149,12 +164,16 @@ class _ScoreRound(beam.PTransform):
                  self._work_dir, max_run_bytes=_MAX_RUN_BYTES)
              | "SplitKnown" >> beam.ParDo(_SplitKnownFn()).with_outputs(
                  "new", "unique", main="reused"))
-    scored = split.new | "ScorePairs" >> ScoreAttribution(self._scorer, self._work_dir)
+    # Each distinct pair goes to the scorer once, under the keys of all the
+    # pairs that asked for it (a key per asked pair would be grouped by
+    # digest again there, and spilled once more as an answer known to the
+    # later rounds); the scorer counts a key as its asked pairs.
+    scored = split.new | "ScorePairs" >> ScoreAttribution(
+        self._scorer, self._work_dir, rows_of=_keys_asking)
     answered = (scored["scored"], scored["failed"])
     known = _each(answered, "KnownByDigest", lambda: beam.MapTuple(
-        lambda key, outcome: (key[1], outcome)))
-    outcomes = _each(answered, "DropDigests", lambda: beam.MapTuple(
-        lambda key, outcome: (key[0], outcome)))
+        lambda keys_digest, outcome: (keys_digest[1], outcome)))
+    outcomes = _each(answered, "AnswerEachKey", lambda: beam.FlatMap(_to_each_key))
     unique = (split.unique
               | "CountPairs" >> beam.CombineGlobally(sum)
               | "PairStats" >> beam.Map(lambda n: {"unique_pairs": n}))

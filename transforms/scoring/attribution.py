@@ -14,17 +14,19 @@ class ScoreAttribution(beam.PTransform):
   PCollection[(key, AttributionScore or None)], "failed": PCollection[(key,
   ScoringFailure)], "stats": PCollection[dict]}, with any Scorer ("failed" is
   empty for scorers that cannot fail; see transforms/scoring/scorer.py); a
-  model's examples are grouped in runs under `work_dir`."""
+  model's examples are grouped in runs under `work_dir`; `rows_of(key)`, where
+  given, is how many rows a key stands for in the scorer's counts of rows."""
 
-  def __init__(self, scorer, work_dir: str):
+  def __init__(self, scorer, work_dir: str, rows_of=None):
     super().__init__()
     self._scorer = scorer
     self._work_dir = work_dir
+    self._rows_of = rows_of
 
   def expand(self, keyed_examples):
     label = "ScoreWith" + self._scorer.name.title().replace("-", "")
     outputs = dict(keyed_examples | label >> self._scorer.score_keyed(
-        self._work_dir))
+        self._work_dir, self._rows_of))
     if "failed" not in outputs:
       outputs["failed"] = keyed_examples.pipeline | "NoScoringFailures" >> beam.Create(
           []).with_output_types(Tuple[Any, ScoringFailure])

@@ -65,7 +65,7 @@ rows_scoring_failed, inference_groups and largest_group_examples,
 inference_calls and largest_call_examples.
 """
 import pickle
-from typing import Any, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -89,16 +89,24 @@ def example_chars(example) -> int:
   return len(example.premise) + len(example.hypothesis)
 
 
+def _rows_counted(rows_of, key) -> int:
+  """How many rows `key` stands for: 1, or rows_of(key) where given."""
+  return 1 if rows_of is None else rows_of(key)
+
+
 class _KeyByExampleFn(beam.DoFn):
   """(key, example) -> (digest, example) to score and (digest, key) to wait for
   its score ("row_keys"), or (key, None) ("unscored") for a None example."""
+
+  def __init__(self, rows_of=None):
+    self._rows_of = rows_of
 
   def setup(self):
     self._rows = progress.Tally("rows_to_score")
 
   def process(self, keyed_example):
     key, example = keyed_example
-    self._rows.add()
+    self._rows.add(_rows_counted(self._rows_of, key))
     if example is None:
       yield beam.pvalue.TaggedOutput("unscored", (key, None))
     else:
@@ -274,7 +282,11 @@ class _FanOutScoresFn(beam.DoFn):
   _FAN_OUT_TAGS) -> (key, score) for each row key of each digest, or "failed"
   (key, failure); "stats" counts the rows of the model's scores and failures
   (not the cache's hits). A digest's row keys are streamed from the runs, never
-  listed: an example that a million rows share has a million of them."""
+  listed: an example that a million rows share has a million of them.
+  `rows_of`: as ScoreUniqueExamples'."""
+
+  def __init__(self, rows_of=None):
+    self._rows_of = rows_of
 
   def setup(self):
     self._rows = progress.Tally("rows_scored")
@@ -292,7 +304,7 @@ class _FanOutScoresFn(beam.DoFn):
         if scores[tag] is None:
           scores[tag] = value
         continue
-      rows += 1
+      rows += _rows_counted(self._rows_of, value)
       if scores[_FAILED] is not None:
         yield beam.pvalue.TaggedOutput("failed", (value, scores[_FAILED]))
       elif scores[_MODEL] is not None:
@@ -330,14 +342,19 @@ class ScoreUniqueExamples(beam.PTransform):
   SpilledFlatten: the
   FnApiRunner would hold a beam.Flatten of them whole, every scored row of the
   run. With `merge_scored=False`, "scored" is the tuple of its parts, for a
-  consumer that spills each part where it is made anyway (one pickling less)."""
+  consumer that spills each part where it is made anyway (one pickling less).
+  `rows_of(key)`, where given, is how many rows a key stands for (a caller
+  that has already gathered the rows of an example under one key), in the
+  counts of rows; by default each key is one row."""
 
   def __init__(self, handler: ModelHandler, model_id: str, work_dir: str,
                chunk_chars: int = DEFAULT_CHUNK_CHARS,
                max_examples_per_call: int = DEFAULT_MAX_EXAMPLES_PER_CALL,
                examples_per_group: int = DEFAULT_EXAMPLES_PER_GROUP,
-               score_cache: Optional[Any] = None, merge_scored: bool = True):
+               score_cache: Optional[Any] = None, merge_scored: bool = True,
+               rows_of: Optional[Callable[[Any], int]] = None):
     super().__init__()
+    self._rows_of = rows_of
     self._handler = handler
     self._model_id = model_id
     self._work_dir = work_dir
@@ -349,7 +366,7 @@ class ScoreUniqueExamples(beam.PTransform):
 
   def expand(self, keyed_examples):
     routed = keyed_examples | "KeyByExample" >> beam.ParDo(
-        _KeyByExampleFn()).with_output_types(
+        _KeyByExampleFn(self._rows_of)).with_output_types(
             Tuple[bytes, Any]).with_outputs("unscored", "row_keys", main="to_score")
     unique = (routed.to_score
               | "KeepOneOfIdenticalTriples" >> SpilledFirstByKey(
@@ -389,7 +406,7 @@ class ScoreUniqueExamples(beam.PTransform):
     fanned = (scores
               | "JoinScoresToRows" >> SpillKeyedRuns(
                   FileSystems.join(self._work_dir, "fanout"), _FAN_OUT_TAGS)
-              | "FanOutScores" >> beam.ParDo(_FanOutScoresFn()).with_outputs(
+              | "FanOutScores" >> beam.ParDo(_FanOutScoresFn(self._rows_of)).with_outputs(
                   "failed", "stats", main="scored"))
     stats += [chunks.stats, results.stats, fanned.stats]
     if self._score_cache is not None:

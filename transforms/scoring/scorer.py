@@ -42,11 +42,13 @@ class Scorer:
   _model_id: str = ""
   _revisions: Optional[Dict[str, Optional[str]]] = None
 
-  def score_keyed(self, work_dir: str) -> beam.PTransform:
+  def score_keyed(self, work_dir: str, rows_of=None) -> beam.PTransform:
     """PCollection[(key, example or None)] -> {"scored": PCollection[(key, score
     or None)], "stats": PCollection[dict] of counts to sum into run.json,
     optionally "failed": PCollection[(key, ScoringFailure)]}. `work_dir`: a
-    scratch directory for the runs of the examples' groupings. Each distinct
+    scratch directory for the runs of the examples' groupings; `rows_of(key)`,
+    where given, how many rows a key stands for in the counts of rows (a family
+    that counts none ignores it). Each distinct
     example is scored once per run by the handler, and with `--score_cache`
     once across runs; threshold decisions are retaken from cached scores with
     this run's threshold, decode mode's are part of the cache identity."""
@@ -56,7 +58,7 @@ class Scorer:
     threshold = (self._options["threshold"]
                  if self._options.get("decision", "threshold") == "threshold" else None)
     return ScoreUniqueExamples(
-        self._handler, model_id=self._model_id, work_dir=work_dir,
+        self._handler, model_id=self._model_id, work_dir=work_dir, rows_of=rows_of,
         score_cache=score_cache_for(self, self._options.get("score_cache"),
                                     self._describe_fn(), threshold))
 

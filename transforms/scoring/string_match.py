@@ -131,8 +131,8 @@ class StringMatchScorer(Scorer):
   def __init__(self, threshold: float = 0.5):
     self._options = {"threshold": threshold}
 
-  def score_keyed(self, work_dir: str) -> beam.PTransform:
-    del work_dir  # one DoFn, no grouping
+  def score_keyed(self, work_dir: str, rows_of=None) -> beam.PTransform:
+    del work_dir, rows_of  # one DoFn, no grouping; no row counted in run.json
     return _ScoreByStringMatch(self._options["threshold"])
 
 

@@ -84,6 +84,27 @@ def test_a_refused_example_fails_for_every_row_that_holds_it(tmp_path):
                 label="CheckStats")
 
 
+def _rows_in_key(key):
+  return len(key)
+
+
+def test_rows_of_counts_the_rows_a_key_stands_for(tmp_path):
+  """A caller that gathered the rows of an example under one key (citations'
+  rounds: a tuple of the keys that asked for the pair) has them counted as
+  rows: scored by the model, and failed."""
+  rows = [(("a", "b", "c"), SHARED), (("d",), OTHER), (("e", "f"), REFUSE)]
+  with TestPipeline() as pipeline:
+    result = (pipeline | beam.Create(rows, reshuffle=False)
+              | fanout.ScoreUniqueExamples(_RefusingHandler(), model_id="digest",
+                                           work_dir=str(tmp_path), rows_of=_rows_in_key))
+    assert_that(result["scored"] | beam.Keys(), equal_to([("a", "b", "c"), ("d",)]),
+                label="CheckScoredKeys")
+    assert_that(_picked(result["stats"], ("unique_triples", "rows_scored_by_model",
+                                          "rows_scoring_failed")),
+                equal_to([{"unique_triples": 3, "rows_scored_by_model": 4,
+                           "rows_scoring_failed": 2}]), label="CheckStats")
+
+
 def test_score_attribution_gives_an_empty_failed_output_for_a_scorer_that_cannot_fail(
     tmp_path):
   with TestPipeline() as pipeline:
