@@ -192,6 +192,9 @@ PREMISE_ENCODING_CACHE_VALUES = 1 << 22
 # Values of premise lines' pieces and offsets kept (three int32 a piece: 16 MiB,
 # plus the texts): about 17,000 documents of 100 words.
 LINE_CACHE_VALUES = 1 << 22
+# Distinct words whose pieces are kept (_WordPieces): the cache is emptied
+# when it holds this many (a few hundred bytes a word: about 20 MiB at most).
+WORD_CACHE_WORDS = 1 << 16
 
 
 class _PieceCache:
@@ -321,6 +324,160 @@ def _joins_the_previous_character(character: str) -> bool:
   return (unicodedata.category(character) in ("Mn", "Mc", "Me")
           or code in (0x200C, 0x200D) or 0x1F3FB <= code <= 0x1F3FF
           or 0xE0020 <= code <= 0xE007F)
+
+
+def _plain(text: str) -> bool:
+  """Whether `text` holds only _ASCII_KEPT's characters (printable ASCII, and
+  white space that T5's normaliser makes a space; no carriage return)."""
+  return text.isascii() and "\r" not in text and text.translate(_TO_SPACE).isprintable()
+
+
+_WORD = re.compile(r"[^ \t\n\x0c]+")
+
+
+class _WordPieces:
+  """Texts tokenised word by word, each distinct word once, for a tokenizer
+  that tokenises words apart (_tokenises_words_apart) and whose normaliser
+  keeps plain text as it is (ascii_kept): the pieces of a plain text (_plain)
+  are then its words' pieces in order, each word tokenised alone, and each
+  piece's offsets its word's own moved to where the word starts
+  (tests/unit/scoring/test_t5_scorer.py holds both against the tokenizer).
+  Text is mostly words seen before (the citations bench's premise lines and
+  hypotheses: 91% of their words), and a word in the cache costs a look-up,
+  where the fast tokenizer runs its lattice over every word of every text
+  again. Other texts go to the tokenizer whole. Shared by a worker's threads:
+  a call reads each word's entry from the cache once, so another thread
+  emptying the cache only costs it look-ups."""
+
+  def __init__(self, tokenizer, max_words: int = WORD_CACHE_WORDS):
+    self._tokenizer = tokenizer
+    self._max_words = max_words
+    # word -> int32 array (3, pieces): its ids, start and end offsets (from
+    # the word's first character).
+    self._words: Dict[str, np.ndarray] = {}
+
+  def ids(self, texts: Sequence[str]) -> List[List[int]]:
+    """The pieces of each text (no special tokens)."""
+    results: List[Any] = [None] * len(texts)
+    plain = self._assemble(texts, results, offsets=False)
+    others = [text for text, words in zip(texts, plain) if words is None]
+    if others:
+      found = iter(self._tokenizer.input_ids(others, add_special_tokens=False))
+      for index, words in enumerate(plain):
+        if words is None:
+          results[index] = next(found)
+    return results
+
+  def packed(self, texts: Sequence[str]) -> List[np.ndarray]:
+    """_packed(ids, offsets) of each text (no special tokens)."""
+    results: List[Any] = [None] * len(texts)
+    plain = self._assemble(texts, results, offsets=True)
+    others = [text for text, words in zip(texts, plain) if words is None]
+    if others:
+      found = iter(self._tokenizer.input_ids(others, add_special_tokens=False,
+                                             offsets=True))
+      for index, words in enumerate(plain):
+        if words is None:
+          results[index] = _packed(*next(found))
+    return results
+
+  def _assemble(self, texts: Sequence[str], results: List[Any],
+                offsets: bool) -> List[Optional[List[str]]]:
+    """Fills `results` for the plain texts (their ids as lists, or with
+    `offsets` their packed arrays); returns each text's words, None for a
+    text that is not plain. A call's words are put together at once: each
+    occurrence of a word is an index into the call's distinct words, whose
+    pieces are gathered by numpy."""
+    split = [text.split() if _plain(text) else None for text in texts]
+    words = list(itertools.chain.from_iterable(
+        found for found in split if found is not None))
+    if not words:
+      for index, found in enumerate(split):
+        if found is not None:
+          results[index] = (np.zeros(0, dtype=np.int32) if offsets else [])
+      return split
+    vocabulary: Dict[str, int] = {}
+    occurrences = np.fromiter((vocabulary.setdefault(word, len(vocabulary))
+                               for word in words), dtype=np.int64, count=len(words))
+    entries = self._entries(list(vocabulary))
+    counts = np.fromiter((entry.shape[1] for entry in entries), dtype=np.int64,
+                         count=len(entries))
+    flat = np.concatenate(entries, axis=1)
+    firsts = np.cumsum(counts) - counts
+    per_word = counts[occurrences]
+    bounds = np.concatenate(([0], np.cumsum(per_word)))
+    gather = (np.repeat(firsts[occurrences] - bounds[:-1], per_word)
+              + np.arange(bounds[-1], dtype=np.int64))
+    pieces = flat[:, gather] if offsets else flat[0, gather]
+    if offsets:
+      pieces[1:] += np.repeat(self._word_starts(texts, split, words), per_word).astype(np.int32)
+    word_index = 0
+    for index, found in enumerate(split):
+      if found is None:
+        continue
+      first, last = bounds[word_index], bounds[word_index + len(found)]
+      word_index += len(found)
+      results[index] = (pieces[:, first:last].reshape(-1) if offsets
+                        else pieces[first:last].tolist())
+    return split
+
+  @staticmethod
+  def _word_starts(texts: Sequence[str], split: Sequence[Optional[List[str]]],
+                   words: List[str]) -> np.ndarray:
+    """Where each word of the plain texts starts in its text."""
+    lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    # Were every word followed by one white-space character.
+    starts = np.cumsum(lengths + 1) - (lengths + 1)
+    word_index = 0
+    for text, found in zip(texts, split):
+      if not found:
+        continue
+      first, last = word_index, word_index + len(found)
+      word_index = last
+      origin = starts[first]
+      starts[first:last] -= origin
+      if len(text) != starts[last - 1] + lengths[last - 1]:
+        # White space around the words or more than one character between two.
+        starts[first:last] = [match.start() for match in _WORD.finditer(text)]
+    return starts
+
+  def _entries(self, words: List[str]) -> List[np.ndarray]:
+    """Each word's entry, from the cache or, for the words not in it, from one
+    tokenizer call, and added to it."""
+    cache = self._words
+    entries = [cache.get(word) for word in words]
+    missing = [word for word, entry in zip(words, entries) if entry is None]
+    if not missing:
+      return entries
+    if len(cache) + len(missing) > self._max_words:
+      cache.clear()
+    tokenised = iter(self._tokenised(missing))
+    for index, entry in enumerate(entries):
+      if entry is None:
+        entries[index] = entry = next(tokenised)
+        cache[words[index]] = entry
+    return entries
+
+  def _tokenised(self, words: List[str]) -> List[np.ndarray]:
+    """The entries of `words`, from the tokenisation of the words joined by
+    spaces (one text: one encoding to convert, not one a word), cut where
+    each word starts: every piece lies inside its word, a word's leading "▁"
+    at its first character. Where a word would get no piece, each word is
+    tokenised on its own instead (never seen; a guard)."""
+    lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    word_starts = np.cumsum(lengths + 1) - (lengths + 1)
+    ((ids, spans),) = self._tokenizer.input_ids([" ".join(words)],
+                                                add_special_tokens=False, offsets=True)
+    values = _packed(ids, spans).reshape(3, -1).astype(np.int64)
+    owner = np.searchsorted(word_starts, values[1], side="right") - 1
+    counts = np.bincount(owner, minlength=len(words)) if len(owner) else np.zeros(
+        len(words), dtype=np.int64)
+    if (len(counts) != len(words) or not counts.all()
+        or (values[2] > (word_starts + lengths)[owner]).any()):
+      return [_packed(ids, spans).reshape(3, -1) for ids, spans in self._tokenizer.input_ids(
+          words, add_special_tokens=False, offsets=True)]
+    values[1:] -= word_starts[owner]
+    return np.split(values.astype(np.int32), np.cumsum(counts)[:-1], axis=1)
 
 
 class _CutPremise:
@@ -467,6 +624,7 @@ class T5NliModel(TokenBudgetModel):
     self._premises_seen = 0
     self._premises_windowed = 0
     self._keeps_ascii: Optional[bool] = None  # ascii_kept of the normaliser, on first use
+    self._word_pieces: Any = None  # a _WordPieces where they apply, else False; on first use
     self._check_first_step()
 
   def _check_first_step(self) -> None:
@@ -508,10 +666,28 @@ class T5NliModel(TokenBudgetModel):
     """The input ids of each text (`special_tokens`: with the tokenizer's
     special tokens around them), from one call of the fast tokenizer
     (LockedTokenizer.input_ids), which encodes a list in one pass: what a call
-    costs besides the encoding is paid once per list, not once per text."""
+    costs besides the encoding is paid once per list, not once per text.
+    Without special tokens, plain texts are put together from their words'
+    pieces where that gives the same (_WordPieces)."""
     if not texts:
       return []
+    words = None if special_tokens else self._words()
+    if words is not None:
+      return words.ids(texts)
     return self.tokenizer.input_ids(texts, special_tokens)
+
+  def _ascii_is_kept(self) -> bool:
+    if self._keeps_ascii is None:
+      self._keeps_ascii = ascii_kept(self.tokenizer.backend_tokenizer.normalizer)
+    return self._keeps_ascii
+
+  def _words(self) -> Optional[_WordPieces]:
+    """The model's _WordPieces, or None where its tokenizer does not tokenise
+    words apart or its normaliser changes plain text."""
+    if self._word_pieces is None:
+      self._word_pieces = (_WordPieces(self.tokenizer)
+                           if self._tokenises_apart() and self._ascii_is_kept() else False)
+    return self._word_pieces or None
 
   def encode(self, example: AttributionExample, windowed: bool = True) -> EncodedExample:
     """The model input(s) of an example: one, or (`windowed`, past the model's
@@ -567,10 +743,15 @@ class T5NliModel(TokenBudgetModel):
               self.tokenizer.input_ids(premises, add_special_tokens=False, offsets=True)]
     results, cuts = self._cut_premises(premises, lambda encoding: encoding)
     found, missing = _lines_found(cuts, self._line_pieces.get_stored)
-    encoded = self.tokenizer.input_ids(missing, add_special_tokens=False, offsets=True)
-    for line, (ids, offsets) in zip(missing, encoded):
-      found[line] = _packed(ids, offsets)
-      self._line_pieces.put(line, found[line])
+    words = self._words()
+    if words is not None:
+      encoded = words.packed(missing)
+    else:
+      encoded = [_packed(ids, offsets) for ids, offsets in self.tokenizer.input_ids(
+          missing, add_special_tokens=False, offsets=True)]
+    for line, packed in zip(missing, encoded):
+      found[line] = packed
+      self._line_pieces.put(line, packed)
     for premise, lines in cuts.items():
       if len(lines) == 1:
         encoding = _PremiseEncoding.unpacked(found[lines[0]])
@@ -720,8 +901,7 @@ class T5NliModel(TokenBudgetModel):
           ["premise:"] + [f"hypothesis: {example.hypothesis}" for example in examples],
           {} if known is None else known)
       normalizer = self.tokenizer.backend_tokenizer.normalizer
-      if self._keeps_ascii is None:
-        self._keeps_ascii = ascii_kept(normalizer)
+      self._ascii_is_kept()
     plans = []
     for i, (example, ids, encoding) in enumerate(zip(examples, whole, premise_encodings)):
       cut = _CutPremise.of(example.premise, normalizer, encoding, prefix + head,

@@ -416,6 +416,86 @@ def test_ascii_premises_skip_the_normaliser_only_where_it_keeps_ascii(tiny_model
                             keeps_ascii=True) is False
 
 
+class _CountingTokenizer:
+  """The model's tokenizer, counting the texts it is asked to tokenise; with
+  `misplace`, a text of several words comes back with every offset at 0 (so
+  that _WordPieces cannot cut it into its words)."""
+
+  def __init__(self, tokenizer, misplace=False):
+    self._tokenizer = tokenizer
+    self._misplace = misplace
+    self.texts = []
+
+  def input_ids(self, texts, add_special_tokens=True, offsets=False):
+    self.texts.extend(texts)
+    found = self._tokenizer.input_ids(texts, add_special_tokens, offsets)
+    if self._misplace and offsets:
+      found = [(ids, [(0, 0)] * len(ids)) if " " in text else (ids, spans)
+               for text, (ids, spans) in zip(texts, found)]
+    return found
+
+
+def test_texts_put_together_from_their_words_equal_the_tokenizers(tiny_model):
+  """Plain texts (printable ASCII and white space) are tokenised word by
+  word, each distinct word once across calls: their pieces and offsets are
+  the tokenizer's for the whole text, whatever the white space between and
+  around the words, with words from the cache or fresh, the cache emptied
+  when full; a text that is not plain (a carriage return, a vertical tab,
+  a non-ASCII character) is tokenised whole."""
+  model = t5_nli.load_t5_nli(tiny_model)
+  assert model._words() is not None  # pylint: disable=protected-access
+  rng = random.Random(11)
+  words = [word for text in _texts()[:-50] for word in text.split()
+           if t5_nli._plain(word)][:400]  # pylint: disable=protected-access
+  texts = ["", " ", "  two  spaces  ", "\ttab\x0cform feed\nnew line", "one",
+           "x" * 300, "premise:", "hypothesis: Who? 42,000.5 (yes) [no] {x} a_b-c/d",
+           "a\r\nb", "vertical\x0btab", "caf\u00e9 noir", "nb\u00a0sp", "ends in space "]
+  for _ in range(150):
+    separators = [rng.choice([" ", " ", " ", "  ", "\t", " \x0c "]) for _ in range(12)]
+    picked = rng.sample(words, rng.randint(1, 12))
+    texts.append(rng.choice(["", " "]) + "".join(
+        word + separator for word, separator in zip(picked, separators)).rstrip(
+            rng.choice([" ", ""])))
+  texts += [f"{rng.choice(words)} \u00ab{rng.choice(words)}\u00bb {rng.choice(words)}"
+            for _ in range(20)]
+  for max_words in (t5_nli.WORD_CACHE_WORDS, 7):
+    counting = _CountingTokenizer(model.tokenizer)
+    pieces = t5_nli._WordPieces(counting, max_words)  # pylint: disable=protected-access
+    for round_ in range(2):  # fresh, then from the cache
+      asked_before = len(counting.texts)
+      for start in range(0, len(texts), 23):
+        part = texts[start:start + 23]
+        assert pieces.ids(part) == model.tokenizer.input_ids(part, add_special_tokens=False)
+        whole = model.tokenizer.input_ids(part, add_special_tokens=False, offsets=True)
+        for text, packed, (ids, spans) in zip(part, pieces.packed(part), whole):
+          encoding = t5_nli._PremiseEncoding.unpacked(packed)  # pylint: disable=protected-access
+          assert encoding.pieces.tolist() == ids, repr(text)
+          assert encoding.offsets() == [tuple(span) for span in spans], repr(text)
+      asked = counting.texts[asked_before:]
+      if round_ and max_words > len(words):
+        # Every word was in the cache: only the texts that are not plain were asked.
+        assert {"a\r\nb", "vertical\x0btab", "caf\u00e9 noir", "nb\u00a0sp"} <= set(asked)
+        assert not any(t5_nli._plain(text) for text in asked)  # pylint: disable=protected-access
+        assert sum(map(t5_nli._plain, texts)) > 150  # pylint: disable=protected-access
+    assert 0 < len(pieces._words) <= max_words  # pylint: disable=protected-access
+    # The words not in the cache go to the tokenizer as one text, never alone.
+    assert "two" not in counting.texts and "one" not in counting.texts
+  # Where the joined words' offsets cannot be cut into words, each word is
+  # tokenised on its own: the same pieces.
+  misplacing = _CountingTokenizer(model.tokenizer, misplace=True)
+  part = texts[13:60]
+  assert t5_nli._WordPieces(misplacing).ids(part) == model.tokenizer.input_ids(  # pylint: disable=protected-access
+      part, add_special_tokens=False)
+  assert "two" in misplacing.texts or any(word in misplacing.texts for word in words)
+  # The model's windows and whole inputs go through its _WordPieces.
+  model.encode_many(_examples(10))
+  assert model._words()._words  # pylint: disable=protected-access
+  # A normaliser that changes plain text: no _WordPieces.
+  other = t5_nli.load_t5_nli(tiny_model)
+  other._keeps_ascii = False  # pylint: disable=protected-access
+  assert other._words() is None  # pylint: disable=protected-access
+
+
 def test_premise_cache_keeps_the_most_recent_within_its_tokens():
   cache = t5_nli._PieceCache(max_tokens=10)  # pylint: disable=protected-access
   cache.put("a", [1, 2, 3, 4])
