@@ -9,7 +9,11 @@ The instant model is the t5 family as a job runs it (`--scorer t5 --model DIR`,
 a tiny random T5 built by tests/support/t5_models.py) whose two model computations,
 T5NliModel.encoder_states and the first decoder step (label_logits), are
 replaced in the measuring process by functions that answer at once with
-tensors of the right shapes: tokenisation, premise windows, length-sorted
+tensors of the right shapes ("1" where the sum of an input's ids is odd,
+else "0": a mix, so that the steps that depend on the answers run, as
+citations' precision rounds do for supported sentences alone; until
+2026-11-27's fifth session it answered 0.5, "0", for every pair, and
+citations' figures of before then count its recall round alone): tokenisation, premise windows, length-sorted
 token-budget batches, padding into tensors, and everything of the pipeline
 around them still run. (The load-time probe that checks the decoder step
 against the model's forward pass still runs the real model, once per load.)
@@ -222,7 +226,11 @@ def make_model_instant() -> None:
   def label_logits(self, ids, mask, encoded=None):
     if encoded is None:
       return real_label_logits(self, ids, mask, real_encoder_states(self, ids, mask))
-    return torch.zeros((ids.shape[0], 2))
+    # "1" or "0" by the parity of the input's ids: a mix of entailed and not,
+    # as a real model answers, so that steps that depend on the answers run
+    # (citations asks its precision rounds only of supported sentences).
+    one = ((ids * mask).sum(dim=1) % 2).to(torch.float32) * 2 - 1
+    return torch.stack((one, torch.zeros_like(one)), dim=1)
 
   T5NliModel.encoder_states = encoder_states
   T5NliModel.label_logits = label_logits
