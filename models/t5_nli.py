@@ -192,9 +192,13 @@ PREMISE_ENCODING_CACHE_VALUES = 1 << 22
 # Values of premise lines' pieces and offsets kept (three int32 a piece: 16 MiB,
 # plus the texts): about 17,000 documents of 100 words.
 LINE_CACHE_VALUES = 1 << 22
-# Distinct words whose pieces are kept (_WordPieces): the cache is emptied
-# when it holds this many (a few hundred bytes a word: about 20 MiB at most).
+# Words whose pieces are kept (_WordPieces), and their pieces in all: the
+# cache is emptied when either is reached (about 200 bytes a word and 12 a
+# piece: some 15 MiB at most). A word of more pieces than
+# WORD_CACHE_LONGEST (a URL, a run of digits) is not kept.
 WORD_CACHE_WORDS = 1 << 16
+WORD_CACHE_PIECES = 1 << 18
+WORD_CACHE_LONGEST = 32
 
 
 class _PieceCache:
@@ -349,12 +353,15 @@ class _WordPieces:
   a call reads each word's entry from the cache once, so another thread
   emptying the cache only costs it look-ups."""
 
-  def __init__(self, tokenizer, max_words: int = WORD_CACHE_WORDS):
+  def __init__(self, tokenizer, max_words: int = WORD_CACHE_WORDS,
+               max_pieces: int = WORD_CACHE_PIECES):
     self._tokenizer = tokenizer
     self._max_words = max_words
+    self._max_pieces = max_pieces
     # word -> int32 array (3, pieces): its ids, start and end offsets (from
-    # the word's first character).
+    # the word's first character); and the pieces they hold in all.
     self._words: Dict[str, np.ndarray] = {}
+    self._pieces = 0
 
   def ids(self, texts: Sequence[str]) -> List[List[int]]:
     """The pieces of each text (no special tokens)."""
@@ -449,14 +456,24 @@ class _WordPieces:
     missing = [word for word, entry in zip(words, entries) if entry is None]
     if not missing:
       return entries
-    if len(cache) + len(missing) > self._max_words:
-      cache.clear()
     tokenised = iter(self._tokenised(missing))
     for index, entry in enumerate(entries):
       if entry is None:
         entries[index] = entry = next(tokenised)
-        cache[words[index]] = entry
+        self._keep(words[index], entry)
     return entries
+
+  def _keep(self, word: str, entry: np.ndarray) -> None:
+    """Adds a word's entry (a copy: not a view that holds its call's whole
+    array) to the cache, emptied first where it is full."""
+    pieces = entry.shape[1]
+    if pieces > WORD_CACHE_LONGEST or pieces > self._max_pieces:
+      return
+    if len(self._words) >= self._max_words or self._pieces + pieces > self._max_pieces:
+      self._words.clear()
+      self._pieces = 0
+    self._words[word] = entry.copy()
+    self._pieces += pieces
 
   def _tokenised(self, words: List[str]) -> List[np.ndarray]:
     """The entries of `words`, from the tokenisation of the words joined by

@@ -458,9 +458,11 @@ def test_texts_put_together_from_their_words_equal_the_tokenizers(tiny_model):
             rng.choice([" ", ""])))
   texts += [f"{rng.choice(words)} \u00ab{rng.choice(words)}\u00bb {rng.choice(words)}"
             for _ in range(20)]
-  for max_words in (t5_nli.WORD_CACHE_WORDS, 7):
+  long_word = "x" * 300  # more pieces than a kept word may have
+  for max_words, max_pieces in ((t5_nli.WORD_CACHE_WORDS, t5_nli.WORD_CACHE_PIECES),
+                                (7, t5_nli.WORD_CACHE_PIECES), (t5_nli.WORD_CACHE_WORDS, 20)):
     counting = _CountingTokenizer(model.tokenizer)
-    pieces = t5_nli._WordPieces(counting, max_words)  # pylint: disable=protected-access
+    pieces = t5_nli._WordPieces(counting, max_words, max_pieces)  # pylint: disable=protected-access
     for round_ in range(2):  # fresh, then from the cache
       asked_before = len(counting.texts)
       for start in range(0, len(texts), 23):
@@ -472,12 +474,15 @@ def test_texts_put_together_from_their_words_equal_the_tokenizers(tiny_model):
           assert encoding.pieces.tolist() == ids, repr(text)
           assert encoding.offsets() == [tuple(span) for span in spans], repr(text)
       asked = counting.texts[asked_before:]
-      if round_ and max_words > len(words):
-        # Every word was in the cache: only the texts that are not plain were asked.
+      if round_ and max_words > len(words) and max_pieces > 20:
+        # Every word but the long one was in the cache: only it and the texts
+        # that are not plain were asked.
         assert {"a\r\nb", "vertical\x0btab", "caf\u00e9 noir", "nb\u00a0sp"} <= set(asked)
-        assert not any(t5_nli._plain(text) for text in asked)  # pylint: disable=protected-access
+        assert [text for text in asked if t5_nli._plain(text)] == [long_word] * 2  # pylint: disable=protected-access
         assert sum(map(t5_nli._plain, texts)) > 150  # pylint: disable=protected-access
-    assert 0 < len(pieces._words) <= max_words  # pylint: disable=protected-access
+    held = pieces._words  # pylint: disable=protected-access
+    assert 0 < len(held) <= max_words and long_word not in held
+    assert sum(entry.shape[1] for entry in held.values()) == pieces._pieces <= max_pieces  # pylint: disable=protected-access
     # The words not in the cache go to the tokenizer as one text, never alone.
     assert "two" not in counting.texts and "one" not in counting.texts
   # Where the joined words' offsets cannot be cut into words, each word is
