@@ -339,6 +339,11 @@ def _plain(text: str) -> bool:
 _WORD = re.compile(r"[^ \t\n\x0c]+")
 
 
+def _spaced_starts(lengths: np.ndarray) -> np.ndarray:
+  """Where each word of `lengths` starts were each followed by one character."""
+  return np.cumsum(lengths + 1) - (lengths + 1)
+
+
 class _WordPieces:
   """Texts tokenised word by word, each distinct word once, for a tokenizer
   that tokenises words apart (_tokenises_words_apart) and whose normaliser
@@ -365,27 +370,24 @@ class _WordPieces:
 
   def ids(self, texts: Sequence[str]) -> List[List[int]]:
     """The pieces of each text (no special tokens)."""
-    results: List[Any] = [None] * len(texts)
-    plain = self._assemble(texts, results, offsets=False)
-    others = [text for text, words in zip(texts, plain) if words is None]
-    if others:
-      found = iter(self._tokenizer.input_ids(others, add_special_tokens=False))
-      for index, words in enumerate(plain):
-        if words is None:
-          results[index] = next(found)
-    return results
+    return self._pieces_of(texts, offsets=False)
 
   def packed(self, texts: Sequence[str]) -> List[np.ndarray]:
     """_packed(ids, offsets) of each text (no special tokens)."""
+    return self._pieces_of(texts, offsets=True)
+
+  def _pieces_of(self, texts: Sequence[str], offsets: bool) -> List[Any]:
+    """ids() or (`offsets`) packed(): the plain texts from their words, the
+    others from one tokenizer call."""
     results: List[Any] = [None] * len(texts)
-    plain = self._assemble(texts, results, offsets=True)
+    plain = self._assemble(texts, results, offsets)
     others = [text for text, words in zip(texts, plain) if words is None]
     if others:
       found = iter(self._tokenizer.input_ids(others, add_special_tokens=False,
-                                             offsets=True))
+                                             offsets=offsets))
       for index, words in enumerate(plain):
         if words is None:
-          results[index] = _packed(*next(found))
+          results[index] = _packed(*next(found)) if offsets else next(found)
     return results
 
   def _assemble(self, texts: Sequence[str], results: List[Any],
@@ -433,8 +435,7 @@ class _WordPieces:
                    words: List[str]) -> np.ndarray:
     """Where each word of the plain texts starts in its text."""
     lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-    # Were every word followed by one white-space character.
-    starts = np.cumsum(lengths + 1) - (lengths + 1)
+    starts = _spaced_starts(lengths)
     word_index = 0
     for text, found in zip(texts, split):
       if not found:
@@ -482,7 +483,7 @@ class _WordPieces:
     at its first character. Where a word would get no piece, each word is
     tokenised on its own instead (never seen; a guard)."""
     lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
-    word_starts = np.cumsum(lengths + 1) - (lengths + 1)
+    word_starts = _spaced_starts(lengths)
     ((ids, spans),) = self._tokenizer.input_ids([" ".join(words)],
                                                 add_special_tokens=False, offsets=True)
     values = _packed(ids, spans).reshape(3, -1).astype(np.int64)
@@ -585,8 +586,7 @@ def _words_of(premise: str, normalizer, encoding: _PremiseEncoding,
   premise of _ASCII_KEPT's characters alone is not normalised to be checked."""
   if not len(encoding.pieces):
     return False
-  if not (keeps_ascii and premise.isascii() and "\r" not in premise
-          and premise.translate(_TO_SPACE).isprintable()):
+  if not (keeps_ascii and _plain(premise)):
     if (normalizer is not None
         and normalizer.normalize_str(premise) != premise.translate(_TO_SPACE)):
       return False
@@ -911,18 +911,18 @@ class T5NliModel(TokenBudgetModel):
       return []
     premise_encodings = self._premise_encodings([example.premise for example in examples],
                                                 {} if encodings is None else encodings)
-    apart, normalizer = self._tokenises_apart(), None
+    apart, normalizer, keeps_ascii = self._tokenises_apart(), None, False
     if apart:
       prefix, suffix = self._words_apart
       head, *tails = self._pieces_known(
           ["premise:"] + [f"hypothesis: {example.hypothesis}" for example in examples],
           {} if known is None else known)
       normalizer = self.tokenizer.backend_tokenizer.normalizer
-      self._ascii_is_kept()
+      keeps_ascii = self._ascii_is_kept()
     plans = []
     for i, (example, ids, encoding) in enumerate(zip(examples, whole, premise_encodings)):
       cut = _CutPremise.of(example.premise, normalizer, encoding, prefix + head,
-                           tails[i] + suffix, self._keeps_ascii) if apart else None
+                           tails[i] + suffix, keeps_ascii) if apart else None
       plans.append((example, ids, encoding, cut))
     # The words cut at the windows' edges, tokenised in one call (a window that
     # has to shrink may cut one more: _pieces tokenises it then).
