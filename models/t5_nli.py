@@ -320,13 +320,20 @@ _TO_SPACE = str.maketrans(dict.fromkeys(
 _SPACE_THEN_OTHER = re.compile(r"\s[^\x00-\x7f]")
 
 
+# The characters of Grapheme_Cluster_Break Extend, ZWJ or SpacingMark that are
+# not marks: the zero-width non-joiner and joiner, the half-width katakana
+# voiced and semi-voiced sound marks (Lm, Extend), and Thai SARA AM and Lao
+# AM (Lo, SpacingMark).
+_JOINING_LETTERS = frozenset((0x200C, 0x200D, 0xFF9E, 0xFF9F, 0x0E33, 0x0EB3))
+
+
 def _joins_the_previous_character(character: str) -> bool:
   """Whether Unicode never ends a grapheme cluster before `character` (marks,
   joiners, emoji modifiers and tags: Grapheme_Cluster_Break Extend, ZWJ,
   SpacingMark), so that a space before it and it are one cluster."""
   code = ord(character)
   return (unicodedata.category(character) in ("Mn", "Mc", "Me")
-          or code in (0x200C, 0x200D) or 0x1F3FB <= code <= 0x1F3FF
+          or code in _JOINING_LETTERS or 0x1F3FB <= code <= 0x1F3FF
           or 0xE0020 <= code <= 0xE007F)
 
 
@@ -336,7 +343,17 @@ def _plain(text: str) -> bool:
   return text.isascii() and "\r" not in text and text.translate(_TO_SPACE).isprintable()
 
 
+# A word: what lies between the white space T5's normaliser makes a space.
 _WORD = re.compile(r"[^ \t\n\x0c]+")
+
+
+# The first and the last character of a word (_WORD) where it is not one of
+# _ASCII_KEPT's (_WordPieces._words_in checks those alone).
+_FIRST_NOT_PLAIN = re.compile(r"(?:^|(?<=[ \t\n\x0c]))[^\x20-\x7e\t\n\x0c]")
+_LAST_NOT_PLAIN = re.compile(r"[^\x20-\x7e\t\n\x0c](?=[ \t\n\x0c]|$)")
+
+
+_NOT_PRINTABLE_ASCII = re.compile(r"[^\x20-\x7e]")
 
 
 def _spaced_starts(lengths: np.ndarray) -> np.ndarray:
@@ -347,20 +364,25 @@ def _spaced_starts(lengths: np.ndarray) -> np.ndarray:
 class _WordPieces:
   """Texts tokenised word by word, each distinct word once, for a tokenizer
   that tokenises words apart (_tokenises_words_apart) and whose normaliser
-  keeps plain text as it is (ascii_kept): the pieces of a plain text (_plain)
-  are then its words' pieces in order, each word tokenised alone, and each
-  piece's offsets its word's own moved to where the word starts
-  (tests/unit/scoring/test_t5_scorer.py holds both against the tokenizer).
-  Text is mostly words seen before (the citations bench's premise lines and
-  hypotheses: 91% of their words), and a word in the cache costs a look-up,
-  where the fast tokenizer runs its lattice over every word of every text
-  again. Other texts go to the tokenizer whole. Shared by a worker's threads:
-  a call reads each word's entry from the cache once, so another thread
-  emptying the cache only costs it look-ups."""
+  keeps _ASCII_KEPT's characters (ascii_kept): the pieces of a text are then
+  its words' pieces in order (_words_in says for which texts), each word
+  tokenised alone, and each piece's offsets its word's own moved to where
+  the word starts (tests/unit/scoring/test_t5_scorer.py holds both against
+  the tokenizer, on plain texts and on texts of non-ASCII words and
+  characters the normaliser changes or removes). Text is mostly words seen
+  before (the citations bench's premise lines and hypotheses: 91% of their
+  words), and a word in the cache costs a look-up, where the fast tokenizer
+  runs its lattice over every word of every text again. The texts _words_in
+  refuses go to the tokenizer whole. Shared by a worker's threads: a call
+  reads each word's entry from the cache once, so another thread emptying
+  the cache only costs it look-ups."""
 
-  def __init__(self, tokenizer, max_words: int = WORD_CACHE_WORDS,
+  def __init__(self, tokenizer, normalizer, max_words: int = WORD_CACHE_WORDS,
                max_pieces: int = WORD_CACHE_PIECES):
     self._tokenizer = tokenizer
+    self._normalizer = normalizer
+    # character -> whether the normaliser leaves something of it (_words_in)
+    self._kept: Dict[str, bool] = {}
     self._max_words = max_words
     self._max_pieces = max_pieces
     # word -> int32 array (3, pieces): its ids, start and end offsets (from
@@ -377,7 +399,7 @@ class _WordPieces:
     return self._pieces_of(texts, offsets=True)
 
   def _pieces_of(self, texts: Sequence[str], offsets: bool) -> List[Any]:
-    """ids() or (`offsets`) packed(): the plain texts from their words, the
+    """ids() or (`offsets`) packed(): texts from their words (_words_in), the
     others from one tokenizer call."""
     results: List[Any] = [None] * len(texts)
     plain = self._assemble(texts, results, offsets)
@@ -392,12 +414,12 @@ class _WordPieces:
 
   def _assemble(self, texts: Sequence[str], results: List[Any],
                 offsets: bool) -> List[Optional[List[str]]]:
-    """Fills `results` for the plain texts (their ids as lists, or with
-    `offsets` their packed arrays); returns each text's words, None for a
-    text that is not plain. A call's words are put together at once: each
+    """Fills `results` for the texts put together from their words (their
+    ids as lists, or with `offsets` their packed arrays); returns each
+    text's words, None for a text to tokenise whole. A call's words are put together at once: each
     occurrence of a word is an index into the call's distinct words, whose
     pieces are gathered by numpy."""
-    split = [text.split() if _plain(text) else None for text in texts]
+    split = [self._words_in(text) for text in texts]
     words = list(itertools.chain.from_iterable(
         found for found in split if found is not None))
     if not words:
@@ -405,12 +427,12 @@ class _WordPieces:
         if found is not None:
           results[index] = (np.zeros(0, dtype=np.int32) if offsets else [])
       return split
-    vocabulary: Dict[str, int] = {}
-    occurrences = np.fromiter((vocabulary.setdefault(word, len(vocabulary))
-                               for word in words), dtype=np.int64, count=len(words))
-    entries = self._entries(list(vocabulary))
-    counts = np.fromiter((entry.shape[1] for entry in entries), dtype=np.int64,
-                         count=len(entries))
+    distinct = list(dict.fromkeys(words))
+    vocabulary = dict(zip(distinct, range(len(distinct))))
+    occurrences = np.fromiter(map(vocabulary.__getitem__, words), dtype=np.int64,
+                              count=len(words))
+    entries = self._entries(distinct)
+    counts = np.array([entry.shape[1] for entry in entries], dtype=np.int64)
     flat = np.concatenate(entries, axis=1)
     firsts = np.cumsum(counts) - counts
     per_word = counts[occurrences]
@@ -430,10 +452,45 @@ class _WordPieces:
                         else pieces[first:last].tolist())
     return split
 
+  def _words_in(self, text: str) -> Optional[List[str]]:
+    """The words of `text` (_WORD), where the text's pieces are its words'
+    pieces in order, each word tokenised alone; else None. The white space
+    between words is then a space that no piece crosses (the normaliser
+    keeps _ASCII_KEPT's characters, the tokenizer tokenises words apart).
+    That holds for a plain text, and for another unless
+      * a grapheme cluster spans white space: a carriage return (its line
+        feed), a word that starts with a character that joins the one before
+        it or ends with one that may join the next (the checks _lines_of makes
+        at line breaks, made here at each word's edges, the text's own
+        included);
+      * a word starts with a character the normaliser removes (a control
+        character): the tokenizer's offsets of a text that starts so are
+        shifted by the characters removed, so such a word alone is not
+        placed as it is after white space, nor is the rest of a text that
+        starts with it.
+    Characters the normaliser changes, and white space it does not make a
+    space (a no-break space), lie inside a word and are tokenised with it."""
+    if _plain(text):
+      return text.split()
+    if "\r" in text:
+      return None
+    kept = self._kept
+    for found in _FIRST_NOT_PLAIN.finditer(text):
+      first = found.group()
+      if first not in kept:
+        kept[first] = (self._normalizer is None
+                       or self._normalizer.normalize_str(first) != "")
+      if not kept[first] or _joins_the_previous_character(first):
+        return None
+    if any(not _ends_clear_of_the_next_character(found.group())
+           for found in _LAST_NOT_PLAIN.finditer(text)):
+      return None
+    return _WORD.findall(text)
+
   @staticmethod
   def _word_starts(texts: Sequence[str], split: Sequence[Optional[List[str]]],
                    words: List[str]) -> np.ndarray:
-    """Where each word of the plain texts starts in its text."""
+    """Where each word (_WORD) of the texts split into words starts in its text."""
     lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
     starts = _spaced_starts(lengths)
     word_index = 0
@@ -453,39 +510,68 @@ class _WordPieces:
     """Each word's entry, from the cache or, for the words not in it, from one
     tokenizer call, and added to it."""
     cache = self._words
-    entries = [cache.get(word) for word in words]
+    entries = list(map(cache.get, words))
     missing = [word for word, entry in zip(words, entries) if entry is None]
     if not missing:
       return entries
-    tokenised = iter(self._tokenised(missing))
-    for index, entry in enumerate(entries):
-      if entry is None:
-        entries[index] = entry = next(tokenised)
-        self._keep(words[index], entry)
-    return entries
+    tokenised = self._tokenised(missing)
+    self._keep(missing, tokenised)
+    fresh = iter(tokenised)
+    return [next(fresh) if entry is None else entry for entry in entries]
 
-  def _keep(self, word: str, entry: np.ndarray) -> None:
-    """Adds a word's entry (a copy: not a view that holds its call's whole
-    array) to the cache, emptied first where it is full."""
-    pieces = entry.shape[1]
-    if pieces > WORD_CACHE_LONGEST or pieces > self._max_pieces:
-      return
-    if len(self._words) >= self._max_words or self._pieces + pieces > self._max_pieces:
-      self._words.clear()
-      self._pieces = 0
-    self._words[word] = entry.copy()
-    self._pieces += pieces
+  def _keep(self, words: List[str], entries: List[np.ndarray]) -> None:
+    """Adds words' entries to the cache, emptied first where it is full. An
+    entry is an array of its own or a view of one that holds no word too
+    long to be kept (_joined_apart), so no kept entry holds memory that the
+    cache does not count for long: at most one call's words' pieces past an
+    emptying."""
+    cache = self._words
+    longest = min(WORD_CACHE_LONGEST, self._max_pieces)
+    for word, entry in zip(words, entries):
+      pieces = entry.shape[1]
+      if pieces > longest:
+        continue
+      if len(cache) >= self._max_words or self._pieces + pieces > self._max_pieces:
+        cache.clear()
+        self._pieces = 0
+      cache[word] = entry
+      self._pieces += pieces
 
   def _tokenised(self, words: List[str]) -> List[np.ndarray]:
-    """The entries of `words`, from the tokenisation of the words joined by
-    spaces (one text: one encoding to convert, not one a word), cut where
-    each word starts: every piece lies inside its word, a word's leading "▁"
-    at its first character. Where a word would get no piece, each word is
-    tokenised on its own instead (never seen; a guard)."""
+    """The entries of `words`, in one tokenizer call: the plain words from
+    the tokenisation of them joined by spaces (one text: one encoding to
+    convert, not one a word; _joined_apart), the others (a non-ASCII
+    character, which may normalise to white space or to nothing) each
+    tokenised alone."""
+    joined = " ".join(words)
+    odd = [found.start() for found in _NOT_PRINTABLE_ASCII.finditer(joined)]
+    if not odd:
+      ((ids, spans),) = self._tokenizer.input_ids([joined], add_special_tokens=False,
+                                                  offsets=True)
+      return self._joined_apart(words, ids, spans)
+    # A word (no white space of _ASCII_KEPT's in it) is plain unless it holds
+    # a character found here.
+    lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+    is_plain = [True] * len(words)
+    for index in np.searchsorted(_spaced_starts(lengths), odd, side="right").tolist():
+      is_plain[index - 1] = False
+    plain = list(itertools.compress(words, is_plain))
+    others = [word for word, flag in zip(words, is_plain) if not flag]
+    found = self._tokenizer.input_ids(([" ".join(plain)] if plain else []) + others,
+                                      add_special_tokens=False, offsets=True)
+    alone = iter([_packed(ids, spans).reshape(3, -1) for ids, spans in found[bool(plain):]])
+    together = iter(self._joined_apart(plain, *found[0]) if plain else [])
+    return [next(together) if flag else next(alone) for flag in is_plain]
+
+  def _joined_apart(self, words: List[str], ids: List[int],
+                    spans: List[Tuple[int, int]]) -> List[np.ndarray]:
+    """The entries of plain `words` from the pieces and offsets of the words
+    joined by spaces, cut where each word starts: every piece lies inside its
+    word, a word's leading "▁" at its first character. Where a word would get
+    no piece, each word is tokenised on its own instead (never seen; a
+    guard)."""
     lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
     word_starts = _spaced_starts(lengths)
-    ((ids, spans),) = self._tokenizer.input_ids([" ".join(words)],
-                                                add_special_tokens=False, offsets=True)
     values = _packed(ids, spans).reshape(3, -1).astype(np.int64)
     owner = np.searchsorted(word_starts, values[1], side="right") - 1
     counts = np.bincount(owner, minlength=len(words)) if len(owner) else np.zeros(
@@ -495,7 +581,18 @@ class _WordPieces:
       return [_packed(ids, spans).reshape(3, -1) for ids, spans in self._tokenizer.input_ids(
           words, add_special_tokens=False, offsets=True)]
     values[1:] -= word_starts[owner]
-    return np.split(values.astype(np.int32), np.cumsum(counts)[:-1], axis=1)
+    values = values.astype(np.int32)
+    ends = np.cumsum(counts).tolist()
+    long = counts > WORD_CACHE_LONGEST
+    if not long.any():
+      return [values[:, start:end] for start, end in zip([0] + ends[:-1], ends)]
+    # The words to be kept as views of an array without the long words'
+    # pieces, which the cache does not keep (_keep).
+    kept = values[:, np.repeat(~long, counts)]
+    kept_ends = np.cumsum(np.where(long, 0, counts)).tolist()
+    return [values[:, end - count:end] if is_long else kept[:, kept_end - count:kept_end]
+            for end, kept_end, count, is_long in zip(ends, kept_ends, counts.tolist(),
+                                                     long.tolist())]
 
 
 class _CutPremise:
@@ -684,8 +781,8 @@ class T5NliModel(TokenBudgetModel):
     special tokens around them), from one call of the fast tokenizer
     (LockedTokenizer.input_ids), which encodes a list in one pass: what a call
     costs besides the encoding is paid once per list, not once per text.
-    Without special tokens, plain texts are put together from their words'
-    pieces where that gives the same (_WordPieces)."""
+    Without special tokens, texts are put together from their words' pieces
+    where that gives the same (_WordPieces)."""
     if not texts:
       return []
     words = None if special_tokens else self._words()
@@ -702,7 +799,8 @@ class T5NliModel(TokenBudgetModel):
     """The model's _WordPieces, or None where its tokenizer does not tokenise
     words apart or its normaliser changes plain text."""
     if self._word_pieces is None:
-      self._word_pieces = (_WordPieces(self.tokenizer)
+      self._word_pieces = (_WordPieces(self.tokenizer,
+                                       self.tokenizer.backend_tokenizer.normalizer)
                            if self._tokenises_apart() and self._ascii_is_kept() else False)
     return self._word_pieces or None
 

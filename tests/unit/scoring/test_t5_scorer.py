@@ -436,12 +436,14 @@ class _CountingTokenizer:
 
 
 def test_texts_put_together_from_their_words_equal_the_tokenizers(tiny_model):
-  """Plain texts (printable ASCII and white space) are tokenised word by
-  word, each distinct word once across calls: their pieces and offsets are
-  the tokenizer's for the whole text, whatever the white space between and
-  around the words, with words from the cache or fresh, the cache emptied
-  when full; a text that is not plain (a carriage return, a vertical tab,
-  a non-ASCII character) is tokenised whole."""
+  """Texts are tokenised word by word, each distinct word once across calls:
+  their pieces and offsets are the tokenizer's for the whole text, whatever
+  the white space between and around the words and the characters inside
+  them (non-ASCII, ones the normaliser changes, removes or makes white
+  space), with words from the cache or fresh, the cache emptied when full. A
+  text where a grapheme cluster may span white space (a carriage return, a
+  mark after a space, a character that may join the next before one) or a
+  word starts with a character the normaliser removes is tokenised whole."""
   model = t5_nli.load_t5_nli(tiny_model)
   assert model._words() is not None  # pylint: disable=protected-access
   rng = random.Random(11)
@@ -449,7 +451,19 @@ def test_texts_put_together_from_their_words_equal_the_tokenizers(tiny_model):
            if t5_nli._plain(word)][:400]  # pylint: disable=protected-access
   texts = ["", " ", "  two  spaces  ", "\ttab\x0cform feed\nnew line", "one",
            "x" * 300, "premise:", "hypothesis: Who? 42,000.5 (yes) [no] {x} a_b-c/d",
-           "a\r\nb", "vertical\x0btab", "caf\u00e9 noir", "nb\u00a0sp", "ends in space "]
+           "a\r\nb", "vertical\x0btab", "caf\u00e9 noir", "nb\u00a0sp", "ends in space ",
+           "\x1cstarts removed", "a \u0301mark", "\u0600 prepend", "x \x07bell",
+           "a \uff9e\u05b0b"]
+  sent_whole = {"a\r\nb", "\x1cstarts removed", "a \u0301mark", "\u0600 prepend", "x \x07bell",
+                "a \uff9e\u05b0b"}
+  # Inside words: accents, CJK, a ligature and full-width letters (changed
+  # by the normaliser), a no-break, an ideographic and a zero-width space
+  # (made spaces), a control character (removed), a soft hyphen (kept), a
+  # diaeresis (a space and a mark), a vertical tab (white space the
+  # normaliser keeps).
+  odd = ["caf\u00e9", "na\u00efve", "\u6771\u4eac", "\ufb01ne", "\uff21\uff22", "nb\u00a0sp",
+         "a\u3000b", "zero\u200bwidth", "x\x1cy", "soft\u00adhyphen", "\u00a8x", "v\x0bt",
+         "\u00bd", "\u00e9t\u00e9", "Z\u00fcrich"]
   for _ in range(150):
     separators = [rng.choice([" ", " ", " ", "  ", "\t", " \x0c "]) for _ in range(12)]
     picked = rng.sample(words, rng.randint(1, 12))
@@ -458,11 +472,17 @@ def test_texts_put_together_from_their_words_equal_the_tokenizers(tiny_model):
             rng.choice([" ", ""])))
   texts += [f"{rng.choice(words)} \u00ab{rng.choice(words)}\u00bb {rng.choice(words)}"
             for _ in range(20)]
+  for _ in range(60):
+    picked = rng.sample(words, 4) + rng.sample(odd, 3)
+    rng.shuffle(picked)
+    texts.append(rng.choice(["", " ", "\n"]) + "".join(
+        word + rng.choice([" ", "  ", "\n", "\t"]) for word in picked).rstrip(rng.choice([" ", ""])))
   long_word = "x" * 300  # more pieces than a kept word may have
   for max_words, max_pieces in ((t5_nli.WORD_CACHE_WORDS, t5_nli.WORD_CACHE_PIECES),
                                 (7, t5_nli.WORD_CACHE_PIECES), (t5_nli.WORD_CACHE_WORDS, 20)):
     counting = _CountingTokenizer(model.tokenizer)
-    pieces = t5_nli._WordPieces(counting, max_words, max_pieces)  # pylint: disable=protected-access
+    pieces = t5_nli._WordPieces(counting, model.tokenizer.backend_tokenizer.normalizer,  # pylint: disable=protected-access
+                                max_words, max_pieces)
     for round_ in range(2):  # fresh, then from the cache
       asked_before = len(counting.texts)
       for start in range(0, len(texts), 23):
@@ -476,20 +496,26 @@ def test_texts_put_together_from_their_words_equal_the_tokenizers(tiny_model):
       asked = counting.texts[asked_before:]
       if round_ and max_words > len(words) and max_pieces > 20:
         # Every word but the long one was in the cache: only it and the texts
-        # that are not plain were asked.
-        assert {"a\r\nb", "vertical\x0btab", "caf\u00e9 noir", "nb\u00a0sp"} <= set(asked)
-        assert [text for text in asked if t5_nli._plain(text)] == [long_word] * 2  # pylint: disable=protected-access
+        # that must go whole were asked.
+        assert sorted(asked) == sorted([long_word, *sent_whole] * 2)  # ids(), then packed()
         assert sum(map(t5_nli._plain, texts)) > 150  # pylint: disable=protected-access
+        assert sum(not t5_nli._plain(text) for text in texts) > 70  # pylint: disable=protected-access
     held = pieces._words  # pylint: disable=protected-access
     assert 0 < len(held) <= max_words and long_word not in held
     assert sum(entry.shape[1] for entry in held.values()) == pieces._pieces <= max_pieces  # pylint: disable=protected-access
+    if max_words > len(words) and max_pieces > 20:
+      # Never emptied: the arrays the entries view hold the kept pieces and
+      # nothing else (not the long word's, tokenised with other words).
+      bases = {id(entry.base): entry.base for entry in held.values()}
+      assert sum(base.size for base in bases.values()) == 3 * pieces._pieces  # pylint: disable=protected-access
     # The words not in the cache go to the tokenizer as one text, never alone.
     assert "two" not in counting.texts and "one" not in counting.texts
   # Where the joined words' offsets cannot be cut into words, each word is
   # tokenised on its own: the same pieces.
   misplacing = _CountingTokenizer(model.tokenizer, misplace=True)
   part = texts[13:60]
-  assert t5_nli._WordPieces(misplacing).ids(part) == model.tokenizer.input_ids(  # pylint: disable=protected-access
+  assert t5_nli._WordPieces(misplacing, model.tokenizer.backend_tokenizer.normalizer).ids(  # pylint: disable=protected-access
+      part) == model.tokenizer.input_ids(
       part, add_special_tokens=False)
   assert "two" in misplacing.texts or any(word in misplacing.texts for word in words)
   # The model's windows and whole inputs go through its _WordPieces.
