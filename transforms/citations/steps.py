@@ -28,6 +28,7 @@ import apache_beam as beam
 from autoais.schemas import (AttributionScore, CitationItem, CitationItemRow,
                      CitationSentenceRow)
 from autoais.transforms.citations import alce
+from autoais.transforms.io.counts import SumInBundles
 from autoais.transforms.io.spilled_groups import SpilledCoGroupByKey
 from autoais.transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             scoring_failed)
@@ -101,11 +102,17 @@ def _key_by_digest(pair):
   return example_digest(pair[1].premise, pair[1].hypothesis), pair
 
 
+# What a distinct pair and a pair an earlier round answered add to a round's
+# counts (read, never changed: SumCounts copies what it adds).
+_ONE_PAIR = {"unique_pairs": 1}
+_ONE_REUSED = {"pairs_reused": 1}
+
+
 class _SplitKnownFn(beam.DoFn):
   """(digest, {"asked": [(key, example)], "known": [outcome]}) -> (key, outcome)
   where an earlier round answered the pair, else, once per digest, ((keys,
   digest), example) on "new", keys the tuple of every key that asked for it,
-  and 1 on "unique"."""
+  and {"unique_pairs": 1} on "unique"."""
 
   def process(self, grouped):
     digest, groups = grouped
@@ -115,7 +122,7 @@ class _SplitKnownFn(beam.DoFn):
         yield key, known[0]
       return
     if asked:
-      yield beam.pvalue.TaggedOutput("unique", 1)
+      yield beam.pvalue.TaggedOutput("unique", _ONE_PAIR)
       yield beam.pvalue.TaggedOutput(
           "new", ((tuple(key for key, _ in asked), digest), asked[0][1]))
 
@@ -143,10 +150,10 @@ def _each(parts, label: str, transform_of):
 class _ScoreRound(beam.PTransform):
   """Parts (a tuple of PCollections) of (key, example) -> {"outcomes": parts of
   (key, AttributionScore or ScoringFailure), "known": parts of (digest,
-  outcome), one per distinct pair scored in this round, "stats": the scorer's counts,
-  {"unique_pairs": distinct pairs scored in this round} and, with `known` (the
-  earlier rounds' answers, whose pairs are not scored again), {"pairs_reused":
-  asked pairs they answered}}. The pairs are grouped by digest on disk
+  outcome), one per distinct pair scored in this round, "stats": parts of count
+  dicts to be summed: the scorer's counts, {"unique_pairs": distinct pairs
+  scored in this round} and, with `known` (the earlier rounds' answers, whose
+  pairs are not scored again), {"pairs_reused": asked pairs they answered}}. The pairs are grouped by digest on disk
   (SpilledCoGroupByKey under `work_dir`)."""
 
   def __init__(self, scorer, work_dir: str, known=()):
@@ -174,16 +181,17 @@ class _ScoreRound(beam.PTransform):
     known = _each(answered, "KnownByDigest", lambda: beam.MapTuple(
         lambda keys_digest, outcome: (keys_digest[1], outcome)))
     outcomes = _each(answered, "AnswerEachKey", lambda: beam.FlatMap(_to_each_key))
-    unique = (split.unique
-              | "CountPairs" >> beam.CombineGlobally(sum)
-              | "PairStats" >> beam.Map(lambda n: {"unique_pairs": n}))
-    stats = [scored["stats"], unique]
+    # The round's counts, summed per bundle where they are made: the job sums
+    # its scorer's counts once (WriteRunRecord), whatever the PCollections.
+    zero = {"unique_pairs": 0}
+    stats = (scored["stats"], split.unique | "CountPairs" >> SumInBundles())
     if self._known:
-      stats.append(split.reused
-                   | "CountReused" >> beam.combiners.Count.Globally()
-                   | "ReusedStats" >> beam.Map(lambda n: {"pairs_reused": n}))
+      zero["pairs_reused"] = 0
+      stats += (split.reused
+                | "MarkReused" >> beam.Map(lambda _: _ONE_REUSED)
+                | "CountReused" >> SumInBundles(),)
       outcomes += (split.reused,)
-    stats = tuple(stats) | "CollectStats" >> beam.Flatten()
+    stats += (split.unique.pipeline | "StartStats" >> beam.Create([zero]),)
     return {"outcomes": outcomes, "known": known, "stats": stats}
 
 
@@ -369,7 +377,7 @@ class ScoreCitations(beam.PTransform):
                  | "AssembleItems" >> beam.ParDo(
                      _AssembleItemFn(self._at_most, self._name)).with_outputs(
                          "items", "dead_letter", main="sentences"))
-    stats = ((recall["stats"], alone["stats"], without["stats"])
+    stats = ((*recall["stats"], *alone["stats"], *without["stats"])
              | "CollectScorerStats" >> beam.Flatten())
     return {"sentences": assembled.sentences, "items": assembled.items,
             "dead_letter": assembled.dead_letter, "stats": stats}

@@ -73,7 +73,7 @@ from apache_beam.ml.inference.base import ModelHandler, RunInference
 
 from autoais.schemas import ScoringFailure
 from autoais.transforms.io import progress
-from autoais.transforms.io.counts import SumCounts
+from autoais.transforms.io.counts import SumCountsWhereMade
 from autoais.transforms.io.spilled_groups import (SpilledFirstByKey, SpilledFlatten,
                                                   SpilledGroupByKey, SpillKeyedRuns,
                                                   merge_groups, merge_tagged_groups)
@@ -419,21 +419,15 @@ class ScoreUniqueExamples(beam.PTransform):
             FileSystems.join(self._work_dir, "scored"))
                    if self._merge_scored else scored_parts),
         "failed": fanned.failed,
-        "stats": sum_stats(keyed_examples.pipeline, stats, dict(
+        "stats": sum_stats(stats, dict(
             _ZERO_STATS, **(_ZERO_CACHE_STATS if self._score_cache else {}))),
     }
 
 
-def sum_stats(pipeline, parts, zero) -> beam.PCollection:
-  """One dict summing (SumCounts) PCollections of count dicts (each summed
-  where it is made, so no step holds one dict per element), with `zero`'s
-  keys always present."""
+def sum_stats(parts, zero) -> beam.PCollection:
+  """One dict summing PCollections of count dicts, or tuples of them
+  (SumCountsWhereMade), with `zero`'s keys always present."""
   flat = []
   for part in parts:
     flat.extend(part if isinstance(part, (tuple, list)) else (part,))
-  partial = [pcoll | f"SumStats{index}" >> beam.CombineGlobally(SumCounts())
-             for index, pcoll in enumerate(flat)]
-  partial.append(pipeline | "StartScoringStats" >> beam.Create([zero]))
-  return (tuple(partial)
-          | "CollectScoringStats" >> beam.Flatten()
-          | "SumScoringStats" >> beam.CombineGlobally(SumCounts()))
+  return tuple(flat) | "SumScoringStats" >> SumCountsWhereMade(zero, "Stats")
