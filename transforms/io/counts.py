@@ -1,7 +1,8 @@
 """The count dicts that workers report, summed: `SumCounts`, the CombineFn behind
 every job's counters in run.json (dead letters, scoring, merged rows);
-`SumInBundles`, a PCollection of them summed per bundle where it is made;
-`SumCountsWhereMade`, several PCollections of them summed into one dict.
+`SumInBundles`, a PCollection of them summed per bundle where it is made
+(CombineInBundles, for any CombineFn); `SumCountsWhereMade`, several
+PCollections of them summed into one dict.
 """
 from typing import Sequence
 
@@ -36,31 +37,69 @@ class SumCounts(beam.CombineFn):
     return accumulator
 
 
-class _SumBundleFn(beam.DoFn):
-  """A bundle's count dicts summed (SumCounts), emitted once, at its end."""
+class _CombineBundleFn(beam.DoFn):
+  """A bundle's elements added to one accumulator of `combine_fn`, emitted
+  (as an accumulator, not extracted) once, at the bundle's end."""
+
+  def __init__(self, combine_fn: beam.CombineFn):
+    self._combine_fn = combine_fn
 
   def start_bundle(self):
-    self._sum = None
+    self._accumulator = None
 
-  def process(self, counts):
-    self._sum = _SUM.add_input({} if self._sum is None else self._sum, counts)
+  def process(self, element):
+    if self._accumulator is None:
+      self._accumulator = self._combine_fn.create_accumulator()
+    self._accumulator = self._combine_fn.add_input(self._accumulator, element)
 
   def finish_bundle(self):
-    if self._sum is not None:
-      yield GlobalWindows.windowed_value(self._sum)
+    if self._accumulator is not None:
+      yield GlobalWindows.windowed_value(self._accumulator)
 
 
-_SUM = SumCounts()
+class CombineInBundles(beam.PTransform):
+  """PCollection (global window) -> one accumulator of `combine_fn` per
+  bundle, emitted at the bundle's end by a DoFn fused with the step that
+  makes the elements: what a Flatten (which the FnApiRunner holds whole) or
+  a combine downstream receives is an accumulator a bundle, not an element,
+  and no combine of its own (a grouping, the stages of its default value) is
+  paid per PCollection. MergeAccumulators(combine_fn) combines the
+  accumulators."""
+
+  def __init__(self, combine_fn: beam.CombineFn):
+    super().__init__()
+    self._combine_fn = combine_fn
+
+  def expand(self, elements):
+    return elements | "CombineBundle" >> beam.ParDo(_CombineBundleFn(self._combine_fn))
 
 
-class SumInBundles(beam.PTransform):
-  """PCollection of count dicts (global window) -> their SumCounts per bundle,
-  a dict each, emitted at the bundle's end by a DoFn fused with the step that
-  makes them: what a Flatten (which the FnApiRunner holds whole) or a combine
-  downstream then receives is a dict a bundle, not one an element."""
+class MergeAccumulators(beam.CombineFn):
+  """A CombineFn whose inputs are accumulators of `combine_fn` (what
+  CombineInBundles emits): merged, then extracted as `combine_fn` does."""
 
-  def expand(self, counts):
-    return counts | "SumBundle" >> beam.ParDo(_SumBundleFn())
+  def __init__(self, combine_fn: beam.CombineFn):
+    self._combine_fn = combine_fn
+
+  def create_accumulator(self):
+    return self._combine_fn.create_accumulator()
+
+  def add_input(self, accumulator, other):
+    return self._combine_fn.merge_accumulators([accumulator, other])
+
+  def merge_accumulators(self, accumulators):
+    return self._combine_fn.merge_accumulators(accumulators)
+
+  def extract_output(self, accumulator):
+    return self._combine_fn.extract_output(accumulator)
+
+
+class SumInBundles(CombineInBundles):
+  """PCollection of count dicts -> their SumCounts per bundle (a count dict:
+  SumCounts' accumulator is its output)."""
+
+  def __init__(self):
+    super().__init__(SumCounts())
 
 
 class SumCountsWhereMade(beam.PTransform):

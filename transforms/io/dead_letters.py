@@ -11,7 +11,7 @@ from apache_beam.io.filesystems import FileSystems
 from autoais.schemas import DeadLetter, REJECTED, UNMATCHED
 from autoais.transforms.io import progress
 from autoais.transforms.io.atomic import atomic_create
-from autoais.transforms.io.counts import SumCounts
+from autoais.transforms.io.counts import CombineInBundles, MergeAccumulators
 from autoais.transforms.io.sorted_runs import SpillSortedRuns, merge_sorted_runs
 
 DEAD_LETTER_KEY = ("source_file", "source_line", "reason", "field", "message")
@@ -58,17 +58,20 @@ class _WriteDeadLettersFn(beam.DoFn):
 
 
 class _CountDeadLetters(beam.CombineFn):
-  """Dead letters of one input role -> {role: {rejected, unmatched, by_reason,
-  by_file: {file: {rejected, unmatched, by_reason}}}}."""
+  """Dead letters of the input role `role` -> a Counter of (role, file, kind,
+  reason); extracted, whatever roles the Counter holds, as {role: {rejected,
+  unmatched, by_reason, by_file: {file: {rejected, unmatched, by_reason}}}}
+  for each of `roles` (zeros for a role with none), every level sorted."""
 
-  def __init__(self, role: str):
+  def __init__(self, roles, role=None):
+    self._roles = roles
     self._role = role
 
   def create_accumulator(self):
     return collections.Counter()
 
   def add_input(self, accumulator, row: DeadLetter):
-    accumulator[(row.source_file, row.kind, row.reason)] += 1
+    accumulator[(self._role, row.source_file, row.kind, row.reason)] += 1
     return accumulator
 
   def merge_accumulators(self, accumulators):
@@ -78,15 +81,18 @@ class _CountDeadLetters(beam.CombineFn):
     return merged
 
   def extract_output(self, accumulator):
-    totals = collections.Counter()
-    by_file = collections.defaultdict(collections.Counter)
-    for (source_file, kind, reason), count in accumulator.items():
-      totals[(kind, reason)] += count
-      by_file[source_file][(kind, reason)] += count
-    counts = _kind_and_reason_counts(totals)
-    counts["by_file"] = {source_file: _kind_and_reason_counts(file_counts)
-                         for source_file, file_counts in sorted(by_file.items())}
-    return {self._role: counts}
+    totals = {role: collections.Counter() for role in self._roles}
+    by_file = {role: collections.defaultdict(collections.Counter) for role in self._roles}
+    for (role, source_file, kind, reason), count in accumulator.items():
+      totals[role][(kind, reason)] += count
+      by_file[role][source_file][(kind, reason)] += count
+    output = {}
+    for role in sorted(self._roles):
+      counts = _kind_and_reason_counts(totals[role])
+      counts["by_file"] = {source_file: _kind_and_reason_counts(file_counts)
+                           for source_file, file_counts in sorted(by_file[role].items())}
+      output[role] = counts
+    return output
 
 
 def _kind_and_reason_counts(counts) -> dict:
@@ -119,6 +125,7 @@ class WriteDeadLetters(beam.PTransform):
   def expand(self, dead_letters_by_role):
     run_dir = FileSystems.join(self._work_dir, "dead_letter")
     runs, counts = [], []
+    roles = sorted(dead_letters_by_role)
     for role, pcolls in sorted(dead_letters_by_role.items()):
       if not isinstance(pcolls, (tuple, list)):
         pcolls = (pcolls,)
@@ -126,10 +133,13 @@ class WriteDeadLetters(beam.PTransform):
       for index, pcoll in enumerate(pcolls):
         runs.append(pcoll | f"SpillDeadLetterRuns{label}{index}" >> SpillSortedRuns(
             run_dir, DeadLetter, DEAD_LETTER_KEY))
-        counts.append(pcoll | f"CountDeadLetters{label}{index}" >> beam.CombineGlobally(
-            _CountDeadLetters(role)))
+        # Counted per bundle where they are made; the Counters meet in one
+        # combine, which puts them in order.
+        counts.append(pcoll | f"CountDeadLetters{label}{index}" >> CombineInBundles(
+            _CountDeadLetters(roles, role)))
     counts = (tuple(counts) | "CollectDeadLetterCounts" >> beam.Flatten()
-              | "SumDeadLetterCounts" >> beam.CombineGlobally(SumCounts()))
+              | "SumDeadLetterCounts" >> beam.CombineGlobally(
+                  MergeAccumulators(_CountDeadLetters(roles))))
     return (runs[0].pipeline
             | "StartDeadLetterFile" >> beam.Create([None])
             | "MergeDeadLetterRuns" >> beam.ParDo(

@@ -1,11 +1,12 @@
-"""SumCountsWhereMade (transforms/io/counts.py): PCollections of count dicts
+"""transforms/io/counts.py: a bundle's elements combined once at its end
+(CombineInBundles), and SumCountsWhereMade: PCollections of count dicts
 summed into one dict, each summed per bundle where it is made, with the zero
 dict's keys present whatever the parts hold (an empty part included)."""
 import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from autoais.transforms.io.counts import SumCountsWhereMade, _SumBundleFn  # pylint: disable=protected-access
+from autoais.transforms.io.counts import SumCounts, SumCountsWhereMade, _CombineBundleFn  # pylint: disable=protected-access
 
 
 def _bundles(fn, bundles):
@@ -21,7 +22,7 @@ def _bundles(fn, bundles):
 
 def test_a_bundle_is_summed_once_at_its_end_and_an_empty_one_emits_nothing():
   first = {"scored": 1, "by_reason": {"a": 1}, "largest_chunk": 5}
-  emitted = _bundles(_SumBundleFn(), [
+  emitted = _bundles(_CombineBundleFn(SumCounts()), [
       [first, {"scored": 2, "by_reason": {"a": 1, "b": 3}, "largest_chunk": 3}],
       [],
       [{"failed": 1}]])

@@ -18,6 +18,17 @@ def _dead(source_file, line, kind, reason, record="{}"):
                     f"{source_file}:{line}: {reason}", record)
 
 
+def _key_orders(counts) -> bool:
+  """Whether the roles, and each role's by_reason and by_file (and theirs),
+  are in sorted order."""
+  in_order = list(counts) == sorted(counts)
+  for role in counts.values():
+    for level in [role] + list(role["by_file"].values()):
+      in_order &= list(level["by_reason"]) == sorted(level["by_reason"])
+    in_order &= list(role["by_file"]) == sorted(role["by_file"])
+  return in_order
+
+
 def test_dead_letters_are_written_sorted_and_counted_per_role(tmp_path):
   predictions = (_dead("b.csv", 2, REJECTED, "empty_answer"),
                  _dead("a.csv", 9, UNMATCHED, "question_not_in_gold"),
@@ -42,6 +53,9 @@ def test_dead_letters_are_written_sorted_and_counted_per_role(tmp_path):
                                         f"{UNMATCHED}:question_not_in_gold": 1}},
                 "b.csv": {REJECTED: 1, UNMATCHED: 0,
                           "by_reason": {f"{REJECTED}:empty_answer": 1}}}}}]))
+    # Every level in order, whatever PCollection or bundle a count came from:
+    # the same bytes in run.json on any runner.
+    assert_that(counts | beam.Map(_key_orders), equal_to([True]), label="CheckOrder")
   lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
   assert [(line["source_file"], line["source_line"]) for line in lines] == [
       ("a.csv", 3), ("a.csv", 5), ("a.csv", 9), ("b.csv", 2)]
