@@ -153,8 +153,9 @@ class _ScoreRound(beam.PTransform):
   outcome), one per distinct pair scored in this round, "stats": parts of count
   dicts to be summed: the scorer's counts, {"unique_pairs": distinct pairs
   scored in this round} and, with `known` (the earlier rounds' answers, whose
-  pairs are not scored again), {"pairs_reused": asked pairs they answered}}. The pairs are grouped by digest on disk
-  (SpilledCoGroupByKey under `work_dir`)."""
+  pairs are not scored again), {"pairs_reused": asked pairs they answered}}.
+  The pairs are grouped by digest on disk (SpilledCoGroupByKey under
+  `work_dir`)."""
 
   def __init__(self, scorer, work_dir: str, known=()):
     super().__init__()
