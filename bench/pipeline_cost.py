@@ -13,9 +13,9 @@ tensors of the right shapes ("1" where the sum of an input's ids is odd,
 else "0": a mix, so that the steps that depend on the answers run, as
 citations' precision rounds do for supported sentences alone; until
 2026-11-27's fifth session it answered 0.5, "0", for every pair, and
-citations' figures of before then count its recall round alone): tokenisation, premise windows, length-sorted
-token-budget batches, padding into tensors, and everything of the pipeline
-around them still run. (The load-time probe that checks the decoder step
+citations' figures of before then count its recall round alone):
+tokenisation, premise windows, length-sorted token-budget batches, padding
+into tensors, and everything of the pipeline around them still run. (The load-time probe that checks the decoder step
 against the model's forward pass still runs the real model, once per load.)
 
 Each run is a fresh child process that imports the `autoais` package from a

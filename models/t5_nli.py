@@ -352,7 +352,7 @@ _WORD = re.compile(r"[^ \t\n\x0c]+")
 _FIRST_NOT_PLAIN = re.compile(r"(?:^|(?<=[ \t\n\x0c]))[^\x20-\x7e\t\n\x0c]")
 _LAST_NOT_PLAIN = re.compile(r"[^\x20-\x7e\t\n\x0c](?=[ \t\n\x0c]|$)")
 
-
+# In words joined by spaces (_WordPieces._tokenised): what makes a word not plain.
 _NOT_PRINTABLE_ASCII = re.compile(r"[^\x20-\x7e]")
 
 
@@ -416,9 +416,9 @@ class _WordPieces:
                 offsets: bool) -> List[Optional[List[str]]]:
     """Fills `results` for the texts put together from their words (their
     ids as lists, or with `offsets` their packed arrays); returns each
-    text's words, None for a text to tokenise whole. A call's words are put together at once: each
-    occurrence of a word is an index into the call's distinct words, whose
-    pieces are gathered by numpy."""
+    text's words, None for a text to tokenise whole. A call's words are put
+    together at once: each occurrence of a word is an index into the call's
+    distinct words, whose pieces are gathered by numpy."""
     split = [self._words_in(text) for text in texts]
     words = list(itertools.chain.from_iterable(
         found for found in split if found is not None))
