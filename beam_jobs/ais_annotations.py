@@ -32,7 +32,7 @@ if __name__ == "__main__":
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import JobArguments, require, run_job
+from autoais.beam_jobs.common import JobArguments, ViewsKept, require, run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas.errors import ConfigError
 from autoais.transforms.ais_annotations import readers, shares
@@ -46,7 +46,7 @@ OUTPUT_FILES = ("run.json", "ais_tables.csv", "ais_tables.json", "ais_tables.md"
                 "ais_agreement.csv", "dead_letter.jsonl")
 
 
-class AisAnnotationsOptions(PipelineOptions):
+class AisAnnotationsOptions(ViewsKept, PipelineOptions):
 
   @classmethod
   def _add_argparse_args(cls, parser):

@@ -25,7 +25,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import JobArguments, require, run_job
+from autoais.beam_jobs.common import JobArguments, ViewsKept, require, run_job
 from autoais.schemas.errors import ConfigError
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import ArticleEntry, CorpusRecord
@@ -56,7 +56,7 @@ CORPUS_KEY = ("id", "source_file", "source_line")
 ARTICLE_KEY = ("article", "passage_id")
 
 
-class BuildCorpusOptions(PipelineOptions):
+class BuildCorpusOptions(ViewsKept, PipelineOptions):
 
   @classmethod
   def _add_argparse_args(cls, parser):

@@ -33,7 +33,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions,
+from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions, ViewsKept,
                                       is_local_runner, require, require_choice,
                                       row_table_shards, run_job, scorer_from_options,
                                       scorer_read_dirs)
@@ -57,7 +57,7 @@ _REQUIRED_FIELDS = {"expertqa": EXPERTQA_FIELDS, "jsonl": CLAIM_FIELDS}
 DEFAULT_FORMAT = "expertqa"
 
 
-class ClaimsOptions(PipelineOptions):
+class ClaimsOptions(ViewsKept, PipelineOptions):
   """claims' own flags; the scorer flags are beam_jobs.common.ScorerOptions."""
 
   # Listed in `--help` after the job's own flags (beam_jobs.common.job_help).

@@ -49,7 +49,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import JobArguments, boolean_flag, require, run_job
+from autoais.beam_jobs.common import (JobArguments, ViewsKept, boolean_flag, require,
+                                      run_job)
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import DeadLetter
 from autoais.schemas.errors import ConfigError
@@ -66,7 +67,7 @@ SCORER_FIELDS = ("name", "family", "weights_sha256", "tokenizer_sha256", "thresh
                  "decision", "dtype", "positive_label", "model_commit")
 
 
-class CompareOptions(PipelineOptions):
+class CompareOptions(ViewsKept, PipelineOptions):
   """compare's flags."""
 
   @classmethod

@@ -35,7 +35,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions,
+from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions, ViewsKept,
                                       is_local_runner, require, row_table_shards, run_job,
                                       scorer_from_options, scorer_read_dirs)
 from autoais.beam_jobs.output_dir import OutputDir
@@ -64,7 +64,7 @@ JOINS = ("auto", "lookup", "shuffle")
 _BYTES_PER_PREDICTION = 120
 
 
-class EvaluateOptions(PipelineOptions):
+class EvaluateOptions(ViewsKept, PipelineOptions):
   """evaluate's own flags; the scorer flags (--scorer, --model, ...) are
   beam_jobs.common.ScorerOptions, shared with the other scoring jobs."""
 

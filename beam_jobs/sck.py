@@ -38,7 +38,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions,
+from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions, ViewsKept,
                                       is_local_runner, require, row_table_shards, run_job,
                                       scorer_from_options, scorer_read_dirs)
 from autoais.schemas.errors import ConfigError
@@ -62,7 +62,7 @@ OUTPUT_FILES = ("run.json", "sck_rows.parquet", "sck_rows.csv", "sck.csv", "sck.
                 "sck.md", "dead_letter.jsonl")
 
 
-class SckOptions(PipelineOptions):
+class SckOptions(ViewsKept, PipelineOptions):
   """sck's own flags; the scorer flags are beam_jobs.common.ScorerOptions."""
 
   # Listed in `--help` after the job's own flags (beam_jobs.common.job_help).

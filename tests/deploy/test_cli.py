@@ -153,3 +153,69 @@ def test_every_jobs_options_register_together():
   options = PipelineOptions(["--output_dir", "x", "--corpus", "c", "--seed", "3"])
   values = options.get_all_options()
   assert (values["output_dir"], values["corpus"], values["seed"]) == ("x", "c", 3)
+
+
+def _job_options_classes():
+  import importlib  # pylint: disable=import-outside-toplevel
+  from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=import-outside-toplevel
+  classes = []
+  for module_name in cli.JOBS.values():
+    module = importlib.import_module(module_name)
+    classes += [value for value in vars(module).values()
+                if isinstance(value, type) and PipelineOptions in value.__bases__
+                and value.__module__ == module.__name__]
+  return classes
+
+
+def test_every_jobs_options_keep_their_views_and_stay_beams_direct_subclass():
+  from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=import-outside-toplevel
+  classes = _job_options_classes()
+  assert {cls.__name__ for cls in classes} >= {
+      "EvaluateOptions", "CitationsOptions", "ClaimsOptions", "AuditOptions",
+      "AgreementOptions", "SckOptions", "AisAnnotationsOptions", "BuildCorpusOptions",
+      "CompareOptions"}
+  for cls in classes:
+    assert cls.__mro__[1] is common.ViewsKept, cls
+    # Beam finds a job's flags among PipelineOptions' direct subclasses.
+    assert cls in PipelineOptions.__subclasses__(), cls
+
+
+def test_kept_views_behave_as_new_ones():
+  import copy  # pylint: disable=import-outside-toplevel
+  import pickle  # pylint: disable=import-outside-toplevel
+  from apache_beam.options.pipeline_options import StandardOptions, TypeOptions  # pylint: disable=import-outside-toplevel
+  options = evaluate.EvaluateOptions(["--output_dir", "out", "--runner", "DirectRunner"])
+  view = options.view_as(StandardOptions)
+  assert options.view_as(StandardOptions) is view
+  view.streaming = True
+  options.view_as(TypeOptions).pipeline_type_check = False
+  for copied in (copy.deepcopy(options), pickle.loads(pickle.dumps(options))):
+    assert "_views_kept" not in vars(copied)
+    assert copied.view_as(StandardOptions) is not view
+    assert copied.view_as(StandardOptions).streaming is True
+    assert copied.view_as(TypeOptions).pipeline_type_check is False
+    assert copied.get_all_options(drop_default=True) == options.get_all_options(
+        drop_default=True)
+  assert options.get_all_options(drop_default=True) == {
+      "runner": "DirectRunner", "streaming": True, "pipeline_type_check": False,
+      "output_dir": "out"}
+
+
+def test_a_pipeline_parses_the_flags_once_per_options_class_not_per_transform(monkeypatch):
+  import apache_beam as beam  # pylint: disable=import-outside-toplevel
+  from apache_beam.options import pipeline_options  # pylint: disable=import-outside-toplevel
+  parses = []
+  original = pipeline_options._BeamArgumentParser.parse_known_args  # pylint: disable=protected-access
+  def counted(parser, *args, **kwargs):
+    parses.append(1)
+    return original(parser, *args, **kwargs)
+  monkeypatch.setattr(pipeline_options._BeamArgumentParser, "parse_known_args", counted)  # pylint: disable=protected-access
+  options = evaluate.EvaluateOptions(["--output_dir", "out"])
+  pipeline = beam.Pipeline(options=options)
+  numbers = pipeline | "CreateNumbers" >> beam.Create([1, 2, 3])
+  before = len(parses)
+  for step in range(40):
+    numbers = numbers | f"AddOne{step}" >> beam.Map(lambda number: number + 1)
+  # Beam's own view_as parses the flags for every transform applied (several
+  # times each); the kept views parse them once per options class.
+  assert len(parses) - before < 10, len(parses) - before
