@@ -1,7 +1,7 @@
 """Merge-rate benchmark (not a test): how fast one worker writes a job's row tables.
 
     .venv/bin/python bench/merge.py [--rows 100000,1000000] [--systems 277]
-        [--workdir bench/out/merge]
+        [--max_runs 32] [--workdir bench/out/merge]
 
 Every job ends by merging its sorted runs on one worker and writing its row
 tables there (transforms/rows/merge.py, WriteMergedRows): ratings.parquet and
@@ -14,9 +14,19 @@ process, timed by process CPU seconds and wall seconds. Prints one JSON line:
 rows, spill seconds, merge seconds, merge rows/s (CPU and wall), bytes written,
 and the pure-Python yardstick of bench/pipeline.py measured just before, so
 that runs on machines of different speed can be compared.
+
+`--max_runs A,B,...` merges the same runs once for each value (each in a
+child process forked from the same state), reading at most that many runs at
+once (more are merged in passes first: sorted_runs'
+MAX_MERGE_RUNS, 32, is what the jobs use; a value of at least the number of
+runs reads them all at once, as the merge did before it had passes). Each
+merge reports the peak RSS over the merge alone (the process's high-water mark
+reset just before it, /proc/self/clear_refs) above the RSS it started from,
+and whether its tables are the same bytes as the first value's.
 """
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import random
@@ -32,7 +42,7 @@ from pipeline import Words, python_speed_seconds  # pylint: disable=wrong-import
 from autoais.schemas import RatingRow  # pylint: disable=wrong-import-position
 from autoais.transforms.evaluate.ratings import RatingsFold  # pylint: disable=wrong-import-position
 from autoais.transforms.io.sorted_runs import (  # pylint: disable=wrong-import-position
-    merge_run_refs, write_run)
+    MAX_MERGE_RUNS, merge_run_refs, write_run)
 from autoais.transforms.io.tables import SortedTableWriter  # pylint: disable=wrong-import-position
 from autoais.transforms.rows.merge import fold_rows  # pylint: disable=wrong-import-position
 
@@ -81,7 +91,7 @@ def spill(rows, directory: str):
   return slices
 
 
-def merge(runs, output_dir: str) -> int:
+def merge(runs, output_dir: str, max_runs: int) -> int:
   fold = RatingsFold(has_corpus=True)
   systems = 0
   with contextlib.ExitStack() as stack:
@@ -89,33 +99,83 @@ def merge(runs, output_dir: str) -> int:
         output_dir, table.stem, table.schema, table.row_group_size, table.write_csv))
               for table in fold.tables}
     for _ in fold_rows(fold, merge_run_refs(runs, fold.merged_type._fields,
-                                            fold.sort_key), tables):
+                                            fold.sort_key, max_runs), tables):
       systems += 1
   return systems
 
 
-def measure(n_rows: int, n_systems: int, work: str) -> dict:
-  shutil.rmtree(work, ignore_errors=True)
-  runs_dir, output_dir = os.path.join(work, "runs"), os.path.join(work, "out")
-  os.makedirs(runs_dir)
+def rss_mib(field: str) -> float:
+  """VmRSS or VmHWM of this process, MiB."""
+  with open("/proc/self/status", encoding="ascii") as status:
+    for line in status:
+      if line.startswith(field + ":"):
+        return int(line.split()[1]) / 1024
+  raise KeyError(field)
+
+
+def measure_merge(runs, output_dir: str, max_runs: int) -> dict:
   os.makedirs(output_dir)
+  with open("/proc/self/clear_refs", "w", encoding="ascii") as clear_refs:
+    clear_refs.write("5")  # resets VmHWM to the current RSS
+  before = rss_mib("VmRSS")
+  cpu, wall = time.process_time(), time.perf_counter()
+  outcomes = merge(runs, output_dir, max_runs)
+  merge_cpu, merge_wall = time.process_time() - cpu, time.perf_counter() - wall
+  peak = rss_mib("VmHWM")
+  digests = {}
+  for name in sorted(os.listdir(output_dir)):
+    with open(os.path.join(output_dir, name), "rb") as f:
+      digests[name] = hashlib.sha256(f.read()).hexdigest()
+  return {"max_runs": max_runs, "system_outcomes": outcomes,
+          "merge_cpu_s": round(merge_cpu, 2), "merge_wall_s": round(merge_wall, 2),
+          "rss_before_mib": round(before), "merge_peak_above_mib": round(peak - before),
+          "bytes_written": {name: os.path.getsize(os.path.join(output_dir, name))
+                            for name in digests}, "digests": digests}
+
+
+def in_child(function, *args) -> dict:
+  """function(*args) in a forked child, its JSON result read back: every merge
+  starts from the same process state (the memory this one's allocators hold
+  after an earlier merge would hide the next one's peak)."""
+  read_end, write_end = os.pipe()
+  pid = os.fork()
+  if pid == 0:
+    os.close(read_end)
+    with os.fdopen(write_end, "w") as pipe:
+      json.dump(function(*args), pipe)
+    os._exit(0)  # pylint: disable=protected-access
+  os.close(write_end)
+  with os.fdopen(read_end) as pipe:
+    result = json.load(pipe)
+  _, status = os.waitpid(pid, 0)
+  if status:
+    raise SystemExit(f"merge child failed: status {status}")
+  return result
+
+
+def measure(n_rows: int, n_systems: int, work: str, max_runs_list) -> dict:
+  shutil.rmtree(work, ignore_errors=True)
+  runs_dir = os.path.join(work, "runs")
+  os.makedirs(runs_dir)
   yardstick = python_speed_seconds()
   cpu, wall = time.process_time(), time.perf_counter()
   runs = spill(rating_rows(n_rows, n_systems, Words(seed=1)), runs_dir)
   spill_cpu, spill_wall = time.process_time() - cpu, time.perf_counter() - wall
-  cpu, wall = time.process_time(), time.perf_counter()
-  outcomes = merge(runs, output_dir)
-  merge_cpu, merge_wall = time.process_time() - cpu, time.perf_counter() - wall
-  written = {name: os.path.getsize(os.path.join(output_dir, name))
-             for name in sorted(os.listdir(output_dir))}
+  merges, first_digests = [], None
+  for max_runs in max_runs_list:
+    merged = in_child(measure_merge, runs, os.path.join(work, f"out-{max_runs}"),
+                      max_runs)
+    digests = merged.pop("digests")
+    first_digests = first_digests or digests
+    merged["same_bytes_as_first"] = digests == first_digests
+    merged["merge_rows_per_cpu_s"] = round(n_rows / merged["merge_cpu_s"])
+    merged["merge_rows_per_wall_s"] = round(n_rows / merged["merge_wall_s"])
+    merges.append(merged)
+    shutil.rmtree(os.path.join(work, f"out-{max_runs}"))
   shutil.rmtree(work, ignore_errors=True)
   return {"rows": n_rows, "systems": n_systems, "runs": len(runs),
-          "system_outcomes": outcomes, "yardstick_s": round(yardstick, 4),
-          "spill_cpu_s": round(spill_cpu, 2), "spill_wall_s": round(spill_wall, 2),
-          "merge_cpu_s": round(merge_cpu, 2), "merge_wall_s": round(merge_wall, 2),
-          "merge_rows_per_cpu_s": round(n_rows / merge_cpu),
-          "merge_rows_per_wall_s": round(n_rows / merge_wall),
-          "bytes_written": written}
+          "yardstick_s": round(yardstick, 4), "spill_cpu_s": round(spill_cpu, 2),
+          "spill_wall_s": round(spill_wall, 2), "merges": merges}
 
 
 def main():
@@ -123,9 +183,12 @@ def main():
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--rows", default="100000,1000000")
   parser.add_argument("--systems", type=int, default=277)
+  parser.add_argument("--max_runs", default=str(MAX_MERGE_RUNS),
+                      help="comma-separated: merge the same runs once for each")
   parser.add_argument("--workdir", default=os.path.join(ROOT, "bench", "out", "merge"))
   args = parser.parse_args()
-  results = [measure(int(n), args.systems, os.path.join(args.workdir, n))
+  max_runs = [int(value) for value in args.max_runs.split(",")]
+  results = [measure(int(n), args.systems, os.path.join(args.workdir, n), max_runs)
              for n in args.rows.split(",")]
   print(json.dumps({"cpus": os.cpu_count(), "runs": results}))
 

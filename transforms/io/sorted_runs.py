@@ -21,8 +21,8 @@ import operator
 import os
 import uuid
 from collections import defaultdict
-from typing import (Callable, Iterable, Iterator, NamedTuple, Optional, Sequence,
-                    Tuple, Type)
+from typing import (Callable, Iterable, Iterator, List, NamedTuple, Optional,
+                    Sequence, Tuple, Type)
 
 import apache_beam as beam
 import pyarrow as pa
@@ -105,14 +105,18 @@ def write_run(path: str, shards: Iterable[Tuple[int, Iterable[tuple]]],
         # _BATCH_BYTES.
         for chunk in iter(lambda rows=rows: list(itertools.islice(rows, _CONVERT_ROWS)),
                           []):
-          converted = to_record_batch(chunk, schema)
-          step = max(1, min(_BATCH_ROWS, _BATCH_BYTES * converted.num_rows
-                            // max(converted.nbytes, 1)))
-          for offset in range(0, converted.num_rows, step):
-            writer.write_batch(converted.slice(offset, step))
-            batch += 1
+          batch += _write_in_slices(writer, to_record_batch(chunk, schema))
         slices.append((shard, RunSlice(path, first, batch - first)))
   return slices
+
+
+def _write_in_slices(writer, batch: pa.RecordBatch) -> int:
+  """Writes `batch` as slices of at most _BATCH_ROWS rows and about
+  _BATCH_BYTES; returns how many slices it wrote."""
+  step = max(1, min(_BATCH_ROWS, _BATCH_BYTES * batch.num_rows // max(batch.nbytes, 1)))
+  for offset in range(0, batch.num_rows, step):
+    writer.write_batch(batch.slice(offset, step))
+  return -(-batch.num_rows // step)
 
 
 class RowRef(NamedTuple):
@@ -144,27 +148,110 @@ def _read_run_rows(run: RunSlice, run_number: int, key_fields: Sequence[str],
       batch = reader.get_batch(index)
       rows = batch.num_rows
       keys = zip(*[batch.column(name).to_pylist() for name in key_fields])
-      values = zip(*[batch.column(name).to_pylist() for name in fields])
+      values = (zip(*[batch.column(name).to_pylist() for name in fields]) if fields
+                else itertools.repeat((), rows))  # zip() of no columns has no rows
       yield from zip(keys, range(position, position + rows), values,
                      itertools.repeat(batch, rows), range(rows))
       position += rows
 
 
-def merge_run_refs(runs: Iterable[RunSlice], fields: Sequence[str],
-                   key_fields: Sequence[str]) -> Iterator[RowRef]:
-  """Rows of all run slices in key order, as RowRefs carrying `fields`. Keys
-  should identify rows; ties come out in the runs' sorted order."""
+# A merge holds one decoded batch of each run it reads (its Arrow buffers and
+# its rows' values in Python): more runs than this (a large table spilled in
+# many steps) are first merged in passes, this many at a time, into runs of
+# their own, so that a merge's memory does not grow with the number of runs.
+MAX_MERGE_RUNS = 32
+
+
+def _merge_refs(runs: Sequence[RunSlice], fields: Sequence[str],
+                key_fields: Sequence[str]) -> Iterator[RowRef]:
   merged = heapq.merge(*[_read_run_rows(run, number, key_fields, fields)
-                         for number, run in enumerate(sorted(runs))])
+                         for number, run in enumerate(runs)])
   return (RowRef(values, batch, index) for _, _, values, batch, index in merged)
 
 
+def _write_refs(path: str, refs: Iterator[RowRef]) -> Optional[RunSlice]:
+  """Merged rows, copied as Arrow slices of the batches that hold them, as one
+  run file at `path` (None, and no file, where there are none)."""
+  refs = iter(refs)
+  first = next(refs, None)
+  if first is None:
+    return None
+  buffer = RowRefBuffer()
+  buffer.add(first)
+  batches = 0
+  with FileSystems.create(path) as sink:
+    with pa.ipc.new_file(sink, first.batch.schema, options=_ipc_options(path)) as writer:
+      for ref in refs:
+        buffer.add(ref)
+        if buffer.num_rows >= _CONVERT_ROWS:
+          batches += sum(_write_in_slices(writer, batch)
+                         for batch in buffer.take().to_batches())
+      batches += sum(_write_in_slices(writer, batch)
+                     for batch in buffer.take().to_batches())
+  return RunSlice(path, 0, batches)
+
+
+def _fewer_runs(runs: Iterable[RunSlice], key_fields: Sequence[str], max_runs: int,
+                created: List[str]) -> List[RunSlice]:
+  """`runs` in order, or, where they are more than `max_runs`, runs of the same
+  rows merged (beside the first run's file) until they are no more. The paths
+  of the files it writes are appended to `created`; a pass deletes the files
+  of the pass before once it has read them (the spilled runs themselves are
+  kept: a retried merge reads them again)."""
+  runs = sorted(runs)
+  while len(runs) > max_runs:
+    directory = FileSystems.split(runs[0].path)[0]
+    merged = []
+    for start in range(0, len(runs), max_runs):
+      part = runs[start:start + max_runs]
+      if len(part) == 1:
+        merged.extend(part)
+        continue
+      path = FileSystems.join(directory, f"merged-{uuid.uuid4().hex}.arrow")
+      run = _write_refs(path, _merge_refs(part, key_fields, key_fields))
+      if run is not None:
+        created.append(path)
+        merged.append(run)
+      _delete_created(part, created)
+    runs = sorted(merged)
+  return runs
+
+
+def _delete_created(runs: Iterable[RunSlice], created: List[str]) -> None:
+  """Deletes the files of `runs` that a merge pass wrote (those in `created`)."""
+  paths = sorted({run.path for run in runs} & set(created))
+  if paths:
+    FileSystems.delete(paths)
+    created[:] = [path for path in created if path not in paths]
+
+
+def merge_run_refs(runs: Iterable[RunSlice], fields: Sequence[str],
+                   key_fields: Sequence[str],
+                   max_runs: int = MAX_MERGE_RUNS) -> Iterator[RowRef]:
+  """Rows of all run slices in key order, as RowRefs carrying `fields`. Keys
+  should identify rows; ties come out in an order the runs' paths fix. At most
+  `max_runs` runs are read at once (_fewer_runs); the merge passes' files are
+  deleted once read, or when the merge stops early."""
+  created = []
+  try:
+    yield from _merge_refs(_fewer_runs(runs, key_fields, max_runs, created), fields,
+                           key_fields)
+  finally:
+    if created:
+      FileSystems.delete(list(created))
+
+
 def merge_sorted_runs(runs: Iterable[RunSlice], element_type: Type[tuple],
-                      key_fields: Sequence[str]) -> Iterator[tuple]:
-  """Rows of all run slices in key order, as `element_type`."""
+                      key_fields: Sequence[str],
+                      max_runs: int = MAX_MERGE_RUNS) -> Iterator[tuple]:
+  """Rows of all run slices in key order, as `element_type` (merge_run_refs)."""
   make = element_type._make
-  for ref in merge_run_refs(runs, element_type._fields, key_fields):
-    yield make(ref.values)
+  refs = merge_run_refs(runs, element_type._fields, key_fields, max_runs)
+  try:
+    for ref in refs:
+      yield make(ref.values)
+  finally:
+    refs.close()
 
 
 class RowRefBuffer:

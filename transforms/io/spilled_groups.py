@@ -55,8 +55,8 @@ from apache_beam.typehints import Union
 from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
-from autoais.transforms.io.sorted_runs import (RunSlice, SpillSortedRuns,
-                                               merge_sorted_runs, write_run)
+from autoais.transforms.io.sorted_runs import (MAX_MERGE_RUNS, RunSlice, SpillSortedRuns,
+                                               merge_sorted_runs)
 
 DEFAULT_SHARDS = 16
 DEFAULT_MAX_RUN_BYTES = 16 * 1024 * 1024
@@ -108,65 +108,21 @@ class _EncodeEntryFn(beam.DoFn):
                  pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-# A merge holds one batch of each run it reads: a shard of more runs than
-# this (a large run spilled in many steps) is merged in passes, this many runs
-# at a time into a run of their own, so that its memory does not grow with the
-# number of runs.
-MAX_MERGE_RUNS = 32
-
-
-def _fewer_runs(runs: Iterable[RunSlice], max_runs: int,
-                created: List[str]) -> List[RunSlice]:
-  """`runs`, or, where they are more than `max_runs`, runs of the same entries
-  merged (beside the first run's file) until they are no more. The paths of
-  the files it writes are appended to `created`; a pass deletes the files of
-  the pass before once it has read them (the spilled runs themselves are
-  kept: a retried merge reads them again)."""
-  runs = sorted(runs)
-  while len(runs) > max_runs:
-    directory = FileSystems.split(runs[0].path)[0]
-    merged = []
-    for start in range(0, len(runs), max_runs):
-      part = runs[start:start + max_runs]
-      if len(part) == 1:
-        merged.extend(part)
-        continue
-      path = FileSystems.join(directory, f"merged-{uuid.uuid4().hex}.arrow")
-      created.append(path)
-      merged.extend(run for _, run in write_run(
-          path, [(0, merge_sorted_runs(part, _Entry, _ENTRY_KEY))], _Entry,
-          _ENTRY_SCHEMA))
-      _delete_created(part, created)
-    runs = sorted(merged)
-  return runs
-
-
-def _delete_created(runs: Iterable[RunSlice], created: List[str]) -> None:
-  """Deletes the files of `runs` that a merge pass wrote (those in `created`)."""
-  paths = sorted({run.path for run in runs} & set(created))
-  if paths:
-    FileSystems.delete(paths)
-    created[:] = [path for path in created if path not in paths]
-
-
 def merge_tagged_groups(runs: Iterable[RunSlice], max_runs: int = MAX_MERGE_RUNS
                         ) -> Iterator[Tuple[Any, Iterator[Tuple[int, Any]]]]:
   """(key, iterator of (input index, value)) for each key of the run slices
   (one shard's), in the order of the keys' encoded bytes, a key's values input
   by input. Each iterator streams from the runs: read it before the next key
   (as itertools.groupby), and a group of any size is never held whole. At most
-  `max_runs` runs are read at once; the merge passes' files are deleted once
-  read, or when the merge stops early."""
-  created = []
+  `max_runs` runs are read at once (sorted_runs.merge_run_refs: more are merged
+  in passes, whose files are deleted once read, or when the merge stops early)."""
+  entries = merge_sorted_runs(runs, _Entry, _ENTRY_KEY, max_runs)
   try:
-    fewer = _fewer_runs(runs, max_runs, created)
-    entries = merge_sorted_runs(fewer, _Entry, _ENTRY_KEY)
     for key, group in itertools.groupby(entries, key=operator.attrgetter("key")):
       yield _KEY_CODER.decode(key), (
           (entry.tag, pickle.loads(entry.value)) for entry in group)
   finally:
-    if created:
-      FileSystems.delete(list(created))
+    entries.close()
 
 
 def merge_groups(runs: Iterable[RunSlice], num_tags: int,

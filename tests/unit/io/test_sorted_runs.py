@@ -109,3 +109,59 @@ def test_scratch_codec_compresses_local_runs_that_read_back_the_same(tmp_path,
   monkeypatch.setenv(sorted_runs.SCRATCH_CODEC_VARIABLE, "gzip")
   with pytest.raises(ValueError, match="AUTOAIS_SCRATCH_CODEC='gzip'"):
     write_run(str(tmp_path / "bad.arrow"), [(0, letters)], DeadLetter)
+
+
+def test_more_runs_than_a_merge_reads_are_merged_in_passes(tmp_path, monkeypatch):
+  letters = _letters(3000, seed=5)
+  runs = []
+  for number, start in enumerate(range(0, 3000, 150)):  # 20 runs
+    path = str(tmp_path / f"run-{number:02d}.arrow")
+    part = sorted(letters[start:start + 150], key=_key)
+    runs.extend(run for _, run in write_run(path, [(0, part)], DeadLetter))
+  # and 3 empty ones (a spill's shards that got no rows), sorted last
+  runs.extend(run for _, run in write_run(str(tmp_path / "run-99.arrow"),
+                                          [(0, []), (1, []), (2, [])], DeadLetter))
+  expected = sorted(letters, key=_key)
+  # Count the runs a merge reads at once: one reader is open per run merged.
+  open_readers, most_open = [0], [0]
+  read_run_rows = sorted_runs._read_run_rows  # pylint: disable=protected-access
+
+  def counted(*args):
+    open_readers[0] += 1
+    most_open[0] = max(most_open[0], open_readers[0])
+    try:
+      yield from read_run_rows(*args)
+    finally:
+      open_readers[0] -= 1
+
+  monkeypatch.setattr(sorted_runs, "_read_run_rows", counted)
+  assert list(merge_sorted_runs(runs, DeadLetter, DEAD_LETTER_KEY)) == expected
+  # 20 readers held at once, and an empty run's opened and closed beside them
+  assert most_open[0] == 21
+  most_open[0] = 0
+  merged = merge_sorted_runs(runs, DeadLetter, DEAD_LETTER_KEY, max_runs=3)
+  first = next(merged)
+  # 23 runs, 3 at a time: 7 merged runs (the last 2 runs, both empty, make no
+  # file), then 2 more of those 7 (the seventh passes on alone), 3 read at the
+  # end: the second pass's 2 files and the first pass's seventh are left, the
+  # 6 others deleted once read.
+  assert len(list(tmp_path.glob("merged-*.arrow"))) == 3
+  assert [first, *merged] == expected  # every field survives, in key order
+  assert most_open[0] == 3
+  assert not list(tmp_path.glob("merged-*.arrow"))
+  assert len(list(tmp_path.glob("run-*.arrow"))) == 21  # the spilled runs stay
+  refs = list(merge_run_refs(runs, ["record"], DEAD_LETTER_KEY, max_runs=4))
+  assert [ref.values[0] for ref in refs] == [letter.record for letter in expected]
+  assert [ref.row(DeadLetter) for ref in refs] == expected
+  stopped = merge_sorted_runs(runs, DeadLetter, DEAD_LETTER_KEY, max_runs=3)
+  next(stopped)
+  stopped.close()  # a consumer that stops early leaves no pass files behind
+  assert not list(tmp_path.glob("merged-*.arrow"))
+  # Batches of a pass's run are as small as a spill's: a merge holds one per run.
+  monkeypatch.setattr(sorted_runs, "_read_run_rows", read_run_rows)
+  with pa.ipc.open_file(sorted_runs._write_refs(  # pylint: disable=protected-access
+      str(tmp_path / "pass.arrow"), merge_run_refs(runs, [], DEAD_LETTER_KEY)).path) as reader:
+    batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
+  assert sum(batch.num_rows for batch in batches) == 3000
+  assert max(batch.num_rows for batch in batches) <= sorted_runs._BATCH_ROWS  # pylint: disable=protected-access
+  assert max(batch.nbytes for batch in batches) <= 1.5 * sorted_runs._BATCH_BYTES  # pylint: disable=protected-access
