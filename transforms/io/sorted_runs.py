@@ -14,6 +14,9 @@ only the run paths are shuffled.
 A spill writes one Arrow IPC file holding every shard it buffered, shard after
 shard in record batches, and emits one RunSlice (file, batch range) per shard: a
 corpus of thousands of shards makes one file per spill, not one per shard.
+A merge reads at most MAX_MERGE_RUNS runs at once: more are first merged in
+passes into runs of their own (deleted once read), so that its memory does
+not grow with the number of runs.
 """
 import heapq
 import itertools
