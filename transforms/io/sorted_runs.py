@@ -211,9 +211,12 @@ def _fewer_runs(runs: Iterable[RunSlice], key_fields: Sequence[str], max_runs: i
         merged.extend(part)
         continue
       path = FileSystems.join(directory, f"merged-{uuid.uuid4().hex}.arrow")
+      # Listed before it is written: a pass that fails midway leaves no file.
+      created.append(path)
       run = _write_refs(path, _merge_refs(part, key_fields, key_fields))
-      if run is not None:
-        created.append(path)
+      if run is None:
+        created.remove(path)  # no rows: no file was made
+      else:
         merged.append(run)
       _delete_created(part, created)
     runs = sorted(merged)

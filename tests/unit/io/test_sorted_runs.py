@@ -157,6 +157,16 @@ def test_more_runs_than_a_merge_reads_are_merged_in_passes(tmp_path, monkeypatch
   next(stopped)
   stopped.close()  # a consumer that stops early leaves no pass files behind
   assert not list(tmp_path.glob("merged-*.arrow"))
+  write_in_slices = sorted_runs._write_in_slices  # pylint: disable=protected-access
+  def disk_full(writer, batch):
+    if list(tmp_path.glob("merged-*.arrow")):  # a pass's file has been made
+      raise OSError("No space left on device")
+    return write_in_slices(writer, batch)
+  monkeypatch.setattr(sorted_runs, "_write_in_slices", disk_full)
+  with pytest.raises(OSError, match="No space left"):
+    list(merge_sorted_runs(runs, DeadLetter, DEAD_LETTER_KEY, max_runs=3))
+  assert not list(tmp_path.glob("merged-*.arrow"))  # nor does a pass that fails
+  monkeypatch.setattr(sorted_runs, "_write_in_slices", write_in_slices)
   # Batches of a pass's run are as small as a spill's: a merge holds one per run.
   monkeypatch.setattr(sorted_runs, "_read_run_rows", read_run_rows)
   with pa.ipc.open_file(sorted_runs._write_refs(  # pylint: disable=protected-access
