@@ -38,6 +38,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 from pipeline import Words, python_speed_seconds  # pylint: disable=wrong-import-position
+from scale import status_kib  # pylint: disable=wrong-import-position
 
 from autoais.schemas import RatingRow  # pylint: disable=wrong-import-position
 from autoais.transforms.evaluate.ratings import RatingsFold  # pylint: disable=wrong-import-position
@@ -104,24 +105,15 @@ def merge(runs, output_dir: str, max_runs: int) -> int:
   return systems
 
 
-def rss_mib(field: str) -> float:
-  """VmRSS or VmHWM of this process, MiB."""
-  with open("/proc/self/status", encoding="ascii") as status:
-    for line in status:
-      if line.startswith(field + ":"):
-        return int(line.split()[1]) / 1024
-  raise KeyError(field)
-
-
 def measure_merge(runs, output_dir: str, max_runs: int) -> dict:
   os.makedirs(output_dir)
   with open("/proc/self/clear_refs", "w", encoding="ascii") as clear_refs:
     clear_refs.write("5")  # resets VmHWM to the current RSS
-  before = rss_mib("VmRSS")
+  before = status_kib(os.getpid(), "VmRSS:") / 1024
   cpu, wall = time.process_time(), time.perf_counter()
   outcomes = merge(runs, output_dir, max_runs)
   merge_cpu, merge_wall = time.process_time() - cpu, time.perf_counter() - wall
-  peak = rss_mib("VmHWM")
+  peak = status_kib(os.getpid(), "VmHWM:") / 1024
   digests = {}
   for name in sorted(os.listdir(output_dir)):
     with open(os.path.join(output_dir, name), "rb") as f:
@@ -140,17 +132,22 @@ def in_child(function, *args) -> dict:
   read_end, write_end = os.pipe()
   pid = os.fork()
   if pid == 0:
-    os.close(read_end)
-    with os.fdopen(write_end, "w") as pipe:
-      json.dump(function(*args), pipe)
-    os._exit(0)  # pylint: disable=protected-access
+    # The child never returns into the caller's code, whatever happens.
+    code = 1
+    try:
+      os.close(read_end)
+      with os.fdopen(write_end, "w") as pipe:
+        json.dump(function(*args), pipe)
+      code = 0
+    finally:
+      os._exit(code)  # pylint: disable=protected-access
   os.close(write_end)
   with os.fdopen(read_end) as pipe:
-    result = json.load(pipe)
+    result = pipe.read()
   _, status = os.waitpid(pid, 0)
   if status:
-    raise SystemExit(f"merge child failed: status {status}")
-  return result
+    raise SystemExit(f"merge child failed: status {status} (its traceback above)")
+  return json.loads(result)
 
 
 def measure(n_rows: int, n_systems: int, work: str, max_runs_list) -> dict:

@@ -15,8 +15,9 @@ citations' precision rounds do for supported sentences alone; until
 2026-11-27's fifth session it answered 0.5, "0", for every pair, and
 citations' figures of before then count its recall round alone):
 tokenisation, premise windows, length-sorted token-budget batches, padding
-into tensors, and everything of the pipeline around them still run. (The load-time probe that checks the decoder step
-against the model's forward pass still runs the real model, once per load.)
+into tensors, and everything of the pipeline around them still run. (The
+load-time probe that checks the decoder step against the model's forward
+pass still runs the real model, once per load.)
 
 Each run is a fresh child process that imports the `autoais` package from a
 checkout (this one, and with --code another one, for before and after), runs

@@ -47,7 +47,9 @@ TWO_WORKERS = ["--direct_running_mode=multi_processing", "--direct_num_workers=2
 PARTS = ("memory", "fanout", "nightly")
 
 
-def _status_kib(pid: int, field: str):
+def status_kib(pid: int, field: str):
+  """A /proc/PID/status field (`field` with its colon, e.g. "VmHWM:"), KiB; None
+  where the process is gone."""
   try:
     with open(f"/proc/{pid}/status", encoding="utf-8") as f:
       for line in f:
@@ -78,10 +80,10 @@ def run_measured(args, log_path, limit_mib=None, cwd=ROOT):
         family = []
       current = 0
       for member in family:
-        peak = _status_kib(member.pid, "VmHWM:")
+        peak = status_kib(member.pid, "VmHWM:")
         if peak is None:
           continue
-        current += _status_kib(member.pid, "VmRSS:") or 0
+        current += status_kib(member.pid, "VmRSS:") or 0
         if member.pid not in peaks:
           try:
             command = " ".join(member.cmdline())

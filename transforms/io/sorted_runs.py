@@ -113,12 +113,12 @@ def write_run(path: str, shards: Iterable[Tuple[int, Iterable[tuple]]],
   return slices
 
 
-def _write_in_slices(writer, batch: pa.RecordBatch) -> int:
-  """Writes `batch` as slices of at most _BATCH_ROWS rows and about
-  _BATCH_BYTES; returns how many slices it wrote."""
+def _write_in_slices(writer, batch) -> int:
+  """Writes `batch` (a RecordBatch, or a Table of single chunks) as slices of
+  at most _BATCH_ROWS rows and about _BATCH_BYTES; returns how many it wrote."""
   step = max(1, min(_BATCH_ROWS, _BATCH_BYTES * batch.num_rows // max(batch.nbytes, 1)))
   for offset in range(0, batch.num_rows, step):
-    writer.write_batch(batch.slice(offset, step))
+    writer.write(batch.slice(offset, step))
   return -(-batch.num_rows // step)
 
 
@@ -180,17 +180,15 @@ def _write_refs(path: str, refs: Iterator[RowRef]) -> Optional[RunSlice]:
   if first is None:
     return None
   buffer = RowRefBuffer()
-  buffer.add(first)
   batches = 0
   with FileSystems.create(path) as sink:
     with pa.ipc.new_file(sink, first.batch.schema, options=_ipc_options(path)) as writer:
-      for ref in refs:
+      for ref in itertools.chain([first], refs):
         buffer.add(ref)
         if buffer.num_rows >= _CONVERT_ROWS:
-          batches += sum(_write_in_slices(writer, batch)
-                         for batch in buffer.take().to_batches())
-      batches += sum(_write_in_slices(writer, batch)
-                     for batch in buffer.take().to_batches())
+          batches += _write_in_slices(writer, buffer.take())
+      if buffer.num_rows:
+        batches += _write_in_slices(writer, buffer.take())
   return RunSlice(path, 0, batches)
 
 
