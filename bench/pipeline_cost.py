@@ -3,9 +3,18 @@ instant model.
 
     .venv/bin/python bench/pipeline_cost.py [--code OTHER_CHECKOUT] [--rounds 2]
         [--jobs evaluate,claims,audit,citations,agreement] [--scale 1.0]
-        [--profile] [--workdir bench/out/pipeline_cost]
+        [--family t5] [--profile] [--workdir bench/out/pipeline_cost]
 
-The instant model is the t5 family as a job runs it (`--scorer t5 --model DIR`,
+--family picks the scorer family whose host work is measured (FAMILIES): t5
+(the default, `--scorer t5`), nli-classifier-roberta and
+nli-classifier-deberta (`--scorer nli-classifier` with a RoBERTa byte-level
+BPE or a DeBERTa-v3 SentencePiece tokenizer), minicheck-roberta,
+minicheck-deberta and minicheck-flan-t5 (`--scorer minicheck`). Every
+family's tokenizer is trained here on the synthetic passages with 4,000
+pieces, its model random and tiny; its input length is the published
+checkpoint's (512 tokens; MiniCheck's variants set their own).
+
+The instant model of the t5 family is the family as a job runs it (`--scorer t5 --model DIR`,
 a tiny random T5 built by tests/support/t5_models.py) whose two model computations,
 T5NliModel.encoder_states and the first decoder step (label_logits), are
 replaced in the measuring process by functions that answer at once with
@@ -17,7 +26,11 @@ citations' figures of before then count its recall round alone):
 tokenisation, premise windows, length-sorted token-budget batches, padding
 into tensors, and everything of the pipeline around them still run. (The
 load-time probe that checks the decoder step against the model's forward
-pass still runs the real model, once per load.)
+pass still runs the real model, once per load.) The classifiers' instant
+model is their loaded torch model's forward answering at once with logits of
+the head's width (the supporting label's high where the sum of an input's ids
+is odd, low elsewhere): pair encoding with premise windows, MiniCheck's
+document chunks, token-budget batches and padding still run.
 
 Each run is a fresh child process that imports the `autoais` package from a
 checkout (this one, and with --code another one, for before and after), runs
@@ -52,6 +65,7 @@ import statistics
 import subprocess
 import sys
 import time
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pipeline import (AUTOAIS, ROOT, Words, passage_id, write_corpus,  # pylint: disable=wrong-import-position
@@ -210,11 +224,29 @@ def use_checkout(root: str) -> None:
 
 
 def make_model_instant() -> None:
-  """Replaces the T5 family's two model computations by answers of the right
-  shapes (see the module docstring); the load-time probe, which calls
-  label_logits without encoder states, still runs the real model."""
+  """Replaces the T5 family's two model computations, and the classifiers'
+  forward pass, by answers of the right shapes (see the module docstring);
+  the t5 family's load-time probe, which calls label_logits without encoder
+  states, still runs the real model."""
   import torch  # pylint: disable=import-outside-toplevel
+  from autoais.models.nli_classifier import NliClassifierModel  # pylint: disable=import-outside-toplevel
   from autoais.models.t5_nli import T5NliModel  # pylint: disable=import-outside-toplevel
+  real_init = NliClassifierModel.__init__
+
+  def classifier_init(self, model, *args, **kwargs):
+    real_init(self, model, *args, **kwargs)
+    labels, positive = model.config.num_labels, self.positive
+
+    def forward(input_ids, attention_mask, token_type_ids=None):
+      del token_type_ids
+      one = ((input_ids * attention_mask).sum(dim=1) % 2).to(torch.float32) * 8 - 4
+      logits = torch.zeros((input_ids.shape[0], labels))
+      logits[:, positive] = one
+      return types.SimpleNamespace(logits=logits)
+
+    model.forward = forward
+
+  NliClassifierModel.__init__ = classifier_init
   real_label_logits = T5NliModel.label_logits
   real_encoder_states = T5NliModel.encoder_states
 
@@ -295,13 +327,19 @@ def child(spec: dict) -> None:
   use_checkout(spec["code"])
   import importlib  # pylint: disable=import-outside-toplevel
   job = importlib.import_module(f"autoais.beam_jobs.{spec['job'].replace('-', '_')}")
-  if spec["scorer"] == "t5":
+  if spec["scorer"] != "string-match":
     make_model_instant()
     # Imports before the clock (a process's start-up, not a pair's cost): the
     # model's modules, Beam's RunInference, torch and transformers.
-    importlib.import_module("autoais.transforms.scoring.t5")
-    importlib.import_module("transformers.models.t5.modeling_t5")
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer  # pylint: disable=import-outside-toplevel,unused-import
+    for module in ("autoais.transforms.scoring.t5",
+                   "autoais.transforms.scoring.nli_classifier",
+                   "autoais.transforms.scoring.minicheck",
+                   "transformers.models.t5.modeling_t5",
+                   "transformers.models.roberta.modeling_roberta",
+                   "transformers.models.deberta_v2.modeling_deberta_v2"):
+      importlib.import_module(module)
+    from transformers import (AutoModelForSeq2SeqLM, AutoModelForSequenceClassification,  # pylint: disable=import-outside-toplevel,unused-import
+                              AutoTokenizer)
   import autoais  # pylint: disable=import-outside-toplevel
   assert autoais.__file__.startswith(spec["code"]), autoais.__file__
   profiler = None
@@ -346,7 +384,7 @@ def distinct_pairs(record: dict) -> int:
 def run_child(code: str, job: str, scorer: list, argv: list, output: str,
               profile: bool) -> dict:
   spec = {"code": code, "job": job, "profile": profile,
-          "scorer": "t5" if scorer else "string-match",
+          "scorer": scorer[1] if scorer else "string-match",
           "argv": argv + ["--output_dir", output, "--progress_interval", "0"] + scorer}
   process = subprocess.run(
       ["nice", "-n", "5", sys.executable, os.path.abspath(__file__), "--child",
@@ -360,6 +398,41 @@ def run_child(code: str, job: str, scorer: list, argv: list, output: str,
   return result
 
 
+# family -> (scorer, what build_family_model builds). The t5 family's model
+# keeps its directory name ("model") so that earlier work directories serve.
+FAMILIES = {
+    "t5": ("t5", "t5"),
+    "nli-classifier-roberta": ("nli-classifier", "roberta"),
+    "nli-classifier-deberta": ("nli-classifier", "deberta-v2"),
+    "minicheck-roberta": ("minicheck", "roberta"),
+    "minicheck-deberta": ("minicheck", "deberta-v2"),
+    "minicheck-flan-t5": ("minicheck", "flan-t5"),
+}
+
+
+def build_family_model(family: str, work: str, words: Words) -> list:
+  """The scorer flags of `family` with its model, built once in `work`."""
+  scorer, kind = FAMILIES[family]
+  texts = [words.passage(i) for i in range(2000)]
+  if kind == "t5":
+    model = os.path.join(work, "model")
+  else:
+    model = os.path.join(work, f"model-{family}")
+  if not os.path.isdir(model):
+    if kind in ("t5", "flan-t5"):
+      from tests.support.t5_models import build_random_t5  # pylint: disable=import-outside-toplevel
+      # MiniCheck-Flan-T5 is a T5 v1.1 (untied output layer).
+      build_random_t5(model, texts, vocab_size=4000, seed=5,
+                      version="1.1" if kind == "flan-t5" else "1.0")
+    else:
+      from tests.support.nli_classifiers import build_tiny_classifier  # pylint: disable=import-outside-toplevel
+      labels = ({0: "entailment", 1: "neutral", 2: "contradiction"}
+                if scorer == "nli-classifier" else {0: "LABEL_0", 1: "LABEL_1"})
+      build_tiny_classifier(model, kind, labels, texts, model_max_length=512,
+                            vocab_size=4000)
+  return ["--scorer", scorer, "--model", model]
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--code", action="append", default=[],
@@ -367,6 +440,7 @@ def main():
   parser.add_argument("--jobs", default=",".join(JOBS))
   parser.add_argument("--rounds", type=int, default=2)
   parser.add_argument("--scale", type=float, default=1.0)
+  parser.add_argument("--family", default="t5", choices=sorted(FAMILIES))
   parser.add_argument("--profile", action="store_true")
   parser.add_argument("--skip_string_match", action="store_true")
   parser.add_argument("--workdir", default=os.path.join(ROOT, "bench", "out",
@@ -379,14 +453,9 @@ def main():
   work = args.workdir
   os.makedirs(work, exist_ok=True)
   words = Words(seed=1)
-  model = os.path.join(work, "model")
-  if not os.path.isdir(model):
-    from tests.support.t5_models import build_random_t5  # pylint: disable=import-outside-toplevel
-    build_random_t5(model, [words.passage(i) for i in range(2000)], vocab_size=4000,
-                    seed=5)
   # One torch thread: with an instant model, intra-op threads have nothing to
   # share, and on a loaded machine their spin-waits are CPU charged to the run.
-  t5 = ["--scorer", "t5", "--model", model, "--torch_threads", "1"]
+  model_flags = build_family_model(args.family, work, words) + ["--torch_threads", "1"]
   checkouts = {"this": ROOT, **{f"code{i}": os.path.abspath(c)
                                 for i, c in enumerate(args.code)}}
   # The marginal cost per pair is measured between two sizes of the same
@@ -407,11 +476,11 @@ def main():
       for size, argv in argvs.items():
         for name, code in checkouts.items():
           runs[name, size].append(run_child(
-              code, job, t5, argv, os.path.join(work, f"out-{job}-{size}-{name}"), False))
+              code, job, model_flags, argv, os.path.join(work, f"out-{job}-{size}-{name}-{args.family}"), False))
         if not args.skip_string_match:
           string_match[size].append(run_child(
               ROOT, job, [], argv, os.path.join(work, f"out-{job}-{size}-sm"), False))
-    result = {"job": job, "python_yardstick_s": yardsticks}
+    result = {"job": job, "family": args.family, "python_yardstick_s": yardsticks}
     for name, code in checkouts.items():
       pairs = {size: distinct_pairs(runs[name, size][0]["run_json"]) for size in sizes}
       cpu = {size: statistics.median(r["cpu_s"] for r in runs[name, size])
@@ -427,8 +496,8 @@ def main():
               (pairs["full"] - pairs["small"]) / (cpu["full"] - cpu["small"]), 1),
           "peak_rss_mib": round(max(r["peak_rss_mib"] for r in runs[name, "full"]))}
       if args.profile:
-        profiled = run_child(code, job, t5, argvs["full"],
-                             os.path.join(work, f"out-{job}-profile-{name}"), True)
+        profiled = run_child(code, job, model_flags, argvs["full"],
+                             os.path.join(work, f"out-{job}-profile-{name}-{args.family}"), True)
         result[name]["stages"] = profiled["stages"]
     if not args.skip_string_match:
       pairs = {size: distinct_pairs(runs["this", size][0]["run_json"]) for size in sizes}

@@ -7,7 +7,12 @@ NLI head (RoBERTa / DeBERTa / BERT MNLI-style, three-way or two-way).
 The model reads the (premise, hypothesis) pair as its tokenizer encodes a text
 pair (`tokenizer(premise, hypothesis)`: `[CLS] premise [SEP] hypothesis [SEP]`,
 `<s> premise </s></s> hypothesis </s>`, ...). `nli_score` is the softmax
-probability of the supporting label over all the head's labels. The supporting
+probability of the supporting label over all the head's labels. A call's
+distinct premises and hypotheses are tokenised once each, in one batch
+(premises kept across calls), and each pair put together from their ids
+where the tokenizer's pair encoding is a template around them, checked at
+load (NliClassifierModel): the same inputs as the tokenizer's own pair
+encoding, without a tokenizer call per pair. The supporting
 label is `--positive_label` where given, else the one label of
 `config.id2label` that is one of SUPPORTING_LABELS (case-insensitive); none or
 several is a ConfigError at launch that lists the labels.
@@ -28,14 +33,14 @@ config.json, `model.safetensors` or shards named by
 hint, never trust_remote_code; the tokenizer from any of CLASSIFIER_TOKENIZER_FILES
 (fast tokenizers only; transformers converts a slow vocabulary once per worker).
 """
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
 from autoais.models import checkpoints
 from autoais.models.token_budget import (DEFAULT_TOKEN_BUDGET, LocalModelHandler,
-                                         TokenBudgetModel, check_device, check_dtype,
-                                         resolve_max_input_tokens)
+                                         PieceCache, TokenBudgetModel, check_device,
+                                         check_dtype, resolve_max_input_tokens)
 from autoais.schemas import AttributionExample, AttributionScore
 from autoais.schemas.errors import ConfigError, ModelError
 
@@ -47,6 +52,19 @@ CLASSIFIER_TOKENIZER_FILES = ("tokenizer.json", "spm.model", "spiece.model",
                               "sentencepiece.bpe.model", "vocab.json", "vocab.txt")
 WINDOW_OVERLAP = 0.25
 _MIN_WINDOW_TOKENS = 16
+# The tokens of recent premises kept across calls (int32: about 16 MiB).
+PREMISE_CACHE_TOKENS = 1 << 22
+# What the model reads of an encoding (the attention mask is made from the
+# lengths when a batch is padded).
+_MODEL_FIELDS = ("input_ids", "token_type_ids")
+
+
+def _model_fields(encoding) -> Dict[str, List[int]]:
+  return {name: list(encoding[name]) for name in _MODEL_FIELDS if name in encoding}
+
+
+def _same_inputs(ours: "EncodedPair", theirs: "EncodedPair") -> bool:
+  return ours.truncated == theirs.truncated and ours.windows == theirs.windows
 
 
 def head_labels(config: Dict[str, Any], model_path: str) -> Dict[int, str]:
@@ -106,33 +124,201 @@ class EncodedPair(NamedTuple):
   truncated: bool
 
 
+class PairTemplate(NamedTuple):
+  """Where the tokenizer's pair encoding puts its special tokens: prefix,
+  premise, middle, hypothesis, suffix; with `types`, the token type of each
+  part (a tuple for the special parts, one value for each text)."""
+  prefix: List[int]
+  middle: List[int]
+  suffix: List[int]
+  types: Optional[Tuple[List[int], int, List[int], int, List[int]]]
+
+  def inputs(self, premise: List[int], hypothesis: List[int]) -> Dict[str, List[int]]:
+    ids = self.prefix + premise + self.middle + hypothesis + self.suffix
+    if self.types is None:
+      return {"input_ids": ids}
+    before, first, middle, second, after = self.types
+    return {"input_ids": ids, "token_type_ids": (
+        before + [first] * len(premise) + middle + [second] * len(hypothesis) + after)}
+
+
+# Pairs whose encodings find the template (pair_template): texts of different
+# lengths, the premise the longer and the shorter, so that one placement of
+# the special tokens fits them all.
+_TEMPLATE_PROBES = (("premise", "hypothesis"),
+                    ("A longer premise, of several words.", "Short"),
+                    ("x", "A hypothesis of more words than its premise has"))
+
+
+def pair_template(tokenizer) -> Optional[PairTemplate]:
+  """The template of `tokenizer`'s pair encoding, found from its encodings of
+  _TEMPLATE_PROBES and their texts' own ids: the one placement of the special
+  tokens, around the premise's ids and the hypothesis' ids, that gives every
+  probe's pair encoding (ids and token types). None where there is not
+  exactly one, or the pair encoding has fields beyond input ids, attention
+  mask and token types: such a tokenizer is called pair by pair."""
+  found = None
+  for premise, hypothesis in _TEMPLATE_PROBES:
+    whole = dict(tokenizer(premise, hypothesis, verbose=False))
+    if set(whole) - {"input_ids", "attention_mask", "token_type_ids"}:
+      return None
+    first, second = tokenizer.input_ids([premise, hypothesis], add_special_tokens=False)
+    ids, types = list(whole["input_ids"]), whole.get("token_type_ids")
+    specials = len(ids) - len(first) - len(second)
+    fitting = set()
+    for before in range(specials + 1):
+      for middle in range(specials - before + 1):
+        second_at = before + len(first) + middle
+        if (ids[before:before + len(first)] != list(first)
+            or ids[second_at:second_at + len(second)] != list(second)):
+          continue
+        template = _template_at(ids, types, before, len(first), middle, len(second))
+        if template is not None:
+          fitting.add(template)
+    found = fitting if found is None else found & fitting
+  if found is None or len(found) != 1:
+    return None
+  prefix, middle, suffix, types = next(iter(found))
+  return PairTemplate(list(prefix), list(middle), list(suffix), None if types is None else (
+      list(types[0]), types[1], list(types[2]), types[3], list(types[4])))
+
+
+def _template_at(ids, types, before: int, first: int, middle: int, second: int):
+  """The template (as tuples, to compare) that places the premise's `first`
+  ids after `before` special ids and the hypothesis' `second` ids after
+  `middle` more; None where a text's token types are not one value."""
+  second_at = before + first + middle
+  after = second_at + second
+  parts = (tuple(ids[:before]), tuple(ids[before + first:second_at]), tuple(ids[after:]))
+  if types is None:
+    return parts + (None,)
+  types = list(types)
+  first_types, second_types = set(types[before:before + first]), set(types[second_at:after])
+  if len(first_types) > 1 or len(second_types) > 1:
+    return None
+  # A text without ids has no type to read; a probe text never tokenises to none.
+  if not first_types or not second_types:
+    return None
+  return parts + ((tuple(types[:before]), first_types.pop(),
+                   tuple(types[before + first:second_at]), second_types.pop(),
+                   tuple(types[after:])),)
+
+
 class NliClassifierModel(TokenBudgetModel):
-  """A loaded classifier: pair encoding with premise windows, batched scoring."""
+  """A loaded classifier: pair encoding with premise windows, batched scoring.
+
+  Pairs are put together from their texts' own ids where the tokenizer's pair
+  encoding is a template around them (pair_template; a fast tokenizer encodes
+  each text of a pair on its own and adds the special tokens after): the
+  distinct premises and hypotheses of a call are tokenised in one batch,
+  premises kept in a cache of recent premises (PieceCache) across calls, and
+  windows cut from the premise's ids as the tokenizer's overflowing
+  encodings cut them. At load the template is checked against the
+  tokenizer's own encodings of probe pairs, one of them windowed; a tokenizer
+  that fails it is called pair by pair (encode_by_tokenizer)."""
 
   def __init__(self, model, tokenizer, device: str, max_input_tokens: int,
                token_budget: int, positive: int):
     super().__init__(model, tokenizer, device, max_input_tokens, token_budget)
     self.positive = positive
     self._pair_specials = tokenizer.num_special_tokens_to_add(pair=True)
+    self._premises = PieceCache(PREMISE_CACHE_TOKENS)
+    self._template = pair_template(self.tokenizer)
+    if self._template is not None and not self._template_holds():
+      self._template = None
+
+  @property
+  def pairs_from_ids(self) -> bool:
+    """Whether pairs are put together from their texts' ids (the template held)."""
+    return self._template is not None
+
+  def _template_holds(self) -> bool:
+    """Whether pairs put together from the template equal the tokenizer's own
+    encodings of probe examples: a short pair, and a premise long enough for
+    several windows beside a hypothesis."""
+    sentence = "The premise says what the hypothesis claims, and more besides. "
+    length = len(self.tokenizer.input_ids([sentence], add_special_tokens=False)[0])
+    long_premise = sentence * (2 * self.max_input_tokens // max(length, 1) + 2)
+    probes = [AttributionExample(premise, hypothesis, "", "")
+              for premise, hypothesis in _TEMPLATE_PROBES]
+    probes.append(AttributionExample(long_premise, "What the hypothesis claims.", "", ""))
+    built = self._encode_from_ids(probes)
+    return all(_same_inputs(ours, self.encode_by_tokenizer(example))
+               for ours, example in zip(built, probes))
 
   def encode(self, example: AttributionExample) -> EncodedPair:
+    return self.encode_many([example])[0]
+
+  def encode_many(self, examples: Sequence[AttributionExample]) -> List[EncodedPair]:
+    """The model inputs of each example: the pair as the tokenizer encodes it
+    (`tokenizer(premise, hypothesis)`), or where longer than the model's input,
+    the premise's windows each beside the whole hypothesis (the module
+    docstring)."""
+    if self._template is None:
+      return [self.encode_by_tokenizer(example) for example in examples]
+    return self._encode_from_ids(examples)
+
+  def _encode_from_ids(self, examples: Sequence[AttributionExample]) -> List[EncodedPair]:
+    premises = self._premise_ids([example.premise for example in examples])
+    distinct = list(dict.fromkeys(example.hypothesis for example in examples))
+    hypotheses = dict(zip(distinct, self.tokenizer.input_ids(distinct,
+                                                             add_special_tokens=False)))
+    return [self._pair(example, premises[example.premise], hypotheses[example.hypothesis])
+            for example in examples]
+
+  def _premise_ids(self, texts: Sequence[str]) -> Dict[str, List[int]]:
+    found, missing = {}, []
+    for text in dict.fromkeys(texts):
+      stored = self._premises.get_stored(text)
+      if stored is None:
+        missing.append(text)
+      else:
+        found[text] = stored.tolist()
+    if missing:
+      for text, ids in zip(missing, self.tokenizer.input_ids(missing,
+                                                             add_special_tokens=False)):
+        self._premises.put(text, ids)
+        found[text] = ids
+    return found
+
+  def _pair(self, example: AttributionExample, premise: List[int],
+            hypothesis: List[int]) -> EncodedPair:
+    template = self._template
+    if len(premise) + len(hypothesis) + self._pair_specials <= self.max_input_tokens:
+      return EncodedPair([template.inputs(premise, hypothesis)], False)
+    size = self.max_input_tokens - len(hypothesis) - self._pair_specials
+    if size < _MIN_WINDOW_TOKENS:  # the hypothesis alone (nearly) fills the input
+      return self.encode_by_tokenizer(example)
+    # As the tokenizer cuts overflowing encodings: windows of `size` ids, each
+    # starting `step` after the one before, the last the first to reach the end.
+    step = size - int(size * WINDOW_OVERLAP)
+    windows, start = [], 0
+    while True:
+      windows.append(template.inputs(premise[start:start + size], hypothesis))
+      if start + size >= len(premise):
+        return EncodedPair(windows, True)
+      start += step
+
+  def encode_by_tokenizer(self, example: AttributionExample) -> EncodedPair:
+    """The model inputs of `example` from the tokenizer's own calls (pair
+    encoding, overflowing windows, truncation), one example at a time."""
     tokenizer = self.tokenizer
     whole = tokenizer(example.premise, example.hypothesis, verbose=False)
     if len(whole["input_ids"]) <= self.max_input_tokens:
-      return EncodedPair([dict(whole)], False)
+      return EncodedPair([_model_fields(whole)], False)
     hypothesis = len(tokenizer(example.hypothesis, add_special_tokens=False,
                                verbose=False)["input_ids"])
     size = self.max_input_tokens - hypothesis - self._pair_specials
     if size < _MIN_WINDOW_TOKENS:  # the hypothesis alone (nearly) fills the input
       cut = tokenizer(example.premise, example.hypothesis, truncation="longest_first",
                       max_length=self.max_input_tokens, verbose=False)
-      return EncodedPair([dict(cut)], True)
+      return EncodedPair([_model_fields(cut)], True)
     windows = tokenizer(example.premise, example.hypothesis, truncation="only_first",
                         max_length=self.max_input_tokens,
                         stride=int(size * WINDOW_OVERLAP),
                         return_overflowing_tokens=True, verbose=False)
-    names = [name for name in windows.keys() if name != "overflow_to_sample_mapping"]
-    return EncodedPair([{name: windows[name][i] for name in names}
+    names = [name for name in _MODEL_FIELDS if name in windows]
+    return EncodedPair([{name: list(windows[name][i]) for name in names}
                         for i in range(len(windows["input_ids"]))], True)
 
   def probabilities(self, inputs: Sequence[Dict[str, List[int]]]) -> np.ndarray:
@@ -153,7 +339,7 @@ class NliClassifierModel(TokenBudgetModel):
 
   def score(self, examples: Sequence[AttributionExample],
             threshold: float) -> List[AttributionScore]:
-    encoded = [self.encode(example) for example in examples]
+    encoded = self.encode_many(examples)
     probabilities = self.probabilities([w for item in encoded for w in item.windows])
     return self.window_scores(encoded, probabilities, threshold)
 

@@ -21,7 +21,7 @@ model's own generation config, decoded text == "1").
 Tokenisation is batched: the inputs of a chunk in one tokenizer call, and
 where the tokenizer splits at whitespace (T5's and mT5's, as transformers
 builds them from spiece.model) a premise is tokenised once while its pieces
-are in the worker's cache of recent premises (_PieceCache) and joined to each
+are in the worker's cache of recent premises (PieceCache) and joined to each
 hypothesis' pieces: the same ids as the whole input
 (tests/unit/scoring/test_t5_scorer.py). A premise is cut at its line breaks
 and each distinct line tokenised once while it is in the cache of recent
@@ -50,13 +50,10 @@ overflow in float16). Weights stored in float32 load into `--dtype bfloat16`
 tensor by tensor from the memory-mapped files: no float32 copy of the model is
 held (bench/model_load.py measures it).
 """
-import array
-import collections
 import itertools
 import json
 import os
 import re
-import threading
 import unicodedata
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -66,8 +63,8 @@ from autoais.models.checkpoints import (check_model_and_tokenizer, checkpoint_ch
                                         file_in, list_dir, local_model_dir, open_tokenizer,
                                         read_json)
 from autoais.models.token_budget import (DEFAULT_TOKEN_BUDGET, LocalModelHandler,
-                                         TokenBudgetModel, check_device, check_dtype,
-                                         resolve_max_input_tokens)
+                                         PieceCache, TokenBudgetModel, check_device,
+                                         check_dtype, resolve_max_input_tokens)
 from autoais.schemas import AttributionExample, AttributionScore
 from autoais.schemas.errors import ModelError
 
@@ -199,48 +196,6 @@ LINE_CACHE_VALUES = 1 << 22
 WORD_CACHE_WORDS = 1 << 16
 WORD_CACHE_PIECES = 1 << 18
 WORD_CACHE_LONGEST = 32
-
-
-class _PieceCache:
-  """The pieces of recently tokenised premises, up to `max_tokens` in all, the
-  least recently used dropped first. Chunks are cut by pair digest, so the
-  pairs of one passage are spread over a run's chunks: a passage that many
-  pairs share is tokenised again in each chunk unless its pieces are kept
-  across them. Shared by the threads of a worker process (one lock)."""
-
-  def __init__(self, max_tokens: int):
-    self._entries: "collections.OrderedDict[str, array.array]" = collections.OrderedDict()
-    self._tokens = 0
-    self._max_tokens = max_tokens
-    self._lock = threading.Lock()
-
-  def get(self, text: str) -> Optional[List[int]]:
-    pieces = self.get_stored(text)
-    return None if pieces is None else pieces.tolist()
-
-  def get_stored(self, text: str) -> Any:
-    """What put() stored of `text` (an int32 array), or None."""
-    with self._lock:
-      pieces = self._entries.get(text)
-      if pieces is None:
-        return None
-      self._entries.move_to_end(text)
-    return pieces
-
-  def put(self, text: str, pieces: Any) -> None:
-    """Keeps `pieces` (a list of ints, kept as an int32 array; anything else,
-    an int32 numpy array or a _PremiseEncoding, as it is), counted by its len()."""
-    if len(pieces) > self._max_tokens:
-      return
-    with self._lock:
-      if text in self._entries:
-        return
-      self._entries[text] = (array.array("i", pieces) if isinstance(pieces, list)
-                             else pieces)
-      self._tokens += len(pieces)
-      while self._tokens > self._max_tokens:
-        _, dropped = self._entries.popitem(last=False)
-        self._tokens -= len(dropped)
 
 
 def _lines_of(premise: str) -> Optional[List[str]]:
@@ -729,12 +684,12 @@ class T5NliModel(TokenBudgetModel):
     # (prefix, suffix) special tokens where premise and hypothesis can be
     # tokenised apart, else False; found on first use.
     self._words_apart: Any = None
-    self._premise_pieces = _PieceCache(PREMISE_CACHE_TOKENS)
-    self._line_pieces = _PieceCache(LINE_CACHE_VALUES)
-    self._premises = _PieceCache(PREMISE_ENCODING_CACHE_VALUES)
+    self._premise_pieces = PieceCache(PREMISE_CACHE_TOKENS)
+    self._line_pieces = PieceCache(LINE_CACHE_VALUES)
+    self._premises = PieceCache(PREMISE_ENCODING_CACHE_VALUES)
     # Lines tokenised for their ids alone (_premise_ids), and how many of the
     # premises put together from lines turned out too long (windowed).
-    self._line_ids = _PieceCache(LINE_CACHE_VALUES)
+    self._line_ids = PieceCache(LINE_CACHE_VALUES)
     self._premises_seen = 0
     self._premises_windowed = 0
     self._keeps_ascii: Optional[bool] = None  # ascii_kept of the normaliser, on first use
@@ -947,7 +902,7 @@ class T5NliModel(TokenBudgetModel):
     """The input ids of each example's "premise: P hypothesis: H" as the
     special tokens around the pieces of "premise: P" and of "hypothesis: H":
     each distinct text tokenised once, and a premise's pieces kept for the
-    chunks that follow (_PieceCache). The pieces of "premise: P" are those of
+    chunks that follow (PieceCache). The pieces of "premise: P" are those of
     "premise:" then P's, from its lines (_premise_encodings), unless P's first
     character joins the space before it; their encodings are added to
     `encodings`, and the texts tokenised here and their pieces to `known`."""

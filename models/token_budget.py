@@ -5,6 +5,8 @@ device, sequences batched by padded tokens) and LocalModelHandler, the base of
 their RunInference handlers (one model per worker, or per machine with
 `--large_model`; `--torch_threads`).
 """
+import array
+import collections
 import itertools
 import threading
 import weakref
@@ -123,6 +125,50 @@ class TokenBudgetModel:
     return (torch.from_numpy(ids).to(self.device),
             torch.from_numpy(mask.astype(np.int64)).to(self.device))
 
+
+
+class PieceCache:
+  """The pieces of recently tokenised premises, up to `max_tokens` in all, the
+  least recently used dropped first. Chunks are cut by pair digest, so the
+  pairs of one passage are spread over a run's chunks: a passage that many
+  pairs share is tokenised again in each chunk unless its pieces are kept
+  across them. Shared by the threads of a worker process (one lock). Used by
+  the t5 family (models/t5_nli.py) and the classifiers
+  (models/nli_classifier.py)."""
+
+  def __init__(self, max_tokens: int):
+    self._entries: "collections.OrderedDict[str, array.array]" = collections.OrderedDict()
+    self._tokens = 0
+    self._max_tokens = max_tokens
+    self._lock = threading.Lock()
+
+  def get(self, text: str) -> Optional[List[int]]:
+    pieces = self.get_stored(text)
+    return None if pieces is None else pieces.tolist()
+
+  def get_stored(self, text: str) -> Any:
+    """What put() stored of `text` (an int32 array), or None."""
+    with self._lock:
+      pieces = self._entries.get(text)
+      if pieces is None:
+        return None
+      self._entries.move_to_end(text)
+    return pieces
+
+  def put(self, text: str, pieces: Any) -> None:
+    """Keeps `pieces` (a list of ints, kept as an int32 array; anything else,
+    an int32 numpy array or a _PremiseEncoding, as it is), counted by its len()."""
+    if len(pieces) > self._max_tokens:
+      return
+    with self._lock:
+      if text in self._entries:
+        return
+      self._entries[text] = (array.array("i", pieces) if isinstance(pieces, list)
+                             else pieces)
+      self._tokens += len(pieces)
+      while self._tokens > self._max_tokens:
+        _, dropped = self._entries.popitem(last=False)
+        self._tokens -= len(dropped)
 
 
 # Models loaded in this process, by handler type, path and settings; an entry

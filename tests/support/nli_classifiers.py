@@ -21,14 +21,14 @@ ARCHITECTURES = ("roberta", "deberta-v2")
 _ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
 
 
-def _roberta_tokenizer(texts: Iterable[str], model_max_length: int):
+def _roberta_tokenizer(texts: Iterable[str], model_max_length: int, vocab_size: int):
   from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers  # pylint: disable=import-outside-toplevel
   from transformers import PreTrainedTokenizerFast  # pylint: disable=import-outside-toplevel
   tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
   tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
   tokenizer.decoder = decoders.ByteLevel()
   tokenizer.train_from_iterator(texts, trainers.BpeTrainer(
-      vocab_size=600, special_tokens=_ROBERTA_SPECIALS,
+      vocab_size=vocab_size, special_tokens=_ROBERTA_SPECIALS,
       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
   tokenizer.post_processor = processors.RobertaProcessing(
       ("</s>", tokenizer.token_to_id("</s>")), ("<s>", tokenizer.token_to_id("<s>")))
@@ -38,7 +38,8 @@ def _roberta_tokenizer(texts: Iterable[str], model_max_length: int):
       model_max_length=model_max_length)
 
 
-def _deberta_v3_spm(texts: Iterable[str], directory: str, model_max_length: int) -> None:
+def _deberta_v3_spm(texts: Iterable[str], directory: str, model_max_length: int,
+                    vocab_size: int) -> None:
   """spm.model and tokenizer_config.json in `directory`, as DeBERTa-v3's."""
   import json  # pylint: disable=import-outside-toplevel
   import os  # pylint: disable=import-outside-toplevel
@@ -51,7 +52,7 @@ def _deberta_v3_spm(texts: Iterable[str], directory: str, model_max_length: int)
       for text in texts:
         f.write(" ".join(text.split()) + "\n")
     spm.SentencePieceTrainer.train(
-        input=corpus, model_prefix=os.path.join(scratch, "spm"), vocab_size=600,
+        input=corpus, model_prefix=os.path.join(scratch, "spm"), vocab_size=vocab_size,
         model_type="unigram", character_coverage=1.0, pad_id=0, pad_piece="[PAD]",
         bos_id=1, bos_piece="[CLS]", eos_id=2, eos_piece="[SEP]", unk_id=3,
         unk_piece="[UNK]", hard_vocab_limit=False, minloglevel=2, num_threads=2)
@@ -64,14 +65,17 @@ def _deberta_v3_spm(texts: Iterable[str], directory: str, model_max_length: int)
 def build_tiny_classifier(directory: str, kind: str, id2label: Dict[int, str],
                           texts: Iterable[str], model_max_length: int = 64,
                           seed: int = 0, attention_scale: float = 1.0,
-                          size: Optional[Dict[str, int]] = None) -> str:
+                          size: Optional[Dict[str, int]] = None,
+                          vocab_size: int = 600) -> str:
   """A random `kind` sequence classifier with head `id2label`, saved in
   `directory` (safetensors); returns the directory. `attention_scale`
   multiplies the attention's query, key and value weights: a random RoBERTa's
   first token otherwise attends to all tokens nearly alike, and its
   probabilities barely move from input to input. `size`: the encoder's shape
   (hidden_size, num_hidden_layers, num_attention_heads, intermediate_size;
-  default a tiny one)."""
+  default a tiny one). `vocab_size`: the tokenizer's pieces (a few hundred
+  cut words into several pieces each; bench/ asks for thousands, nearer a
+  published vocabulary's pieces per word)."""
   import torch  # pylint: disable=import-outside-toplevel
   from transformers import (DebertaV2Config, DebertaV2ForSequenceClassification,  # pylint: disable=import-outside-toplevel
                             DebertaV2Tokenizer, RobertaConfig,
@@ -83,14 +87,14 @@ def build_tiny_classifier(directory: str, kind: str, id2label: Dict[int, str],
                   "intermediate_size": 64}
   torch.manual_seed(seed)
   if kind == "roberta":
-    tokenizer = _roberta_tokenizer(texts, model_max_length)
+    tokenizer = _roberta_tokenizer(texts, model_max_length, vocab_size)
     config = RobertaConfig(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
                            bos_token_id=tokenizer.cls_token_id,
                            eos_token_id=tokenizer.sep_token_id,
                            max_position_embeddings=model_max_length + 2, **size, **labels)
     model = RobertaForSequenceClassification(config)
   elif kind == "deberta-v2":
-    _deberta_v3_spm(texts, directory, model_max_length)
+    _deberta_v3_spm(texts, directory, model_max_length, vocab_size)
     # By its class: AutoTokenizer finds it through config.json's model_type,
     # which is written below (as the product loads it).
     tokenizer = DebertaV2Tokenizer.from_pretrained(directory)

@@ -20,6 +20,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from autoais.beam_jobs import agreement, evaluate  # pylint: disable=wrong-import-position
+from autoais.models import nli_classifier  # pylint: disable=wrong-import-position
 from autoais.models.nli_classifier import describe_classifier, load_nli_classifier  # pylint: disable=wrong-import-position
 from autoais.schemas import AttributionExample  # pylint: disable=wrong-import-position
 from tests.support.files import read_jsonl  # pylint: disable=wrong-import-position
@@ -137,6 +138,102 @@ def test_positive_label_from_id2label_or_the_flag(models):
   expected, _ = _direct_scores(models["two-way"], "roberta", examples, positive=0)
   np.testing.assert_allclose([s.nli_score for s in named.score(examples, 0.5)],
                              expected, rtol=0, atol=1e-5)
+
+
+def _boundary_examples(tokenizer):
+  """Pairs whose premise fits, just fits, just overflows and overflows many
+  times over, beside hypotheses of 1 to 60 words (the longest leave fewer than
+  MIN_WINDOW tokens: the tokenizer's own cut), and texts a tokenizer treats
+  apart: accents, CJK, line breaks, runs of spaces, the separator written out."""
+  passages = [json.loads(line)["contents"] for line in
+              (EXAMPLES / "corpus" / "wiki_sample.jsonl").read_text().splitlines()]
+  words = " ".join(passages).split()
+  examples = []
+  for hypothesis_words in (1, 5, 12, 30, 60):
+    hypothesis = " ".join(words[-hypothesis_words:])
+    for premise_words in list(range(1, 60)) + [120, 400]:
+      examples.append(AttributionExample(" ".join(words[:premise_words]), hypothesis,
+                                         "", ""))
+  odd = ["Caf\u00e9 na\u00efve \u6771\u4eac\u90fd  (T\u014dky\u014d)", "  leading and trailing  ",
+         "line one\nline two\n\nline three", f"before {tokenizer.sep_token} after",
+         "tab\tseparated\u00a0no-break", "\u00c5ngstr\u00f6m " * 40]
+  for premise in odd:
+    for hypothesis in odd[:3]:
+      examples.append(AttributionExample(premise, hypothesis, "", ""))
+  return examples
+
+
+@pytest.mark.parametrize("kind", ["roberta", "deberta-v2"])
+def test_pairs_from_ids_equal_the_tokenizers_encodings(models, kind):
+  loaded = load_nli_classifier(models[kind])
+  assert loaded.pairs_from_ids
+  examples = _boundary_examples(loaded.tokenizer)
+  ours = loaded.encode_many(examples)
+  theirs = [loaded.encode_by_tokenizer(example) for example in examples]
+  assert ours == theirs
+  windows = [len(item.windows) for item in ours]
+  # Every path was taken: whole pairs, windows, and the tokenizer's cut.
+  assert {False, True} == {item.truncated for item in ours}
+  assert max(windows) > 3
+  assert any(item.truncated and count == 1 for item, count in zip(ours, windows))
+  assert ("token_type_ids" in ours[0].windows[0]) == (kind == "deberta-v2")
+
+
+def test_a_premise_is_tokenised_once_across_calls(models):
+  loaded = load_nli_classifier(models["roberta"])
+  asked = []
+  tokenizer_ids = loaded.tokenizer.input_ids
+
+  def counted(texts, add_special_tokens=True, offsets=False):
+    asked.extend(texts)
+    return tokenizer_ids(texts, add_special_tokens, offsets)
+
+  loaded.tokenizer.input_ids = counted
+  premises = ["The first premise is here.", "A second premise, another passage."]
+  first = [AttributionExample(premises[i % 2], f"claim {i}", "", "") for i in range(6)]
+  second = [AttributionExample(premises[i % 2], f"claim {i}", "", "") for i in range(6, 9)]
+  encoded = loaded.encode_many(first) + loaded.encode_many(second)
+  assert sorted(asked) == sorted(premises + [f"claim {i}" for i in range(9)])
+  assert encoded == [loaded.encode_by_tokenizer(example) for example in first + second]
+
+
+class _ContentDependentTokenizer:
+  """A pair encoding that is no template: one special id per premise word."""
+
+  sep_token = "[SEP]"
+
+  @staticmethod
+  def _ids(text):
+    return [5 + len(word) for word in text.split()]
+
+  def __call__(self, premise, hypothesis, verbose=False):
+    del verbose
+    ids = [1] * len(self._ids(premise)) + self._ids(premise) + self._ids(hypothesis)
+    return {"input_ids": ids, "attention_mask": [1] * len(ids)}
+
+  def input_ids(self, texts, add_special_tokens=True):
+    assert not add_special_tokens
+    return [self._ids(text) for text in texts]
+
+
+def test_no_template_where_the_pair_encoding_is_not_one(models, monkeypatch):
+  assert nli_classifier.pair_template(_ContentDependentTokenizer()) is None
+  # A template that the probes' encodings contradict is not used: the model
+  # calls the tokenizer pair by pair and scores as before.
+  real = nli_classifier.pair_template
+
+  def wrong(tokenizer):
+    template = real(tokenizer)
+    return template._replace(suffix=template.suffix * 2)
+
+  monkeypatch.setattr(nli_classifier, "pair_template", wrong)
+  loaded = load_nli_classifier(models["roberta"], token_budget=256)
+  assert not loaded.pairs_from_ids
+  examples = _examples()
+  expected, counts = _direct_scores(models["roberta"], "roberta", examples, positive=0)
+  scores = loaded.score(examples, threshold=0.3)
+  np.testing.assert_allclose([s.nli_score for s in scores], expected, rtol=0, atol=1e-5)
+  assert [s.n_windows for s in scores] == counts
 
 
 def test_cache_keys_differ_across_families_and_settings(models):

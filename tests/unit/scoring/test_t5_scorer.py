@@ -344,13 +344,13 @@ def test_premises_of_documents_a_line_each_equal_premises_tokenised_whole(tiny_m
   assert model.encode_many(examples) == expected
   # Again in another order, after the caches of whole premises are emptied: the
   # lines now come from the cache of lines.
-  model._premise_pieces = t5_nli._PieceCache(t5_nli.PREMISE_CACHE_TOKENS)  # pylint: disable=protected-access
-  model._premises = t5_nli._PieceCache(t5_nli.PREMISE_ENCODING_CACHE_VALUES)  # pylint: disable=protected-access
+  model._premise_pieces = t5_nli.PieceCache(t5_nli.PREMISE_CACHE_TOKENS)
+  model._premises = t5_nli.PieceCache(t5_nli.PREMISE_ENCODING_CACHE_VALUES)
   assert model.encode_many(examples[::-1]) == expected[::-1]
   assert model._line_pieces.get(documents[0]) is not None  # pylint: disable=protected-access
   # The encodings of whole premises, fresh from their lines, then from the
   # cache of premises.
-  model._premises = t5_nli._PieceCache(t5_nli.PREMISE_ENCODING_CACHE_VALUES)  # pylint: disable=protected-access
+  model._premises = t5_nli.PieceCache(t5_nli.PREMISE_ENCODING_CACHE_VALUES)
   for _ in range(2):
     for premise, encoding in zip(premises, model._premise_encodings(premises)):  # pylint: disable=protected-access
       whole = model.tokenizer.unlocked(premise, add_special_tokens=False,
@@ -365,15 +365,15 @@ def test_premises_of_documents_a_line_each_equal_premises_tokenised_whole(tiny_m
   for windowed_so_far in (0, 1):
     model._premises_seen, model._premises_windowed = 1, windowed_so_far  # pylint: disable=protected-access
     assert model._offsets_first() == bool(windowed_so_far)  # pylint: disable=protected-access
-    model._premise_pieces = t5_nli._PieceCache(t5_nli.PREMISE_CACHE_TOKENS)  # pylint: disable=protected-access
-    model._premises = t5_nli._PieceCache(t5_nli.PREMISE_ENCODING_CACHE_VALUES)  # pylint: disable=protected-access
-    model._line_pieces = t5_nli._PieceCache(t5_nli.LINE_CACHE_VALUES)  # pylint: disable=protected-access
-    model._line_ids = t5_nli._PieceCache(t5_nli.LINE_CACHE_VALUES)  # pylint: disable=protected-access
+    model._premise_pieces = t5_nli.PieceCache(t5_nli.PREMISE_CACHE_TOKENS)
+    model._premises = t5_nli.PieceCache(t5_nli.PREMISE_ENCODING_CACHE_VALUES)
+    model._line_pieces = t5_nli.PieceCache(t5_nli.LINE_CACHE_VALUES)
+    model._line_ids = t5_nli.PieceCache(t5_nli.LINE_CACHE_VALUES)
     assert model.encode_many(examples) == expected
   # Ids first, the lines' ids read from the cache of lines with offsets.
   model._premises_seen, model._premises_windowed = 1, 0  # pylint: disable=protected-access
-  model._premise_pieces = t5_nli._PieceCache(t5_nli.PREMISE_CACHE_TOKENS)  # pylint: disable=protected-access
-  model._premises = t5_nli._PieceCache(t5_nli.PREMISE_ENCODING_CACHE_VALUES)  # pylint: disable=protected-access
+  model._premise_pieces = t5_nli.PieceCache(t5_nli.PREMISE_CACHE_TOKENS)
+  model._premises = t5_nli.PieceCache(t5_nli.PREMISE_ENCODING_CACHE_VALUES)
   assert model.encode_many(examples) == expected
 
 
@@ -528,7 +528,7 @@ def test_texts_put_together_from_their_words_equal_the_tokenizers(tiny_model):
 
 
 def test_premise_cache_keeps_the_most_recent_within_its_tokens():
-  cache = t5_nli._PieceCache(max_tokens=10)  # pylint: disable=protected-access
+  cache = t5_nli.PieceCache(max_tokens=10)
   cache.put("a", [1, 2, 3, 4])
   cache.put("b", [5, 6, 7, 8])
   assert cache.get("a") == [1, 2, 3, 4]  # now the most recent
