@@ -27,11 +27,12 @@ document gives no chunk, which MiniCheck's Inferencer cannot score either: it
 comes back as a ScoringFailure (the row goes to dead letter). Chunks of all the
 examples of a call are scored together, in token-budget batches.
 """
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from autoais.models import checkpoints, nli_classifier, t5_nli
 from autoais.models.sentences import SentenceSplitter, sentence_splitter
-from autoais.models.token_budget import LocalModelHandler, TokenBudgetModel, check_dtype
+from autoais.models.token_budget import (LocalModelHandler, PieceCache, TokenBudgetModel,
+                                         check_dtype)
 from autoais.schemas import LOCAL_FAILURE, AttributionExample, AttributionScore, ScoringFailure
 from autoais.schemas.errors import ConfigError, ModelError
 
@@ -42,6 +43,13 @@ T5_DECODER_START_ID = 0
 # The classifiers' supporting label.
 SUPPORTED_LABEL_ID = 1
 WORDS, TOKENS = "words", "tokens"
+# The characters of recent documents' chunks kept across calls (about 8 MiB of
+# text).
+CHUNK_CACHE_CHARS = 1 << 23
+
+
+def _characters(chunks: Tuple[str, ...]) -> int:
+  return sum(map(len, chunks)) + 1
 
 
 class Variant(NamedTuple):
@@ -130,6 +138,7 @@ class MiniCheckModel:
     self.max_input_tokens = scorer.max_input_tokens
     self.chunk_size = chunk_size
     self.splitter = splitter
+    self._chunks = PieceCache(CHUNK_CACHE_CHARS, size=_characters)
     if self.tokenizer.eos_token is None:
       raise ModelError(f"--model {model_path}: its tokenizer has no eos token, which "
                        "MiniCheck puts between the document and the claim")
@@ -144,15 +153,42 @@ class MiniCheckModel:
     return sentences[:-1] or [""]
 
   def _sizes(self, sentences: List[str]) -> List[int]:
+    """Each sentence's size in the chunk unit: its words, or its tokens as the
+    tokenizer cuts them at the input length (`truncation=True` keeps the
+    first max_input_tokens of a text without special tokens)."""
     if self.variant.chunk_unit == WORDS:
       return [len(sentence.split()) for sentence in sentences]
-    ids = self.tokenizer(sentences, add_special_tokens=False, truncation=True,
-                         max_length=self.max_input_tokens, verbose=False)["input_ids"]
-    return [len(sentence_ids) for sentence_ids in ids]
+    return [min(len(ids), self.max_input_tokens) for ids in
+            self.tokenizer.input_ids(sentences, add_special_tokens=False)]
 
   def chunks(self, document: str) -> List[str]:
-    sentences = self.sentences(document)
-    return pack_sentences(sentences, self._sizes(sentences), self.chunk_size)
+    return list(self.chunks_of([document])[document])
+
+  def chunks_of(self, documents: Sequence[str]) -> Dict[str, Tuple[str, ...]]:
+    """The chunks of each distinct document: from the cache of recent
+    documents, or split into sentences and packed, the sentences of all
+    documents not in it sized in one tokenizer call. A document is split once
+    while it is in the cache, not once per call whose pairs share it (chunks
+    are cut by pair digest, so a document's pairs are spread over a run's
+    calls; splitting is most of this family's work outside the model)."""
+    found, missing = {}, []
+    for document in dict.fromkeys(documents):
+      chunks = self._chunks.get_stored(document)
+      if chunks is None:
+        missing.append(document)
+      else:
+        found[document] = chunks
+    if missing:
+      sentences = [self.sentences(document) for document in missing]
+      sizes = self._sizes([sentence for split in sentences for sentence in split])
+      position = 0
+      for document, split in zip(missing, sentences):
+        chunks = tuple(pack_sentences(split, sizes[position:position + len(split)],
+                                      self.chunk_size))
+        position += len(split)
+        self._chunks.put(document, chunks)
+        found[document] = chunks
+    return found
 
   def encode(self, texts: List[str]):
     """(model inputs, cut) per text: its tokens, cut at the end to the input
@@ -181,11 +217,9 @@ class MiniCheckModel:
   def score(self, examples: Sequence[AttributionExample], threshold: float
             ) -> List[Union[AttributionScore, ScoringFailure]]:
     eos, prefix = self.tokenizer.eos_token, self.variant.prefix
-    chunks_of: Dict[str, List[str]] = {}  # examples of a call often share a document
+    chunks_of = self.chunks_of([example.premise for example in examples])
     texts, counts = [], []
     for example in examples:
-      if example.premise not in chunks_of:
-        chunks_of[example.premise] = self.chunks(example.premise)
       chunks = chunks_of[example.premise]
       texts.extend(f"{prefix}{chunk}{eos}{example.hypothesis}" for chunk in chunks)
       counts.append(len(chunks))

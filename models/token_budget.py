@@ -133,13 +133,15 @@ class PieceCache:
   pairs of one passage are spread over a run's chunks: a passage that many
   pairs share is tokenised again in each chunk unless its pieces are kept
   across them. Shared by the threads of a worker process (one lock). Used by
-  the t5 family (models/t5_nli.py) and the classifiers
-  (models/nli_classifier.py)."""
+  the t5 family (models/t5_nli.py), the classifiers (models/nli_classifier.py)
+  and, for a document's chunks, MiniCheck (models/minicheck.py); `size` says
+  what an entry counts towards `max_tokens` (its len() by default)."""
 
-  def __init__(self, max_tokens: int):
-    self._entries: "collections.OrderedDict[str, array.array]" = collections.OrderedDict()
+  def __init__(self, max_tokens: int, size: Callable[[Any], int] = len):
+    self._entries: "collections.OrderedDict[str, Any]" = collections.OrderedDict()
     self._tokens = 0
     self._max_tokens = max_tokens
+    self._size = size
     self._lock = threading.Lock()
 
   def get(self, text: str) -> Optional[List[int]]:
@@ -147,7 +149,7 @@ class PieceCache:
     return None if pieces is None else pieces.tolist()
 
   def get_stored(self, text: str) -> Any:
-    """What put() stored of `text` (an int32 array), or None."""
+    """What put() stored of `text` (an int32 array for a list), or None."""
     with self._lock:
       pieces = self._entries.get(text)
       if pieces is None:
@@ -157,18 +159,20 @@ class PieceCache:
 
   def put(self, text: str, pieces: Any) -> None:
     """Keeps `pieces` (a list of ints, kept as an int32 array; anything else,
-    an int32 numpy array or a _PremiseEncoding, as it is), counted by its len()."""
-    if len(pieces) > self._max_tokens:
+    an int32 numpy array, a _PremiseEncoding or a tuple, as it is), counted by
+    `size`."""
+    size = self._size(pieces)
+    if size > self._max_tokens:
       return
     with self._lock:
       if text in self._entries:
         return
       self._entries[text] = (array.array("i", pieces) if isinstance(pieces, list)
                              else pieces)
-      self._tokens += len(pieces)
+      self._tokens += size
       while self._tokens > self._max_tokens:
         _, dropped = self._entries.popitem(last=False)
-        self._tokens -= len(dropped)
+        self._tokens -= self._size(dropped)
 
 
 # Models loaded in this process, by handler type, path and settings; an entry

@@ -139,6 +139,27 @@ def test_probabilities_equal_minicheck_inferencer(models, kind, monkeypatch):
   assert cut == [True] and len(inputs[0]["input_ids"]) == length
 
 
+@pytest.mark.parametrize("kind", ["roberta", "t5"])
+def test_a_document_is_split_once_across_calls(models, kind):
+  _, length, chunk_size = SETTINGS[kind]
+  ours = load_minicheck(models[kind], max_input_tokens=length, chunk_size=chunk_size)
+  split, blocks = ours.splitter.split, []
+
+  def counted(block):
+    blocks.append(block)
+    return split(block)
+
+  ours.splitter = ours.splitter._replace(split=counted)
+  documents = [doc for doc, _ in _examples()]
+  first = [AttributionExample(doc, f"claim {i}", "", "") for i, doc in enumerate(documents)]
+  second = [AttributionExample(doc, "another claim", "", "") for doc in documents[::2]]
+  scores = ours.score(first, 0.5) + ours.score(second, 0.5)
+  # Each block of each distinct document once, in the first call alone.
+  assert blocks == [block for doc in documents for block in doc.split("\n")]
+  fresh = load_minicheck(models[kind], max_input_tokens=length, chunk_size=chunk_size)
+  assert scores == fresh.score(first, 0.5) + fresh.score(second, 0.5)
+
+
 def test_a_blank_document_fails_as_in_minicheck(models, monkeypatch):
   ours = load_minicheck(models["roberta"], max_input_tokens=64, chunk_size=30)
   reference = _reference_inferencer(monkeypatch, "roberta", models["roberta"],
