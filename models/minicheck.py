@@ -171,13 +171,7 @@ class MiniCheckModel:
     while it is in the cache, not once per call whose pairs share it (chunks
     are cut by pair digest, so a document's pairs are spread over a run's
     calls; splitting is most of this family's work outside the model)."""
-    found, missing = {}, []
-    for document in dict.fromkeys(documents):
-      chunks = self._chunks.get_stored(document)
-      if chunks is None:
-        missing.append(document)
-      else:
-        found[document] = chunks
+    found, missing = self._chunks.found(documents)
     if missing:
       sentences = [self.sentences(document) for document in missing]
       sizes = self._sizes([sentence for split in sentences for sentence in split])

@@ -267,13 +267,8 @@ class NliClassifierModel(TokenBudgetModel):
             for example in examples]
 
   def _premise_ids(self, texts: Sequence[str]) -> Dict[str, List[int]]:
-    found, missing = {}, []
-    for text in dict.fromkeys(texts):
-      stored = self._premises.get_stored(text)
-      if stored is None:
-        missing.append(text)
-      else:
-        found[text] = stored.tolist()
+    kept, missing = self._premises.found(texts)
+    found = {text: stored.tolist() for text, stored in kept.items()}
     if missing:
       for text, ids in zip(missing, self.tokenizer.input_ids(missing,
                                                              add_special_tokens=False)):

@@ -10,7 +10,7 @@ import collections
 import itertools
 import threading
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
@@ -156,6 +156,19 @@ class PieceCache:
         return None
       self._entries.move_to_end(text)
     return pieces
+
+  def found(self, texts: Sequence[str]) -> Tuple[Dict[str, Any], List[str]]:
+    """({text: what put() stored} of the distinct `texts` kept, the distinct
+    texts not kept, in order)."""
+    kept: Dict[str, Any] = {}
+    missing: List[str] = []
+    for text in dict.fromkeys(texts):
+      stored = self.get_stored(text)
+      if stored is None:
+        missing.append(text)
+      else:
+        kept[text] = stored
+    return kept, missing
 
   def put(self, text: str, pieces: Any) -> None:
     """Keeps `pieces` (a list of ints, kept as an int32 array; anything else,
