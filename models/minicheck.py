@@ -43,13 +43,13 @@ T5_DECODER_START_ID = 0
 # The classifiers' supporting label.
 SUPPORTED_LABEL_ID = 1
 WORDS, TOKENS = "words", "tokens"
-# The characters of recent documents' chunks kept across calls (about 8 MiB of
+# The characters of recent blocks' sentences kept across calls (about 8 MiB of
 # text).
-CHUNK_CACHE_CHARS = 1 << 23
+BLOCK_CACHE_CHARS = 1 << 23
 
 
-def _characters(chunks: Tuple[str, ...]) -> int:
-  return sum(map(len, chunks)) + 1
+def _characters(entry: Tuple[Tuple[str, ...], Tuple[int, ...]]) -> int:
+  return sum(map(len, entry[0])) + 1
 
 
 class Variant(NamedTuple):
@@ -138,19 +138,12 @@ class MiniCheckModel:
     self.max_input_tokens = scorer.max_input_tokens
     self.chunk_size = chunk_size
     self.splitter = splitter
-    self._chunks = PieceCache(CHUNK_CACHE_CHARS, size=_characters)
+    self._blocks = PieceCache(BLOCK_CACHE_CHARS, size=_characters)
+    # The sizes of the sentences chunks_of adds: a line break, a blank document's "".
+    self._break_and_blank_sizes = tuple(self._sizes(["\n", ""]))
     if self.tokenizer.eos_token is None:
       raise ModelError(f"--model {model_path}: its tokenizer has no eos token, which "
                        "MiniCheck puts between the document and the claim")
-
-  def sentences(self, document: str) -> List[str]:
-    """The document's sentences, block by block, a line break between blocks
-    kept as a sentence; [""] for a document with none."""
-    sentences = []
-    for block in document.split("\n"):
-      sentences.extend(self.splitter.split(block))
-      sentences.append("\n")
-    return sentences[:-1] or [""]
 
   def _sizes(self, sentences: List[str]) -> List[int]:
     """Each sentence's size in the chunk unit: its words, or its tokens as the
@@ -162,26 +155,52 @@ class MiniCheckModel:
             self.tokenizer.input_ids(sentences, add_special_tokens=False)]
 
   def chunks(self, document: str) -> List[str]:
-    return list(self.chunks_of([document])[document])
+    return self.chunks_of([document])[document]
 
-  def chunks_of(self, documents: Sequence[str]) -> Dict[str, Tuple[str, ...]]:
-    """The chunks of each distinct document: from the cache of recent
-    documents, or split into sentences and packed, the sentences of all
-    documents not in it sized in one tokenizer call. A document is split once
-    while it is in the cache, not once per call whose pairs share it (chunks
-    are cut by pair digest, so a document's pairs are spread over a run's
-    calls; splitting is most of this family's work outside the model)."""
-    found, missing = self._chunks.found(documents)
+  def chunks_of(self, documents: Sequence[str]) -> Dict[str, List[str]]:
+    """The chunks of each distinct document: its sentences, block by block
+    (a line break between blocks kept as a sentence of its own; [""] for a
+    document with none), packed. A block is split into sentences and sized
+    once while it is in the cache of recent blocks, however many documents
+    and calls carry it: chunks are cut by pair digest, so a document's pairs
+    are spread over a run's calls, and citations' premises join the same
+    documents, a line each, in many combinations. Splitting is most of this
+    family's work outside the model."""
+    documents = list(dict.fromkeys(documents))
+    blocks = {document: document.split("\n") for document in documents}
+    split = self._split_blocks([block for document in documents
+                                for block in blocks[document]])
+    line_break, empty = self._break_and_blank_sizes
+    chunks = {}
+    for document in documents:
+      sentences, sizes = [], []
+      for block in blocks[document]:
+        block_sentences, block_sizes = split[block]
+        sentences.extend(block_sentences)
+        sizes.extend(block_sizes)
+        sentences.append("\n")
+        sizes.append(line_break)
+      if len(sentences) > 1:
+        sentences, sizes = sentences[:-1], sizes[:-1]
+      else:
+        sentences, sizes = [""], [empty]
+      chunks[document] = pack_sentences(sentences, sizes, self.chunk_size)
+    return chunks
+
+  def _split_blocks(self, blocks: Sequence[str]) -> Dict[str, Tuple[Tuple[str, ...],
+                                                                    Tuple[int, ...]]]:
+    """(sentences, their sizes) of each distinct block: kept, or split now,
+    the sentences of every block split now sized in one tokenizer call."""
+    found, missing = self._blocks.found(blocks)
     if missing:
-      sentences = [self.sentences(document) for document in missing]
+      sentences = [self.splitter.split(block) for block in missing]
       sizes = self._sizes([sentence for split in sentences for sentence in split])
       position = 0
-      for document, split in zip(missing, sentences):
-        chunks = tuple(pack_sentences(split, sizes[position:position + len(split)],
-                                      self.chunk_size))
+      for block, split in zip(missing, sentences):
+        entry = (tuple(split), tuple(sizes[position:position + len(split)]))
         position += len(split)
-        self._chunks.put(document, chunks)
-        found[document] = chunks
+        self._blocks.put(block, entry)
+        found[block] = entry
     return found
 
   def encode(self, texts: List[str]):

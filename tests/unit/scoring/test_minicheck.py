@@ -140,7 +140,7 @@ def test_probabilities_equal_minicheck_inferencer(models, kind, monkeypatch):
 
 
 @pytest.mark.parametrize("kind", ["roberta", "t5"])
-def test_a_document_is_split_once_across_calls(models, kind):
+def test_a_block_is_split_once_across_documents_and_calls(models, kind):
   _, length, chunk_size = SETTINGS[kind]
   ours = load_minicheck(models[kind], max_input_tokens=length, chunk_size=chunk_size)
   split, blocks = ours.splitter.split, []
@@ -152,12 +152,32 @@ def test_a_document_is_split_once_across_calls(models, kind):
   ours.splitter = ours.splitter._replace(split=counted)
   documents = [doc for doc, _ in _examples()]
   first = [AttributionExample(doc, f"claim {i}", "", "") for i, doc in enumerate(documents)]
-  second = [AttributionExample(doc, "another claim", "", "") for doc in documents[::2]]
-  scores = ours.score(first, 0.5) + ours.score(second, 0.5)
-  # Each block of each distinct document once, in the first call alone.
-  assert blocks == [block for doc in documents for block in doc.split("\n")]
+  # As citations' premises are: the same documents joined, a line each, in
+  # other combinations.
+  lines = [line for doc in documents for line in doc.split("\n") if line.strip()]
+  second = [AttributionExample("\n".join(lines[i::3]), "another claim", "", "")
+            for i in range(3)] + first[::2]
+  # Short lines: where each line break's own size counts towards a chunk.
+  short = "\n".join(f"Line {i} is short." for i in range(16))
+  second.append(AttributionExample(short, "a claim", "", ""))
+  scores = ours.score(first, 0.5)
+  # Each distinct block once, in the order met; the second call splits none.
+  assert blocks == list(dict.fromkeys(block for doc in documents
+                                      for block in doc.split("\n")))
+  scores += ours.score(second, 0.5)
+  assert len(blocks) == len(set(blocks))
+  assert set(blocks) == {block for doc in documents + [short] for block in doc.split("\n")}
   fresh = load_minicheck(models[kind], max_input_tokens=length, chunk_size=chunk_size)
   assert scores == fresh.score(first, 0.5) + fresh.score(second, 0.5)
+  # The chunks equal those of the document split whole (the reference's way).
+  for example in second:
+    whole = []
+    for block in example.premise.split("\n"):
+      whole.extend(split(block))
+      whole.append("\n")
+    whole = whole[:-1] or [""]
+    assert fresh.chunks(example.premise) == pack_sentences(
+        whole, fresh._sizes(whole), chunk_size)  # pylint: disable=protected-access
 
 
 def test_a_blank_document_fails_as_in_minicheck(models, monkeypatch):
