@@ -43,7 +43,7 @@ from scale import status_kib  # pylint: disable=wrong-import-position
 from autoais.schemas import RatingRow  # pylint: disable=wrong-import-position
 from autoais.transforms.evaluate.ratings import RatingsFold  # pylint: disable=wrong-import-position
 from autoais.transforms.io.sorted_runs import (  # pylint: disable=wrong-import-position
-    MAX_MERGE_RUNS, merge_run_refs, write_run)
+    MAX_MERGE_RUNS, heap_bytes, merge_run_refs, write_run)
 from autoais.transforms.io.tables import SortedTableWriter  # pylint: disable=wrong-import-position
 from autoais.transforms.rows.merge import fold_rows  # pylint: disable=wrong-import-position
 
@@ -71,7 +71,7 @@ def rating_rows(n_rows: int, n_systems: int, words: Words):
 
 
 def spill(rows, directory: str):
-  """Runs as SpillSortedRuns writes them: ~RUN_BYTES of rows, sorted."""
+  """Runs as SpillSortedRuns writes them: ~RUN_BYTES of rows (heap_bytes), sorted."""
   slices, buffer, buffered = [], [], 0
   key = RatingsFold.sort_key
   index = [RatingRow._fields.index(name) for name in key]
@@ -83,7 +83,7 @@ def spill(rows, directory: str):
 
   for row in rows:
     buffer.append(row)
-    buffered += 200 + sum(len(value) for value in row if isinstance(value, str))
+    buffered += heap_bytes(row)
     if buffered >= RUN_BYTES:
       flush()
       buffer, buffered = [], 0

@@ -349,6 +349,34 @@ def _read_table_file(path: str, columns: Optional[Sequence[str]]) -> pa.Table:
   return pa.concat_tables(parts).combine_chunks()
 
 
+def _value_bytes(value) -> int:
+  if isinstance(value, str):
+    return 49 + len(value)
+  if isinstance(value, bytes):
+    return 33 + len(value)
+  if isinstance(value, (tuple, list, dict)):
+    return 56 + 8 * len(value)
+  if value is None or isinstance(value, bool) or (isinstance(value, int) and
+                                                  -5 <= value <= 256):
+    return 0  # shared by the interpreter
+  return 32
+
+
+def heap_bytes(row: tuple) -> int:
+  """About what `row` and its fields hold of Python's heap (CPython 3, 64
+  bits): the tuple 56 bytes and a pointer a field, a str field 49 and its
+  length (ASCII; other text costs more), bytes 33 and their length, a number
+  32; None, booleans and small ints are shared. A nested tuple, list or dict
+  counts its own slots, not what they hold, as the count before this one did
+  not either: counting nested text made the scorer's spills of examples
+  (premises in a nested tuple) several times as many runs, and citations'
+  pipeline about a quarter dearer in CPU (bench/README.md). The count before
+  (text length plus 200 a row) took rows of many short fields at 2.3 times
+  less than they hold (citations' sentences and items), so their spills held
+  that much more than their budget."""
+  return 56 + 8 * len(row) + sum(_value_bytes(value) for value in row)
+
+
 class _SpillRunsFn(beam.DoFn):
   """Buffers a bounded number of rows, then writes them sorted, one run per shard."""
 
@@ -375,10 +403,8 @@ class _SpillRunsFn(beam.DoFn):
     shard = self._shard_of(element) if self._shard_of else 0
     self._buffers[shard].append(element)
     if self._rows % 32 == 0:
-      # Text (or encoded bytes) dominates rows: count its length, plus a fixed
-      # cost per row; measuring one row in 32 is accurate enough and costs little.
-      self._row_bytes = 200 + sum(len(value) for value in element
-                                  if isinstance(value, (str, bytes)))
+      # Measuring one row in 32 is accurate enough and costs little.
+      self._row_bytes = heap_bytes(element)
     self._rows += 1
     self._buffered += self._row_bytes
     if self._buffered >= self._max_bytes:
