@@ -179,7 +179,6 @@ def test_more_runs_than_a_merge_reads_are_merged_in_passes(tmp_path, monkeypatch
   assert max(batch.nbytes for batch in batches) <= 1.5 * sorted_runs._BATCH_BYTES  # pylint: disable=protected-access
 
 
-
 def _deep_getsizeof(value, seen):
   """sys.getsizeof of `value` and of everything it holds, each object once,
   the interpreter's shared constants (None, booleans, small ints) left out."""
