@@ -287,3 +287,15 @@ def test_sharded_model_and_its_tokenizer_on_gcs(gcs, local_reference, tiny_t5, t
   assert f"1 of the {len(shards)} shards that model.safetensors.index.json names are " \
          f"missing: {shards[-1]}" in err, err
   assert not (tmp_path / "partial").exists()
+
+
+def test_a_file_written_again_on_gcs_holds_the_new_text_and_nothing_beside_it(gcs):
+  """gs:// has no rename that replaces: the second write copies over the first."""
+  from autoais.transforms.io.atomic import write_text_atomically
+  path = f"{gcs}/rewritten/_autoais_outputs.json"
+  write_text_atomically(path, "first\n")
+  write_text_atomically(path, "second\n")
+  with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+    assert f.read() == b"second\n"
+  listed = FileSystems.match([f"{gcs}/rewritten/*"])[0].metadata_list
+  assert [metadata.path for metadata in listed] == [path]

@@ -7,10 +7,19 @@ a half-written file under the final name. `delete_tree` removes a directory
 (local) or every object under a prefix (gs://).
 """
 import contextlib
+import os
 import shutil
 import uuid
 
+from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
+
+
+def _local_path(path: str):
+  """The path on this machine's disk, or None for a remote file system."""
+  if FileSystems.get_scheme(path) in (None, "file"):
+    return path.removeprefix("file://")
+  return None
 
 
 @contextlib.contextmanager
@@ -26,9 +35,21 @@ def atomic_create(path: str):
     FileSystems.delete([temporary])
     raise
   sink.close()
-  if FileSystems.exists(path):
+  local = _local_path(path)
+  if local is not None:
+    # One rename that replaces: a reader (another run checking the ledger) sees
+    # the old file or the new one, never a moment with neither.
+    os.replace(_local_path(temporary), local)
+    return
+  try:
+    # gs:// and s3:// rename by copying over the destination.
+    FileSystems.rename([temporary], [path])
+  except BeamIOError:
+    # A file system whose rename refuses an existing destination.
+    if not FileSystems.exists(path):
+      raise
     FileSystems.delete([path])
-  FileSystems.rename([temporary], [path])
+    FileSystems.rename([temporary], [path])
 
 
 def write_text_atomically(path: str, text: str) -> None:
@@ -38,8 +59,9 @@ def write_text_atomically(path: str, text: str) -> None:
 
 def delete_tree(path: str) -> None:
   """Deletes a directory (local) or every object under a prefix (gs://)."""
-  if FileSystems.get_scheme(path) in (None, "file"):
-    shutil.rmtree(path.removeprefix("file://"), ignore_errors=True)
+  local = _local_path(path)
+  if local is not None:
+    shutil.rmtree(local, ignore_errors=True)
     return
   objects = FileSystems.match([path.rstrip("/") + "/**"])[0].metadata_list
   if objects:
