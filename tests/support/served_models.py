@@ -9,7 +9,8 @@ ServedModel wraps it), whose cost and numbers the test chooses.
 An example's premise is split at "|" into its windows; a window's probability
 is tests.support.scorers.hash_score of (window, hypothesis), so the expected
 score of an example is the best of its windows. `inner.calls` records the
-windows of every probabilities() call (what the model was asked to score);
+windows of every probabilities() call (what the model was asked to score),
+`inner.encoded` the examples of every encode_many() call;
 `inner.started` is set once a call has begun. A held model stays busy for as long
 as the test needs it busy (a deadline to pass, a queue to fill), whatever the
 machine's load, instead of for a fixed time.
@@ -36,6 +37,7 @@ class FakeWindowModel:
   def __init__(self, held: bool = False, fail_marker: str = "FAIL-ME"):
     self.fail_marker = fail_marker
     self.calls: List[List[tuple]] = []
+    self.encoded: List[list] = []
     self.started = threading.Event()  # set when a probabilities() call begins
     self._released = threading.Event()
     if not held:
@@ -45,9 +47,11 @@ class FakeWindowModel:
     """Lets the calls of a held model return (now and from now on)."""
     self._released.set()
 
-  def encode(self, example) -> FakeEncoded:
-    parts = example.premise.split("|")
-    return FakeEncoded([(part, example.hypothesis) for part in parts], len(parts) > 1)
+  def encode_many(self, examples) -> List[FakeEncoded]:
+    self.encoded.append(list(examples))
+    return [FakeEncoded([(part, example.hypothesis) for part in parts], len(parts) > 1)
+            for example, parts in ((example, example.premise.split("|"))
+                                   for example in examples)]
 
   def probabilities(self, windows) -> np.ndarray:
     self.calls.append(list(windows))

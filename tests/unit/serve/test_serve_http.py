@@ -15,7 +15,9 @@ import aiohttp.web
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from autoais.serve.batching import Batcher, Limits, Overloaded, ServedModel
+from autoais.schemas import AttributionExample
+from autoais.serve.batching import (ENCODE_GROUP_CHARS, ENCODE_GROUP_INSTANCES, Batcher,
+                                    Limits, Overloaded, ServedModel, encode_groups)
 from autoais.schemas.errors import BadRequest
 from tests.support.served_models import FakeWindowModel, expected_score
 from autoais.serve import http
@@ -148,6 +150,38 @@ def test_limits_are_checked_before_any_scoring():
   assert results["no_length"][0] == 411
   # Only the two valid requests reached the model.
   assert sorted(len(call) for call in inner.calls) == [1]
+
+
+def test_a_request_is_tokenised_in_groups_and_refused_within_one_group_past_a_limit():
+  def example(premise):
+    return AttributionExample(premise, "h", "", "")
+
+  # Groups cover the request in order: at most ENCODE_GROUP_INSTANCES instances,
+  # and ENCODE_GROUP_CHARS characters unless one instance alone is longer.
+  sizes = [10, 30_000, 30_000, 30_000, 200_000, 5] + [1] * 70
+  examples = [example("p" * (size - 1)) for size in sizes]
+  groups = list(encode_groups(examples))
+  assert [start for start, _ in groups] == [0, 3, 4, 5, 37, 69]
+  assert [item for _, group in groups for item in group] == examples
+  for _, group in groups:
+    chars = sum(len(item.premise) + len(item.hypothesis) for item in group)
+    assert len(group) <= ENCODE_GROUP_INSTANCES
+    assert chars <= ENCODE_GROUP_CHARS or len(group) == 1
+
+  inner = FakeWindowModel()
+  served = ServedModel(inner, "fake")
+  request = [example(f"a|b{i}") for i in range(100)]
+  encoded = served.encode(request, Limits(max_instances=100, max_request_windows=200))
+  assert encoded == FakeWindowModel().encode_many(request)
+  assert [len(call) for call in inner.encoded] == [32, 32, 32, 4]
+
+  # Refused at instance 40 (its windows pass 80): tokenised no further than the
+  # group that holds it, not the request's last instance.
+  inner.encoded.clear()
+  with pytest.raises(BadRequest) as refused:
+    served.encode(request, Limits(max_instances=100, max_request_windows=80))
+  assert str(refused.value).startswith("instance 40: the request needs more than 80")
+  assert sum(len(call) for call in inner.encoded) == 64
 
 
 def test_json_depth_of_parsed_bodies_and_of_bodies_the_parser_refuses():
