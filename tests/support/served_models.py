@@ -49,9 +49,12 @@ class FakeWindowModel:
 
   def encode_many(self, examples) -> List[FakeEncoded]:
     self.encoded.append(list(examples))
-    return [FakeEncoded([(part, example.hypothesis) for part in parts], len(parts) > 1)
-            for example, parts in ((example, example.premise.split("|"))
-                                   for example in examples)]
+    encoded = []
+    for example in examples:
+      parts = example.premise.split("|")
+      encoded.append(FakeEncoded([(part, example.hypothesis) for part in parts],
+                                 len(parts) > 1))
+    return encoded
 
   def probabilities(self, windows) -> np.ndarray:
     self.calls.append(list(windows))
