@@ -363,17 +363,14 @@ def _value_bytes(value) -> int:
 
 
 def heap_bytes(row: tuple) -> int:
-  """About what `row` and its fields hold of Python's heap (CPython 3, 64
-  bits): the tuple 56 bytes and a pointer a field, a str field 49 and its
-  length (ASCII; other text costs more), bytes 33 and their length, a number
-  32; None, booleans and small ints are shared. A nested tuple, list or dict
-  counts its own slots, not what they hold, as the count before this one did
-  not either: counting nested text made the scorer's spills of examples
-  (premises in a nested tuple) several times as many runs, and citations'
-  pipeline about a quarter dearer in CPU (bench/README.md). The count before
-  (text length plus 200 a row) took rows of many short fields at 2.3 times
-  less than they hold (citations' sentences and items), so their spills held
-  that much more than their budget."""
+  """About what `row` and its fields hold of Python's heap (CPython, 64 bits):
+  the tuple 56 bytes and a pointer a field, a str field 49 and its length
+  (ASCII; other text costs more), bytes 33 and their length, a number 32;
+  None, booleans and small ints are shared. A nested tuple, list or dict
+  counts its own slots, not what they hold: counting nested text made the
+  scorer's spills of examples (premises in a nested tuple) several times as
+  many runs and citations about a quarter dearer in CPU (bench/README.md,
+  "What the last rise at 100k items is")."""
   return 56 + 8 * len(row) + sum(_value_bytes(value) for value in row)
 
 
