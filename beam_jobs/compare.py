@@ -224,6 +224,8 @@ class _Plan:
         "baseline": self.dirs["baseline"], "candidate": self.dirs["candidate"],
         "scorer": self.runs["candidate"].get("scorer", {}).get("name"),
         "scorer_changed": self.scorer_changed,
+        # What scored each run, as its run.json records it (named on every page).
+        "scorers": {run: self.runs[run].get("scorer") for run in RUNS},
         "gold_compared_by": ("content (gold_digest)" if all(
             self.runs[run].get("gold_digest") for run in RUNS) else
                              "file name and question count"),

@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from autoais.transforms.scoring.label import compared_measure, measure_name, scored_by
 from autoais.transforms.stats.agreement import AgreementCounts
 
 _DPI = 100
@@ -273,8 +274,8 @@ def agreement_report_html(content: Dict, overall: AgreementCounts) -> str:
            + (f" ({content['scenario']})" if content.get("scenario") else "")
            + f"; input {', '.join(content['inputs'])}.",
            f"Attributable: {content['positive_label']}.",
-           f"Scorer {content['scorer']['name']}, decision {content['decision']}, "
-           f"threshold {content['threshold']}."]
+           scored_by(content["scorer"]),
+           f"Decision {content['decision']}, threshold {content['threshold']}."]
   if calibration:
     calibrated = content["overall"].get("at_calibrated_threshold", {})
     intro.append(
@@ -300,27 +301,30 @@ def agreement_report_html(content: Dict, overall: AgreementCounts) -> str:
                figures, more_tables)
 
 
-def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts) -> str:
+def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts,
+                            scorer: Optional[Dict] = None) -> str:
   """The page of `autoais evaluate` with human ratings (rows: LeaderboardRows;
-  content: agreement.json's)."""
+  content: agreement.json's; scorer: the run's scorer block, named at the top
+  and in every caption: transforms/scoring/label.py)."""
+  measure = measure_name(scorer)
   ranked = sorted(rows, key=lambda row: (-row.autoais, row.system_name))
   level = content["system_level"]
   comparison = level["autoais_rated_vs_human_ais"]
   figures = [
-      ("AutoAIS ranking (paper mode, over all gold questions) with 95% bootstrap "
+      (f"{measure} ranking (paper mode, over all gold questions) with 95% bootstrap "
        "intervals; diamonds: human AIS on the rated rows.",
        forest_plot([row.system_name for row in ranked], [row.autoais for row in ranked],
                    [row.autoais_ci_low for row in ranked],
-                   [row.autoais_ci_high for row in ranked], "AutoAIS %",
+                   [row.autoais_ci_high for row in ranked], f"{measure} %",
                    [row.human_ais for row in ranked], "human AIS", top=100)),
   ]
   if comparison["systems"]:
     figures.append((
-        "Per-system AutoAIS on the human-rated rows against human AIS on the same "
+        f"Per-system {measure} on the human-rated rows against human AIS on the same "
         "rows; correlations with 95% bootstrap intervals (questions resampled, paired "
         "across systems).",
         scatter_plot(comparison["systems"], comparison["x"], comparison["y"],
-                     comparison, "AutoAIS on rated rows", "human AIS")))
+                     comparison, f"{measure} on rated rows", "human AIS")))
   figures += _score_figures(overall)
   # The per-system statistics as agreement.json holds them (fractions), like the
   # overall row above them.
@@ -331,7 +335,7 @@ def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts) -> st
        _table(_ROW_HEADER, [_stats_row("all systems", content["overall"])])),
   ]
   more_tables = [
-      ("Per system", _table(("system", "n rated", "human AIS", "AutoAIS on rated",
+      ("Per system", _table(("system", "n rated", "human AIS", f"{measure} on rated",
                              "accuracy", "balanced accuracy", "Cohen's kappa",
                              "ROC-AUC", "PR-AUC"), system_rows)),
   ]
@@ -348,17 +352,17 @@ def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts) -> st
       ("comparison", "method", "value", "95% CI", "p-value", "p-value from"),
       correlation_rows)))
   more_tables.append((
-      "Neighbours in the AutoAIS ranking: " + level["neighbour_tests"]["test"],
-      _table(("higher", "lower", "AutoAIS higher", "AutoAIS lower",
+      f"Neighbours in the {measure} ranking: " + level["neighbour_tests"]["test"],
+      _table(("higher", "lower", f"{measure} higher", f"{measure} lower",
               "questions only higher Y", "questions only lower Y", "p-value"),
              [(t["higher"], t["lower"], t["autoais_higher"], t["autoais_lower"],
                t["only_higher"], t["only_lower"], _p_value(t["p_value"]))
               for t in level["neighbour_tests"]["pairs"]])))
   over = (f"over {content['n_gold']} gold questions" if content["n_gold"] is not None
-          else "without gold (AutoAIS over each system's predicted questions)")
-  intro = [f"{len(rows)} systems {over}; "
+          else f"without gold ({measure} over each system's predicted questions)")
+  intro = [scored_by(scorer), f"{len(rows)} systems {over}; "
            f"{content['overall']['n_rated']} rows carry a human rating."]
-  return _page("AutoAIS leaderboard and agreement with human ratings", intro, tables,
+  return _page(f"{measure} leaderboard and agreement with human ratings", intro, tables,
                figures, more_tables)
 
 
@@ -367,9 +371,11 @@ def compare_report_html(header: Dict, systems: Sequence) -> str:
   (agreement: each group's balanced accuracy change) with its paired-bootstrap
   interval (forest plot), and the table of changes."""
   agreement = header["job"] == "agreement"
+  scorers = header.get("scorers") or {}
+  rate = compared_measure(scorers.get("baseline"), scorers.get("candidate"))
   name, measure = (("balanced_accuracy", "balanced accuracy") if agreement
-                   else ("autoais", "citation recall (AutoAIS)")
-                   if header["job"] == "citations" else ("autoais", "AutoAIS"))
+                   else ("autoais", f"citation recall ({rate})")
+                   if header["job"] == "citations" else ("autoais", rate))
 
   def change(row, suffix=""):
     return getattr(row, f"{name}_change{suffix}")
@@ -398,41 +404,48 @@ def compare_report_html(header: Dict, systems: Sequence) -> str:
              row.flipped_to_y, row.flipped_to_n, _p_value(row.mcnemar_p_value),
              "yes" if row.regression else "")
             for row in systems]
-    table = _table(("group", "status", "paired items", "AutoAIS baseline %",
-                    "AutoAIS change (points)", "accuracy baseline %",
+    table = _table(("group", "status", "paired items", f"{rate} baseline %",
+                    f"{rate} change (points)", "accuracy baseline %",
                     "accuracy change (points)", "balanced accuracy baseline %",
                     "balanced accuracy change (points)", "low", "high", "N to Y",
                     "Y to N", "McNemar p (agreement with humans)", "regression"), rows)
   else:
-    # citations: citation precision beside recall (its AutoAIS)
+    # citations: citation precision beside recall (its AutoAIS); evaluate: the
+    # EM and F1 changes, as compare.md shows them.
     precision = header["job"] == "citations"
+    graded = header["job"] == "evaluate"
     rows = [(row.system_name, row.status, row.n_paired, row.autoais_baseline,
              row.autoais_candidate, row.autoais_change, row.autoais_change_low,
              row.autoais_change_high)
             + ((row.citation_prec_baseline, row.citation_prec_candidate,
                 row.citation_prec_change, row.citation_prec_change_low,
                 row.citation_prec_change_high) if precision else ())
+            + ((row.em_change, row.em_change_low, row.em_change_high, row.f1_change,
+                row.f1_change_low, row.f1_change_high) if graded else ())
             + (row.flipped_to_y, row.flipped_to_n, _p_value(row.mcnemar_p_value),
                "yes" if row.regression else "")
             for row in systems]
-    rate = "citation_rec" if precision else "AutoAIS"
+    rate = "citation_rec" if precision else rate
     table = _table((("system", "status", "paired questions", f"{rate} baseline %",
                      f"{rate} candidate %", "change (points)", "low", "high")
                     + (("citation_prec baseline %", "citation_prec candidate %",
                         "change (points)", "low", "high") if precision else ())
+                    + (("EM change (points)", "low", "high", "F1 change (points)", "low",
+                        "high") if graded else ())
                     + ("N to Y", "Y to N", "McNemar p", "regression")), rows)
-  intro = [f"Baseline: {header['baseline']}", f"Candidate: {header['candidate']}"]
+  intro = [f"Baseline: {header['baseline']}. {scored_by(scorers.get('baseline'))}",
+           f"Candidate: {header['candidate']}. {scored_by(scorers.get('candidate'))}"]
   if header["job"] == "claims":
-    intro.append("AutoAIS is the claims' macro AutoAIS (the mean over answers of the "
+    intro.append(f"{rate} is the claims' macro {rate} (the mean over answers of the "
                  "share of their claims rated attributable); N to Y and Y to N count "
                  "claims of the same text in both runs.")
   if header["job"] == "citations":
-    intro.append("AutoAIS is ALCE's citation recall (the mean over answers of the "
+    intro.append("citation_rec is ALCE's citation recall (the mean over answers of the "
                  "share of their sentences that their cited documents support), "
                  "shown with citation precision; N to Y and Y to N count sentences "
                  "of the same text (citations removed) in both runs.")
   if agreement:
-    intro.append("Each group of items and all items: AutoAIS is the share decided "
+    intro.append(f"Each group of items and all items: {rate} is the share decided "
                  "attributable, accuracy and balanced accuracy are against the human "
                  "labels, and McNemar's test is on whether each decision agrees with "
                  "the human label.")
