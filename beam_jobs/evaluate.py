@@ -164,7 +164,8 @@ class _Plan:
 class _EvaluateRecord(RunRecord):
   """run.json from the pipeline's counts."""
   job = "evaluate"
-  summed = ("read_counts", "gold_read_counts", "join_stats", "human_rating_counts")
+  summed = ("read_counts", "gold_read_counts", "join_stats", "human_rating_counts",
+            "passage_counts")
   values = ("ratings", "leaderboard", "gold")
 
   def __init__(self, options: EvaluateOptions, plan: _Plan):
@@ -184,7 +185,8 @@ class _EvaluateRecord(RunRecord):
                   "corpus_bytes": plan.manifest["total_bytes"] if plan.manifest else 0}
 
   def fields(self, read_counts, gold_read_counts, ratings, dead, join_stats,
-             leaderboard, gold, scorer_stats, model_info, human_rating_counts=None):
+             leaderboard, gold, scorer_stats, model_info, passage_counts,
+             human_rating_counts=None):
     counts = reconcile(read_counts.get("read", 0), ratings["scored"],
                        dead["predictions"])
     counts["unmatched_questions_discarded"] = counts["by_reason"].get(
@@ -216,6 +218,15 @@ class _EvaluateRecord(RunRecord):
         "human_rated_rows": leaderboard["human_rated_rows"],
         "inputs": dict(self._inputs),
         "join": join,
+        # Where the scored passages came from: the rows' own `passage`, where
+        # they carry one (then their attribution is not looked up), else the
+        # corpus by attribution id.
+        "passages": {
+            "from_rows": passage_counts.get("from_rows", 0),
+            "from_rows_over_attribution": passage_counts.get(
+                "from_rows_over_attribution", 0),
+            "rule": "a row's own passage is scored where it carries one; its "
+                    "attribution, where it names one too, is not looked up"},
         "scorer": self.scorer_fields(model_info, scorer_stats),
     })
     return manifest
@@ -267,7 +278,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   dead_letters["predictions"] = (read.dead_letter, matched.unmatched,
                                  ratings["dead_letter"], scored["dead_letter"])
   _ = dict(counts, dead=dead_letters, join_stats=passages["stats"],
-           ratings=ratings["stats"],
+           passage_counts=passages["own"], ratings=ratings["stats"],
            leaderboard=leaderboard, gold=gold_index, scorer_stats=scored["stats"]
            ) | "WriteRunRecord" >> WriteRunRecord(options.output_dir, work_dir, record,
                                                   scorer=plan.scorer)
