@@ -260,6 +260,13 @@ class LoadedScorer:
     return scores
 
 
+def _from_here(error: Exception) -> Exception:
+  """A configuration error raised again from the API's call: its message says
+  what is wrong and what to do; the frames of the checks (and a hub client's
+  network errors) behind it would bury it in a notebook."""
+  return type(error)(str(error))
+
+
 def load_scorer(family: str, **flags) -> LoadedScorer:
   """A scorer of (premise, hypothesis) pairs: `family` is a `--scorer` of the
   jobs (t5, nli-classifier, minicheck, remote, vertex, llm-judge) and `flags`
@@ -267,8 +274,8 @@ def load_scorer(family: str, **flags) -> LoadedScorer:
   the jobs check them; the model loads at the first `score` call. string-match
   is refused: it matches an answer in a passage and reads no premise."""
   from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=import-outside-toplevel
-  from autoais.beam_jobs.common import (ScorerOptions, option_dests, parse_options,  # pylint: disable=import-outside-toplevel
-                                        scorer_from_options)
+  from autoais.beam_jobs.common import (CONFIGURATION_ERRORS, ScorerOptions,  # pylint: disable=import-outside-toplevel
+                                        option_dests, parse_options, scorer_from_options)
   from autoais.schemas.errors import ConfigError  # pylint: disable=import-outside-toplevel
   if "scorer" in flags:
     raise ConfigError("name the family as load_scorer's first argument, not scorer=")
@@ -278,8 +285,11 @@ def load_scorer(family: str, **flags) -> LoadedScorer:
     # refuse a job's flag here rather than let it be ignored.
     raise ConfigError(f"load_scorer takes scorer flags only, not "
                       f"{', '.join(f'{name}=' for name in unknown)}")
-  options = parse_options(flags_to_argv(dict(scorer=family, **flags)), ScorerOptions)
-  scorer = scorer_from_options(options.view_as(PipelineOptions), local_run=True)
+  try:
+    options = parse_options(flags_to_argv(dict(scorer=family, **flags)), ScorerOptions)
+    scorer = scorer_from_options(options.view_as(PipelineOptions), local_run=True)
+  except CONFIGURATION_ERRORS as error:
+    raise _from_here(error) from None
   handler = scorer.model_handler()
   if handler is None:
     raise ConfigError(f"--scorer {family} scores an answer against a passage, not a "

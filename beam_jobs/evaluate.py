@@ -42,7 +42,8 @@ from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import UNMATCHED
 from autoais.schemas.errors import ConfigError
 from autoais.transforms.corpus import store
-from autoais.transforms.evaluate.leaderboard import WriteLeaderboard, no_gold_note
+from autoais.transforms.evaluate.leaderboard import (WriteLeaderboard, no_gold_note,
+                                                    unanswered_rule)
 from autoais.transforms.evaluate.ratings import RatingsFold
 from autoais.transforms.evaluate.steps import (AttachHumanRatings, AttachPassages,
                                        MatchGoldQuestions, ScoreAnswers)
@@ -199,6 +200,9 @@ class _EvaluateRecord(RunRecord):
       gold_counts = reconcile(gold_read_counts.get("read", 0), gold.n, dead["gold"])
       gold_counts["questions"] = gold_counts.pop("scored")
       manifest["gold_counts"] = gold_counts
+      manifest["unanswered"] = {
+          "rule": unanswered_rule(gold.empty_matches()),
+          "gold_questions_the_empty_answer_matches": gold.empty_matches()}
     else:
       manifest["no_gold"] = no_gold_note(measure_name(self._scorer))
     if human_rating_counts is not None:

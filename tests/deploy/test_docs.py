@@ -278,9 +278,10 @@ def test_readme_setup_commands_run(workspace):
   assert [argv[1] for argv in argvs] == ["build-corpus", "evaluate"], argvs
   for argv in argvs:
     workspace.run(argv)
-  shown = [argv[-1] for argv in commands(recipe) if argv[0].lstrip("@") == "cat"]
-  assert shown == ["out/eval/leaderboard.md"], shown
-  workspace.check_outputs(shown, "make run")
+  # evaluate prints its leaderboard's table itself: the recipe does not print
+  # it a second time (issue 46).
+  assert not [argv for argv in commands(recipe) if argv[0].lstrip("@") == "cat"]
+  workspace.check_outputs(["out/eval/leaderboard.md"], "make run")
 
 
 def markdown_files():

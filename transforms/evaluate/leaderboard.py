@@ -30,20 +30,31 @@ UNITS = dict(
     {column: PERCENT for column in (
         "coverage", "autoais", "autoais_ci_low", "autoais_ci_high", "autoais_scored",
         "em", "em_ci_low", "em_ci_high", "f1", "f1_ci_low", "f1_ci_high", "human_ais",
-        "human_agreement", "autoais_rated", "human_balanced_accuracy")},
+        "human_agreement", "autoais_rated", "human_balanced_accuracy", "em_answered",
+        "f1_answered")},
     human_kappa="Cohen's kappa (-1 to 1)", human_roc_auc="ROC-AUC (0 to 1)",
     human_pr_auc="average precision (0 to 1)")
 
 
+def unanswered_rule(empty_matches: int) -> str:
+  """How EM and F1 count an unanswered question (leaderboard.md, run.json);
+  `empty_matches`: the gold questions the empty answer matches."""
+  return ("EM and F1 count an unanswered question as the empty answer, as the "
+          f"Attributed QA script does: {empty_matches} gold question(s) have an answer "
+          "that normalises to nothing, which the empty answer matches; EM and F1 of "
+          "answered are over the questions the system answered")
+
+
 def leaderboard_markdown(rows, n_gold: int, graded: bool = True,
-                         scorer: Optional[dict] = None) -> str:
+                         scorer: Optional[dict] = None, empty_matches: int = 0) -> str:
   """leaderboard.md's table; `scorer`: the run's scorer block (run.json's),
-  which names the scorer on the first line and the attribution columns."""
+  which names the scorer on the first line and the attribution columns;
+  `empty_matches`: the gold questions an empty answer matches (unanswered_rule)."""
   measure = measure_name(scorer)
   if graded:
     intro = (f"{measure} over {n_gold} gold questions (paper mode: unanswered or "
              "unattributed questions count as N); EM and F1 in %; 95% bootstrap CIs "
-             "in brackets.")
+             f"in brackets. {unanswered_rule(empty_matches)}.")
   else:
     note = no_gold_note(measure)
     intro = (f"{note[0].upper()}{note[1:]}: unattributed questions count as N; 95% "
@@ -53,9 +64,9 @@ def leaderboard_markdown(rows, n_gold: int, graded: bool = True,
       "",
       intro,
       "",
-      f"| system | predicted | scored | {measure} % | EM | F1 | coverage % | "
-      f"{measure} of scored % | human agreement % |",
-      "|---|---:|---:|---|---|---|---:|---:|---:|",
+      f"| system | predicted | scored | {measure} % | EM | F1 | EM of answered | "
+      f"F1 of answered | coverage % | {measure} of scored % | human agreement % |",
+      "|---|---:|---:|---|---|---|---:|---:|---:|---:|---:|",
   ]
   for row in rows:
     agreement = ("" if row.human_agreement is None else
@@ -65,6 +76,7 @@ def leaderboard_markdown(rows, n_gold: int, graded: bool = True,
         f"{percent(row.autoais, row.autoais_ci_low, row.autoais_ci_high, scale=1)} | "
         f"{percent(row.em, row.em_ci_low, row.em_ci_high, scale=1) or 'not computed'} | "
         f"{percent(row.f1, row.f1_ci_low, row.f1_ci_high, scale=1) or 'not computed'} | "
+        f"{percent(row.em_answered, scale=1)} | {percent(row.f1_answered, scale=1)} | "
         f"{percent(row.coverage, scale=1)} | {percent(row.autoais_scored, scale=1)} | "
         f"{agreement} |")
   return "\n".join(lines) + "\n"
@@ -182,12 +194,15 @@ class _WriteLeaderboardFilesFn(beam.DoFn):
     board = {"n_gold": gold.n if gold.graded else None}
     if not gold.graded:
       board["note"] = no_gold_note(measure)
+    else:
+      board["unanswered"] = unanswered_rule(gold.empty_matches())
     board.update(scorer=scorer, scored_by=scored_by(scorer), measure=measure, units=UNITS,
                  bootstrap=bootstrap, systems=[row._asdict() for row in rows])
     write_text_atomically(join(self._output_dir, "leaderboard.json"),
                           json.dumps(board, indent=2, ensure_ascii=False) + "\n")
     write_text_atomically(join(self._output_dir, "leaderboard.md"),
-                          leaderboard_markdown(rows, gold.n, gold.graded, scorer) +
+                          leaderboard_markdown(rows, gold.n, gold.graded, scorer,
+                                               gold.empty_matches()) +
                           agreement_markdown(content, measure))
     write_text_atomically(join(self._output_dir, "scores.txt"), scores_text(
         sorted(reference_scores, key=lambda entry: entry["system_name"]), scorer))

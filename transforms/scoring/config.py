@@ -22,6 +22,7 @@ from apache_beam.io.filesystems import FileSystems
 from autoais.models import hub
 from autoais.schemas.errors import ConfigError, require, require_choice
 from autoais.transforms.scoring.registry import FAMILIES, FLAG_SCORERS, family_module, make_scorer
+from autoais.transforms.scoring.names import STRING_MATCH
 from autoais.transforms.scoring.scorer import Scorer
 
 
@@ -45,6 +46,12 @@ def scorer_config(options, given: FrozenSet[str], local_run: bool) -> ScorerConf
   check_scorer_flags(options, given)
   if not 0.0 <= options.threshold <= 1.0:
     raise ConfigError(f"--threshold must be in [0, 1], got {options.threshold}")
+  if options.scorer == STRING_MATCH and "threshold" in given:
+    # Accepted, it would change nothing: the baseline's score is 1 or 0.
+    raise ConfigError("--threshold is for a model scorer: string-match's nli_score is 1 "
+                      "(the answer found in the passage) or 0, so no threshold changes "
+                      "its decisions; choose a model (--scorer t5, nli-classifier, ...) "
+                      "to set one")
   if options.chunk_size is not None and options.chunk_size < 1:
     raise ConfigError(f"--chunk_size must be positive, got {options.chunk_size}")
   module = family_module(options.scorer)

@@ -67,7 +67,9 @@ def forest_plot(labels: Sequence[str], values, lows, highs, xlabel: str,
     axes.set_xlim(*limits)
     axes.axvline(0.0, color="0.4", linewidth=0.8)
   axes.grid(axis="x", alpha=0.3)
-  axes.legend(loc="lower right", fontsize=8)
+  # Above the axes: inside, it sat over the lowest rows' intervals.
+  axes.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, fontsize=8,
+              frameon=False)
   return _png(figure)
 
 
@@ -80,8 +82,15 @@ def scatter_plot(names: Sequence[str], x, y, correlations: Dict, xlabel: str,
   axes = figure.add_subplot()
   x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
   axes.scatter(x, y, color="tab:blue")
+  middle = (x.min() + x.max()) / 2 if len(x) else 0.0
   for name, px, py in zip(names, x, y):
-    axes.annotate(name, (px, py), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    # Labels readable (8 pt) and inside the axes: those of the right half
+    # point left, so none runs past the frame.
+    right = px > middle
+    axes.annotate(name, (px, py), fontsize=8, xytext=(-4 if right else 4, 4),
+                  textcoords="offset points", ha="right" if right else "left",
+                  annotation_clip=True)
+  axes.margins(0.12)
   if len(x) >= 2 and np.ptp(x) > 0:
     fit = stats.linregress(x, y)
     line = np.linspace(x.min(), x.max(), 2)
@@ -207,14 +216,20 @@ def _page(title: str, intro: List[str], tables: List[Tuple[str, str]],
   return "\n".join(parts) + "\n"
 
 
-_ROW_HEADER = ("group", "n", "human AIS", "predicted AIS", "accuracy",
-               "balanced accuracy", "Cohen's kappa", "ROC-AUC", "PR-AUC")
+# Rates in percent, as every plot and the Markdown pages show them; kappa and
+# the AUCs on their own scale (agreement.json keeps the fractions).
+_ROW_HEADER = ("group", "n", "human AIS %", "predicted AIS %", "accuracy %",
+               "balanced accuracy %", "Cohen's kappa", "ROC-AUC", "PR-AUC")
+
+
+def _percent(value: Optional[float]) -> Optional[str]:
+  return None if value is None else f"{value * 100:.1f}"
 
 
 def _stats_row(name, entry):
-  return (name, entry["n_rated"], entry["human_ais"], entry["predicted_ais"],
-          entry["accuracy"], entry["balanced_accuracy"], entry["cohen_kappa"],
-          entry["roc_auc"], entry["pr_auc"])
+  return (name, entry["n_rated"], *(_percent(entry[key]) for key in (
+      "human_ais", "predicted_ais", "accuracy", "balanced_accuracy")),
+          entry["cohen_kappa"], entry["roc_auc"], entry["pr_auc"])
 
 
 def _score_figures(overall: AgreementCounts) -> List[Tuple[str, Optional[str]]]:
@@ -256,18 +271,20 @@ def agreement_report_html(content: Dict, overall: AgreementCounts) -> str:
           f"Predicted AIS per {grouping}, ranked, with exact (Clopper-Pearson) 95% "
           "intervals; diamonds: human AIS.",
           forest_plot([name for name, _ in ranked],
-                      [entry["predicted_ais"] for _, entry in ranked],
-                      [ci.low for ci in intervals], [ci.high for ci in intervals],
-                      "share decided attributable",
-                      [entry["human_ais"] for _, entry in ranked], "human AIS")))
+                      [entry["predicted_ais"] * 100 for _, entry in ranked],
+                      [ci.low * 100 for ci in intervals],
+                      [ci.high * 100 for ci in intervals],
+                      "% decided attributable",
+                      [entry["human_ais"] * 100 for _, entry in ranked], "human AIS %",
+                      top=100)))
       level = content["group_level"][grouping]
       if len(ranked) >= 2:
         figures.append((
             f"Per-{grouping} predicted AIS against human AIS.",
             scatter_plot([name for name, _ in ranked],
-                         [entry["predicted_ais"] for _, entry in ranked],
-                         [entry["human_ais"] for _, entry in ranked], level,
-                         "predicted AIS", "human AIS")))
+                         [entry["predicted_ais"] * 100 for _, entry in ranked],
+                         [entry["human_ais"] * 100 for _, entry in ranked], level,
+                         "predicted AIS %", "human AIS %")))
   figures += _score_figures(overall)
   calibration = content.get("calibration")
   intro = [f"Format {content['format']}"
@@ -281,8 +298,9 @@ def agreement_report_html(content: Dict, overall: AgreementCounts) -> str:
     intro.append(
         f"Calibrated threshold {calibration['threshold']!r} (maximises "
         f"{calibration['metric']} on {', '.join(calibration['calibrate_on'])}); "
-        f"accuracy on the input {_cell(content['overall']['accuracy'])} at the default, "
-        f"{_cell(calibrated.get('accuracy'))} at the calibrated threshold.")
+        f"accuracy on the input {_percent(content['overall']['accuracy'])}% at the "
+        f"default, {_percent(calibrated.get('accuracy'))}% at the calibrated "
+        "threshold.")
     per_group = calibration.get("per_dataset")
     if per_group:
       tables.append((f"Thresholds tuned per {per_group['grouping']} on the calibration set",
@@ -316,18 +334,18 @@ def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts,
        forest_plot([row.system_name for row in ranked], [row.autoais for row in ranked],
                    [row.autoais_ci_low for row in ranked],
                    [row.autoais_ci_high for row in ranked], f"{measure} %",
-                   [row.human_ais for row in ranked], "human AIS", top=100)),
+                   [row.human_ais for row in ranked], "human AIS %", top=100)),
   ]
   if comparison["systems"]:
     figures.append((
         f"Per-system {measure} on the human-rated rows against human AIS on the same "
         "rows; correlations with 95% bootstrap intervals (questions resampled, paired "
         "across systems).",
-        scatter_plot(comparison["systems"], comparison["x"], comparison["y"],
-                     comparison, f"{measure} on rated rows", "human AIS")))
+        scatter_plot(comparison["systems"], np.asarray(comparison["x"]) * 100,
+                     np.asarray(comparison["y"]) * 100, comparison,
+                     f"{measure} on rated rows %", "human AIS %")))
   figures += _score_figures(overall)
-  # The per-system statistics as agreement.json holds them (fractions), like the
-  # overall row above them.
+  # The per-system statistics of agreement.json, rates in percent as above.
   system_rows = [_stats_row(row.system_name, content["systems"][row.system_name])
                  for row in ranked]
   tables = [
@@ -335,8 +353,8 @@ def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts,
        _table(_ROW_HEADER, [_stats_row("all systems", content["overall"])])),
   ]
   more_tables = [
-      ("Per system", _table(("system", "n rated", "human AIS", f"{measure} on rated",
-                             "accuracy", "balanced accuracy", "Cohen's kappa",
+      ("Per system", _table(("system", "n rated", "human AIS %", f"{measure} on rated %",
+                             "accuracy %", "balanced accuracy %", "Cohen's kappa",
                              "ROC-AUC", "PR-AUC"), system_rows)),
   ]
   correlation_rows = []

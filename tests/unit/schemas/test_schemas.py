@@ -58,7 +58,7 @@ def _example(element_type):
                                            1, False, "f.csv", 2),
       schemas.LeaderboardRow: schemas.LeaderboardRow(
           "sys", 10, 9, 8, 1, 0.8, 0.5, 0.2, 0.8, 0.625, 50.0, 20.0, 80.0, 60.0,
-          30.0, 90.0, 0, None, None, None, None, None, None, None),
+          30.0, 90.0, 0, None, None, None, None, None, None, None, 55.5, 66.6),
       schemas.DeadLetter: schemas.DeadLetter("f.csv", 3, "rejected", "empty_answer",
                                              "answer", "f.csv:3: ...", "{}"),
       schemas.AisAnnotation: schemas.AisAnnotation("totto", "T5-small", "42", False,
