@@ -375,7 +375,7 @@ def _registered_options(options_class: Type[PipelineOptions]):
   return list(registered.values())
 
 
-def _job_options(options_class: Type[PipelineOptions]):
+def job_options(options_class: Type[PipelineOptions]):
   """The project's option classes a job takes: its own, the shared ones it
   names in SHARED_OPTIONS (the scorer flags), and the run flags."""
   return (options_class, *getattr(options_class, "SHARED_OPTIONS", ()), RunOptions)
@@ -403,8 +403,8 @@ def near_miss(name: str, known: Iterable[str]) -> Optional[str]:
 def job_option_classes(options_class: Type[PipelineOptions]) -> list:
   """The options classes a job's flags are parsed against: Beam's (every
   registered class outside the project) and the project's that the job
-  takes (_job_options)."""
-  own = {_key(cls) for cls in _job_options(options_class)}
+  takes (job_options)."""
+  own = {_key(cls) for cls in job_options(options_class)}
   return [cls for cls in _registered_options(options_class)
           if not cls.__module__.startswith("autoais.") or _key(cls) in own]
 
@@ -435,7 +435,7 @@ def parse_options(argv: Sequence[str], options_class: Type[PipelineOptions]):
                         "or a scorer, takes it; this job would ignore it)")
     # The job's own flags first: `--bootstrap` means --bootstrap_samples, not
     # Beam's Kafka --bootstrap_servers.
-    own = {dest for cls in _job_options(options_class) for dest in option_dests(cls)}
+    own = {dest for cls in job_options(options_class) for dest in option_dests(cls)}
     known = {dest for cls in classes for dest in option_dests(cls)}
     meant = [(flag, near_miss(flag, own) or near_miss(flag, known)) for flag in unknown
              if flag.startswith("--")]
@@ -474,7 +474,7 @@ def job_help(job_name: str, argv: Sequence[str],
       epilog=f"Beam's pipeline options are taken too (--runner, --direct_num_workers, "
       f"--direct_running_mode, Dataflow's, Flink's, Spark's): `autoais {job_name} "
       f"{HELP_BEAM_FLAG}` lists them.")
-  for cls in _job_options(options_class):
+  for cls in job_options(options_class):
     cls._add_argparse_args(parser)  # pylint: disable=protected-access
   return parser.format_help()
 

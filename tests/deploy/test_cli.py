@@ -117,7 +117,8 @@ def test_the_options_of_the_runner_named_are_known_and_no_others():
   assert options.get_all_options()["run_label"] == "x"
   assert "  --run_label " in common.job_help("evaluate", ["--runner", runner, "--help_beam"],
                                              evaluate.EvaluateOptions)
-  with pytest.raises(ConfigError, match="^unknown argument\\(s\\): --run_lable x$"):
+  with pytest.raises(ConfigError, match="^unknown argument\\(s\\): --run_lable x "
+                     "\\(--run_lable: did you mean --run_label\\?\\)$"):
     common.parse_options(["--runner", runner, "--run_lable", "x"], evaluate.EvaluateOptions)
   with pytest.raises(ConfigError, match="^--runner Frob: no such runner; choose from "):
     common.parse_options(["--runner", "Frob"], evaluate.EvaluateOptions)
