@@ -9,6 +9,7 @@ and compare compares the string-match run with the T5 run.
 """
 import contextlib
 import io
+import json
 
 import pytest
 
@@ -32,7 +33,7 @@ def _run(job, **flags):
     flags.setdefault("bootstrap_samples", 20)
   console = io.StringIO()
   with contextlib.redirect_stdout(console):
-    api.run(job, **flags)
+    api.run(job, verbose=True, **flags)
   return console.getvalue()
 
 
@@ -128,6 +129,8 @@ def test_compare_names_both_scorers(runs):
   assert "| attribution % baseline |" in page
   html = (output_dir / "report.html").read_text(encoding="utf-8")
   assert "EM change (points)" in html  # as compare.md shows it
+  flipped = json.loads((output_dir / "run.json").read_text())["flipped_rows"]
+  assert f"{flipped} row(s) flipped decision between the runs: compare.csv" in html
 
 
 def test_a_hub_model_is_named_with_its_commit(tmp_path, monkeypatch, examples_corpus_dir,

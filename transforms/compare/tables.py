@@ -206,7 +206,7 @@ class _WriteCompareFilesFn(beam.DoFn):
     write_text_atomically(join(self._output_dir, "compare.md"),
                           compare_markdown(self._header, systems))
     write_text_atomically(join(self._output_dir, "report.html"),
-                          compare_report_html(self._header, systems))
+                          compare_report_html(self._header, systems, flipped))
     yield {"systems": sum(row.status == "both" for row in systems),
            "systems_added": sorted(row.system_name for row in systems
                                    if row.status == "added"),

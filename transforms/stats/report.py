@@ -384,7 +384,8 @@ def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts,
                figures, more_tables)
 
 
-def compare_report_html(header: Dict, systems: Sequence) -> str:
+def compare_report_html(header: Dict, systems: Sequence,
+                        flipped_rows: Optional[int] = None) -> str:
   """report.html of `autoais compare`: each system's AutoAIS change in points
   (agreement: each group's balanced accuracy change) with its paired-bootstrap
   interval (forest plot), and the table of changes."""
@@ -453,6 +454,9 @@ def compare_report_html(header: Dict, systems: Sequence) -> str:
                     + ("N to Y", "Y to N", "McNemar p", "regression")), rows)
   intro = [f"Baseline: {header['baseline']}. {scored_by(scorers.get('baseline'))}",
            f"Candidate: {header['candidate']}. {scored_by(scorers.get('candidate'))}"]
+  if flipped_rows is not None:
+    intro.append(f"{flipped_rows} row(s) flipped decision between the runs: compare.csv "
+                 "lists each, the most lowered score first.")
   if header["job"] == "claims":
     intro.append(f"{rate} is the claims' macro {rate} (the mean over answers of the "
                  "share of their claims rated attributable); N to Y and Y to N count "
