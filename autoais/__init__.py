@@ -14,7 +14,7 @@ light. The package's layers are mapped into it from the repository's folders
 __version__ = "0.1.0"
 
 _API = ("build_corpus", "evaluate", "agreement", "ais_annotations", "claims", "citations",
-        "audit", "sck", "compare", "serve", "run", "load_scorer", "premise", "hypothesis", "JobResult",
+        "audit", "sck", "compare", "training_data", "finetune", "serve", "run", "load_scorer", "premise", "hypothesis", "JobResult",
         "LoadedScorer")
 _ERRORS = ("ConfigError", "InputError", "CorpusError", "ModelError", "JobFailed")
 __all__ = ["__version__", *_API, *_ERRORS]

@@ -37,8 +37,9 @@ from typing import Any, Dict, List, Optional, Sequence
 _LEADERBOARDS = {"evaluate": "leaderboard.csv", "claims": "claims.csv",
                  "citations": "citations.csv", "audit": "audit.csv", "sck": "sck.csv",
                  "compare": "compare_systems.csv"}
-# The record a run writes last: run.json, corpus.json for build-corpus.
-_RECORDS = {"build-corpus": "corpus.json"}
+# The record a run writes last: run.json, corpus.json for build-corpus, the
+# model card for finetune.
+_RECORDS = {"build-corpus": "corpus.json", "finetune": "model_card.json"}
 # Columns of those tables that name things: never read as numbers, even where
 # every name looks like one (a system called 2023).
 _NAME_COLUMNS = frozenset({"system_name", "intent", "dataset", "system"})
@@ -197,6 +198,20 @@ def compare(**flags) -> JobResult:
   `result.leaderboard` holds the systems' changes, `result.table("compare.csv")`
   the flipped rows; exit_code 3 where --fail_on_regression found one."""
   return run("compare", **flags)
+
+
+def training_data(**flags) -> JobResult:
+  """`autoais training-data`: labelled sets into a family's training examples,
+  split by question (docs/finetune.md); `result.run["splits"]` holds the sizes
+  and label balance."""
+  return run("training-data", **flags)
+
+
+def finetune(**flags) -> JobResult:
+  """`autoais finetune`: a detector trained on training-data outputs
+  (docs/finetune.md); `result.run` is its model_card.json (threshold,
+  validation figures, base, data digests)."""
+  return run("finetune", **flags)
 
 
 def serve(**flags) -> None:

@@ -310,3 +310,19 @@ def test_an_output_directory_that_breaks_the_file_rules_is_refused(
                  "--output_dir", output, "--progress_interval", "0") == 2
   assert "config.json exists" in capsys.readouterr().err
   assert sorted(os.listdir(output)) == ["config.json"]
+
+
+def test_the_python_api_runs_both_commands(root, source, roberta_base, tmp_path):
+  import autoais  # pylint: disable=import-outside-toplevel
+  data = autoais.training_data(input=[f"aggrefact:{source}"], family="nli-classifier",
+                               output_dir=tmp_path / "data", validation_fraction=0.25)
+  assert sum(entry["examples"] for entry in data.run["splits"].values()) == len(_items())
+  model = autoais.finetune(train=[tmp_path / "data"], family="nli-classifier",
+                           base=roberta_base, output_dir=tmp_path / "model", epochs=1,
+                           batch_size=8, progress_interval=0)
+  assert model.run == _card(tmp_path / "model")
+  assert model.run["split_sizes"]["train"]["examples"] == data.run["splits"]["train"][
+      "examples"]
+  with pytest.raises(autoais.ConfigError):
+    autoais.finetune(train=[tmp_path / "data"], family="t5", base=roberta_base,
+                     output_dir=tmp_path / "refused")
