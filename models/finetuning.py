@@ -154,10 +154,17 @@ class Trainable:
                             attention_mask=mask.to(self.device),
                             labels=labels.to(self.device))
       return output.loss
-    encoded = self.tokenizer([p for p, _, _ in batch], [h for _, h, _ in batch],
-                             truncation="longest_first",
-                             max_length=self.max_input_tokens, padding=True,
-                             return_tensors="pt")
+    premises, hypotheses = [p for p, _, _ in batch], [h for _, h, _ in batch]
+    try:
+      # The premise's end goes first; the hypothesis stays whole.
+      encoded = self.tokenizer(premises, hypotheses, truncation="only_first",
+                               max_length=self.max_input_tokens, padding=True,
+                               return_tensors="pt")
+    except Exception:  # pylint: disable=broad-except
+      # A hypothesis too long for the budget on its own: both are cut.
+      encoded = self.tokenizer(premises, hypotheses, truncation="longest_first",
+                               max_length=self.max_input_tokens, padding=True,
+                               return_tensors="pt")
     labels = torch.tensor([label for _, _, label in batch])
     output = self.trained(**{k: v.to(self.device) for k, v in encoded.items()},
                           labels=labels.to(self.device))
