@@ -326,3 +326,22 @@ def test_the_python_api_runs_both_commands(root, source, roberta_base, tmp_path)
   with pytest.raises(autoais.ConfigError):
     autoais.finetune(train=[tmp_path / "data"], family="t5", base=roberta_base,
                      output_dir=tmp_path / "refused")
+
+
+def test_several_training_data_outputs_train_one_model(root, nli_data, source,
+                                                       roberta_base, tmp_path):
+  extra = _write_csv(tmp_path / "more.csv", [
+      dict(row, claim=row["claim"].replace("the ", "a ", 1)) for row in _items()])
+  more = _training_data(tmp_path, extra, "nli-classifier", "more")
+  output = tmp_path / "model"
+  assert run_job(finetune, "--train", f"{nli_data},{more}", "--family", "nli-classifier",
+                 "--base", roberta_base, "--output_dir", output, "--epochs", "1",
+                 "--progress_interval", "0") == 0
+  card = _card(output)
+  assert [entry["directory"] for entry in card["training_data"]] == [str(nli_data),
+                                                                     str(more)]
+  for split in ("train", "validation", "test"):
+    sizes = [json.loads((d / "run.json").read_text())["splits"][split]["examples"]
+             for d in (nli_data, more)]
+    assert card["split_sizes"][split]["examples"] == sum(sizes)
+  assert card["validation"]["n_rated"] == card["split_sizes"]["validation"]["examples"]

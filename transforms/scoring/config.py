@@ -55,7 +55,9 @@ def _card_threshold(options, given: FrozenSet[str]):
   card's threshold is set there too."""
   if "threshold" in given:
     return options.threshold, "--threshold"
-  if options.decision != "threshold" or not options.model:
+  if options.decision != "threshold":
+    return options.threshold, "unused (--decision decode)"
+  if not options.model:
     return options.threshold, "default"
   from autoais.models import checkpoints  # pylint: disable=import-outside-toplevel
   model = hub.pin(options.model, options.model_revision, "--model", "--model_revision")
