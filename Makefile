@@ -18,7 +18,7 @@ $(VENV)/.installed-base: setup.py
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed-base
-	$(PY) -m pip install -q -e '.[test,tf,sck]'
+	$(PY) -m pip install -q -e '.[test,tf,sck,finetune]'
 	touch $@
 
 install: $(VENV)/.installed-base

@@ -38,8 +38,9 @@ from typing import Any, Dict, List, Optional, Sequence
 _LEADERBOARDS = {"evaluate": "leaderboard.csv", "claims": "claims.csv",
                  "citations": "citations.csv", "audit": "audit.csv", "sck": "sck.csv",
                  "compare": "compare_systems.csv"}
-# The record a run writes last: run.json, corpus.json for build-corpus.
-_RECORDS = {"build-corpus": "corpus.json"}
+# The record a run writes last: run.json, corpus.json for build-corpus, the
+# model card for finetune.
+_RECORDS = {"build-corpus": "corpus.json", "finetune": "model_card.json"}
 # Columns of those tables that name things: never read as numbers, even where
 # every name looks like one (a system called 2023).
 _NAME_COLUMNS = frozenset({"system_name", "intent", "dataset", "system"})
@@ -206,7 +207,7 @@ def _check_keywords(job: str, flags: Dict[str, Any]) -> None:
   if not unknown:
     return
   beam = set()
-  if job != "serve":
+  if _is_beam_job(job):
     from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=import-outside-toplevel
     beam = {dest for cls in PipelineOptions.__subclasses__()
             if not cls.__module__.startswith("autoais.") for dest in option_dests(cls)}
@@ -239,6 +240,14 @@ def job_names() -> List[str]:
   """The Python names of the jobs (`build_corpus` for `autoais build-corpus`)."""
   from autoais.beam_jobs.cli import JOBS  # pylint: disable=import-outside-toplevel
   return [job.replace("-", "_") for job in JOBS]
+
+
+def _is_beam_job(job: str) -> bool:
+  """False for serve and finetune: one process with its own argument_parser(),
+  which takes no Beam pipeline options."""
+  import importlib  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs.cli import JOBS  # pylint: disable=import-outside-toplevel
+  return _options_class(importlib.import_module(JOBS[job])) is not None
 
 
 def _options_class(module):
@@ -310,7 +319,7 @@ def _job_function(job_name: str):
           width=78, initial_indent="  ", subsequent_indent="      "))
   parameters.append(inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY,
                                       default=False, annotation=bool))
-  beam = job != "serve"
+  beam = _is_beam_job(job)
   if beam:
     parameters.append(inspect.Parameter("beam_options", inspect.Parameter.VAR_KEYWORD))
 
