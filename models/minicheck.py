@@ -29,7 +29,7 @@ examples of a call are scored together, in token-budget batches.
 """
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
-from autoais.models import checkpoints, nli_classifier, t5_nli
+from autoais.models import checkpoints, nli_classifier, simulated_device, t5_nli
 from autoais.models.sentences import SentenceSplitter, sentence_splitter
 from autoais.models.token_budget import (LocalModelHandler, PieceCache, TokenBudgetModel,
                                          check_dtype)
@@ -331,4 +331,5 @@ def describe_minicheck(model_path: str, max_input_tokens: Optional[int],
       "chunk_unit": variant.chunk_unit,
       "input_format": f"{variant.prefix}{{doc}}{tokenizer.eos_token}{{claim}}",
       "sentence_splitter": sentence_splitter().describe(),
+      **simulated_device.describe(local_dir),
   }

@@ -37,7 +37,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from autoais.models import checkpoints
+from autoais.models import checkpoints, simulated_device
 from autoais.models.token_budget import (DEFAULT_TOKEN_BUDGET, LocalModelHandler,
                                          PieceCache, TokenBudgetModel, check_device,
                                          check_dtype, resolve_max_input_tokens)
@@ -324,6 +324,9 @@ class NliClassifierModel(TokenBudgetModel):
     with torch.inference_mode():
       for batch in self._batches(lengths):
         ids, mask = self._pad([inputs[i]["input_ids"] for i in batch])
+        if self.simulated_device is not None:
+          out[batch] = self.simulated_device.run(ids, mask)
+          continue
         kwargs = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in inputs[batch[0]]:
           kwargs["token_type_ids"], _ = self._pad(
@@ -366,9 +369,11 @@ def load_nli_classifier(model_path: str, dtype: str = "float32", device: str = "
       dtype=getattr(torch, dtype))
   model.to(device)
   model.eval()
-  return NliClassifierModel(model, tokenizer, device,
-                            resolve_max_input_tokens(tokenizer, max_input_tokens),
-                            token_budget or DEFAULT_TOKEN_BUDGET[device], positive)
+  loaded = NliClassifierModel(model, tokenizer, device,
+                              resolve_max_input_tokens(tokenizer, max_input_tokens),
+                              token_budget or DEFAULT_TOKEN_BUDGET[device], positive)
+  loaded.simulated_device = simulated_device.simulated(local_dir, device)
+  return loaded
 
 
 class NliClassifierModelHandler(LocalModelHandler):
@@ -421,4 +426,5 @@ def describe_classifier(model_path: str, max_input_tokens: Optional[int],
                                     CLASSIFIER_TOKENIZER_FILES + ("merges.txt",)),
       "max_input_tokens": resolve_max_input_tokens(tokenizer, max_input_tokens),
       "window_overlap": WINDOW_OVERLAP,
+      **simulated_device.describe(local_dir),
   }

@@ -62,6 +62,7 @@ import numpy as np
 from autoais.models.checkpoints import (check_model_and_tokenizer, checkpoint_checksums,
                                         file_in, list_dir, local_model_dir, open_tokenizer,
                                         read_json)
+from autoais.models import simulated_device
 from autoais.models.token_budget import (DEFAULT_TOKEN_BUDGET, LocalModelHandler,
                                          PieceCache, TokenBudgetModel, check_device,
                                          check_dtype, resolve_max_input_tokens)
@@ -1115,6 +1116,9 @@ class T5NliModel(TokenBudgetModel):
     with torch.inference_mode():
       for batch in self._batches([len(s) for s in sequences]):
         ids, mask = self._pad([sequences[i] for i in batch])
+        if self.simulated_device is not None:
+          probabilities[batch] = self.simulated_device.run(ids, mask)
+          continue
         encoded = self.encoder_states(ids, mask)
         pair = self.label_logits(ids, mask, encoded).float()
         probabilities[batch] = torch.softmax(pair, dim=-1)[:, 0].cpu().numpy()
@@ -1165,10 +1169,15 @@ def load_t5_nli(model_path: str, dtype: str = "float32", device: str = "cpu",
     refuse_sampling(model.generation_config.do_sample, model_path)
   model.to(device)
   model.eval()
-  return T5NliModel(model, tokenizer, model_path, device,
-                    resolve_max_input_tokens(tokenizer, max_input_tokens),
-                    token_budget or DEFAULT_TOKEN_BUDGET[device], label_ids,
-                    decoder_start_id)
+  loaded = T5NliModel(model, tokenizer, model_path, device,
+                      resolve_max_input_tokens(tokenizer, max_input_tokens),
+                      token_budget or DEFAULT_TOKEN_BUDGET[device], label_ids,
+                      decoder_start_id)
+  loaded.simulated_device = simulated_device.simulated(local_dir, device)
+  if loaded.simulated_device is not None and decision == "decode":
+    raise ModelError(f"--model {model_path}: a simulated device scores --decision "
+                     "threshold only (it does not run generate())")
+  return loaded
 
 
 class T5NliModelHandler(LocalModelHandler):
@@ -1231,4 +1240,5 @@ def describe_model(model_path: str, max_input_tokens: Optional[int],
       "max_input_tokens": resolve_max_input_tokens(tokenizer, max_input_tokens),
       "generation_config": {key: value for key, value in (generation or {}).items()
                             if key != "transformers_version"} or None,
+      **simulated_device.describe(local_dir),
   }

@@ -75,6 +75,9 @@ class TokenBudgetModel:
     self.max_input_tokens = max_input_tokens
     self.token_budget = token_budget
     self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    # A SimulatedDevice (models/simulated_device.py) that answers the padded
+    # batches in place of the torch model, where the model directory asks.
+    self.simulated_device = None
 
   def _batches(self, lengths: Sequence[int]):
     """Index lists of the sequences of `lengths`, sorted by length, each within
