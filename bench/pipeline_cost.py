@@ -288,14 +288,10 @@ def stage_of(func) -> str:
   filename, _, name = func
   path = filename.replace(os.sep, "/")
   if "/tokenizers/" in path or "/transformers/tokenization" in path or (
-      path.endswith(("models/t5_nli.py", "models/checkpoints.py"))
-      and name in ("_ids", "_ids_of", "_pieces_known", "__call__", "locked", "input_ids",
-                   "_plain", "ids", "packed", "_assemble", "_word_starts", "_entries",
-                   "_keep", "_tokenised", "_premise_ids", "_premise_encodings")):
+      path.endswith(("models/t5_inputs.py", "models/checkpoints.py"))
+      and name in ("encode_many", "model_text", "__call__", "locked", "input_ids")):
     return "tokenising"
-  if path.endswith("models/t5_nli.py") and name in (
-      "encode", "_windows_of", "_window_spans", "_pieces", "parts", "of", "_words_of",
-      "__init__"):
+  if path.endswith("models/t5_inputs.py"):
     return "windows"
   if (path.endswith(("models/t5_nli.py", "models/token_budget.py",
                      "bench/pipeline_cost.py")) or

@@ -4,19 +4,19 @@ one switched off, side by side in one bench run, alternating.
 
     .venv/bin/python bench/shortcuts.py --family t5 --model_cost cpu \\
         [--jobs evaluate,claims,citations] [--rounds 2] [--scale 0.5] \\
-        [--variants all,t5-whole-inputs,...]
+        [--variants all,minicheck-block-cache] [--code NAME=CHECKOUT ...]
 
 The jobs, inputs, families and model costs are bench/pipeline_cost.py's
 (`--model_cost cpu`: the tiny model's own forward pass on this CPU; a rate
 of models/simulated_device.py: a simulated card). A variant switches one
-shortcut off in the measuring process (SWITCHES); `all` keeps every one.
+shortcut off in the measuring process (switch()); `all` keeps every one.
 Each run prints its whole run's CPU and wall seconds; the last line gives,
 per job and variant, the median wall and CPU seconds and their ratio to
 `all` (above 1: the shortcut saved that much of a whole run).
 
-The switches reach into the models' internals as they were when this
-script was written (a cache of size 0, a strategy fixed, a tokenizer
-property forced off); a switch whose attribute is gone fails the run.
+A switch reaches into a model's internals (a cache of size 0); a switch
+whose attribute is gone fails the run. bench/README.md gives the figures of
+the shortcuts removed since, measured with this script at commit 74f3c87.
 """
 import argparse
 import json
@@ -49,42 +49,32 @@ def _set(**values):
 
 
 def switch(name: str) -> None:
-  from autoais.models import minicheck, nli_classifier, t5_nli  # pylint: disable=import-outside-toplevel
-  from autoais.models.token_budget import PieceCache  # pylint: disable=import-outside-toplevel
-  empty = lambda: PieceCache(0)  # keeps nothing
-  t5, classifier = t5_nli.T5NliModel, nli_classifier.NliClassifierModel
+  from autoais.models import minicheck, nli_classifier  # pylint: disable=import-outside-toplevel
+  from autoais.models.token_budget import TextCache  # pylint: disable=import-outside-toplevel
+  classifier = nli_classifier.NliClassifierModel
   switches = {
-      # The four PieceCaches of T5NliModel, one at a time.
-      "t5-premise-cache": (t5, _set(_premise_pieces=empty)),
-      "t5-encoding-cache": (t5, _set(_premises=empty)),
-      "t5-line-caches": (t5, _set(_line_pieces=empty, _line_ids=empty)),
-      # The words' pieces (_WordPieces): texts tokenised whole instead.
-      "t5-word-pieces": (t5, _set(_word_pieces=False)),
-      # The switch of strategy, fixed one way or the other.
-      "t5-ids-first": (t5, lambda m: setattr(m, "_offsets_first", lambda: False)),
-      "t5-offsets-first": (t5, lambda m: setattr(m, "_offsets_first", lambda: True)),
-      # Every T5 shortcut at once: the whole inputs in one tokenizer call and
-      # each window's text tokenised whole (the tokenizer's own path).
-      "t5-whole-inputs": (t5, _set(_words_apart=False)),
-      "classifier-premise-cache": (classifier, _set(_premises=empty)),
+      "classifier-premise-cache": (classifier, _set(_premises=lambda: TextCache(0))),
       # The pair template: the tokenizer's own pair encoding, pair by pair.
       "classifier-template": (classifier, _set(_template=None)),
-      "minicheck-block-cache": (minicheck.MiniCheckModel, _set(_blocks=lambda: PieceCache(
-          0, size=minicheck._characters))),  # pylint: disable=protected-access
+      # MiniCheck's cache of each document line's sentences.
+      "minicheck-block-cache": (minicheck.MiniCheckModel, _set(_blocks=lambda: TextCache(0))),
   }
   cls, change = switches[name]
   _after_init(cls, change)
 
 
-VARIANTS = ("all", "t5-premise-cache", "t5-encoding-cache", "t5-line-caches",
-            "t5-word-pieces", "t5-ids-first", "t5-offsets-first", "t5-whole-inputs",
-            "classifier-premise-cache", "classifier-template", "minicheck-block-cache")
+# The shortcuts removed after their measurement (the premise, encoding, line
+# and word caches of the t5 family, its strategy switch and its tokenising
+# apart) were switched by this script as of commit 74f3c87.
+VARIANTS = ("all", "classifier-premise-cache", "classifier-template",
+            "minicheck-block-cache")
 
 
 def run(variant: str, job: str, flags: list, argv: list, output: str, model_cost: str,
-        record: str) -> dict:
-  result = pipeline_cost.run_child(ROOT, job, flags, argv, output, False, model_cost,
-                                   record, script=__file__, variant=variant)
+        record: str, code: str = ROOT) -> dict:
+  result = pipeline_cost.run_child(code, job, flags, argv, output, False, model_cost,
+                                   record, script=__file__,
+                                   variant=variant if code == ROOT else "all")
   result["pairs"] = pipeline_cost.distinct_pairs(result.pop("run_json"))
   return result
 
@@ -94,7 +84,9 @@ def main():
   parser.add_argument("--family", default="t5", choices=sorted(pipeline_cost.FAMILIES))
   parser.add_argument("--model_cost", default="cpu")
   parser.add_argument("--jobs", default="evaluate,claims,citations")
-  parser.add_argument("--variants", default="all,t5-whole-inputs")
+  parser.add_argument("--variants", default="all")
+  parser.add_argument("--code", action="append", default=[],
+                      help="NAME=CHECKOUT: another checkout's code as a variant")
   parser.add_argument("--rounds", type=int, default=2)
   parser.add_argument("--scale", type=float, default=0.5)
   parser.add_argument("--workdir", default=os.path.join(ROOT, "bench", "out",
@@ -109,8 +101,9 @@ def main():
       switch(spec["variant"])
     pipeline_cost.child(spec)
     return
-  variants = args.variants.split(",")
-  unknown = set(variants) - set(VARIANTS)
+  codes = dict(item.split("=", 1) for item in args.code)
+  variants = args.variants.split(",") + list(codes)
+  unknown = set(variants) - set(VARIANTS) - set(codes)
   if unknown:
     raise SystemExit(f"--variants: unknown {sorted(unknown)}; choose from {VARIANTS}")
   work = args.workdir
@@ -131,7 +124,7 @@ def main():
       for variant in (variants if round_ % 2 == 0 else variants[::-1]):
         result = run(variant, job, flags, argv,
                      os.path.join(work, f"out-shortcuts-{job}-{variant}"),
-                     args.model_cost, record)
+                     args.model_cost, record, os.path.abspath(codes.get(variant, ROOT)))
         runs[variant].append(result)
         print(json.dumps({"job": job, "variant": variant, "round": round_,
                           **{k: round(v, 3) if isinstance(v, float) else v

@@ -31,7 +31,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from autoais.models import checkpoints, nli_classifier, simulated_device, t5_nli
 from autoais.models.sentences import SentenceSplitter, sentence_splitter
-from autoais.models.token_budget import (LocalModelHandler, PieceCache, TokenBudgetModel,
+from autoais.models.token_budget import (LocalModelHandler, TextCache, TokenBudgetModel,
                                          check_dtype)
 from autoais.schemas import LOCAL_FAILURE, AttributionExample, AttributionScore, ScoringFailure
 from autoais.schemas.errors import ConfigError, ModelError
@@ -43,13 +43,9 @@ T5_DECODER_START_ID = 0
 # The classifiers' supporting label.
 SUPPORTED_LABEL_ID = 1
 WORDS, TOKENS = "words", "tokens"
-# The characters of recent blocks' sentences kept across calls (about 8 MiB of
-# text).
+# The characters of recent blocks whose sentences are kept across calls
+# (about 8 MiB of text, twice that with the sentences).
 BLOCK_CACHE_CHARS = 1 << 23
-
-
-def _characters(entry: Tuple[Tuple[str, ...], Tuple[int, ...]]) -> int:
-  return sum(map(len, entry[0])) + 1
 
 
 class Variant(NamedTuple):
@@ -138,7 +134,7 @@ class MiniCheckModel:
     self.max_input_tokens = scorer.max_input_tokens
     self.chunk_size = chunk_size
     self.splitter = splitter
-    self._blocks = PieceCache(BLOCK_CACHE_CHARS, size=_characters)
+    self._blocks = TextCache(BLOCK_CACHE_CHARS)
     # The sizes of the sentences chunks_of adds: a line break, a blank document's "".
     self._break_and_blank_sizes = tuple(self._sizes(["\n", ""]))
     if self.tokenizer.eos_token is None:

@@ -33,13 +33,14 @@ config.json, `model.safetensors` or shards named by
 hint, never trust_remote_code; the tokenizer from any of CLASSIFIER_TOKENIZER_FILES
 (fast tokenizers only; transformers converts a slow vocabulary once per worker).
 """
+import array
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
 from autoais.models import checkpoints, simulated_device
 from autoais.models.token_budget import (DEFAULT_TOKEN_BUDGET, LocalModelHandler,
-                                         PieceCache, TokenBudgetModel, check_device,
+                                         TextCache, TokenBudgetModel, check_device,
                                          check_dtype, resolve_max_input_tokens)
 from autoais.schemas import AttributionExample, AttributionScore
 from autoais.schemas.errors import ConfigError, ModelError
@@ -52,8 +53,9 @@ CLASSIFIER_TOKENIZER_FILES = ("tokenizer.json", "spm.model", "spiece.model",
                               "sentencepiece.bpe.model", "vocab.json", "vocab.txt")
 WINDOW_OVERLAP = 0.25
 _MIN_WINDOW_TOKENS = 16
-# The tokens of recent premises kept across calls (int32: about 16 MiB).
-PREMISE_CACHE_TOKENS = 1 << 22
+# The characters of recent premises whose ids are kept across calls (int32
+# ids: about 16 MiB).
+PREMISE_CACHE_CHARS = 1 << 24
 # What the model reads of an encoding (the attention mask is made from the
 # lengths when a batch is padded).
 _MODEL_FIELDS = ("input_ids", "token_type_ids")
@@ -211,7 +213,7 @@ class NliClassifierModel(TokenBudgetModel):
   encoding is a template around them (pair_template; a fast tokenizer encodes
   each text of a pair on its own and adds the special tokens after): the
   distinct premises and hypotheses of a call are tokenised in one batch,
-  premises kept in a cache of recent premises (PieceCache) across calls, and
+  premises kept in a cache of recent premises (TextCache) across calls, and
   windows cut from the premise's ids as the tokenizer's overflowing
   encodings cut them. At load the template is checked against the
   tokenizer's own encodings of probe pairs, one of them windowed; a tokenizer
@@ -222,7 +224,7 @@ class NliClassifierModel(TokenBudgetModel):
     super().__init__(model, tokenizer, device, max_input_tokens, token_budget)
     self.positive = positive
     self._pair_specials = tokenizer.num_special_tokens_to_add(pair=True)
-    self._premises = PieceCache(PREMISE_CACHE_TOKENS)
+    self._premises = TextCache(PREMISE_CACHE_CHARS)
     self._template = pair_template(self.tokenizer)
     if self._template is not None and not self._template_holds():
       self._template = None
@@ -272,7 +274,7 @@ class NliClassifierModel(TokenBudgetModel):
     if missing:
       for text, ids in zip(missing, self.tokenizer.input_ids(missing,
                                                              add_special_tokens=False)):
-        self._premises.put(text, ids)
+        self._premises.put(text, array.array("i", ids))
         found[text] = ids
     return found
 

@@ -1,29 +1,20 @@
 """A simulated accelerator, for benches and tests on a machine without one.
 
-A model directory holding MARKER (`autoais_simulated_device.json`) loads as
-its family loads it (t5, nli-classifier, minicheck: the same checkpoint
-checks, tokenizer, tokenisation, windows, token-budget batches and padding),
-but each padded batch goes to a SimulatedDevice instead of the torch model:
-it waits, with the GIL released as a CUDA call releases it (time.sleep), for
-the time the named card takes for that batch's padded tokens at RATES, and
-answers a deterministic score per input (from its ids: the same input scores
-the same in any batch). It records each batch's busy interval, and
-busy_share() gives the share of the scoring window (first batch's start to
-last batch's end) in which it was busy.
+A model directory holding MARKER, `{"rate": RATE, "record": FILE}`, loads as
+its family loads it (t5, nli-classifier, minicheck: the same checks,
+tokenisation, windows, token-budget batches and padding), but each padded
+batch goes to a SimulatedDevice instead of the torch model: it waits, the
+GIL released as a CUDA call releases it (time.sleep), for the time the card
+of RATES takes for the batch's padded tokens, and answers a score of each
+input's ids alone. Each batch's busy interval is kept, and appended to
+`record` (optional; one JSON line per batch from every worker process):
+busy_share() is the share of the scoring window in which it was busy.
 
-    {"rate": "h100-flan-t5-large", "record": "/tmp/busy.jsonl"}
-
-`rate` is one of RATES; `record` (optional) a file each process appends one
-line per batch to ({"start", "end", "tokens", "pid"}: monotonic seconds),
-which busy_share(path) reads for a run of several worker processes.
-
-Why a file in the model directory and not a scorer flag: it reaches every job
-and runner that loads a local model (worker processes read the directory,
-not the launcher's flags) without a new flag in each family's flag table,
-and it is never ignored: the loaders read it wherever the model loads,
-run.json's model description names it (`simulated_device`), and what it
-cannot simulate is refused (`--device cuda`, `--decision decode`, an unknown
-rate).
+A file in the model directory, not a scorer flag: it reaches every job and
+runner that loads the model (workers read the directory, not the launcher's
+flags) without a flag in every family's table; never ignored: run.json's
+model description names it, and what it cannot simulate is refused
+(`--device cuda`, `--decision decode`, an unknown rate or key).
 """
 import json
 import os
@@ -44,20 +35,18 @@ class Rate(NamedTuple):
   source: str  # where the figure was measured
 
 
-# The measured GPU rates (bench/README.md, "On a GPU"; weights random at the
-# published shapes, bfloat16), scaled linearly by a batch's padded tokens.
+# The GPU rates measured by bench/gpu_families.py (bench/README.md, "On a
+# GPU"; bfloat16, weights random at the published shapes), scaled linearly
+# by a batch's padded tokens.
 RATES: Dict[str, Rate] = {
-    "h100-true-11b": Rate(64 * 256, 1.007, "gpu_families.py on an H100: TRUE (T5-11B) "
-                          "encoder and one decoder step, 64 x 256 tokens, 1,007 ms"),
-    "h100-flan-t5-large": Rate(233, 1 / 635, "gpu_families.py part 2 on an H100: the t5 "
-                               "handler's model calls alone, 635 pairs/s of 233 pieces"),
-    "h200-flan-t5-large": Rate(298, 1 / 513, "gpu_families.py --tokens 340 on an H200: the "
-                               "t5 handler's model calls alone, 513 pairs/s of 298 pieces"),
-    "h100-roberta-large": Rate(64 * 256, 0.023, "gpu_families.py on an H100: RoBERTa-large "
-                               "encoder and head, 64 x 256 tokens, 23 ms"),
-    "h100-deberta-v3-large": Rate(64 * 256, 0.084, "gpu_families.py on an H100: "
-                                  "DeBERTa-v3-large encoder and head, 64 x 256 tokens, "
-                                  "84 ms"),
+    "h100-true-11b": Rate(64 * 256, 1.007, "H100, TRUE (T5-11B), 64 x 256 tokens: 1,007 ms"),
+    "h100-flan-t5-large": Rate(233, 1 / 635, "H100, the t5 handler's model calls alone: "
+                               "635 pairs/s of 233 pieces"),
+    "h200-flan-t5-large": Rate(298, 1 / 513, "H200, the t5 handler's model calls alone: "
+                               "513 pairs/s of 298 pieces"),
+    "h100-roberta-large": Rate(64 * 256, 0.023, "H100, RoBERTa-large, 64 x 256 tokens: 23 ms"),
+    "h100-deberta-v3-large": Rate(64 * 256, 0.084, "H100, DeBERTa-v3-large, 64 x 256 "
+                                  "tokens: 84 ms"),
 }
 
 
@@ -135,16 +124,15 @@ def busy_share(record: str) -> float:
 
 
 def _busy_share(intervals) -> float:
+  """Busy time (overlapping intervals counted once) over the window from the
+  first start to the last end."""
   if not intervals:
     return 0.0
-  busy, covered_to = 0.0, None
+  busy, covered = 0.0, float("-inf")
   for start, end in sorted(intervals):
-    if covered_to is not None and start < covered_to:
-      start = covered_to
-    if end > start:
-      busy += end - start
-    covered_to = end if covered_to is None else max(covered_to, end)
-  window = max(end for _, end in intervals) - min(start for start, _ in intervals)
+    busy += max(0.0, end - max(start, covered))
+    covered = max(covered, end)
+  window = covered - min(start for start, _ in intervals)
   return busy / window if window > 0 else 1.0
 
 

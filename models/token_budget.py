@@ -5,7 +5,6 @@ device, sequences batched by padded tokens) and LocalModelHandler, the base of
 their RunInference handlers (one model per worker, or per machine with
 `--large_model`; `--torch_threads`).
 """
-import array
 import collections
 import itertools
 import threading
@@ -130,65 +129,44 @@ class TokenBudgetModel:
 
 
 
-class PieceCache:
-  """The pieces of recently tokenised premises, up to `max_tokens` in all, the
-  least recently used dropped first. Chunks are cut by pair digest, so the
-  pairs of one passage are spread over a run's chunks: a passage that many
-  pairs share is tokenised again in each chunk unless its pieces are kept
-  across them. Shared by the threads of a worker process (one lock). Used by
-  the t5 family (models/t5_nli.py), the classifiers (models/nli_classifier.py)
-  and, for a document's chunks, MiniCheck (models/minicheck.py); `size` says
-  what an entry counts towards `max_tokens` (its len() by default)."""
+class TextCache:
+  """What a model found of recent texts (a word's ids, a document line's
+  sentences and their sizes), at most `max_chars` characters of texts in all, the least
+  recently used dropped first; shared by a worker's threads (one lock). It
+  counts one unit, the characters of the texts kept: what is kept of a text
+  grows with the text. Chunks are cut by pair digest, so a text that many
+  pairs share reaches many calls of a run."""
 
-  def __init__(self, max_tokens: int, size: Callable[[Any], int] = len):
+  def __init__(self, max_chars: int):
     self._entries: "collections.OrderedDict[str, Any]" = collections.OrderedDict()
-    self._tokens = 0
-    self._max_tokens = max_tokens
-    self._size = size
+    self._chars = 0
+    self._max_chars = max_chars
     self._lock = threading.Lock()
 
-  def get(self, text: str) -> Optional[List[int]]:
-    pieces = self.get_stored(text)
-    return None if pieces is None else pieces.tolist()
-
-  def get_stored(self, text: str) -> Any:
-    """What put() stored of `text` (an int32 array for a list), or None."""
-    with self._lock:
-      pieces = self._entries.get(text)
-      if pieces is None:
-        return None
-      self._entries.move_to_end(text)
-    return pieces
-
   def found(self, texts: Sequence[str]) -> Tuple[Dict[str, Any], List[str]]:
-    """({text: what put() stored} of the distinct `texts` kept, the distinct
-    texts not kept, in order)."""
+    """({text: its value} of the distinct `texts` kept, the distinct texts
+    not kept, in order)."""
     kept: Dict[str, Any] = {}
     missing: List[str] = []
-    for text in dict.fromkeys(texts):
-      stored = self.get_stored(text)
-      if stored is None:
-        missing.append(text)
-      else:
-        kept[text] = stored
+    with self._lock:
+      for text in dict.fromkeys(texts):
+        if text in self._entries:
+          self._entries.move_to_end(text)
+          kept[text] = self._entries[text]
+        else:
+          missing.append(text)
     return kept, missing
 
-  def put(self, text: str, pieces: Any) -> None:
-    """Keeps `pieces` (a list of ints, kept as an int32 array; anything else,
-    an int32 numpy array, a _PremiseEncoding or a tuple, as it is), counted by
-    `size`."""
-    size = self._size(pieces)
-    if size > self._max_tokens:
+  def put(self, text: str, value: Any) -> None:
+    if len(text) > self._max_chars:
       return
     with self._lock:
-      if text in self._entries:
-        return
-      self._entries[text] = (array.array("i", pieces) if isinstance(pieces, list)
-                             else pieces)
-      self._tokens += size
-      while self._tokens > self._max_tokens:
-        _, dropped = self._entries.popitem(last=False)
-        self._tokens -= self._size(dropped)
+      if text not in self._entries:
+        self._entries[text] = value
+        self._chars += len(text)
+      while self._chars > self._max_chars:
+        dropped, _ = self._entries.popitem(last=False)
+        self._chars -= len(dropped)
 
 
 # Models loaded in this process, by handler type, path and settings; an entry
