@@ -288,13 +288,13 @@ class MiniCheckModelHandler(LocalModelHandler):
     self._tokenizer_path = tokenizer_path
     self._chunk_size = chunk_size
 
-  def load_model(self) -> MiniCheckModel:
-    self._set_threads()
+  def _settings(self) -> tuple:
+    return self._load_args[1:] + (self._tokenizer_path, self._chunk_size)
+
+  def _load(self) -> MiniCheckModel:
     return load_minicheck(*self._load_args, tokenizer_path=self._tokenizer_path,
                           chunk_size=self._chunk_size)
 
-  def _score(self, batch: Sequence[AttributionExample], model: MiniCheckModel):
-    return model.score(batch, self._threshold)
 
 
 def describe_minicheck(model_path: str, max_input_tokens: Optional[int],

@@ -396,14 +396,12 @@ class NliClassifierModelHandler(LocalModelHandler):
     self._tokenizer_path = tokenizer_path
     self._positive_label = positive_label
 
-  def load_model(self) -> NliClassifierModel:
-    self._set_threads()
+  def _settings(self) -> tuple:
+    return self._load_args[1:] + (self._tokenizer_path, self._positive_label)
+
+  def _load(self) -> NliClassifierModel:
     return load_nli_classifier(*self._load_args, tokenizer_path=self._tokenizer_path,
                                positive_label=self._positive_label)
-
-  def _score(self, batch: Sequence[AttributionExample],
-             model: NliClassifierModel) -> List[AttributionScore]:
-    return model.score(batch, self._threshold)
 
 
 def describe_classifier(model_path: str, max_input_tokens: Optional[int],

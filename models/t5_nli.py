@@ -331,14 +331,14 @@ class T5NliModelHandler(LocalModelHandler):
     self._token_budget = token_budget
     self._tokenizer_path = tokenizer_path
 
-  def load_model(self) -> T5NliModel:
-    self._set_threads()
-    return self._loaded_once(
-        (self._dtype, self._device, self._max_input_tokens, self._token_budget,
-         self._tokenizer_path, self._decision),
-        lambda: load_t5_nli(self._model_path, self._dtype, self._device,
-                            self._max_input_tokens, self._token_budget,
-                            tokenizer_path=self._tokenizer_path, decision=self._decision))
+  def _settings(self) -> tuple:
+    return (self._dtype, self._device, self._max_input_tokens, self._token_budget,
+            self._tokenizer_path, self._decision)
+
+  def _load(self) -> T5NliModel:
+    return load_t5_nli(self._model_path, self._dtype, self._device, self._max_input_tokens,
+                       self._token_budget, tokenizer_path=self._tokenizer_path,
+                       decision=self._decision)
 
   def _score(self, batch: Sequence[AttributionExample],
              model: T5NliModel) -> List[AttributionScore]:

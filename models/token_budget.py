@@ -6,10 +6,11 @@ their RunInference handlers (one model per worker, or per machine with
 `--large_model`; `--torch_threads`).
 """
 import collections
+import hashlib
 import itertools
 import threading
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
@@ -130,8 +131,8 @@ class TokenBudgetModel:
 
 
 class TextCache:
-  """What a model found of recent texts (a word's ids, a document line's
-  sentences and their sizes), at most `max_chars` characters of texts in all, the least
+  """What a model found of recent texts (a word's ids, a premise's ids, a
+  document line's sentences and their sizes), at most `max_chars` characters of texts in all, the least
   recently used dropped first; shared by a worker's threads (one lock). It
   counts one unit, the characters of the texts kept: what is kept of a text
   grows with the text. Chunks are cut by pair digest, so a text that many
@@ -180,8 +181,9 @@ class LocalModelHandler(ModelHandler[AttributionExample, PredictionResult, Any])
   (t5 here, nli-classifier in models/nli_classifier.py): the model loads once
   per worker (once per machine with `large_model`, shared across processes),
   batches of examples are split by token budget inside the model's `score`,
-  and `torch_threads` sets each process's threads. Subclasses load the model
-  (calling `_set_threads` first) and say how a batch is scored."""
+  and `torch_threads` sets each process's threads. Subclasses say what the
+  model depends on (_settings), load it (_load) and say how a batch is
+  scored (_score)."""
 
   metrics_namespace = "autoais_model"
 
@@ -194,19 +196,37 @@ class LocalModelHandler(ModelHandler[AttributionExample, PredictionResult, Any])
     self._large_model = large_model
     self._torch_threads = torch_threads
 
-  def _loaded_once(self, settings: tuple, load: Callable[[], Any]) -> Any:
-    """The model `load()` returns, loaded once per process for the same
-    `settings` while a handler still holds it: each RunInference of a job
+  def _settings(self) -> tuple:
+    """What the loaded model depends on besides the handler's type and path."""
+    raise NotImplementedError
+
+  def _load(self) -> Any:
+    raise NotImplementedError
+
+  def load_model(self) -> Any:
+    """The model, loaded once per process for the same type, path and
+    _settings() while a handler still holds it: each RunInference of a job
     (citations asks in three rounds, each its own) loads its model on its
     own, and would otherwise hold a copy of the same weights per round, in
-    memory (on a GPU too) and in loading time."""
-    key = (type(self), self._model_path) + settings
+    memory (on a GPU too) and in loading time. Beam shares a model between
+    RunInference steps only across processes (model_identifier, below);
+    docs/architecture.md says why this registry stays for the rest."""
+    self._set_threads()
+    key = (type(self), self._model_path) + self._settings()
     with _LOADING:
       model = _LOADED.get(key)
       if model is None:
-        model = load()
+        model = self._load()
         _LOADED[key] = model
     return model
+
+  def model_identifier(self) -> str:
+    """RunInference's model_identifier: the same for handlers of the same
+    type, path and settings, so that with `large_model` (a model shared
+    across a machine's processes) every RunInference step of a job uses one
+    shared copy, not one each."""
+    key = repr((type(self).__qualname__, self._model_path) + self._settings())
+    return "autoais-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
 
   def _set_threads(self) -> None:
     if self._torch_threads:
@@ -216,7 +236,7 @@ class LocalModelHandler(ModelHandler[AttributionExample, PredictionResult, Any])
       torch.set_num_threads(self._torch_threads)
 
   def _score(self, batch: Sequence[AttributionExample], model) -> List[AttributionScore]:
-    raise NotImplementedError
+    return model.score(batch, self._threshold)
 
   def run_inference(self, batch: Sequence[AttributionExample], model,
                     inference_args: Optional[Dict[str, Any]] = None):
