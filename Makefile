@@ -18,7 +18,7 @@ $(VENV)/.installed-base: setup.py
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed-base
-	$(PY) -m pip install -q -e '.[test,tf,sck]'
+	$(PY) -m pip install -q -e '.[test,tf,sck,finetune]'
 	touch $@
 
 install: $(VENV)/.installed-base
@@ -32,7 +32,7 @@ run: $(VENV)/.installed-base
 	    --corpus $(EXAMPLE_OUT)/corpus --gold examples/gold.jsonl \
 	    --output_dir $(EXAMPLE_OUT)/eval
 	@echo
-	@cat $(EXAMPLE_OUT)/eval/leaderboard.md
+	@echo "autoais is installed in $(VENV)/bin: in a new shell, '. $(VENV)/bin/activate' first (or call $(VENV)/bin/autoais)"
 
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -q -n $(TEST_WORKERS) tests

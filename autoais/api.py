@@ -29,6 +29,7 @@ own `models`, `schemas` or `transforms` packages do not get in the way.
 import csv
 import io
 import json
+import re
 import warnings
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -37,8 +38,9 @@ from typing import Any, Dict, List, Optional, Sequence
 _LEADERBOARDS = {"evaluate": "leaderboard.csv", "claims": "claims.csv",
                  "citations": "citations.csv", "audit": "audit.csv", "sck": "sck.csv",
                  "compare": "compare_systems.csv"}
-# The record a run writes last: run.json, corpus.json for build-corpus.
-_RECORDS = {"build-corpus": "corpus.json"}
+# The record a run writes last: run.json, corpus.json for build-corpus, the
+# model card for finetune.
+_RECORDS = {"build-corpus": "corpus.json", "finetune": "model_card.json"}
 # Columns of those tables that name things: never read as numbers, even where
 # every name looks like one (a system called 2023).
 _NAME_COLUMNS = frozenset({"system_name", "intent", "dataset", "system"})
@@ -52,22 +54,36 @@ class JobResult:
   code of a run that finished with a warning status). `table(name)` reads any
   CSV the job wrote."""
 
-  def __init__(self, job: str, output_dir: str, exit_code: int):
+  def __init__(self, job: str, output_dir: str, exit_code: int, console: str = ""):
     self.job = job
     self.output_dir = output_dir
     self.exit_code = exit_code
+    self.console = console
     self.run = json.loads(_read_text(output_dir, _RECORDS.get(job, "run.json")))
     leaderboard = _LEADERBOARDS.get(job)
     self.leaderboard = self.table(leaderboard) if leaderboard else None
 
   def table(self, name: str) -> List[Dict[str, Any]]:
-    """The rows of the CSV file `name` in the output directory (of its shards
-    in order, `{stem}-SSSSS-of-NNNNN.csv`, where the run wrote it with
-    --num_shards), as dicts keyed by its header: a column whose every non-empty cell is a number holds ints or
-    floats (names excepted), an empty cell is None."""
-    rows = []
+    """The rows of the CSV file `name` ("leaderboard" or "leaderboard.csv") in
+    the output directory (of its shards in order, `{stem}-SSSSS-of-NNNNN.csv`,
+    where the run wrote it with --num_shards), as dicts keyed by its header: a
+    column whose every non-empty cell is a number holds ints or floats (names
+    excepted), one of true / false cells bools, an empty cell is None. A name
+    the run did not write raises FileNotFoundError naming the tables it did."""
+    from apache_beam.io.filesystems import FileSystems  # pylint: disable=import-outside-toplevel
     from autoais.transforms.rows.merge import row_table_parts  # pylint: disable=import-outside-toplevel
-    for part in row_table_parts(str(self.output_dir).rstrip("/"), name) or [name]:
+    name = name if name.endswith(".csv") else f"{name}.csv"
+    directory = str(self.output_dir).rstrip("/")
+    parts = row_table_parts(directory, name) or [name]
+    if not FileSystems.exists(FileSystems.join(directory, parts[0])):
+      found = FileSystems.match([FileSystems.join(directory, "*.csv")])[0].metadata_list
+      written = sorted({re.sub(r"-\d{5}-of-\d{5}\.csv$", ".csv", path.rsplit("/", 1)[-1])
+                        .removesuffix(".csv") for path in (meta.path for meta in found)})
+      raise FileNotFoundError(
+          f"{self.job} wrote no {name} in {directory}; its tables: "
+          f"{', '.join(written) or 'none'}")
+    rows = []
+    for part in parts:
       rows.extend(csv.DictReader(io.StringIO(_read_text(self.output_dir, part))))
     return _typed_rows(rows)
 
@@ -91,20 +107,28 @@ def _number(text: str):
     return float(text)
 
 
+_BOOLS = {"true": True, "false": False}
+
+
 def _typed_rows(rows: List[Dict[str, str]]) -> List[Dict[str, Any]]:
-  numeric = set()
+  """Cells as Python values, column by column: numbers, bools (a column of
+  true / false only: 'false' read as a string would be truthy), text."""
+  kinds = {}
   for column in (rows[0] if rows else {}):
     cells = [row[column] for row in rows if row[column] not in ("", None)]
     if column in _NAME_COLUMNS or not cells:
+      continue
+    if all(cell in _BOOLS for cell in cells):
+      kinds[column] = _BOOLS.get
       continue
     try:
       for cell in cells:
         _number(cell)
     except ValueError:
       continue
-    numeric.add(column)
+    kinds[column] = _number
   return [{column: None if value in ("", None) else
-           _number(value) if column in numeric else value
+           kinds[column](value) if column in kinds else value
            for column, value in row.items()} for row in rows]
 
 
@@ -123,25 +147,36 @@ def flags_to_argv(flags: Dict[str, Any]) -> List[str]:
           if value is not None]
 
 
-def run(job: str, **flags) -> Optional[JobResult]:
+def run(job: str, verbose: bool = False, **flags) -> Optional[JobResult]:
   """Runs `job` (a name of `autoais JOB`, e.g. "evaluate" or "build-corpus") with
-  `flags`; see the module docstring."""
+  `flags`; see the module docstring. `verbose`: print what the command prints
+  (else it is kept in the result's `console`)."""
+  import contextlib  # pylint: disable=import-outside-toplevel
   import importlib  # pylint: disable=import-outside-toplevel
   from autoais.beam_jobs.cli import JOBS  # pylint: disable=import-outside-toplevel
-  from autoais.beam_jobs.common import errors_raised  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs.common import CONFIGURATION_ERRORS, errors_raised  # pylint: disable=import-outside-toplevel
   from autoais.schemas.errors import ConfigError, JobFailed  # pylint: disable=import-outside-toplevel
   if job not in JOBS:
     raise ConfigError(f"unknown job {job!r}: choose from {', '.join(JOBS)}")
+  _check_keywords(job, flags)
   module = importlib.import_module(JOBS[job])
-  with errors_raised():
-    code = module.run(flags_to_argv(flags))
+  if not verbose and job != "serve" and "progress_interval" in _dests(job):
+    flags.setdefault("progress_interval", 0)
+  console = io.StringIO()
+  quiet = (contextlib.nullcontext() if verbose or job == "serve" else
+           _redirected(console))
+  try:
+    with errors_raised(), quiet:
+      code = module.run(flags_to_argv(flags))
+  except CONFIGURATION_ERRORS as error:
+    raise _from_here(error) from None
   if code in (1, 2):  # serve reports its errors itself, as the command does
     raise (JobFailed if code == 1 else ConfigError)(
         f"autoais {job} exited with code {code} (its message is above)")
   if job == "serve":
     return None
   output_dir = flags.get("output") if job == "build-corpus" else flags.get("output_dir")
-  result = JobResult(job, str(output_dir), code)
+  result = JobResult(job, str(output_dir), code, console.getvalue())
   if code != 0:
     warnings.warn(f"autoais {job}: the run finished with status "
                   f"{result.run.get('status')!r} (exit code {code}); see run.json",
@@ -149,60 +184,183 @@ def run(job: str, **flags) -> Optional[JobResult]:
   return result
 
 
-def build_corpus(**flags) -> JobResult:
-  """`autoais build-corpus`: passages to a sharded Parquet corpus (docs/build-corpus.md)."""
-  return run("build-corpus", **flags)
+def _redirected(sink: io.StringIO):
+  """What the command prints (stdout, and its own lines on stderr) into `sink`."""
+  import contextlib  # pylint: disable=import-outside-toplevel
+  stack = contextlib.ExitStack()
+  stack.enter_context(contextlib.redirect_stdout(sink))
+  stack.enter_context(contextlib.redirect_stderr(sink))
+  return stack
 
 
-def evaluate(**flags) -> JobResult:
-  """`autoais evaluate`: AutoAIS, EM and F1 per system (docs/evaluate.md)."""
-  return run("evaluate", **flags)
+def _dests(job: str) -> set:
+  return {action.dest for _, actions in _flag_groups(job) for action in actions}
 
 
-def agreement(**flags) -> JobResult:
-  """`autoais agreement`: a labelled attribution set scored against its labels
-  (docs/agreement.md)."""
-  return run("agreement", **flags)
+def _check_keywords(job: str, flags: Dict[str, Any]) -> None:
+  """Refuses a keyword that is no flag of the job (nor Beam's), in the
+  keyword's own form, with the flag it most likely meant."""
+  from autoais.beam_jobs.common import near_miss, option_dests  # pylint: disable=import-outside-toplevel
+  from autoais.schemas.errors import ConfigError  # pylint: disable=import-outside-toplevel
+  own = _dests(job)
+  unknown = [name for name in flags if name not in own]
+  if not unknown:
+    return
+  beam = set()
+  if _is_beam_job(job):
+    from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=import-outside-toplevel
+    beam = {dest for cls in PipelineOptions.__subclasses__()
+            if not cls.__module__.startswith("autoais.") for dest in option_dests(cls)}
+  # Beam's own options (runner=, direct_num_workers=, ...) are left to the job's
+  # parser, which knows the runner's; another job's flag is refused there too.
+  wrong = [name for name in unknown if name not in beam]
+  if not wrong:
+    return
+  from autoais.beam_jobs.cli import JOBS  # pylint: disable=import-outside-toplevel
+  others = set()
+  for other in JOBS:
+    if other != job:
+      others |= _dests(other)
+  said = []
+  for name in wrong:
+    meant = near_miss(name, own)
+    said.append(f"{name}=" + (f" (did you mean {meant}=?)" if meant else
+                              " (another job's flag)" if name in others else ""))
+  raise ConfigError(f"{job.replace('-', '_')}() got unknown keyword argument(s): "
+                    + ", ".join(said))
 
 
-def ais_annotations(**flags) -> JobResult:
-  """`autoais ais-annotations`: the AIS paper's tables from raw annotations
-  (docs/ais-annotations.md)."""
-  return run("ais-annotations", **flags)
+# ----------------------------------------------------------------------------
+# A function per job, made from the job's flags: `autoais.evaluate(...)` has
+# the signature and docstring of `autoais evaluate`'s flags, and a job added
+# to beam_jobs/cli.py JOBS gets its function with no edit here.
 
 
-def claims(**flags) -> JobResult:
-  """`autoais claims`: claim-level attribution of long answers (docs/claims.md)."""
-  return run("claims", **flags)
+def job_names() -> List[str]:
+  """The Python names of the jobs (`build_corpus` for `autoais build-corpus`)."""
+  from autoais.beam_jobs.cli import JOBS  # pylint: disable=import-outside-toplevel
+  return [job.replace("-", "_") for job in JOBS]
 
 
-def citations(**flags) -> JobResult:
-  """`autoais citations`: ALCE citation recall and precision (docs/citations.md)."""
-  return run("citations", **flags)
+def _is_beam_job(job: str) -> bool:
+  """False for serve and finetune: one process with its own argument_parser(),
+  which takes no Beam pipeline options."""
+  import importlib  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs.cli import JOBS  # pylint: disable=import-outside-toplevel
+  return _options_class(importlib.import_module(JOBS[job])) is not None
 
 
-def audit(**flags) -> JobResult:
-  """`autoais audit`: many candidate passages per answer (docs/audit.md)."""
-  return run("audit", **flags)
+def _options_class(module):
+  """The PipelineOptions subclass a job module defines (each defines one), or
+  None for a job that is not a Beam job (serve: its argument_parser)."""
+  from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=import-outside-toplevel
+  for value in vars(module).values():
+    if (isinstance(value, type) and issubclass(value, PipelineOptions)
+        and value.__module__ == module.__name__):
+      return value
+  return None
 
 
-def sck(**flags) -> JobResult:
-  """`autoais sck`: SCK answer quality (docs/sck.md)."""
-  return run("sck", **flags)
+def _flag_groups(job: str):
+  """[(title, [argparse actions])]: the job's own flags, then the shared ones it
+  takes (scorer flags, row tables), then the run flags (progress)."""
+  import importlib  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs.cli import JOBS  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs.common import job_options, options_parser  # pylint: disable=import-outside-toplevel
+  module = importlib.import_module(JOBS[job])
+  options_class = _options_class(module)
+  if options_class is None:
+    parser = module.argument_parser()
+    return [(f"{job}'s flags", [a for a in parser._actions if a.dest != "help"])]  # pylint: disable=protected-access
+  groups = []
+  for cls in job_options(options_class):
+    actions = [a for a in options_parser(cls)._actions if a.dest != "help"]  # pylint: disable=protected-access
+    title = (f"{job}'s flags" if cls is options_class else
+             "scorer flags (docs/scorers.md)" if cls.__name__ == "ScorerOptions" else
+             "run flags" if cls.__name__ == "RunOptions" else
+             f"{cls.__name__.removesuffix('Options').lower()} flags")
+    groups.append((title, actions))
+  return groups
 
 
-def compare(**flags) -> JobResult:
-  """`autoais compare`: what changed between two evaluate (or claims, or
-  agreement) runs (docs/compare.md);
-  `result.leaderboard` holds the systems' changes, `result.table("compare.csv")`
-  the flipped rows; exit_code 3 where --fail_on_regression found one."""
-  return run("compare", **flags)
+def _annotation(action):
+  kind = action.type
+  if getattr(kind, "__name__", "") in ("boolean_flag", "_boolean") or isinstance(
+      action.default, bool):
+    kind = bool
+  elif kind not in (int, float):
+    kind = str
+  return Optional[kind] if action.default is None else kind
 
 
-def serve(**flags) -> None:
-  """`autoais serve`: the NLI model over HTTP (docs/serve.md); returns when the
-  server stops (SIGTERM)."""
-  run("serve", **flags)
+def _described(action) -> str:
+  text = (action.help or "").replace("%%", "%")
+  if action.choices:
+    text += f" One of: {', '.join(map(str, action.choices))}."
+  return text
+
+
+def _job_function(job_name: str):
+  """The function that runs `job_name` (its Python name) with its flags as
+  typed keyword arguments."""
+  import inspect  # pylint: disable=import-outside-toplevel
+  import textwrap  # pylint: disable=import-outside-toplevel
+  job = job_name.replace("_", "-")
+  groups = _flag_groups(job)
+  parameters, documented = [], []
+  for title, actions in groups:
+    documented.append(f"\n{title[0].upper()}{title[1:]}:")
+    for action in actions:
+      parameters.append(inspect.Parameter(
+          action.dest, inspect.Parameter.KEYWORD_ONLY, default=action.default,
+          annotation=_annotation(action)))
+      documented.append(textwrap.fill(
+          f"{action.dest} (default {action.default!r}): {_described(action)}",
+          width=78, initial_indent="  ", subsequent_indent="      "))
+  parameters.append(inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY,
+                                      default=False, annotation=bool))
+  beam = _is_beam_job(job)
+  if beam:
+    parameters.append(inspect.Parameter("beam_options", inspect.Parameter.VAR_KEYWORD))
+
+  def function(**flags):
+    return run(job, **flags)
+
+  import importlib  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs.cli import JOBS  # pylint: disable=import-outside-toplevel
+  summary = (importlib.import_module(JOBS[job]).__doc__ or job).strip().split("\n\n")[0]
+  function.__name__ = function.__qualname__ = job_name
+  function.__module__ = __name__
+  function.__signature__ = inspect.Signature(
+      parameters, return_annotation=None if job == "serve" else JobResult)
+  function.__doc__ = "\n".join([
+      f"`autoais {job}` in this process; returns "
+      + ("when the server stops (SIGTERM)." if job == "serve" else
+         "its JobResult (docs/python-api.md)."),
+      "", summary, "",
+      textwrap.fill(
+          "Every flag is a keyword argument named as the flag (None: left out). "
+          "verbose=True prints what the command prints (the summary table, "
+          "progress); else it is kept in result.console."
+          + (" Beam's pipeline options (runner=, direct_num_workers=, ...) are "
+             "keywords too." if beam else ""), width=78),
+      *documented])
+  return function
+
+
+_JOB_FUNCTIONS: Dict[str, Any] = {}
+
+
+def __getattr__(name: str):
+  if not name.startswith("_") and name in job_names():
+    if name not in _JOB_FUNCTIONS:
+      _JOB_FUNCTIONS[name] = _job_function(name)
+    return _JOB_FUNCTIONS[name]
+  raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+  return sorted(set(globals()) | set(job_names()))
 
 
 def premise(passage: str) -> str:
@@ -260,6 +418,13 @@ class LoadedScorer:
     return scores
 
 
+def _from_here(error: Exception) -> Exception:
+  """A configuration error raised again from the API's call: its message says
+  what is wrong and what to do; the frames of the checks (and a hub client's
+  network errors) behind it would bury it in a notebook."""
+  return type(error)(str(error))
+
+
 def load_scorer(family: str, **flags) -> LoadedScorer:
   """A scorer of (premise, hypothesis) pairs: `family` is a `--scorer` of the
   jobs (t5, nli-classifier, minicheck, remote, vertex, llm-judge) and `flags`
@@ -267,8 +432,8 @@ def load_scorer(family: str, **flags) -> LoadedScorer:
   the jobs check them; the model loads at the first `score` call. string-match
   is refused: it matches an answer in a passage and reads no premise."""
   from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=import-outside-toplevel
-  from autoais.beam_jobs.common import (ScorerOptions, option_dests, parse_options,  # pylint: disable=import-outside-toplevel
-                                        scorer_from_options)
+  from autoais.beam_jobs.common import (CONFIGURATION_ERRORS, ScorerOptions,  # pylint: disable=import-outside-toplevel
+                                        option_dests, parse_options, scorer_from_options)
   from autoais.schemas.errors import ConfigError  # pylint: disable=import-outside-toplevel
   if "scorer" in flags:
     raise ConfigError("name the family as load_scorer's first argument, not scorer=")
@@ -278,8 +443,11 @@ def load_scorer(family: str, **flags) -> LoadedScorer:
     # refuse a job's flag here rather than let it be ignored.
     raise ConfigError(f"load_scorer takes scorer flags only, not "
                       f"{', '.join(f'{name}=' for name in unknown)}")
-  options = parse_options(flags_to_argv(dict(scorer=family, **flags)), ScorerOptions)
-  scorer = scorer_from_options(options.view_as(PipelineOptions), local_run=True)
+  try:
+    options = parse_options(flags_to_argv(dict(scorer=family, **flags)), ScorerOptions)
+    scorer = scorer_from_options(options.view_as(PipelineOptions), local_run=True)
+  except CONFIGURATION_ERRORS as error:
+    raise _from_here(error) from None
   handler = scorer.model_handler()
   if handler is None:
     raise ConfigError(f"--scorer {family} scores an answer against a passage, not a "

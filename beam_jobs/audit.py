@@ -258,7 +258,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
                                                            work_dir, plan.num_shards)
   summary = written["outcomes"] | "SummarizeAudit" >> SummarizeAudit(
       options.output_dir, options.candidates_from, options.bootstrap_samples,
-      options.seed)
+      options.seed, plan.scorer.describe())
 
   dead_letters["answers"] = (answers_read.dead_letter, rated["answer_dead_letter"])
   dead_letters["candidates"] = (candidates_read.dead_letter, matched["dead_letter"],

@@ -210,9 +210,10 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
       options.output_dir, work_dir, plan.num_shards)
   summary = items["outcomes"] | "SummarizeCitations" >> SummarizeCitations(
       options.output_dir, {"at_most_citations": options.at_most_citations},
-      options.bootstrap_samples, options.seed)
+      options.bootstrap_samples, options.seed, plan.scorer.describe())
   human_check = ({"sentences": scored["sentences"], "systems": items["outcomes"]}
-                 | "CheckAgainstHumans" >> CheckAgainstHumans(options.output_dir))
+                 | "CheckAgainstHumans" >> CheckAgainstHumans(options.output_dir,
+                                                               plan.scorer.describe()))
   sentence_splitter = (pipeline
                        | "StartSplitterInfo" >> beam.Create([None])
                        | "DescribeSplitter" >> beam.Map(_describe_splitter))

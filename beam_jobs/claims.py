@@ -144,7 +144,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
       ClaimsFold, options.output_dir, work_dir, plan.num_shards)
   summary = written["outcomes"] | "SummarizeClaims" >> SummarizeClaims(
       options.output_dir, options.evidence_mode, options.bootstrap_samples,
-      options.seed)
+      options.seed, plan.scorer.describe())
   _ = {"dead": {"claims": (read.dead_letter, scored["dead_letter"], written["dead_letter"])},
        "read_counts": read.counts, "written": written["stats"], "summary": summary,
        "scorer_stats": scored["stats"]} | "WriteRunRecord" >> WriteRunRecord(

@@ -8,6 +8,8 @@
     autoais citations --input 'runs/*.json' --output_dir DIR [scorer flags] ...
     autoais audit --answers PATH --candidates PATH --corpus DIR --output_dir DIR ...
     autoais sck --input PATH --kg 'kg/*.parquet' --output_dir DIR [scorer flags] ...
+    autoais training-data --input [FORMAT:]PATH --family t5|nli-classifier --output_dir DIR
+    autoais finetune --train DIR --family t5|nli-classifier --base DIR --output_dir OUT
     autoais serve --model DIR [--host 127.0.0.1] [--port 8080]   (the NLI model over HTTP)
 
 `autoais JOB --help` lists a job's own flags, then the scorer flags (jobs that
@@ -27,6 +29,8 @@ JOBS = {
     "audit": "autoais.beam_jobs.audit",
     "sck": "autoais.beam_jobs.sck",
     "compare": "autoais.beam_jobs.compare",
+    "training-data": "autoais.beam_jobs.training_data",
+    "finetune": "autoais.beam_jobs.finetune",
     "serve": "autoais.beam_jobs.serve",
 }
 

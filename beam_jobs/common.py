@@ -8,13 +8,14 @@ beam_jobs/output_dir.py.
 import argparse
 import contextlib
 import contextvars
+import difflib
 import importlib
 import logging
 import shutil
 import sys
 import tempfile
 import time
-from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Type
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Type
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -374,7 +375,7 @@ def _registered_options(options_class: Type[PipelineOptions]):
   return list(registered.values())
 
 
-def _job_options(options_class: Type[PipelineOptions]):
+def job_options(options_class: Type[PipelineOptions]):
   """The project's option classes a job takes: its own, the shared ones it
   names in SHARED_OPTIONS (the scorer flags), and the run flags."""
   return (options_class, *getattr(options_class, "SHARED_OPTIONS", ()), RunOptions)
@@ -382,6 +383,30 @@ def _job_options(options_class: Type[PipelineOptions]):
 
 def _key(cls) -> str:
   return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def near_miss(name: str, known: Iterable[str]) -> Optional[str]:
+  """The known flag name (a dest) a mistyped `name` most likely meant: dashes
+  for underscores (`output-dir`), the one name it begins (`bootstrap` for
+  bootstrap_samples), else the closest by difflib; None when nothing is close."""
+  known = sorted(set(known))
+  name = name.lstrip("-").split("=", 1)[0]
+  if name.replace("-", "_") in known:
+    return name.replace("-", "_")
+  begun = [dest for dest in known if dest.startswith(name.replace("-", "_"))]
+  if len(begun) == 1:
+    return begun[0]
+  close = difflib.get_close_matches(name.replace("-", "_"), known, n=1, cutoff=0.75)
+  return close[0] if close else None
+
+
+def job_option_classes(options_class: Type[PipelineOptions]) -> list:
+  """The options classes a job's flags are parsed against: Beam's (every
+  registered class outside the project) and the project's that the job
+  takes (job_options)."""
+  own = {_key(cls) for cls in job_options(options_class)}
+  return [cls for cls in _registered_options(options_class)
+          if not cls.__module__.startswith("autoais.") or _key(cls) in own]
 
 
 def _unknown_flags(argv: Sequence[str], classes) -> List[str]:
@@ -399,10 +424,8 @@ def parse_options(argv: Sequence[str], options_class: Type[PipelineOptions]):
   (import_runner_options)."""
   import_runner_options(runner_named(argv))
   registered = _registered_options(options_class)
-  own = {_key(cls) for cls in _job_options(options_class)}
-  unknown = _unknown_flags(argv, [cls for cls in registered
-                                  if not cls.__module__.startswith("autoais.")
-                                  or _key(cls) in own])
+  classes = job_option_classes(options_class)
+  unknown = _unknown_flags(argv, classes)
   if unknown:
     elsewhere = set(unknown) - set(_unknown_flags(unknown, registered))
     not_taken = [flag.split("=", 1)[0] for flag in unknown
@@ -410,7 +433,16 @@ def parse_options(argv: Sequence[str], options_class: Type[PipelineOptions]):
     if not_taken:
       raise ConfigError(f"{' '.join(not_taken)}: not a flag of this job (another job, "
                         "or a scorer, takes it; this job would ignore it)")
-    raise ConfigError(f"unknown argument(s): {' '.join(unknown)}")
+    # The job's own flags first: `--bootstrap` means --bootstrap_samples, not
+    # Beam's Kafka --bootstrap_servers.
+    own = {dest for cls in job_options(options_class) for dest in option_dests(cls)}
+    known = {dest for cls in classes for dest in option_dests(cls)}
+    meant = [(flag, near_miss(flag, own) or near_miss(flag, known)) for flag in unknown
+             if flag.startswith("--")]
+    hints = "; ".join(f"{flag.split('=', 1)[0]}: did you mean --{dest}?"
+                      for flag, dest in meant if dest)
+    raise ConfigError(f"unknown argument(s): {' '.join(unknown)}"
+                      + (f" ({hints})" if hints else ""))
   return options_class(list(argv))
 
 
@@ -442,7 +474,7 @@ def job_help(job_name: str, argv: Sequence[str],
       epilog=f"Beam's pipeline options are taken too (--runner, --direct_num_workers, "
       f"--direct_running_mode, Dataflow's, Flink's, Spark's): `autoais {job_name} "
       f"{HELP_BEAM_FLAG}` lists them.")
-  for cls in _job_options(options_class):
+  for cls in job_options(options_class):
     cls._add_argparse_args(parser)  # pylint: disable=protected-access
   return parser.format_help()
 
@@ -500,6 +532,30 @@ def check_scratch_codec() -> None:
     raise ConfigError(str(error)) from None
 
 
+class _BeamNoiseFilter(logging.Filter):
+  """Drops Beam's warning that a composite's input type hint (a dict of
+  PCollections, as WriteRunRecord takes) "will be ignored": said once per
+  such step at every build (8 in compare, 16 in citations, 21 in sck), it
+  tells a user nothing about the run."""
+
+  def filter(self, record):
+    return "This input type hint will be ignored" not in str(record.msg)
+
+
+_NOISE_FILTER = _BeamNoiseFilter()
+# Loggers whose INFO lines say nothing about the run (the state cache's size).
+_QUIET_LOGGERS = ("apache_beam.runners.worker.statecache",)
+
+
+def quiet_beam_noise() -> None:
+  """Keeps Beam's noise off the console (once per process)."""
+  root = logging.getLogger()
+  if _NOISE_FILTER not in root.filters:
+    root.addFilter(_NOISE_FILTER)
+  for name in _QUIET_LOGGERS:
+    logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def run_job(job_name: str, argv: Optional[List[str]],
             options_class: Type[PipelineOptions],
             build_pipeline: Callable[[beam.Pipeline, PipelineOptions], object]) -> int:
@@ -509,6 +565,7 @@ def run_job(job_name: str, argv: Optional[List[str]],
   whose scratch directory is removed if the run fails.
   """
   logging.getLogger().setLevel(logging.INFO)
+  quiet_beam_noise()
   argv = sys.argv[1:] if argv is None else argv
   started = time.time()
   try:

@@ -91,12 +91,20 @@ class CompareOptions(ViewsKept, PipelineOptions):
     group.add_argument("--seed", type=int, default=0, help="Bootstrap seed.")
 
 
-def _read_json(path: str) -> Dict:
+def _read_json(path: str, flag: str, directory: str) -> Dict:
+  """A run's JSON file; a directory or file that is not there is named with
+  its flag, as the user gave it."""
+  if not FileSystems.exists(path):
+    if not FileSystems.exists(directory):
+      raise ConfigError(f"{flag} {directory}: no such directory")
+    raise ConfigError(f"{flag} {directory}: no {path.rsplit('/', 1)[-1]} there: not "
+                      f"the output directory of a finished run of "
+                      f"{' or '.join(ROW_KINDS)}")
   try:
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
       return json.loads(f.read().decode("utf-8"))
   except (OSError, IOError) as error:
-    raise ConfigError(f"{path}: cannot be read: {error}") from error
+    raise ConfigError(f"{flag} {path}: cannot be read: {error}") from error
   except ValueError as error:
     raise ConfigError(f"{path}: not JSON: {error}") from error
 
@@ -179,7 +187,7 @@ class _Plan:
     self.runs, self.files, self.leaderboards = {}, {}, {}
     for run in RUNS:
       flag, directory = f"--{run}", self.dirs[run]
-      record = _read_json(FileSystems.join(directory, "run.json"))
+      record = _read_json(FileSystems.join(directory, "run.json"), flag, directory)
       if record.get("job") not in ROW_KINDS:
         raise ConfigError(f"{flag} {directory}: a run of {record.get('job')!r}; "
                           f"compare reads runs of {' or '.join(ROW_KINDS)}")
@@ -196,7 +204,8 @@ class _Plan:
     for run in RUNS:
       flag, directory = f"--{run}", self.dirs[run]
       self.files[run] = _row_table_files(self.kind, flag, directory)
-      summary = _read_json(FileSystems.join(directory, self.kind.summary))
+      summary = _read_json(FileSystems.join(directory, self.kind.summary), flag,
+                           directory)
       self.leaderboards[run] = headlines(self.kind, summary)
       groupings[run] = tuple(summary.get("groupings") or ())
     self.groupings = groupings["candidate"]
@@ -224,6 +233,8 @@ class _Plan:
         "baseline": self.dirs["baseline"], "candidate": self.dirs["candidate"],
         "scorer": self.runs["candidate"].get("scorer", {}).get("name"),
         "scorer_changed": self.scorer_changed,
+        # What scored each run, as its run.json records it (named on every page).
+        "scorers": {run: self.runs[run].get("scorer") for run in RUNS},
         "gold_compared_by": ("content (gold_digest)" if all(
             self.runs[run].get("gold_digest") for run in RUNS) else
                              "file name and question count"),

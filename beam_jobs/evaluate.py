@@ -42,7 +42,8 @@ from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import UNMATCHED
 from autoais.schemas.errors import ConfigError
 from autoais.transforms.corpus import store
-from autoais.transforms.evaluate.leaderboard import NO_GOLD_NOTE, WriteLeaderboard
+from autoais.transforms.evaluate.leaderboard import (WriteLeaderboard, no_gold_note,
+                                                    unanswered_rule)
 from autoais.transforms.evaluate.ratings import RatingsFold
 from autoais.transforms.evaluate.steps import (AttachHumanRatings, AttachPassages,
                                        MatchGoldQuestions, ScoreAnswers)
@@ -53,6 +54,7 @@ from autoais.transforms.io.input_records import ReadRecords
 from autoais.transforms.labelled.readers import check_human_ratings_file, read_human_ratings
 from autoais.transforms.rows.merge import WriteMergedRows, row_table_files
 from autoais.transforms.rows.run_record import RunRecord, WriteRunRecord, reconcile
+from autoais.transforms.scoring.label import measure_name
 from autoais.transforms.stats.metrics import (BuildGoldIndex, QuestionIndexFromPredictions,
                                                SummarizeSystems)
 
@@ -163,7 +165,8 @@ class _Plan:
 class _EvaluateRecord(RunRecord):
   """run.json from the pipeline's counts."""
   job = "evaluate"
-  summed = ("read_counts", "gold_read_counts", "join_stats", "human_rating_counts")
+  summed = ("read_counts", "gold_read_counts", "join_stats", "human_rating_counts",
+            "passage_counts")
   values = ("ratings", "leaderboard", "gold")
 
   def __init__(self, options: EvaluateOptions, plan: _Plan):
@@ -183,7 +186,8 @@ class _EvaluateRecord(RunRecord):
                   "corpus_bytes": plan.manifest["total_bytes"] if plan.manifest else 0}
 
   def fields(self, read_counts, gold_read_counts, ratings, dead, join_stats,
-               leaderboard, gold, scorer_stats, model_info, human_rating_counts=None):
+             leaderboard, gold, scorer_stats, model_info, passage_counts,
+             human_rating_counts=None):
     counts = reconcile(read_counts.get("read", 0), ratings["scored"],
                        dead["predictions"])
     counts["unmatched_questions_discarded"] = counts["by_reason"].get(
@@ -196,8 +200,11 @@ class _EvaluateRecord(RunRecord):
       gold_counts = reconcile(gold_read_counts.get("read", 0), gold.n, dead["gold"])
       gold_counts["questions"] = gold_counts.pop("scored")
       manifest["gold_counts"] = gold_counts
+      manifest["unanswered"] = {
+          "rule": unanswered_rule(gold.empty_matches()),
+          "gold_questions_the_empty_answer_matches": gold.empty_matches()}
     else:
-      manifest["no_gold"] = NO_GOLD_NOTE
+      manifest["no_gold"] = no_gold_note(measure_name(self._scorer))
     if human_rating_counts is not None:
       # A rating is joined (to every kept prediction of its system and question),
       # rejected (bad record, repeated rating) or unmatched (no prediction).
@@ -215,6 +222,15 @@ class _EvaluateRecord(RunRecord):
         "human_rated_rows": leaderboard["human_rated_rows"],
         "inputs": dict(self._inputs),
         "join": join,
+        # Where the scored passages came from: the rows' own `passage`, where
+        # they carry one (then their attribution is not looked up), else the
+        # corpus by attribution id.
+        "passages": {
+            "from_rows": passage_counts.get("from_rows", 0),
+            "from_rows_over_attribution": passage_counts.get(
+                "from_rows_over_attribution", 0),
+            "rule": "a row's own passage is scored where it carries one; its "
+                    "attribution, where it names one too, is not looked up"},
         "scorer": self.scorer_fields(model_info, scorer_stats),
     })
     return manifest
@@ -261,10 +277,12 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   summary = ratings["outcomes"] | "SummarizeSystems" >> SummarizeSystems(
       gold_index, options.bootstrap_samples, options.seed)
   leaderboard = summary.rows | "WriteLeaderboard" >> WriteLeaderboard(
-      options.output_dir, gold_index, summary, options.bootstrap_samples, options.seed)
+      options.output_dir, gold_index, summary, options.bootstrap_samples, options.seed,
+      plan.scorer.describe())
   dead_letters["predictions"] = (read.dead_letter, matched.unmatched,
                                  ratings["dead_letter"], scored["dead_letter"])
-  _ = dict(counts, dead=dead_letters, join_stats=passages["stats"], ratings=ratings["stats"],
+  _ = dict(counts, dead=dead_letters, join_stats=passages["stats"],
+           passage_counts=passages["own"], ratings=ratings["stats"],
            leaderboard=leaderboard, gold=gold_index, scorer_stats=scored["stats"]
            ) | "WriteRunRecord" >> WriteRunRecord(options.output_dir, work_dir, record,
                                                   scorer=plan.scorer)

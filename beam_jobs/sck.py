@@ -190,7 +190,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   written = scored["rows"] | "WriteAnswerRows" >> WriteMergedRows(
       AnswersFold, options.output_dir, work_dir, plan.num_shards)
   summary = written["outcomes"] | "SummarizeSck" >> SummarizeSck(options.output_dir,
-                                                                 weights)
+                                                                 weights,
+                                                                 plan.scorer.describe())
   _ = {"dead": {"answers": (read.dead_letter, scored["dead_letter"], written["dead_letter"]),
                 "kg": kg.dead_letter},
        "read_counts": read.counts, "kg_read_counts": kg.counts,

@@ -65,6 +65,11 @@ def _route(value: Optional[str], default: str) -> tuple:
 
 
 def parse_args(argv):
+  return argument_parser().parse_args(argv)
+
+
+def argument_parser() -> argparse.ArgumentParser:
+  """serve's flags (the Python API reads them too: autoais.serve's signature)."""
   from autoais.serve.batching import FAMILIES, Limits  # pylint: disable=import-outside-toplevel
   from autoais.serve.http import MAX_BODY_BYTES, MAX_JSON_DEPTH  # pylint: disable=import-outside-toplevel
   env = os.environ
@@ -136,7 +141,7 @@ def parse_args(argv):
   health.add_argument("--drain_seconds", type=float, default=30.0,
                       help="On SIGTERM, how long requests in flight may finish "
                       "(default 30).")
-  return parser.parse_args(argv)
+  return parser
 
 
 def _check(args) -> None:

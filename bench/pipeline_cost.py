@@ -3,7 +3,8 @@ instant model.
 
     .venv/bin/python bench/pipeline_cost.py [--code OTHER_CHECKOUT] [--rounds 2]
         [--jobs evaluate,claims,audit,citations,agreement] [--scale 1.0]
-        [--family t5] [--profile] [--workdir bench/out/pipeline_cost]
+        [--family t5] [--model_cost instant|cpu|RATE] [--profile]
+        [--workdir bench/out/pipeline_cost]
 
 --family picks the scorer family whose host work is measured (FAMILIES): t5
 (the default, `--scorer t5`), nli-classifier-roberta and
@@ -31,6 +32,15 @@ model is their loaded torch model's forward answering at once with logits of
 the head's width (the supporting label's high where the sum of an input's ids
 is odd, low elsewhere): pair encoding with premise windows, MiniCheck's
 document chunks, token-budget batches and padding still run.
+
+--model_cost says what the model costs: `instant` (the default, above);
+`cpu`, the tiny model's own forward pass on this machine's CPU (one torch
+thread); or a rate of models/simulated_device.py's RATES (h100-true-11b,
+h200-flan-t5-large, h100-roberta-large, ...): the family's model directory
+copied with the simulated device's marker, so each padded batch waits, GIL
+released, for the time that card takes. With a simulated device the whole
+run's wall time is the figure (the waits cost no CPU): each job's line adds
+pairs per wall second and the device's busy share of the scoring window.
 
 Each run is a fresh child process that imports the `autoais` package from a
 checkout (this one, and with --code another one, for before and after), runs
@@ -278,14 +288,10 @@ def stage_of(func) -> str:
   filename, _, name = func
   path = filename.replace(os.sep, "/")
   if "/tokenizers/" in path or "/transformers/tokenization" in path or (
-      path.endswith(("models/t5_nli.py", "models/checkpoints.py"))
-      and name in ("_ids", "_ids_of", "_pieces_known", "__call__", "locked", "input_ids",
-                   "_plain", "ids", "packed", "_assemble", "_word_starts", "_entries",
-                   "_keep", "_tokenised", "_premise_ids", "_premise_encodings")):
+      path.endswith(("models/t5_inputs.py", "models/checkpoints.py"))
+      and name in ("encode_many", "model_text", "__call__", "locked", "input_ids")):
     return "tokenising"
-  if path.endswith("models/t5_nli.py") and name in (
-      "encode", "_windows_of", "_window_spans", "_pieces", "parts", "of", "_words_of",
-      "__init__"):
+  if path.endswith("models/t5_inputs.py"):
     return "windows"
   if (path.endswith(("models/t5_nli.py", "models/token_budget.py",
                      "bench/pipeline_cost.py")) or
@@ -328,7 +334,8 @@ def child(spec: dict) -> None:
   import importlib  # pylint: disable=import-outside-toplevel
   job = importlib.import_module(f"autoais.beam_jobs.{spec['job'].replace('-', '_')}")
   if spec["scorer"] != "string-match":
-    make_model_instant()
+    if spec.get("model_cost", "instant") == "instant":
+      make_model_instant()
     # Imports before the clock (a process's start-up, not a pair's cost): the
     # model's modules, Beam's RunInference, torch and transformers.
     for module in ("autoais.transforms.scoring.t5",
@@ -348,20 +355,29 @@ def child(spec: dict) -> None:
     # The profiled thread's CPU time, not wall time: on a shared machine wall
     # time charges other processes' turns to whatever ran when they came.
     profiler = cProfile.Profile(time.thread_time)
+  record = spec.get("record")
+  if record and os.path.exists(record):
+    os.unlink(record)
   before = resource.getrusage(resource.RUSAGE_SELF)
   main_thread = time.thread_time()
+  wall = time.monotonic()
   if profiler:
     profiler.enable()
   code = job.run(spec["argv"])
   if profiler:
     profiler.disable()
+  wall = time.monotonic() - wall
   main_thread = time.thread_time() - main_thread
   after = resource.getrusage(resource.RUSAGE_SELF)
   cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
   # The fast tokenizer encodes a list on its own threads (Rust, rayon): their
   # CPU is in cpu_s but not in the main thread's profile.
-  result = {"exit": code, "cpu_s": cpu, "other_threads_cpu_s": cpu - main_thread,
+  result = {"exit": code, "cpu_s": cpu, "wall_s": wall,
+            "other_threads_cpu_s": cpu - main_thread,
             "peak_rss_mib": after.ru_maxrss / 1024}
+  if record and spec["scorer"] != "string-match":
+    from autoais.models.simulated_device import busy_share  # pylint: disable=import-outside-toplevel
+    result["device_busy_share"] = busy_share(record)
   if profiler:
     result["stages"] = profile_stages(profiler)
     if spec.get("dump"):
@@ -382,16 +398,21 @@ def distinct_pairs(record: dict) -> int:
 
 
 def run_child(code: str, job: str, scorer: list, argv: list, output: str,
-              profile: bool) -> dict:
-  spec = {"code": code, "job": job, "profile": profile,
+              profile: bool, model_cost: str = "instant", record: str = "",
+              script: str = __file__, **extra) -> dict:
+  """One run in a child process of `script` (this one, or another bench's
+  that takes the same --child spec, with `extra` keys)."""
+  spec = {"code": code, "job": job, "profile": profile, "model_cost": model_cost,
+          "record": record, **extra,
           "scorer": scorer[1] if scorer else "string-match",
           "argv": argv + ["--output_dir", output, "--progress_interval", "0"] + scorer}
   process = subprocess.run(
-      ["nice", "-n", "5", sys.executable, os.path.abspath(__file__), "--child",
+      ["nice", "-n", "5", sys.executable, os.path.abspath(script), "--child",
        json.dumps(spec)], cwd=ROOT, capture_output=True, text=True, check=False)
   lines = [line for line in process.stdout.splitlines() if line.startswith("RESULT ")]
   if process.returncode or not lines or json.loads(lines[-1][len("RESULT "):])["exit"]:
-    raise SystemExit(f"{job} ({code}, {spec['scorer']}) failed:\n{process.stderr[-3000:]}")
+    raise SystemExit(f"{job} ({code}, {spec['scorer']}, {extra}) failed:\n"
+                     f"{process.stderr[-3000:]}")
   result = json.loads(lines[-1][len("RESULT "):])
   with open(os.path.join(output, "run.json"), encoding="utf-8") as f:
     result["run_json"] = json.load(f)
@@ -433,6 +454,24 @@ def build_family_model(family: str, work: str, words: Words) -> list:
   return ["--scorer", scorer, "--model", model]
 
 
+def simulated_model(flags: list, rate: str, work: str) -> tuple:
+  """(the flags with --model a copy of the model holding the simulated
+  device's marker at `rate`, the device's record file)."""
+  import shutil  # pylint: disable=import-outside-toplevel
+  from autoais.models.simulated_device import MARKER, RATES  # pylint: disable=import-outside-toplevel
+  if rate not in RATES:
+    raise SystemExit(f"--model_cost {rate!r}: instant, cpu or one of {', '.join(RATES)}")
+  model = flags[flags.index("--model") + 1]
+  copy, record = f"{model}-{rate}", os.path.join(work, f"busy-{rate}.jsonl")
+  if not os.path.isdir(copy):
+    shutil.copytree(model, copy)
+  with open(os.path.join(copy, MARKER), "w", encoding="utf-8") as f:
+    json.dump({"rate": rate, "record": record}, f)
+  flags = list(flags)
+  flags[flags.index("--model") + 1] = copy
+  return flags, record
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--code", action="append", default=[],
@@ -441,6 +480,8 @@ def main():
   parser.add_argument("--rounds", type=int, default=2)
   parser.add_argument("--scale", type=float, default=1.0)
   parser.add_argument("--family", default="t5", choices=sorted(FAMILIES))
+  parser.add_argument("--model_cost", default="instant",
+                      help="instant, cpu, or a simulated device's rate (the docstring)")
   parser.add_argument("--profile", action="store_true")
   parser.add_argument("--skip_string_match", action="store_true")
   parser.add_argument("--workdir", default=os.path.join(ROOT, "bench", "out",
@@ -456,6 +497,10 @@ def main():
   # One torch thread: with an instant model, intra-op threads have nothing to
   # share, and on a loaded machine their spin-waits are CPU charged to the run.
   model_flags = build_family_model(args.family, work, words) + ["--torch_threads", "1"]
+  record = ""
+  if args.model_cost not in ("instant", "cpu"):
+    model_flags, record = simulated_model(model_flags, args.model_cost, work)
+  tag = f"{args.family}-{args.model_cost}"
   checkouts = {"this": ROOT, **{f"code{i}": os.path.abspath(c)
                                 for i, c in enumerate(args.code)}}
   # The marginal cost per pair is measured between two sizes of the same
@@ -476,11 +521,13 @@ def main():
       for size, argv in argvs.items():
         for name, code in checkouts.items():
           runs[name, size].append(run_child(
-              code, job, model_flags, argv, os.path.join(work, f"out-{job}-{size}-{name}-{args.family}"), False))
+              code, job, model_flags, argv, os.path.join(work, f"out-{job}-{size}-{name}-{tag}"),
+              False, args.model_cost, record))
         if not args.skip_string_match:
           string_match[size].append(run_child(
               ROOT, job, [], argv, os.path.join(work, f"out-{job}-{size}-sm"), False))
-    result = {"job": job, "family": args.family, "python_yardstick_s": yardsticks}
+    result = {"job": job, "family": args.family, "model_cost": args.model_cost,
+              "python_yardstick_s": yardsticks}
     for name, code in checkouts.items():
       pairs = {size: distinct_pairs(runs[name, size][0]["run_json"]) for size in sizes}
       cpu = {size: statistics.median(r["cpu_s"] for r in runs[name, size])
@@ -489,15 +536,22 @@ def main():
           "code": code, "distinct_pairs": pairs["full"], "cpu_s": round(cpu["full"], 2),
           "cpu_s_all": [round(r["cpu_s"], 2) for r in runs[name, "full"]],
           "pairs_per_cpu_s": round(pairs["full"] / cpu["full"], 1),
+          "wall_s_all": [round(r["wall_s"], 2) for r in runs[name, "full"]],
+          "pairs_per_wall_s": round(pairs["full"] / statistics.median(
+              r["wall_s"] for r in runs[name, "full"]), 1),
           "other_threads_cpu_s": round(statistics.median(
               r["other_threads_cpu_s"] for r in runs[name, "full"]), 2),
           "small_distinct_pairs": pairs["small"], "small_cpu_s": round(cpu["small"], 2),
           "marginal_pairs_per_cpu_s": round(
               (pairs["full"] - pairs["small"]) / (cpu["full"] - cpu["small"]), 1),
           "peak_rss_mib": round(max(r["peak_rss_mib"] for r in runs[name, "full"]))}
+      if record:
+        result[name]["device_busy_share"] = round(statistics.median(
+            r["device_busy_share"] for r in runs[name, "full"]), 3)
       if args.profile:
         profiled = run_child(code, job, model_flags, argvs["full"],
-                             os.path.join(work, f"out-{job}-profile-{name}-{args.family}"), True)
+                             os.path.join(work, f"out-{job}-profile-{name}-{tag}"), True,
+                             args.model_cost, record)
         result[name]["stages"] = profiled["stages"]
     if not args.skip_string_match:
       pairs = {size: distinct_pairs(runs["this", size][0]["run_json"]) for size in sizes}
@@ -510,11 +564,12 @@ def main():
               (pairs["full"] - pairs["small"]) / (cpu["full"] - cpu["small"]), 1)}
     for name in checkouts:
       if name != "this":
-        for rate in ("pairs_per_cpu_s", "marginal_pairs_per_cpu_s"):
+        for rate in ("pairs_per_cpu_s", "marginal_pairs_per_cpu_s", "pairs_per_wall_s"):
           result[f"this_over_{name}_{rate}"] = round(
               result["this"][rate] / result[name][rate], 2)
     summary[job] = {name: {rate: result[name][rate] for rate in (
-        "pairs_per_cpu_s", "marginal_pairs_per_cpu_s")} for name in checkouts}
+        "pairs_per_cpu_s", "marginal_pairs_per_cpu_s", "pairs_per_wall_s")}
+                    for name in checkouts}
     if "string_match" in result:
       summary[job]["string_match"] = {rate: result["string_match"][rate] for rate in (
           "pairs_per_cpu_s", "marginal_pairs_per_cpu_s")}

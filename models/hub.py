@@ -132,18 +132,28 @@ def resolve(repo_id: str, revision: Optional[str], flag: str) -> HubModel:
         raise _hub_error(flag, repo_id, revision, error) from error
       cached = _cached_commit(repo_id, revision)
       if cached is None:
+        # The message says what went wrong and what to do; the network's own
+        # traceback (pages of huggingface_hub and urllib3) would bury it.
         raise ModelError(
             f"{flag} {repo_id}: the Hugging Face hub cannot be reached ({error}) and "
-            f"{_where(repo_id)} has no revision {revision!r}") from error
+            f"{_where(repo_id)} has no revision {revision!r}: download the model "
+            f"where the hub can be reached ({_download_command(repo_id, revision)}) "
+            "into the cache this machine reads (HF_HOME), or name a local "
+            "directory") from None
       return HubModel(repo_id, cached)
   cached = _cached_commit(repo_id, revision)
   if cached is None:
     raise ModelError(
         f"{flag} {repo_id}: HF_HUB_OFFLINE is set and {_where(repo_id)} has no "
-        f"revision {revision!r}: download the model first (`hf download {repo_id}`"
-        f"{'' if revision == _DEFAULT_REVISION else f' --revision {revision}'}) or "
-        "unset HF_HUB_OFFLINE (or name a local directory)")
+        f"revision {revision!r}: download the model first "
+        f"({_download_command(repo_id, revision)}) or unset HF_HUB_OFFLINE (or name a "
+        "local directory)")
   return HubModel(repo_id, cached)
+
+
+def _download_command(repo_id: str, revision: str) -> str:
+  return (f"`hf download {repo_id}"
+          f"{'' if revision == _DEFAULT_REVISION else f' --revision {revision}'}`")
 
 
 def _snapshot_files(model: HubModel) -> Dict[str, int]:

@@ -29,9 +29,9 @@ examples of a call are scored together, in token-budget batches.
 """
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
-from autoais.models import checkpoints, nli_classifier, t5_nli
+from autoais.models import checkpoints, nli_classifier, simulated_device, t5_nli
 from autoais.models.sentences import SentenceSplitter, sentence_splitter
-from autoais.models.token_budget import (LocalModelHandler, PieceCache, TokenBudgetModel,
+from autoais.models.token_budget import (LocalModelHandler, TextCache, TokenBudgetModel,
                                          check_dtype)
 from autoais.schemas import LOCAL_FAILURE, AttributionExample, AttributionScore, ScoringFailure
 from autoais.schemas.errors import ConfigError, ModelError
@@ -43,13 +43,9 @@ T5_DECODER_START_ID = 0
 # The classifiers' supporting label.
 SUPPORTED_LABEL_ID = 1
 WORDS, TOKENS = "words", "tokens"
-# The characters of recent blocks' sentences kept across calls (about 8 MiB of
-# text).
+# The characters of recent blocks whose sentences are kept across calls
+# (about 8 MiB of text, twice that with the sentences).
 BLOCK_CACHE_CHARS = 1 << 23
-
-
-def _characters(entry: Tuple[Tuple[str, ...], Tuple[int, ...]]) -> int:
-  return sum(map(len, entry[0])) + 1
 
 
 class Variant(NamedTuple):
@@ -138,7 +134,7 @@ class MiniCheckModel:
     self.max_input_tokens = scorer.max_input_tokens
     self.chunk_size = chunk_size
     self.splitter = splitter
-    self._blocks = PieceCache(BLOCK_CACHE_CHARS, size=_characters)
+    self._blocks = TextCache(BLOCK_CACHE_CHARS)
     # The sizes of the sentences chunks_of adds: a line break, a blank document's "".
     self._break_and_blank_sizes = tuple(self._sizes(["\n", ""]))
     if self.tokenizer.eos_token is None:
@@ -292,13 +288,13 @@ class MiniCheckModelHandler(LocalModelHandler):
     self._tokenizer_path = tokenizer_path
     self._chunk_size = chunk_size
 
-  def load_model(self) -> MiniCheckModel:
-    self._set_threads()
+  def _settings(self) -> tuple:
+    return self._load_args[1:] + (self._tokenizer_path, self._chunk_size)
+
+  def _load(self) -> MiniCheckModel:
     return load_minicheck(*self._load_args, tokenizer_path=self._tokenizer_path,
                           chunk_size=self._chunk_size)
 
-  def _score(self, batch: Sequence[AttributionExample], model: MiniCheckModel):
-    return model.score(batch, self._threshold)
 
 
 def describe_minicheck(model_path: str, max_input_tokens: Optional[int],
@@ -331,4 +327,5 @@ def describe_minicheck(model_path: str, max_input_tokens: Optional[int],
       "chunk_unit": variant.chunk_unit,
       "input_format": f"{variant.prefix}{{doc}}{tokenizer.eos_token}{{claim}}",
       "sentence_splitter": sentence_splitter().describe(),
+      **simulated_device.describe(local_dir),
   }

@@ -33,13 +33,14 @@ config.json, `model.safetensors` or shards named by
 hint, never trust_remote_code; the tokenizer from any of CLASSIFIER_TOKENIZER_FILES
 (fast tokenizers only; transformers converts a slow vocabulary once per worker).
 """
+import array
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
-from autoais.models import checkpoints
+from autoais.models import checkpoints, simulated_device
 from autoais.models.token_budget import (DEFAULT_TOKEN_BUDGET, LocalModelHandler,
-                                         PieceCache, TokenBudgetModel, check_device,
+                                         TextCache, TokenBudgetModel, check_device,
                                          check_dtype, resolve_max_input_tokens)
 from autoais.schemas import AttributionExample, AttributionScore
 from autoais.schemas.errors import ConfigError, ModelError
@@ -52,8 +53,9 @@ CLASSIFIER_TOKENIZER_FILES = ("tokenizer.json", "spm.model", "spiece.model",
                               "sentencepiece.bpe.model", "vocab.json", "vocab.txt")
 WINDOW_OVERLAP = 0.25
 _MIN_WINDOW_TOKENS = 16
-# The tokens of recent premises kept across calls (int32: about 16 MiB).
-PREMISE_CACHE_TOKENS = 1 << 22
+# The characters of recent premises whose ids are kept across calls (int32
+# ids: about 16 MiB).
+PREMISE_CACHE_CHARS = 1 << 24
 # What the model reads of an encoding (the attention mask is made from the
 # lengths when a batch is padded).
 _MODEL_FIELDS = ("input_ids", "token_type_ids")
@@ -211,7 +213,7 @@ class NliClassifierModel(TokenBudgetModel):
   encoding is a template around them (pair_template; a fast tokenizer encodes
   each text of a pair on its own and adds the special tokens after): the
   distinct premises and hypotheses of a call are tokenised in one batch,
-  premises kept in a cache of recent premises (PieceCache) across calls, and
+  premises kept in a cache of recent premises (TextCache) across calls, and
   windows cut from the premise's ids as the tokenizer's overflowing
   encodings cut them. At load the template is checked against the
   tokenizer's own encodings of probe pairs, one of them windowed; a tokenizer
@@ -222,7 +224,7 @@ class NliClassifierModel(TokenBudgetModel):
     super().__init__(model, tokenizer, device, max_input_tokens, token_budget)
     self.positive = positive
     self._pair_specials = tokenizer.num_special_tokens_to_add(pair=True)
-    self._premises = PieceCache(PREMISE_CACHE_TOKENS)
+    self._premises = TextCache(PREMISE_CACHE_CHARS)
     self._template = pair_template(self.tokenizer)
     if self._template is not None and not self._template_holds():
       self._template = None
@@ -272,7 +274,7 @@ class NliClassifierModel(TokenBudgetModel):
     if missing:
       for text, ids in zip(missing, self.tokenizer.input_ids(missing,
                                                              add_special_tokens=False)):
-        self._premises.put(text, ids)
+        self._premises.put(text, array.array("i", ids))
         found[text] = ids
     return found
 
@@ -324,6 +326,9 @@ class NliClassifierModel(TokenBudgetModel):
     with torch.inference_mode():
       for batch in self._batches(lengths):
         ids, mask = self._pad([inputs[i]["input_ids"] for i in batch])
+        if self.simulated_device is not None:
+          out[batch] = self.simulated_device.run(ids, mask)
+          continue
         kwargs = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in inputs[batch[0]]:
           kwargs["token_type_ids"], _ = self._pad(
@@ -366,9 +371,11 @@ def load_nli_classifier(model_path: str, dtype: str = "float32", device: str = "
       dtype=getattr(torch, dtype))
   model.to(device)
   model.eval()
-  return NliClassifierModel(model, tokenizer, device,
-                            resolve_max_input_tokens(tokenizer, max_input_tokens),
-                            token_budget or DEFAULT_TOKEN_BUDGET[device], positive)
+  loaded = NliClassifierModel(model, tokenizer, device,
+                              resolve_max_input_tokens(tokenizer, max_input_tokens),
+                              token_budget or DEFAULT_TOKEN_BUDGET[device], positive)
+  loaded.simulated_device = simulated_device.simulated(local_dir, device)
+  return loaded
 
 
 class NliClassifierModelHandler(LocalModelHandler):
@@ -389,14 +396,12 @@ class NliClassifierModelHandler(LocalModelHandler):
     self._tokenizer_path = tokenizer_path
     self._positive_label = positive_label
 
-  def load_model(self) -> NliClassifierModel:
-    self._set_threads()
+  def _settings(self) -> tuple:
+    return self._load_args[1:] + (self._tokenizer_path, self._positive_label)
+
+  def _load(self) -> NliClassifierModel:
     return load_nli_classifier(*self._load_args, tokenizer_path=self._tokenizer_path,
                                positive_label=self._positive_label)
-
-  def _score(self, batch: Sequence[AttributionExample],
-             model: NliClassifierModel) -> List[AttributionScore]:
-    return model.score(batch, self._threshold)
 
 
 def describe_classifier(model_path: str, max_input_tokens: Optional[int],
@@ -421,4 +426,5 @@ def describe_classifier(model_path: str, max_input_tokens: Optional[int],
                                     CLASSIFIER_TOKENIZER_FILES + ("merges.txt",)),
       "max_input_tokens": resolve_max_input_tokens(tokenizer, max_input_tokens),
       "window_overlap": WINDOW_OVERLAP,
+      **simulated_device.describe(local_dir),
   }

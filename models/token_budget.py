@@ -5,12 +5,12 @@ device, sequences batched by padded tokens) and LocalModelHandler, the base of
 their RunInference handlers (one model per worker, or per machine with
 `--large_model`; `--torch_threads`).
 """
-import array
 import collections
+import hashlib
 import itertools
 import threading
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
@@ -75,6 +75,9 @@ class TokenBudgetModel:
     self.max_input_tokens = max_input_tokens
     self.token_budget = token_budget
     self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    # A SimulatedDevice (models/simulated_device.py) that answers the padded
+    # batches in place of the torch model, where the model directory asks.
+    self.simulated_device = None
 
   def _batches(self, lengths: Sequence[int]):
     """Index lists of the sequences of `lengths`, sorted by length, each within
@@ -127,65 +130,44 @@ class TokenBudgetModel:
 
 
 
-class PieceCache:
-  """The pieces of recently tokenised premises, up to `max_tokens` in all, the
-  least recently used dropped first. Chunks are cut by pair digest, so the
-  pairs of one passage are spread over a run's chunks: a passage that many
-  pairs share is tokenised again in each chunk unless its pieces are kept
-  across them. Shared by the threads of a worker process (one lock). Used by
-  the t5 family (models/t5_nli.py), the classifiers (models/nli_classifier.py)
-  and, for a document's chunks, MiniCheck (models/minicheck.py); `size` says
-  what an entry counts towards `max_tokens` (its len() by default)."""
+class TextCache:
+  """What a model found of recent texts (a word's ids, a premise's ids, a
+  document line's sentences and their sizes), at most `max_chars` characters of texts in all, the least
+  recently used dropped first; shared by a worker's threads (one lock). It
+  counts one unit, the characters of the texts kept: what is kept of a text
+  grows with the text. Chunks are cut by pair digest, so a text that many
+  pairs share reaches many calls of a run."""
 
-  def __init__(self, max_tokens: int, size: Callable[[Any], int] = len):
+  def __init__(self, max_chars: int):
     self._entries: "collections.OrderedDict[str, Any]" = collections.OrderedDict()
-    self._tokens = 0
-    self._max_tokens = max_tokens
-    self._size = size
+    self._chars = 0
+    self._max_chars = max_chars
     self._lock = threading.Lock()
 
-  def get(self, text: str) -> Optional[List[int]]:
-    pieces = self.get_stored(text)
-    return None if pieces is None else pieces.tolist()
-
-  def get_stored(self, text: str) -> Any:
-    """What put() stored of `text` (an int32 array for a list), or None."""
-    with self._lock:
-      pieces = self._entries.get(text)
-      if pieces is None:
-        return None
-      self._entries.move_to_end(text)
-    return pieces
-
   def found(self, texts: Sequence[str]) -> Tuple[Dict[str, Any], List[str]]:
-    """({text: what put() stored} of the distinct `texts` kept, the distinct
-    texts not kept, in order)."""
+    """({text: its value} of the distinct `texts` kept, the distinct texts
+    not kept, in order)."""
     kept: Dict[str, Any] = {}
     missing: List[str] = []
-    for text in dict.fromkeys(texts):
-      stored = self.get_stored(text)
-      if stored is None:
-        missing.append(text)
-      else:
-        kept[text] = stored
+    with self._lock:
+      for text in dict.fromkeys(texts):
+        if text in self._entries:
+          self._entries.move_to_end(text)
+          kept[text] = self._entries[text]
+        else:
+          missing.append(text)
     return kept, missing
 
-  def put(self, text: str, pieces: Any) -> None:
-    """Keeps `pieces` (a list of ints, kept as an int32 array; anything else,
-    an int32 numpy array, a _PremiseEncoding or a tuple, as it is), counted by
-    `size`."""
-    size = self._size(pieces)
-    if size > self._max_tokens:
+  def put(self, text: str, value: Any) -> None:
+    if len(text) > self._max_chars:
       return
     with self._lock:
-      if text in self._entries:
-        return
-      self._entries[text] = (array.array("i", pieces) if isinstance(pieces, list)
-                             else pieces)
-      self._tokens += size
-      while self._tokens > self._max_tokens:
-        _, dropped = self._entries.popitem(last=False)
-        self._tokens -= self._size(dropped)
+      if text not in self._entries:
+        self._entries[text] = value
+        self._chars += len(text)
+      while self._chars > self._max_chars:
+        dropped, _ = self._entries.popitem(last=False)
+        self._chars -= len(dropped)
 
 
 # Models loaded in this process, by handler type, path and settings; an entry
@@ -199,8 +181,9 @@ class LocalModelHandler(ModelHandler[AttributionExample, PredictionResult, Any])
   (t5 here, nli-classifier in models/nli_classifier.py): the model loads once
   per worker (once per machine with `large_model`, shared across processes),
   batches of examples are split by token budget inside the model's `score`,
-  and `torch_threads` sets each process's threads. Subclasses load the model
-  (calling `_set_threads` first) and say how a batch is scored."""
+  and `torch_threads` sets each process's threads. Subclasses say what the
+  model depends on (_settings), load it (_load) and say how a batch is
+  scored (_score)."""
 
   metrics_namespace = "autoais_model"
 
@@ -213,19 +196,37 @@ class LocalModelHandler(ModelHandler[AttributionExample, PredictionResult, Any])
     self._large_model = large_model
     self._torch_threads = torch_threads
 
-  def _loaded_once(self, settings: tuple, load: Callable[[], Any]) -> Any:
-    """The model `load()` returns, loaded once per process for the same
-    `settings` while a handler still holds it: each RunInference of a job
+  def _settings(self) -> tuple:
+    """What the loaded model depends on besides the handler's type and path."""
+    raise NotImplementedError
+
+  def _load(self) -> Any:
+    raise NotImplementedError
+
+  def load_model(self) -> Any:
+    """The model, loaded once per process for the same type, path and
+    _settings() while a handler still holds it: each RunInference of a job
     (citations asks in three rounds, each its own) loads its model on its
     own, and would otherwise hold a copy of the same weights per round, in
-    memory (on a GPU too) and in loading time."""
-    key = (type(self), self._model_path) + settings
+    memory (on a GPU too) and in loading time. Beam shares a model between
+    RunInference steps only across processes (model_identifier, below);
+    docs/architecture.md says why this registry stays for the rest."""
+    self._set_threads()
+    key = (type(self), self._model_path) + self._settings()
     with _LOADING:
       model = _LOADED.get(key)
       if model is None:
-        model = load()
+        model = self._load()
         _LOADED[key] = model
     return model
+
+  def model_identifier(self) -> str:
+    """RunInference's model_identifier: the same for handlers of the same
+    type, path and settings, so that with `large_model` (a model shared
+    across a machine's processes) every RunInference step of a job uses one
+    shared copy, not one each."""
+    key = repr((type(self).__qualname__, self._model_path) + self._settings())
+    return "autoais-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
 
   def _set_threads(self) -> None:
     if self._torch_threads:
@@ -235,7 +236,7 @@ class LocalModelHandler(ModelHandler[AttributionExample, PredictionResult, Any])
       torch.set_num_threads(self._torch_threads)
 
   def _score(self, batch: Sequence[AttributionExample], model) -> List[AttributionScore]:
-    raise NotImplementedError
+    return model.score(batch, self._threshold)
 
   def run_inference(self, batch: Sequence[AttributionExample], model,
                     inference_args: Optional[Dict[str, Any]] = None):

@@ -10,6 +10,7 @@ its owner:
   corpus           the passage corpus (build-corpus; joined by evaluate and audit)
   evaluate, agreement, ais_annotations, claims, citations, audit, sck, compare
                    the types of that one job
+  training         training examples (training-data writes them, finetune reads them)
   registry         `SCHEMAS` (every type with its schema), their Beam RowCoders,
                    and the conversions between rows and Arrow record batches
   errors           every error type of the product
@@ -51,6 +52,8 @@ from autoais.schemas.sck import (ENTITY_RECORD_SCHEMA, KG_EDGE_SCHEMA, KG_STATEM
                          SckSummaryRow)
 from autoais.schemas.compare import (COMPARE_FLIP_SCHEMA, COMPARE_SYSTEM_SCHEMA, CompareFlipRow,
                                     CompareSystemRow)
+from autoais.schemas.training import (FAMILIES, SPLITS, TRAINING_EXAMPLE_SCHEMA,
+                                      TrainingExample)
 from autoais.schemas.registry import SCHEMAS, iter_rows, schema_of, to_record_batch
 
 # Every name above, re-exported: `from schemas import X` as before the split.
@@ -77,6 +80,7 @@ __all__ = [
     "SCK_INPUT_SCHEMA", "SCK_ROW_SCHEMA", "SCK_SUMMARY_SCHEMA", "EntityRecord",
     "KgEdge", "KgStatement", "SckInput", "SckRow", "SckSummaryRow",
     "COMPARE_FLIP_SCHEMA", "COMPARE_SYSTEM_SCHEMA", "CompareFlipRow", "CompareSystemRow",
+    "FAMILIES", "SPLITS", "TRAINING_EXAMPLE_SCHEMA", "TrainingExample",
     "SCHEMAS",
     "iter_rows", "schema_of", "to_record_batch",
 ]

@@ -20,6 +20,11 @@ class LabelledItem(NamedTuple):
   human_attributable: bool  # the label read as attributable or not
   source_file: str
   source_line: int
+  # What `autoais training-data` splits on and mines hard negatives from: the
+  # question the item answers (None where the hypothesis is a claim that stands
+  # alone), and the corpus passage id it cites (ratings rows only).
+  question: Optional[str] = None
+  attribution: Optional[str] = None
 
 
 LABELLED_ITEM_SCHEMA = pa.schema([
@@ -31,6 +36,8 @@ LABELLED_ITEM_SCHEMA = pa.schema([
     pa.field("human_attributable", pa.bool_(), nullable=False),
     pa.field("source_file", pa.string(), nullable=False),
     pa.field("source_line", pa.int64(), nullable=False),
+    pa.field("question", pa.string()),
+    pa.field("attribution", pa.string()),
 ])
 
 

@@ -120,6 +120,10 @@ class LeaderboardRow(NamedTuple):
   human_balanced_accuracy: Optional[float]
   human_roc_auc: Optional[float]  # of nli_score, over rated rows that were scored
   human_pr_auc: Optional[float]  # average precision of nli_score, same rows
+  # EM and F1 over the gold questions the system answered (em and f1 count an
+  # unanswered question as the empty answer, as the reference script does).
+  em_answered: Optional[float]
+  f1_answered: Optional[float]
 
 
 LEADERBOARD_SCHEMA = pa.schema([
@@ -147,4 +151,6 @@ LEADERBOARD_SCHEMA = pa.schema([
     pa.field("human_balanced_accuracy", pa.float64()),
     pa.field("human_roc_auc", pa.float64()),
     pa.field("human_pr_auc", pa.float64()),
+    pa.field("em_answered", pa.float64()),
+    pa.field("f1_answered", pa.float64()),
 ])

@@ -10,7 +10,7 @@ import apache_beam as beam
 import pyarrow as pa
 
 from autoais.schemas import (agreement, ais_annotations, audit, citations, claims, common,
-                             compare, corpus, evaluate, sck)
+                             compare, corpus, evaluate, sck, training)
 
 # In the order of the single module that held every type before issue 16 split it,
 # so that coders are registered, and tests listed, as before.
@@ -57,6 +57,7 @@ SCHEMAS = {
     sck.SckSummaryRow: sck.SCK_SUMMARY_SCHEMA,
     compare.CompareFlipRow: compare.COMPARE_FLIP_SCHEMA,
     compare.CompareSystemRow: compare.COMPARE_SYSTEM_SCHEMA,
+    training.TrainingExample: training.TRAINING_EXAMPLE_SCHEMA,
 }
 
 # Beam encodes these NamedTuples with its schema-aware RowCoder, so that they

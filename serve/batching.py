@@ -16,7 +16,7 @@ Work is split in two halves so that the expensive one is shared:
   windows (models/t5_nli.py, models/nli_classifier.py), then the limits on
   windows per instance and per request. Everything is refused before any model
   work, with 413 naming the limit and the instance. A request's instances are
-  tokenised in groups (`encode_many`: each distinct text once, in one tokenizer
+  tokenised in groups (`encode_many`: the group's inputs in one tokenizer
   call) of at most ENCODE_GROUP_INSTANCES instances or ENCODE_GROUP_CHARS
   characters, the limits checked after each group: a request refused for its
   windows costs at most one group past the instance that passed the limit.

@@ -30,6 +30,7 @@ LAYERS = ("schemas", "models", "transforms", "serve", "beam_jobs", "autoais", "l
 PACKAGE = "autoais"
 
 JOBS = ("agreement", "ais-annotations", "audit", "build-corpus", "citations", "claims",
+        "training-data", "finetune",
         "compare", "evaluate", "sck", "serve")
 # A module belongs to a job when its path is transforms/<job>/..., beam_jobs/<job>.py
 # or launch/<job>_main.py (the job's name with '_' for '-').

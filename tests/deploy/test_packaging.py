@@ -10,16 +10,14 @@ environment's site-packages.
 """
 import json
 import pathlib
-import site
 import subprocess
-import sys
-import sysconfig
 import zipfile
 
 import pytest
 
 from autoais.beam_jobs.cli import JOBS
 from tests.support.paths import PROJECT_ROOT
+from tests.support.wheel_env import install_wheel
 
 LAYERS = ("schemas", "models", "transforms", "serve", "beam_jobs", "launch")
 
@@ -55,42 +53,9 @@ def _wheel_modules(wheel: pathlib.Path):
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-  """(wheel, python of a fresh virtualenv with only the wheel installed)."""
-  root = tmp_path_factory.mktemp("packaging")
-  # A copy of the tracked tree, so that the build leaves nothing in the checkout.
-  source = root / "source"
-  source.mkdir()
-  tracked = subprocess.run(["git", "ls-files", "-z"], cwd=PROJECT_ROOT, check=True,
-                           capture_output=True).stdout.decode().split("\0")
-  for name in filter(None, tracked):
-    if (PROJECT_ROOT / name).is_file():
-      target = source / name
-      target.parent.mkdir(parents=True, exist_ok=True)
-      target.write_bytes((PROJECT_ROOT / name).read_bytes())
-  subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                  "--no-build-isolation", "-q", "-w", str(root / "dist"), str(source)],
-                 check=True, cwd=root)
-  (wheel,) = (root / "dist").glob("autoais_beam-*.whl")
-  environment = root / "venv"
-  subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(environment)],
-                 check=True)
-  python = environment / "bin" / "python"
-  fresh_site = pathlib.Path(subprocess.run(
-      [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-      check=True, capture_output=True, text=True).stdout.strip())
-  # The dependencies: the test environment's site-packages as a plain path entry.
-  # A path line in a .pth file is not itself a site directory, so the .pth files
-  # there (the editable install of this checkout among them) are not run.
-  # (With the site-packages directories that this environment itself reaches
-  # through a path entry, as a virtualenv layered on another one does.)
-  dependencies = [p for p in site.getsitepackages() + [sysconfig.get_paths()["purelib"]]
-                  + [p for p in sys.path if p.endswith("site-packages")]
-                  if pathlib.Path(p).is_dir()]
-  (fresh_site / "dependencies.pth").write_text("\n".join(dict.fromkeys(dependencies))
-                                              + "\n", encoding="utf-8")
-  subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install",
-                  "--no-deps", "--no-index", "-q", str(wheel)], check=True, cwd=root)
-  return wheel, python, fresh_site
+  """(wheel, python of a fresh virtualenv with only the wheel installed, its
+  site-packages): tests/support/wheel_env.py."""
+  return install_wheel(tmp_path_factory.mktemp("packaging"))
 
 
 def test_the_wheel_holds_every_module_of_the_checkout(installed):

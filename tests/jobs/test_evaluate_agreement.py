@@ -236,7 +236,7 @@ def test_ratings_are_joined_and_the_unused_ones_dead_lettered(runs):
 
 def test_report_images_decode(runs):
   alts = [alt for alt, _ in decoded_images(runs["first"] / "report.html")]
-  assert len(alts) == 5 and "AutoAIS ranking" in alts[0]
+  assert len(alts) == 5 and "string-match ranking" in alts[0]  # the default scorer, named
 
 
 def test_rating_column_with_perfect_agreement(tmp_path):

@@ -24,7 +24,7 @@ PERCENT_COLUMNS = ("coverage", "autoais", "autoais_ci_low", "autoais_ci_high",
                    "f1_ci_high")
 # Float noise: a long run of 9s or 0s then more digits (93.90624999999986).
 NOISE = re.compile(r"\.\d*(9{6,}|0{6,})\d+$")
-NO_GOLD = "no gold: EM/F1 not computed; AutoAIS over predicted questions"
+NO_GOLD = "no gold: EM/F1 not computed; string-match over predicted questions"
 
 
 def _table(path):
@@ -89,10 +89,14 @@ def test_leaderboard_rates_are_percents_without_float_noise(runs):
   units = json.loads((output / "leaderboard.json").read_text())["units"]
   assert {column: units[column] for column in PERCENT_COLUMNS} == dict.fromkeys(
       PERCENT_COLUMNS, "percent (0-100)")
-  # scores.txt keeps the reference script's units: AutoAIS a fraction.
+  # scores.txt keeps the reference script's units: the figure a fraction,
+  # named by the scorer that made it (string-match here, never AutoAIS).
   scores = (output / "scores.txt").read_text()
   yes = _attributable(output)["retrieve-then-read"]
-  assert f"system_name: retrieve-then-read\nAutoAIS: {yes / n_gold}\n" in scores
+  assert scores.startswith("units: string-match a fraction (0 to 1); SQuAD (em) and "
+                           "SQuAD (f1) in percent (0 to 100)")
+  assert (f"system_name: retrieve-then-read\nscorer: string-match\n"
+          f"string-match: {yes / n_gold}\n") in scores
 
 
 def test_a_run_ends_with_its_leaderboard_then_its_output_directory(runs):
@@ -139,13 +143,13 @@ def test_without_gold_autoais_is_over_each_systems_own_questions(runs):
   leaderboard = json.loads((output / "leaderboard.json").read_text())
   assert leaderboard["note"].startswith(NO_GOLD) and leaderboard["n_gold"] is None
   markdown = (output / "leaderboard.md").read_text()
-  assert markdown.startswith("No gold: EM/F1 not computed; AutoAIS over predicted "
-                             "questions")
+  assert markdown.split("\n\n")[1].startswith(
+      "No gold: EM/F1 not computed; string-match over predicted questions")
   assert "| not computed | not computed |" in markdown
   ratings = _table_rows(output / "ratings.csv")
   assert ratings and all(row["em"] == row["f1"] == "" for row in ratings)
   scores = (output / "scores.txt").read_text()
-  assert "SQuAD" not in scores and scores.count("AutoAIS: ") == len(SYSTEMS)
+  assert "SQuAD" not in scores and scores.count("string-match: ") == len(SYSTEMS)
   assert runs["printed"]["no_gold"].rstrip("\n").split("\n")[-1].startswith(
       f"autoais evaluate: outputs in {output}: ")
 

@@ -264,8 +264,13 @@ def test_every_decision_equals_the_reference_script(parity):
 def test_scores_lines_equal_the_reference_script(parity):
   root = parity["root"]
   blocks = {}
-  for block in (root / "ours" / "scores.txt").read_text(encoding="utf-8").split("\n\n"):
-    first, *lines = block.strip().split("\n")
+  units, *systems = (root / "ours" / "scores.txt").read_text(encoding="utf-8").split("\n\n")
+  assert units.startswith("units: AutoAIS a fraction (0 to 1); SQuAD (em) and SQuAD (f1) "
+                          "in percent (0 to 100)")
+  for block in systems:
+    # Each block names its scorer (issue 46); the reference's lines follow.
+    first, scorer, *lines = block.strip().split("\n")
+    assert scorer.startswith("scorer: t5 "), scorer
     blocks[first.removeprefix("system_name: ")] = lines
   for name in SYSTEMS:
     reference = (root / "reference" / f"{name}.scores.txt").read_text(

@@ -129,7 +129,7 @@ def test_missing_required_column_is_fatal_with_no_outputs(corpus, tmp_path, caps
                  "--gold", EXAMPLES / "gold.jsonl", "--output_dir", output)
   assert code == 2
   error = capsys.readouterr().err
-  assert f"{predictions}:1: missing required column(s) attribution" in error
+  assert f"{predictions}:1: missing required column(s) (attribution, or passage)" in error
   assert not output.exists()
 
 

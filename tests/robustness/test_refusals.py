@@ -108,7 +108,7 @@ _SCK = EXAMPLES / "sck"
 _JSONL_INPUTS = {
     "evaluate --predictions": (evaluate, lambda bad, c: [
         "--predictions", bad, "--gold", GOLD, "--corpus", c],
-        "question, answer, attribution"),
+        "question, answer, (attribution, or passage)"),
     "evaluate --gold": (evaluate, lambda bad, c: [
         "--predictions", _PREDICTIONS, "--gold", bad, "--corpus", c],
         "question, (answer, or answers)"),

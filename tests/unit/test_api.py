@@ -62,7 +62,9 @@ def test_errors_are_raised_with_the_commands_message(tmp_path, tiny_t5_dirs):
     autoais.evaluate(predictions=EXAMPLES / "predictions" / "*.csv",
                      gold=EXAMPLES / "gold.jsonl", output_dir=tmp_path / "out",
                      model=tiny_t5_dirs[3])
-  with pytest.raises(autoais.ConfigError, match="unknown argument"):
+  # In the keyword's own form, with the flag it most likely meant (issue 46).
+  with pytest.raises(autoais.ConfigError, match=r"evaluate\(\) got unknown keyword "
+                     r"argument\(s\): treshold= \(did you mean threshold=\?\)"):
     autoais.evaluate(predictions=EXAMPLES / "predictions" / "*.csv",
                      gold=EXAMPLES / "gold.jsonl", output_dir=tmp_path / "out",
                      treshold=0.4)
@@ -91,10 +93,115 @@ def test_a_flag_of_another_job_is_refused_in_one_process(tmp_path):
   # evaluate given to claims (or a scorer flag given to build-corpus) would
   # parse, and be ignored.
   from autoais.beam_jobs import evaluate  # pylint: disable=import-outside-toplevel,unused-import
-  with pytest.raises(autoais.ConfigError, match="--corpus: not a flag of this job"):
+  with pytest.raises(autoais.ConfigError, match=r"claims\(\) got unknown keyword "
+                     r"argument\(s\): corpus= \(another job's flag\)"):
     autoais.claims(input=EXAMPLES / "claims" / "expertqa.jsonl", format="expertqa",
                    output_dir=tmp_path / "claims", corpus=tmp_path)
-  with pytest.raises(autoais.ConfigError, match="--scorer --model: not a flag of this job"):
+  with pytest.raises(autoais.ConfigError, match=r"scorer= \(another job's flag\), "
+                     r"model= \(another job's flag\)"):
     autoais.build_corpus(input=EXAMPLES / "corpus" / "*.jsonl", output=tmp_path / "corpus",
                          scorer="t5", model=tmp_path)
   assert not (tmp_path / "claims").exists() and not (tmp_path / "corpus").exists()
+
+
+# ----------------------------------------------------------------------------
+# A notebook user's API (issue 46, item 4).
+
+
+def _jobs():
+  from autoais.beam_jobs.cli import JOBS  # pylint: disable=import-outside-toplevel
+  return JOBS
+
+
+@pytest.mark.parametrize("job", sorted(_jobs()))
+def test_every_job_has_a_real_signature_and_docstring(job):
+  import inspect  # pylint: disable=import-outside-toplevel
+  from autoais import api  # pylint: disable=import-outside-toplevel
+  # autoais.api's: `autoais.serve` is the serve/ subpackage once it is imported.
+  function = getattr(api, job.replace("-", "_"))
+  signature = inspect.signature(function)
+  flags = {action.dest: action for _, actions in api._flag_groups(job)  # pylint: disable=protected-access
+           for action in actions}
+  assert flags
+  for name, action in flags.items():
+    parameter = signature.parameters[name]
+    assert parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    assert parameter.default == action.default, name  # typed: 0.5, False, None, 1000
+    assert f"  {name} (default {action.default!r}): " in function.__doc__, name
+  assert signature.parameters["verbose"].default is False
+  assert function.__doc__.startswith(f"`autoais {job}` in this process")
+  assert job in autoais.__all__ or job.replace("-", "_") in autoais.__all__
+
+
+def test_typed_defaults_name_their_types():
+  import inspect  # pylint: disable=import-outside-toplevel
+  parameters = inspect.signature(autoais.evaluate).parameters
+  assert (parameters["threshold"].default, parameters["threshold"].annotation) == (
+      0.5, float)
+  assert parameters["large_model"].default is False
+  assert parameters["large_model"].annotation is bool
+  assert parameters["bootstrap_samples"].annotation is int
+  assert parameters["corpus"].default is None
+  assert "compare" in dir(autoais) and callable(autoais.compare)
+
+
+def test_a_new_job_needs_no_api_edit(monkeypatch):
+  """A job added to beam_jobs/cli.py's JOBS (as issue 48 adds training-data)
+  is a function of the API, its flags its keywords."""
+  import sys  # pylint: disable=import-outside-toplevel
+  import types  # pylint: disable=import-outside-toplevel
+  from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs import cli  # pylint: disable=import-outside-toplevel
+  module = types.ModuleType("autoais_fake_job")
+  module.__doc__ = "fake-job: a job the API has never heard of."
+
+  class FakeJobOptions(PipelineOptions):
+    @classmethod
+    def _add_argparse_args(cls, parser):
+      parser.add_argument("--flavour", default="plain", help="The flavour.")
+      parser.add_argument("--strength", type=float, default=0.25, help="How strong.")
+
+  FakeJobOptions.__module__ = module.__name__
+  module.FakeJobOptions = FakeJobOptions
+  monkeypatch.setitem(sys.modules, module.__name__, module)
+  monkeypatch.setitem(cli.JOBS, "fake-job", module.__name__)
+  import inspect  # pylint: disable=import-outside-toplevel
+  function = autoais.fake_job
+  assert inspect.signature(function).parameters["strength"].default == 0.25
+  assert "flavour (default 'plain'): The flavour." in function.__doc__
+
+
+def test_a_job_prints_nothing_unless_asked(tmp_path, capsys, examples_corpus_dir):
+  flags = dict(predictions=EXAMPLES / "predictions" / "*.csv", corpus=examples_corpus_dir,
+               gold=EXAMPLES / "gold.jsonl", bootstrap_samples=10)
+  quiet = autoais.evaluate(output_dir=tmp_path / "quiet", **flags)
+  printed = capsys.readouterr()
+  assert printed.out == "" and "rows" not in printed.err
+  assert quiet.console.startswith("Scored by: string-match")
+  assert "| closed-book-lm |" in quiet.console
+  loud = autoais.evaluate(output_dir=tmp_path / "loud", verbose=True, **flags)
+  assert capsys.readouterr().out.startswith("Scored by: string-match")
+  assert loud.console == ""
+
+
+def test_tables_are_typed_and_found_by_stem(tmp_path, examples_corpus_dir):
+  result = autoais.evaluate(predictions=EXAMPLES / "predictions" / "*.csv",
+                            corpus=examples_corpus_dir, gold=EXAMPLES / "gold.jsonl",
+                            output_dir=tmp_path / "out", bootstrap_samples=10)
+  ratings = result.table("ratings")
+  assert ratings == result.table("ratings.csv")
+  # A true/false column is bools ('false' as a string would be truthy).
+  assert {row["truncated"] for row in ratings} == {False}
+  assert all(isinstance(row["em"], (int, float)) for row in ratings)
+  assert result.table("leaderboard") == result.leaderboard
+  with pytest.raises(FileNotFoundError, match=r"wrote no leaderbord.csv .*; its tables: "
+                     r"leaderboard, ratings"):
+    result.table("leaderbord")
+
+
+def test_the_docs_table_names_every_job():
+  text = (EXAMPLES.parent / "docs" / "python-api.md").read_text(encoding="utf-8")
+  table = text.split("## Notebook")[0]
+  for job in _jobs():
+    name = job.replace("-", "_")
+    assert f"autoais.{name}(" in table or f"autoais.api.{name}(" in table, job

@@ -13,6 +13,7 @@ from autoais.schemas import AGREEMENT_ROW_SCHEMA, AgreementRow
 from autoais.transforms.io.atomic import write_text_atomically
 from autoais.transforms.rows.merge import RowFold, RowTable
 from autoais.transforms.rows.summary import percent
+from autoais.transforms.scoring.label import scored_by
 from autoais.transforms.stats import agreement as stats
 from autoais.transforms.stats.report import agreement_report_html
 
@@ -98,10 +99,10 @@ def summary(grouped_counts, groupings, header, calibration, bootstrap):
 
 def agreement_markdown(content) -> str:
   lines = [f"# Agreement with human labels: {content['format']}", "",
-           f"Attributable: {content['positive_label']}. Scorer: "
-           f"{content['scorer']['name']}, decision {content['decision']} at threshold "
-           f"{content['threshold']}. Percentages; ROC-AUC and PR-AUC (average "
-           "precision) of nli_score.", ""]
+           scored_by(content["scorer"]), "",
+           f"Attributable: {content['positive_label']}. Decision {content['decision']} "
+           f"at threshold {content['threshold']}. Percentages; ROC-AUC and PR-AUC "
+           "(average precision) of nli_score.", ""]
   header = ("| group | n | human AIS | predicted AIS | accuracy | balanced accuracy | "
             "Cohen's kappa | ROC-AUC | PR-AUC |")
 

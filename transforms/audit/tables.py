@@ -131,9 +131,10 @@ class SummarizeAudit(beam.PTransform):
   (the systems written)."""
 
   def __init__(self, output_dir: str, candidates_from: str, bootstrap_samples: int,
-               seed: int):
+               seed: int, scorer: dict):
     super().__init__()
     self._output_dir = output_dir
+    self._scorer = scorer
     self._candidates_from = candidates_from
     self._bootstrap_samples = bootstrap_samples
     self._seed = seed
@@ -149,4 +150,4 @@ class SummarizeAudit(beam.PTransform):
                     "bootstrap": {"method": "percentile", "level": 0.95,
                                   "samples": self._bootstrap_samples, "seed": self._seed,
                                   "unit": "question (a system's answers)"}},
-                audit_markdown))
+                audit_markdown, scorer=self._scorer))

@@ -37,7 +37,7 @@ from autoais.schemas import CITATIONS_HUMAN_SCHEMA, CitationSentenceRow, Citatio
 from autoais.transforms.citations.steps import ALIGNED, HUMAN_CHECKS, NO_JUDGEMENTS
 from autoais.transforms.citations.tables import item_table, percent_mean
 from autoais.transforms.io.summary import write_summary_files
-from autoais.transforms.rows.summary import percent
+from autoais.transforms.rows.summary import named_by_scorer, percent
 from autoais.transforms.stats.agreement import (FN, FP, TN, TP, AgreementCounts,
                                         agreement_statistics, correlations)
 
@@ -184,8 +184,9 @@ def _system_level(rows: List[CitationsHumanRow]) -> Dict[str, object]:
 
 class _WriteHumanCheckFn(beam.DoFn):
 
-  def __init__(self, output_dir: str):
+  def __init__(self, output_dir: str, scorer: dict):
     self._output_dir = output_dir
+    self._scorer = scorer
 
   def process(self, systems):
     """`systems`: [(system, {"items": [path of ItemsFold's file of its items],
@@ -218,7 +219,10 @@ class _WriteHumanCheckFn(beam.DoFn):
               pc.value_counts(judged_items.column("human_check"))}
     checks[NO_JUDGEMENTS] = n_items - judged_items.num_rows
     by_check = {check: checks.get(check, 0) for check in HUMAN_CHECKS}
+    header, markdown, column = named_by_scorer({}, human_check_markdown(rows),
+                                               self._scorer)
     document = {
+        **header,
         "human_eval_format": "an item's `sentences`: [{sentence_recall_score: 0|1, "
                              "citations: [{citation_precision_score: 0|1|2}]}]",
         "items_by_check": by_check,
@@ -227,7 +231,7 @@ class _WriteHumanCheckFn(beam.DoFn):
         "system_level": _system_level(rows),
     }
     write_summary_files(self._output_dir, STEM, rows, CITATIONS_HUMAN_SCHEMA, document,
-                        human_check_markdown(rows))
+                        markdown, scorer=column)
     yield {"items_judged": judged_items.num_rows,
            "items_by_check": by_check}
 
@@ -235,11 +239,13 @@ class _WriteHumanCheckFn(beam.DoFn):
 class CheckAgainstHumans(beam.PTransform):
   """{"sentences": PCollection[CitationSentenceRow], "systems": PCollection[(system
   name, path of ItemsFold's file of its items)]} -> citations_human.{csv,json,md};
-  returns a singleton PCollection[dict] for run.json."""
+  returns a singleton PCollection[dict] for run.json. `scorer`: the run's
+  scorer block, named in the three files."""
 
-  def __init__(self, output_dir: str):
+  def __init__(self, output_dir: str, scorer: dict):
     super().__init__()
     self._output_dir = output_dir
+    self._scorer = scorer
 
   def expand(self, inputs):
     counts = (inputs["sentences"]
@@ -248,4 +254,4 @@ class CheckAgainstHumans(beam.PTransform):
     return ({"items": inputs["systems"], "counts": counts}
             | "JoinJudgements" >> beam.CoGroupByKey()
             | "ListSystems" >> beam.combiners.ToList()
-            | "WriteHumanCheck" >> beam.ParDo(_WriteHumanCheckFn(self._output_dir)))
+            | "WriteHumanCheck" >> beam.ParDo(_WriteHumanCheckFn(self._output_dir, self._scorer)))

@@ -281,9 +281,11 @@ class SummarizeCitations(beam.PTransform):
   citations.{csv,json,md}; returns WriteSummary's singleton (systems and
   items)."""
 
-  def __init__(self, output_dir: str, header: dict, bootstrap_samples: int, seed: int):
+  def __init__(self, output_dir: str, header: dict, bootstrap_samples: int, seed: int,
+               scorer: dict):
     super().__init__()
     self._output_dir = output_dir
+    self._scorer = scorer
     self._header = dict(header, bootstrap={
         "method": "percentile", "level": 0.95, "samples": bootstrap_samples,
         "seed": seed, "unit": "question", "paired": True})
@@ -298,4 +300,4 @@ class SummarizeCitations(beam.PTransform):
             | "WriteSummary" >> WriteSummary(
                 self._output_dir, "citations", CITATIONS_SYSTEM_SCHEMA,
                 dict(self._header, units={"figures": "percent", "length": "words"}),
-                citations_markdown, describe=_describe))
+                citations_markdown, describe=_describe, scorer=self._scorer))

@@ -2,6 +2,7 @@
 job skeleton, transforms/rows/: the first answer per system and question is
 kept) and the per-system summary claims.{csv,json,md} with bootstrap CIs.
 """
+import functools
 import json
 from typing import NamedTuple, Optional
 
@@ -11,6 +12,7 @@ from autoais.schemas import CLAIM_ROW_SCHEMA, CLAIMS_SYSTEM_SCHEMA, REJECTED, Cl
 from autoais.transforms.claims.steps import CLAIM_KEY, ClaimOutcomes, claims_system_row
 from autoais.transforms.rows.merge import RowFold, RowTable
 from autoais.transforms.rows.summary import WriteSummary, percent
+from autoais.transforms.scoring.label import measure_name
 from autoais.transforms.stats.metrics import PERCENT
 
 
@@ -76,9 +78,11 @@ class ClaimsFold(RowFold):
     return {"scored": self._kept_claims}
 
 
-def claims_markdown(rows) -> str:
+def claims_markdown(rows, measure: str = "AutoAIS") -> str:
+  """claims.md's table; `measure`: what the run's attribution figures are
+  called (transforms/scoring/label.py)."""
   lines = [
-      "Claim-level AutoAIS in % (claims without evidence count as N); macro: mean "
+      f"Claim-level {measure} in % (claims without evidence count as N); macro: mean "
       "over answers of the mean over their claims; micro: over claims; 95% "
       "bootstrap CIs over answers in brackets. Human agreement against `support` "
       "(Complete = attributable).",
@@ -113,9 +117,10 @@ class SummarizeClaims(beam.PTransform):
   (systems and answers written)."""
 
   def __init__(self, output_dir: str, evidence_mode: str, bootstrap_samples: int,
-               seed: int):
+               seed: int, scorer: dict):
     super().__init__()
     self._output_dir = output_dir
+    self._scorer = scorer
     self._evidence_mode = evidence_mode
     self._bootstrap_samples = bootstrap_samples
     self._seed = seed
@@ -133,4 +138,5 @@ class SummarizeClaims(beam.PTransform):
                     "units": {"autoais": PERCENT, "agreement": (
                         f"{PERCENT}; human_kappa and human_roc_auc on their own "
                         "scale")}},
-                claims_markdown, describe=_describe_summary))
+                functools.partial(claims_markdown, measure=measure_name(self._scorer)),
+                describe=_describe_summary, scorer=self._scorer))

@@ -21,6 +21,7 @@ from autoais.transforms.io.atomic import atomic_create, write_text_atomically
 from autoais.transforms.io.tables import csv_bytes
 from autoais.transforms.compare.steps import ALL_ITEMS
 from autoais.transforms.rows.merge import RowFold, RowTable, WriteMergedRows
+from autoais.transforms.scoring.label import compared_measure, compared_scorer_id, scored_by
 from autoais.transforms.stats.report import compare_report_html
 
 # A flipped row with its place in compare.csv's order in front (a scratch type:
@@ -148,21 +149,32 @@ _EXPLAINED = {
 
 
 def compare_markdown(header: Dict, systems: List[CompareSystemRow]) -> str:
-  lines = [f"Baseline: {header['baseline']}  ",
-           f"Candidate: {header['candidate']}", ""]
+  scorers = header.get("scorers") or {}
+  measure = compared_measure(scorers.get("baseline"), scorers.get("candidate"))
+  lines = [f"Baseline: {header['baseline']} ({_scored_by(scorers.get('baseline'))})  ",
+           f"Candidate: {header['candidate']} ({_scored_by(scorers.get('candidate'))})",
+           ""]
   if header.get("scorer_changed"):
     lines += ["The scorers differ (--allow_changed_scorer): the change of model is the "
               "subject of this comparison: " + "; ".join(header["scorer_changed"]), ""]
-  lines += [_EXPLAINED[header["job"]], ""]
+  lines += [_EXPLAINED[header["job"]].replace("AutoAIS", measure), ""]
   columns = _JOB_COLUMNS[header["job"]]
   first = "group" if header["job"] == "agreement" else "system"
-  lines += [f"| {first} | status | " + " | ".join(columns) + " |",
+  lines += [f"| {first} | status | " + " | ".join(
+      name.replace("AutoAIS", measure) for name in columns) + " |",
             "|---|---|" + "".join("---|" if name == "regression" else "---:|"
                                   for name in columns)]
   for row in systems:
     lines.append(f"| {row.system_name} | {row.status} | "
                  + " | ".join(_COLUMNS[name](row) for name in columns) + " |")
   return "\n".join(lines) + "\n"
+
+
+def _scored_by(block) -> str:
+  """A run's scorer in a line's parenthesis: "scored by: t5 ..." (label.scored_by
+  without its capital and full stop)."""
+  text = scored_by(block).rstrip(".")
+  return text[0].lower() + text[1:]
 
 
 class _WriteCompareFilesFn(beam.DoFn):
@@ -183,7 +195,9 @@ class _WriteCompareFilesFn(beam.DoFn):
     flipped = flip_stats["flipped_rows"]
     join = FileSystems.join
     with atomic_create(join(self._output_dir, "compare_systems.csv")) as sink:
-      sink.write(csv_bytes(systems, COMPARE_SYSTEM_SCHEMA))
+      scorers = self._header.get("scorers") or {}
+      sink.write(csv_bytes(systems, COMPARE_SYSTEM_SCHEMA, scorer=compared_scorer_id(
+          scorers.get("baseline"), scorers.get("candidate"))))
     regressions = [row.system_name for row in systems if row.regression]
     document = dict(self._header, systems=[row._asdict() for row in systems],
                     flipped_rows=flipped, regressions=regressions)
@@ -192,7 +206,7 @@ class _WriteCompareFilesFn(beam.DoFn):
     write_text_atomically(join(self._output_dir, "compare.md"),
                           compare_markdown(self._header, systems))
     write_text_atomically(join(self._output_dir, "report.html"),
-                          compare_report_html(self._header, systems))
+                          compare_report_html(self._header, systems, flipped))
     yield {"systems": sum(row.status == "both" for row in systems),
            "systems_added": sorted(row.system_name for row in systems
                                    if row.status == "added"),

@@ -130,10 +130,19 @@ def attribution_to_look_up(match: GoldMatch) -> Optional[str]:
   return None
 
 
+def own_passage_counts(match):
+  """run.json's `passages` counts of a row that carries its own passage: it is
+  scored, and its attribution, where it names one too, is not looked up."""
+  prediction = match.prediction
+  if prediction.passage is not None:
+    yield {"from_rows": 1, "from_rows_over_attribution": int(bool(prediction.attribution))}
+
+
 class AttachPassages(beam.PTransform):
   """PCollection[GoldMatch] -> {'joined': (GoldMatch, corpus passage or None),
-  'stats': join read statistics}. Rows that carry their own `passage` skip the
-  lookup (see prepare_example)."""
+  'stats': join read statistics, 'own': count dicts of the rows that carry
+  their own passage (own_passage_counts)}. Rows that carry their own `passage`
+  skip the lookup (see prepare_example)."""
 
   def __init__(self, corpus_dir: Optional[str], join: Optional[str]):
     super().__init__()
@@ -141,15 +150,18 @@ class AttachPassages(beam.PTransform):
     self._join = join
 
   def expand(self, matches):
+    own = matches | "CountOwnPassages" >> beam.FlatMap(own_passage_counts)
     if self._corpus_dir is None:
       joined = matches | "SkipCorpus" >> beam.Map(lambda match: (match, None))
       stats = matches.pipeline | "NoJoinStats" >> beam.Create([{}])
-      return {"joined": joined, "stats": stats}
+      return {"joined": joined, "stats": stats, "own": own}
     if self._join == "shuffle":
-      return matches | "ShuffleJoinCorpus" >> store.ShuffleJoinPassages(
+      joined = matches | "ShuffleJoinCorpus" >> store.ShuffleJoinPassages(
           self._corpus_dir, attribution_to_look_up)
-    return matches | "LookUpCorpus" >> store.LookupPassages(
-        self._corpus_dir, attribution_to_look_up)
+    else:
+      joined = matches | "LookUpCorpus" >> store.LookupPassages(
+          self._corpus_dir, attribution_to_look_up)
+    return {"joined": joined["joined"], "stats": joined["stats"], "own": own}
 
 
 def prepare_example(match: GoldMatch, corpus_passage: Optional[str],

@@ -1,6 +1,14 @@
 """Predictions: the reader of `autoais evaluate --predictions` (CSV, JSON Lines or
-Parquet rows of question, answer, attribution and, optionally, system_name,
-passage and human_rating), also the ratings format of `autoais agreement`.
+Parquet rows of question, answer, an attribution (a corpus id) or the passage
+itself, and, optionally, system_name and human_rating), also the ratings format
+of `autoais agreement`.
+
+A row names its passage by `attribution` (looked up in --corpus), carries it
+in `passage` (no corpus needed), or both (the row's own passage is scored). A
+file must declare one of the two (a CSV or Parquet column, a JSON Lines first
+record's field); a row with neither, or an empty attribution, is counted as
+not attributable (evaluate's `missing_attribution`). A list of passages is
+refused with a pointer to `autoais audit`, which scores candidate passages.
 """
 from typing import Dict, Iterator, Union
 
@@ -10,22 +18,32 @@ from autoais.transforms.io.fields import (clean_text_fields, json_record, reject
 from autoais.transforms.io.inputs import check_input_file, system_name_from_path
 from autoais.transforms.io.input_records import Columns, read_columns, records
 
-REQUIRED_PREDICTION_FIELDS = ("question", "answer", "attribution")
-OPTIONAL_PREDICTION_FIELDS = ("system_name", "passage", "human_rating")
-_PREDICTION_FIELDS = REQUIRED_PREDICTION_FIELDS + OPTIONAL_PREDICTION_FIELDS
+REQUIRED_PREDICTION_FIELDS = ("question", "answer")
+# A file declares at least one of these; a row may carry either or both.
+PASSAGE_FIELDS = ("attribution", "passage")
+OPTIONAL_PREDICTION_FIELDS = ("system_name", "human_rating")
+_PREDICTION_FIELDS = (REQUIRED_PREDICTION_FIELDS + PASSAGE_FIELDS +
+                      OPTIONAL_PREDICTION_FIELDS)
+_PASSAGE_LIST = ("a list of passages: evaluate scores one passage per row; `autoais "
+                 "audit` scores an answer against each of its candidate passages "
+                 "(a --candidates JSON Lines file with the passages inline)")
 HUMAN_RATINGS = {"y": "Y", "yes": "Y", "n": "N", "no": "N"}
 
 
 def check_prediction_file(path: str) -> Columns:
   """Raises InputError if a predictions file cannot be read (check_input_file) or
   lacks a required column (in JSON Lines, a required field of its first
-  record); returns its Columns."""
+  record): question, answer, and attribution or passage; returns its Columns."""
   check_input_file(path)
-  return read_columns(path, _PREDICTION_FIELDS).require(REQUIRED_PREDICTION_FIELDS)
+  return read_columns(path, _PREDICTION_FIELDS).require(
+      REQUIRED_PREDICTION_FIELDS + (PASSAGE_FIELDS,))
 
 
 def parse_prediction(fields: Dict[str, object], path: str, line: int,
                      default_system: str) -> Union[Prediction, DeadLetter]:
+  if isinstance(fields.get("passage"), list):
+    return rejected(path, line, "wrong_type", _PASSAGE_LIST, json_record(fields),
+                    "passage")
   values = clean_text_fields(fields, _PREDICTION_FIELDS, REQUIRED_PREDICTION_FIELDS,
                               path, line)
   if isinstance(values, DeadLetter):
@@ -53,7 +71,7 @@ def parse_prediction(fields: Dict[str, object], path: str, line: int,
       system_name=system,
       question=question,
       answer=values["answer"],
-      attribution=values["attribution"].strip(),
+      attribution=(values["attribution"] or "").strip(),
       passage=values["passage"] or None,
       human_rating=rating,
       source_file=path,

@@ -152,7 +152,10 @@ def progress_line(job: str, totals: Dict[str, int], elapsed: float,
   """One console line: rows and model examples done, rates, time left."""
   rows_in = totals.get("rows_to_score", 0)
   scored = totals.get("rows_scored", 0)
-  parts = [f"{job}: {_duration(elapsed)}", f"rows {scored:,} scored of {rows_in:,} in"]
+  # Of the rows that reached the scorer, not of those read: rows rejected or
+  # not in gold never reach it, and run.json reconciles every row read.
+  parts = [f"{job}: {_duration(elapsed)}",
+           f"rows {scored:,} scored of {rows_in:,} at the scorer"]
   if elapsed > 0:
     parts[-1] += f" ({scored / elapsed:,.0f}/s)"
   queued = totals.get("model_queued", 0)

@@ -4,6 +4,7 @@
 """
 import contextlib
 import io
+from typing import Optional
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
@@ -20,12 +21,17 @@ CSV_OPTIONS = pa_csv.WriteOptions(include_header=False, quoting_style="needed")
 TABLE_ROW_GROUP = 4096
 
 
-def csv_bytes(rows, schema, header: bool = True) -> bytes:
-  """Rows (tuples in schema order) as CSV, with a header line by default."""
+def csv_bytes(rows, schema, header: bool = True, scorer: Optional[str] = None) -> bytes:
+  """Rows (tuples in schema order) as CSV, with a header line by default; with
+  `scorer` (transforms/scoring/label.py scorer_id), a last column `scorer`
+  holding it in every row: a summary's rows name what scored them."""
+  batch = to_record_batch(rows, schema)
+  if scorer is not None:
+    batch = batch.append_column("scorer", pa.array([scorer] * batch.num_rows, pa.string()))
   sink = io.BytesIO()
   if header:
-    sink.write((",".join(schema.names) + "\n").encode("utf-8"))
-  pa_csv.write_csv(to_record_batch(rows, schema), sink, CSV_OPTIONS)
+    sink.write((",".join(batch.schema.names) + "\n").encode("utf-8"))
+  pa_csv.write_csv(batch, sink, CSV_OPTIONS)
   return sink.getvalue()
 
 

@@ -38,6 +38,14 @@ Formats (`FORMATS`), each yielding LabelledItem(premise, hypothesis, label):
                     premise `grounding`, hypothesis `generated_text`; attributable:
                     label 1; group a `dataset` column where present, else the file
                     name (true_dataset_name).
+  training-data     a split of `autoais training-data` (train / validation /
+                    test .parquet): premise, hypothesis, label 1 / 0; group source.
+
+Items also carry the question they answer where the format has one (ratings,
+xor-attriqa: the question; attributionbench, expertqa: the question the claim's
+answer answers; begin: the dialogue message), and ratings rows the passage id
+they cite: `autoais training-data` splits on the first and mines hard
+negatives from the article of the second.
 """
 import functools
 import io
@@ -72,6 +80,11 @@ def unmatched(path: str, line: int, reason: str, message: str, record: str,
 
 def _item_id(path: str, line: int, *parts) -> str:
   return ":".join([system_name_from_path(path), str(line), *map(str, parts)])
+
+
+def _stripped(value: Optional[str]) -> Optional[str]:
+  """A text field stripped, None where it is absent or blank."""
+  return (value.strip() or None) if value is not None else None
 
 
 def _yes_no(value) -> Optional[bool]:
@@ -227,7 +240,7 @@ def _read_ratings(path: str, scenario=None, reference_premise: bool = False
                          parse_passage(prediction.passage), reference_premise)
     yield LabelledItem(_item_id(path, line), prediction.system_name, None, example,
                        prediction.human_rating, prediction.human_rating == "Y", path,
-                       line)
+                       line, prediction.question, prediction.attribution)
 
 
 # attributionbench ----------------------------------------------------------------
@@ -239,7 +252,8 @@ def _read_attributionbench(path: str, scenario=None):
   del scenario
 
   def parse(line, fields):
-    values = _text_fields(fields, ("claim", "attribution_label", "src_dataset", "id"),
+    values = _text_fields(fields, ("claim", "attribution_label", "src_dataset", "id",
+                                   "question"),
                           ("claim", "attribution_label"), ("claim",), path, line)
     if isinstance(values, DeadLetter):
       return values
@@ -260,17 +274,18 @@ def _read_attributionbench(path: str, scenario=None):
       return label
     return LabelledItem(values["id"] or _item_id(path, line), values["src_dataset"],
                         None, claim_example(premise, values["claim"]), *label, path,
-                        line)
+                        line, _stripped(values["question"]))
 
   return _parse_records(records(path, ("id", "claim", "references", "attribution_label",
-                                       "src_dataset")), parse)
+                                       "src_dataset", "question")), parse)
 
 
 # begin ------------------------------------------------------------------------
 
 _BEGIN_LABELS = {"fully attributable": True, "not fully attributable": False,
                  "generic": False}
-_BEGIN_FIELDS = ("knowledge", "response", "begin_label", "data_source", "model_name")
+_BEGIN_FIELDS = ("knowledge", "response", "begin_label", "data_source", "model_name",
+                 "message")
 
 
 def _is_tsv(path: str) -> bool:
@@ -326,8 +341,10 @@ def _read_begin(path: str, scenario=None):
       return label
     example = AttributionExample(values["knowledge"], values["response"],
                                  values["response"], values["knowledge"])
+    # The dialogue turn the response answers is its question.
     return LabelledItem(_item_id(path, line), values["data_source"],
-                        values["model_name"], example, *label, path, line)
+                        values["model_name"], example, *label, path, line,
+                        _stripped(values["message"]))
 
   source = _tsv_records(path) if _is_tsv(path) else records(path, _BEGIN_FIELDS)
   return _parse_records(source, parse)
@@ -410,7 +427,7 @@ def _read_expertqa(path: str, scenario=None):
     yield LabelledItem(
         _item_id(path, line, claim.system_name, f"{claim.claim_index:04d}"),
         claim.system_name, None, claim_example(premise, claim.claim), support,
-        support == EXPERTQA_COMPLETE, path, line)
+        support == EXPERTQA_COMPLETE, path, line, claim.question)
 
 
 # xor-attriqa ------------------------------------------------------------------
@@ -450,7 +467,8 @@ def _read_xor_attriqa(path: str, scenario=None):
     if not isinstance(item_id, str) or not item_id:
       item_id = _item_id(path, line)
     return LabelledItem(item_id, values["query_language"], None, example,
-                        str(fields["ais"]).strip(), attributable, path, line)
+                        str(fields["ais"]).strip(), attributable, path, line,
+                        values[query_field])
 
   return _parse_records(records(path, XOR_FIELDS + ("id",)), parse)
 
@@ -543,6 +561,32 @@ def _read_true(path: str, scenario=None):
   return _parse_records(records(path, TRUE_FIELDS + ("dataset",)), parse)
 
 
+# training-data ------------------------------------------------------------------
+
+TRAINING_DATA_FIELDS = ("premise", "hypothesis", "label")
+
+
+def _read_training_data(path: str, scenario=None):
+  """A split of `autoais training-data` (train.parquet, validation.parquet,
+  test.parquet): premise, hypothesis, label 1 / 0; group its `source`."""
+  del scenario
+  text = ("premise", "hypothesis", "source", "item_id", "question")
+
+  def parse(line, fields):
+    values = _text_fields(fields, text, ("premise", "hypothesis"),
+                          ("premise", "hypothesis"), path, line)
+    if isinstance(values, DeadLetter):
+      return values
+    label = _binary_label(fields, path, line)
+    if isinstance(label, DeadLetter):
+      return label
+    return LabelledItem(values["item_id"] or _item_id(path, line), values["source"],
+                        None, claim_example(values["premise"], values["hypothesis"]),
+                        *label, path, line, values["question"])
+
+  return _parse_records(records(path, TRAINING_DATA_FIELDS + text[2:]), parse)
+
+
 FORMATS: Dict[str, LabelledFormat] = {
     "ratings": LabelledFormat(_read_ratings, ("system_name",), "human_rating Y",
                               ("question", "answer", "attribution", "passage",
@@ -568,4 +612,7 @@ FORMATS: Dict[str, LabelledFormat] = {
     "true": LabelledFormat(_read_true, ("dataset",),
                            "label 1 (consistent; 0 is not)", TRUE_FIELDS,
                            number_columns=("label",)),
+    "training-data": LabelledFormat(_read_training_data, ("source",),
+                                    "label 1 (attributable; 0 is not)",
+                                    TRAINING_DATA_FIELDS, number_columns=("label",)),
 }

@@ -7,13 +7,16 @@ collects every summary row on one worker, sorts them (`order`, by system by
 default), writes `{stem}.csv`, `{stem}.json` (`header` plus the rows under
 `rows_name`) and `{stem}.md` atomically (transforms/io/summary.py
 write_summary_files), and emits one dict for run.json (`describe(rows)`; by
-default the number of systems).
+default the number of systems). With `scorer` (the run's scorer block), the
+three name it (transforms/scoring/label.py): the CSV's last column `scorer`,
+the JSON's `scorer` and `scored_by`, the Markdown's first line.
 """
 from typing import Callable, Dict, Optional
 
 import apache_beam as beam
 
 from autoais.transforms.io.summary import write_summary_files
+from autoais.transforms.scoring.label import scored_by, scorer_id
 
 
 def percent(value: Optional[float], low: Optional[float] = None,
@@ -38,10 +41,20 @@ def count_systems(rows) -> Dict[str, int]:
   return {"systems": len({row.system_name for row in rows})}
 
 
+def named_by_scorer(header: dict, markdown: str, scorer: Optional[dict]):
+  """A summary's JSON header and Markdown naming `scorer` (a scorer block;
+  None: as they are), and the value of its CSV's `scorer` column (None: no
+  column): (header, markdown, column)."""
+  if scorer is None:
+    return dict(header), markdown, None
+  return (dict(header, scorer=scorer, scored_by=scored_by(scorer)),
+          scored_by(scorer) + "\n\n" + markdown, scorer_id(scorer))
+
+
 class _WriteSummaryFn(beam.DoFn):
 
   def __init__(self, output_dir, stem, schema, header, markdown, order, rows_name,
-               describe):
+               describe, scorer):
     self._output_dir = output_dir
     self._stem = stem
     self._schema = schema
@@ -50,12 +63,15 @@ class _WriteSummaryFn(beam.DoFn):
     self._order = order
     self._rows_name = rows_name
     self._describe = describe
+    self._scorer = scorer
 
   def process(self, rows):
     rows = sorted(rows, key=self._order)
-    document = dict(self._header, **{self._rows_name: [row._asdict() for row in rows]})
+    header, markdown, column = named_by_scorer(self._header, self._markdown(rows),
+                                               self._scorer)
+    document = dict(header, **{self._rows_name: [row._asdict() for row in rows]})
     write_summary_files(self._output_dir, self._stem, rows, self._schema, document,
-                        self._markdown(rows))
+                        markdown, scorer=column)
     yield self._describe(rows)
 
 
@@ -64,10 +80,11 @@ class WriteSummary(beam.PTransform):
 
   def __init__(self, output_dir: str, stem: str, schema, header: dict,
                markdown: Callable, order: Callable = by_system,
-               rows_name: str = "systems", describe: Callable = count_systems):
+               rows_name: str = "systems", describe: Callable = count_systems,
+               scorer: Optional[dict] = None):
     super().__init__()
     self._fn = _WriteSummaryFn(output_dir, stem, schema, header, markdown, order,
-                               rows_name, describe)
+                               rows_name, describe, scorer)
 
   def expand(self, rows):
     return (rows

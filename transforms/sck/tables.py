@@ -145,12 +145,13 @@ class SummarizeSck(beam.PTransform):
   """PCollection[SckSummaryRow] (each system's rows, overall then per intent) ->
   sck.{csv,json,md} recording the `weights`; returns WriteSummary's singleton."""
 
-  def __init__(self, output_dir: str, weights: dict):
+  def __init__(self, output_dir: str, weights: dict, scorer: dict):
     super().__init__()
     self._output_dir = output_dir
+    self._scorer = scorer
     self._weights = weights
 
   def expand(self, rows):
     return rows | "WriteSummary" >> WriteSummary(
         self._output_dir, "sck", SCK_SUMMARY_SCHEMA, {"weights": self._weights},
-        sck_markdown, order=_summary_order, rows_name="rows")
+        sck_markdown, order=_summary_order, rows_name="rows", scorer=self._scorer)

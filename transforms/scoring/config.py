@@ -22,19 +22,57 @@ from apache_beam.io.filesystems import FileSystems
 from autoais.models import hub
 from autoais.schemas.errors import ConfigError, require, require_choice
 from autoais.transforms.scoring.registry import FAMILIES, FLAG_SCORERS, family_module, make_scorer
+from autoais.transforms.scoring.names import STRING_MATCH
 from autoais.transforms.scoring.scorer import Scorer
+
+
+# A model `autoais finetune` trained carries the threshold calibrated on its
+# validation split in this file; these families decide at it unless
+# --threshold is given (SPEC 5.12).
+MODEL_CARD = "model_card.json"
+CARD_FAMILIES = ("t5", "nli-classifier")
 
 
 @dataclasses.dataclass(frozen=True)
 class ScorerConfig:
   """The scorer family (`--scorer`), its threshold, and the settings its
-  Scorer is built with (what the family's check_flags returned)."""
+  Scorer is built with (what the family's check_flags returned);
+  `threshold_from` says where a card family's threshold came from."""
   name: str
   threshold: float
   settings: Mapping[str, Any]
+  threshold_from: Any = None
 
   def scorer(self) -> Scorer:
-    return make_scorer(self.name, self.threshold, **self.settings)
+    scorer = make_scorer(self.name, self.threshold, **self.settings)
+    scorer.threshold_from = self.threshold_from
+    return scorer
+
+
+def _card_threshold(options, given: FrozenSet[str]):
+  """(threshold, where it came from) of a card family: --threshold where
+  given, else the model card's, else the default. The jobs read
+  options.threshold (agreement's header and calibration default), so a
+  card's threshold is set there too."""
+  if "threshold" in given:
+    return options.threshold, "--threshold"
+  if options.decision != "threshold":
+    return options.threshold, "unused (--decision decode)"
+  if not options.model:
+    return options.threshold, "default"
+  from autoais.models import checkpoints  # pylint: disable=import-outside-toplevel
+  model = hub.pin(options.model, options.model_revision, "--model", "--model_revision")
+  if MODEL_CARD not in checkpoints.list_dir(model, "--model"):
+    return options.threshold, "default (the model has no model_card.json)"
+  card = checkpoints.read_json(checkpoints.file_in(model, MODEL_CARD, "--model"),
+                               "--model", options.model)
+  threshold = card.get("threshold") if isinstance(card, dict) else None
+  if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (
+      0.0 <= threshold <= 1.0):
+    raise ConfigError(f"--model {options.model}: {MODEL_CARD} has no threshold in "
+                      f"[0, 1] (found {threshold!r})")
+  options.threshold = float(threshold)
+  return float(threshold), f"model card ({MODEL_CARD})"
 
 
 def scorer_config(options, given: FrozenSet[str], local_run: bool) -> ScorerConfig:
@@ -45,13 +83,23 @@ def scorer_config(options, given: FrozenSet[str], local_run: bool) -> ScorerConf
   check_scorer_flags(options, given)
   if not 0.0 <= options.threshold <= 1.0:
     raise ConfigError(f"--threshold must be in [0, 1], got {options.threshold}")
+  if options.scorer == STRING_MATCH and "threshold" in given:
+    # Accepted, it would change nothing: the baseline's score is 1 or 0.
+    raise ConfigError("--threshold is for a model scorer: string-match's nli_score is 1 "
+                      "(the answer found in the passage) or 0, so no threshold changes "
+                      "its decisions; choose a model (--scorer t5, nli-classifier, ...) "
+                      "to set one")
   if options.chunk_size is not None and options.chunk_size < 1:
     raise ConfigError(f"--chunk_size must be positive, got {options.chunk_size}")
   module = family_module(options.scorer)
   if "score_cache" in FAMILIES[options.scorer].flags and options.score_cache:
     check_cache_dir(options.score_cache)
+  threshold_from = None
+  if options.scorer in CARD_FAMILIES:
+    _, threshold_from = _card_threshold(options, given)
   settings = module.check_flags(options, local_run)
-  return ScorerConfig(options.scorer, options.threshold, types.MappingProxyType(settings))
+  return ScorerConfig(options.scorer, options.threshold, types.MappingProxyType(settings),
+                      threshold_from)
 
 
 def check_scorer_flags(options, given: FrozenSet[str]) -> None:

@@ -334,6 +334,14 @@ _ZERO_CACHE_STATS = {"cache_files_read": 0, "cache_entries_read": 0,
                      "cache_entries_written": 0, "cache_files_written": 0}
 
 
+def _model_identifier(handler: ModelHandler) -> Optional[str]:
+  """The handler's model_identifier where it has one (models/token_budget.py
+  LocalModelHandler): Beam then shares one model across the RunInference
+  steps of a job where the model is shared across processes."""
+  identify = getattr(handler, "model_identifier", None)
+  return identify() if identify is not None else None
+
+
 class ScoreUniqueExamples(beam.PTransform):
   """See the module docstring. `model_id` names the model (it is constant for
   the transform, so it is not part of the example digest); `score_cache` is a
@@ -399,7 +407,9 @@ class ScoreUniqueExamples(beam.PTransform):
                | "SpreadChunks" >> SpilledGroupByKey(
                    FileSystems.join(self._work_dir, "chunks"))
                | "TakeChunks" >> beam.FlatMap(lambda grouped: grouped[1])
-               | "RunInference" >> RunInference(_ChunkHandler(self._handler))
+               | "RunInference" >> RunInference(
+                   _ChunkHandler(self._handler),
+                   model_identifier=_model_identifier(self._handler))
                | "RouteResults" >> beam.FlatMap(_route_results).with_outputs(
                    "failed", "stats", main="scored"))
     scores.update(model=results.scored, failed=results.failed)

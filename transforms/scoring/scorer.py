@@ -41,6 +41,8 @@ class Scorer:
   _handler = None
   _model_id: str = ""
   _revisions: Optional[Dict[str, Optional[str]]] = None
+  # t5 and nli-classifier: where the threshold came from (transforms/scoring/config.py).
+  threshold_from: Optional[str] = None
 
   def score_keyed(self, work_dir: str, rows_of=None) -> beam.PTransform:
     """PCollection[(key, example or None)] -> {"scored": PCollection[(key, score
@@ -66,8 +68,10 @@ class Scorer:
     """The scorer block of run.json, from the options alone: the name, the
     family, its fixed fields and its options, a hub model named as the user
     named it (with_hub_references)."""
-    return with_hub_references({"name": self.name, "family": self.name, **self._fixed,
-                                **self._options}, self._revisions)
+    block = {"name": self.name, "family": self.name, **self._fixed, **self._options}
+    if self.threshold_from is not None:
+      block["threshold_from"] = self.threshold_from
+    return with_hub_references(block, self._revisions)
 
   def model_info(self) -> beam.PTransform:
     """PBegin -> a singleton PCollection[dict] of what only a worker can tell

@@ -702,25 +702,27 @@ def ratio_or_nan(numerator, denominator):
 
 def system_level_agreement(systems: Iterable[SystemAgreement],
                            bootstrap: Dict[str, object],
-                           over_gold: bool = True) -> Dict[str, object]:
+                           over_gold: bool = True,
+                           measure: str = "AutoAIS") -> Dict[str, object]:
   """Correlations over systems (with bootstrap CIs) and the neighbour tests;
   `bootstrap` describes the resamples (method, samples, seed) for the record.
   `over_gold` False: the systems' AutoAIS is over their own questions (evaluate
-  without gold) and the paired tests over the run's questions."""
+  without gold) and the paired tests over the run's questions. `measure`: what
+  the descriptions call the systems' figure (string-match for the baseline)."""
   systems = sorted(systems, key=lambda s: s.system_name)
   rated = [s for s in systems if s.n_rated]
   result = {"n_systems": len(systems), "n_systems_rated": len(rated),
             "bootstrap": bootstrap}
   comparisons = {
       "autoais_rated_vs_human_ais": (
-          "per-system AutoAIS over the human-rated rows against human AIS over the "
-          "same rows",
+          f"per-system {measure} over the human-rated rows against human AIS over "
+          "the same rows",
           [s.autoais_rated for s in rated],
           lambda m: ratio_or_nan(m[:, RESAMPLE_RATED_AUTO], m[:, RESAMPLE_RATED])),
       "autoais_vs_human_ais": (
-          "per-system AutoAIS (paper mode, over all gold questions) against human AIS"
-          if over_gold else
-          "per-system AutoAIS (over its own predicted questions) against human AIS",
+          f"per-system {measure} (paper mode, over all gold questions) against human "
+          "AIS" if over_gold else
+          f"per-system {measure} (over its own predicted questions) against human AIS",
           [s.autoais for s in rated],
           lambda m: m[:, RESAMPLE_AUTOAIS]),
   }

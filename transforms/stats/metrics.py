@@ -68,6 +68,12 @@ class GoldIndex:
         self.empty_em[position], self.empty_f1[position] = grade_normalized(
             normalized, "")
 
+  def empty_matches(self) -> int:
+    """The gold questions an empty answer gets EM 1 on (an alias such as '---'
+    or 'A+' normalises to nothing): what a system gains on each question it
+    leaves unanswered, as the reference script counts them."""
+    return int(self.empty_em.sum())
+
   def grade(self, question: str, answer: str
             ) -> Optional[Tuple[int, Optional[float], Optional[float]]]:
     """(gold index, EM, F1) of an answer to a gold question (EM and F1 None
@@ -337,6 +343,14 @@ def leaderboard_row(outcomes: SystemOutcomes, gold: GoldIndex,
     reference["f1"] = float(np.mean(columns["f1"]) * 100)
   (autoais_low, autoais_high), (em_low, em_high), (f1_low, f1_high) = (
       written_interval(interval) for interval in (autoais_ci, em_ci, f1_ci))
+  em_answered = f1_answered = None
+  if gold.graded and len(index):
+    # Over the questions the system answered: no empty answer is graded, so an
+    # empty-normalising gold alias gives nothing for free (docs/evaluate.md).
+    em_answered = percent_of(int(np.frombuffer(outcomes.em, dtype=np.int8).sum()),
+                             len(index))
+    f1_answered = written(float(np.mean(np.frombuffer(outcomes.f1, dtype=np.float64))
+                                * 100))
   return LeaderboardRow(
       system_name=outcomes.system_name,
       n_gold=gold.n if gold.graded else None,
@@ -362,7 +376,9 @@ def leaderboard_row(outcomes: SystemOutcomes, gold: GoldIndex,
       autoais_rated=written(stats.get("predicted_ais"), 100),
       human_balanced_accuracy=written(stats.get("balanced_accuracy"), 100),
       human_roc_auc=written(stats.get("roc_auc")),
-      human_pr_auc=written(stats.get("pr_auc"))), system, reference
+      human_pr_auc=written(stats.get("pr_auc")),
+      em_answered=em_answered,
+      f1_answered=f1_answered), system, reference
 
 
 class _LeaderboardRowFn(beam.DoFn):

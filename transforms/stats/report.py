@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from autoais.transforms.scoring.label import compared_measure, measure_name, scored_by
 from autoais.transforms.stats.agreement import AgreementCounts
 
 _DPI = 100
@@ -66,7 +67,9 @@ def forest_plot(labels: Sequence[str], values, lows, highs, xlabel: str,
     axes.set_xlim(*limits)
     axes.axvline(0.0, color="0.4", linewidth=0.8)
   axes.grid(axis="x", alpha=0.3)
-  axes.legend(loc="lower right", fontsize=8)
+  # Above the axes: inside, it sat over the lowest rows' intervals.
+  axes.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, fontsize=8,
+              frameon=False)
   return _png(figure)
 
 
@@ -79,8 +82,15 @@ def scatter_plot(names: Sequence[str], x, y, correlations: Dict, xlabel: str,
   axes = figure.add_subplot()
   x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
   axes.scatter(x, y, color="tab:blue")
+  middle = (x.min() + x.max()) / 2 if len(x) else 0.0
   for name, px, py in zip(names, x, y):
-    axes.annotate(name, (px, py), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    # Labels readable (8 pt) and inside the axes: those of the right half
+    # point left, so none runs past the frame.
+    right = px > middle
+    axes.annotate(name, (px, py), fontsize=8, xytext=(-4 if right else 4, 4),
+                  textcoords="offset points", ha="right" if right else "left",
+                  annotation_clip=True)
+  axes.margins(0.12)
   if len(x) >= 2 and np.ptp(x) > 0:
     fit = stats.linregress(x, y)
     line = np.linspace(x.min(), x.max(), 2)
@@ -206,14 +216,20 @@ def _page(title: str, intro: List[str], tables: List[Tuple[str, str]],
   return "\n".join(parts) + "\n"
 
 
-_ROW_HEADER = ("group", "n", "human AIS", "predicted AIS", "accuracy",
-               "balanced accuracy", "Cohen's kappa", "ROC-AUC", "PR-AUC")
+# Rates in percent, as every plot and the Markdown pages show them; kappa and
+# the AUCs on their own scale (agreement.json keeps the fractions).
+_ROW_HEADER = ("group", "n", "human AIS %", "predicted AIS %", "accuracy %",
+               "balanced accuracy %", "Cohen's kappa", "ROC-AUC", "PR-AUC")
+
+
+def _percent(value: Optional[float]) -> Optional[str]:
+  return None if value is None else f"{value * 100:.1f}"
 
 
 def _stats_row(name, entry):
-  return (name, entry["n_rated"], entry["human_ais"], entry["predicted_ais"],
-          entry["accuracy"], entry["balanced_accuracy"], entry["cohen_kappa"],
-          entry["roc_auc"], entry["pr_auc"])
+  return (name, entry["n_rated"], *(_percent(entry[key]) for key in (
+      "human_ais", "predicted_ais", "accuracy", "balanced_accuracy")),
+          entry["cohen_kappa"], entry["roc_auc"], entry["pr_auc"])
 
 
 def _score_figures(overall: AgreementCounts) -> List[Tuple[str, Optional[str]]]:
@@ -255,33 +271,36 @@ def agreement_report_html(content: Dict, overall: AgreementCounts) -> str:
           f"Predicted AIS per {grouping}, ranked, with exact (Clopper-Pearson) 95% "
           "intervals; diamonds: human AIS.",
           forest_plot([name for name, _ in ranked],
-                      [entry["predicted_ais"] for _, entry in ranked],
-                      [ci.low for ci in intervals], [ci.high for ci in intervals],
-                      "share decided attributable",
-                      [entry["human_ais"] for _, entry in ranked], "human AIS")))
+                      [entry["predicted_ais"] * 100 for _, entry in ranked],
+                      [ci.low * 100 for ci in intervals],
+                      [ci.high * 100 for ci in intervals],
+                      "% decided attributable",
+                      [entry["human_ais"] * 100 for _, entry in ranked], "human AIS %",
+                      top=100)))
       level = content["group_level"][grouping]
       if len(ranked) >= 2:
         figures.append((
             f"Per-{grouping} predicted AIS against human AIS.",
             scatter_plot([name for name, _ in ranked],
-                         [entry["predicted_ais"] for _, entry in ranked],
-                         [entry["human_ais"] for _, entry in ranked], level,
-                         "predicted AIS", "human AIS")))
+                         [entry["predicted_ais"] * 100 for _, entry in ranked],
+                         [entry["human_ais"] * 100 for _, entry in ranked], level,
+                         "predicted AIS %", "human AIS %")))
   figures += _score_figures(overall)
   calibration = content.get("calibration")
   intro = [f"Format {content['format']}"
            + (f" ({content['scenario']})" if content.get("scenario") else "")
            + f"; input {', '.join(content['inputs'])}.",
            f"Attributable: {content['positive_label']}.",
-           f"Scorer {content['scorer']['name']}, decision {content['decision']}, "
-           f"threshold {content['threshold']}."]
+           scored_by(content["scorer"]),
+           f"Decision {content['decision']}, threshold {content['threshold']}."]
   if calibration:
     calibrated = content["overall"].get("at_calibrated_threshold", {})
     intro.append(
         f"Calibrated threshold {calibration['threshold']!r} (maximises "
         f"{calibration['metric']} on {', '.join(calibration['calibrate_on'])}); "
-        f"accuracy on the input {_cell(content['overall']['accuracy'])} at the default, "
-        f"{_cell(calibrated.get('accuracy'))} at the calibrated threshold.")
+        f"accuracy on the input {_percent(content['overall']['accuracy'])}% at the "
+        f"default, {_percent(calibrated.get('accuracy'))}% at the calibrated "
+        "threshold.")
     per_group = calibration.get("per_dataset")
     if per_group:
       tables.append((f"Thresholds tuned per {per_group['grouping']} on the calibration set",
@@ -300,30 +319,33 @@ def agreement_report_html(content: Dict, overall: AgreementCounts) -> str:
                figures, more_tables)
 
 
-def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts) -> str:
+def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts,
+                            scorer: Optional[Dict] = None) -> str:
   """The page of `autoais evaluate` with human ratings (rows: LeaderboardRows;
-  content: agreement.json's)."""
+  content: agreement.json's; scorer: the run's scorer block, named at the top
+  and in every caption: transforms/scoring/label.py)."""
+  measure = measure_name(scorer)
   ranked = sorted(rows, key=lambda row: (-row.autoais, row.system_name))
   level = content["system_level"]
   comparison = level["autoais_rated_vs_human_ais"]
   figures = [
-      ("AutoAIS ranking (paper mode, over all gold questions) with 95% bootstrap "
+      (f"{measure} ranking (paper mode, over all gold questions) with 95% bootstrap "
        "intervals; diamonds: human AIS on the rated rows.",
        forest_plot([row.system_name for row in ranked], [row.autoais for row in ranked],
                    [row.autoais_ci_low for row in ranked],
-                   [row.autoais_ci_high for row in ranked], "AutoAIS %",
-                   [row.human_ais for row in ranked], "human AIS", top=100)),
+                   [row.autoais_ci_high for row in ranked], f"{measure} %",
+                   [row.human_ais for row in ranked], "human AIS %", top=100)),
   ]
   if comparison["systems"]:
     figures.append((
-        "Per-system AutoAIS on the human-rated rows against human AIS on the same "
+        f"Per-system {measure} on the human-rated rows against human AIS on the same "
         "rows; correlations with 95% bootstrap intervals (questions resampled, paired "
         "across systems).",
-        scatter_plot(comparison["systems"], comparison["x"], comparison["y"],
-                     comparison, "AutoAIS on rated rows", "human AIS")))
+        scatter_plot(comparison["systems"], np.asarray(comparison["x"]) * 100,
+                     np.asarray(comparison["y"]) * 100, comparison,
+                     f"{measure} on rated rows %", "human AIS %")))
   figures += _score_figures(overall)
-  # The per-system statistics as agreement.json holds them (fractions), like the
-  # overall row above them.
+  # The per-system statistics of agreement.json, rates in percent as above.
   system_rows = [_stats_row(row.system_name, content["systems"][row.system_name])
                  for row in ranked]
   tables = [
@@ -331,8 +353,8 @@ def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts) -> st
        _table(_ROW_HEADER, [_stats_row("all systems", content["overall"])])),
   ]
   more_tables = [
-      ("Per system", _table(("system", "n rated", "human AIS", "AutoAIS on rated",
-                             "accuracy", "balanced accuracy", "Cohen's kappa",
+      ("Per system", _table(("system", "n rated", "human AIS %", f"{measure} on rated %",
+                             "accuracy %", "balanced accuracy %", "Cohen's kappa",
                              "ROC-AUC", "PR-AUC"), system_rows)),
   ]
   correlation_rows = []
@@ -348,28 +370,31 @@ def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts) -> st
       ("comparison", "method", "value", "95% CI", "p-value", "p-value from"),
       correlation_rows)))
   more_tables.append((
-      "Neighbours in the AutoAIS ranking: " + level["neighbour_tests"]["test"],
-      _table(("higher", "lower", "AutoAIS higher", "AutoAIS lower",
+      f"Neighbours in the {measure} ranking: " + level["neighbour_tests"]["test"],
+      _table(("higher", "lower", f"{measure} higher", f"{measure} lower",
               "questions only higher Y", "questions only lower Y", "p-value"),
              [(t["higher"], t["lower"], t["autoais_higher"], t["autoais_lower"],
                t["only_higher"], t["only_lower"], _p_value(t["p_value"]))
               for t in level["neighbour_tests"]["pairs"]])))
   over = (f"over {content['n_gold']} gold questions" if content["n_gold"] is not None
-          else "without gold (AutoAIS over each system's predicted questions)")
-  intro = [f"{len(rows)} systems {over}; "
+          else f"without gold ({measure} over each system's predicted questions)")
+  intro = [scored_by(scorer), f"{len(rows)} systems {over}; "
            f"{content['overall']['n_rated']} rows carry a human rating."]
-  return _page("AutoAIS leaderboard and agreement with human ratings", intro, tables,
+  return _page(f"{measure} leaderboard and agreement with human ratings", intro, tables,
                figures, more_tables)
 
 
-def compare_report_html(header: Dict, systems: Sequence) -> str:
+def compare_report_html(header: Dict, systems: Sequence,
+                        flipped_rows: Optional[int] = None) -> str:
   """report.html of `autoais compare`: each system's AutoAIS change in points
   (agreement: each group's balanced accuracy change) with its paired-bootstrap
   interval (forest plot), and the table of changes."""
   agreement = header["job"] == "agreement"
+  scorers = header.get("scorers") or {}
+  rate = compared_measure(scorers.get("baseline"), scorers.get("candidate"))
   name, measure = (("balanced_accuracy", "balanced accuracy") if agreement
-                   else ("autoais", "citation recall (AutoAIS)")
-                   if header["job"] == "citations" else ("autoais", "AutoAIS"))
+                   else ("autoais", f"citation recall ({rate})")
+                   if header["job"] == "citations" else ("autoais", rate))
 
   def change(row, suffix=""):
     return getattr(row, f"{name}_change{suffix}")
@@ -398,41 +423,51 @@ def compare_report_html(header: Dict, systems: Sequence) -> str:
              row.flipped_to_y, row.flipped_to_n, _p_value(row.mcnemar_p_value),
              "yes" if row.regression else "")
             for row in systems]
-    table = _table(("group", "status", "paired items", "AutoAIS baseline %",
-                    "AutoAIS change (points)", "accuracy baseline %",
+    table = _table(("group", "status", "paired items", f"{rate} baseline %",
+                    f"{rate} change (points)", "accuracy baseline %",
                     "accuracy change (points)", "balanced accuracy baseline %",
                     "balanced accuracy change (points)", "low", "high", "N to Y",
                     "Y to N", "McNemar p (agreement with humans)", "regression"), rows)
   else:
-    # citations: citation precision beside recall (its AutoAIS)
+    # citations: citation precision beside recall (its AutoAIS); evaluate: the
+    # EM and F1 changes, as compare.md shows them.
     precision = header["job"] == "citations"
+    graded = header["job"] == "evaluate"
     rows = [(row.system_name, row.status, row.n_paired, row.autoais_baseline,
              row.autoais_candidate, row.autoais_change, row.autoais_change_low,
              row.autoais_change_high)
             + ((row.citation_prec_baseline, row.citation_prec_candidate,
                 row.citation_prec_change, row.citation_prec_change_low,
                 row.citation_prec_change_high) if precision else ())
+            + ((row.em_change, row.em_change_low, row.em_change_high, row.f1_change,
+                row.f1_change_low, row.f1_change_high) if graded else ())
             + (row.flipped_to_y, row.flipped_to_n, _p_value(row.mcnemar_p_value),
                "yes" if row.regression else "")
             for row in systems]
-    rate = "citation_rec" if precision else "AutoAIS"
+    rate = "citation_rec" if precision else rate
     table = _table((("system", "status", "paired questions", f"{rate} baseline %",
                      f"{rate} candidate %", "change (points)", "low", "high")
                     + (("citation_prec baseline %", "citation_prec candidate %",
                         "change (points)", "low", "high") if precision else ())
+                    + (("EM change (points)", "low", "high", "F1 change (points)", "low",
+                        "high") if graded else ())
                     + ("N to Y", "Y to N", "McNemar p", "regression")), rows)
-  intro = [f"Baseline: {header['baseline']}", f"Candidate: {header['candidate']}"]
+  intro = [f"Baseline: {header['baseline']}. {scored_by(scorers.get('baseline'))}",
+           f"Candidate: {header['candidate']}. {scored_by(scorers.get('candidate'))}"]
+  if flipped_rows is not None:
+    intro.append(f"{flipped_rows} row(s) flipped decision between the runs: compare.csv "
+                 "lists each, the most lowered score first.")
   if header["job"] == "claims":
-    intro.append("AutoAIS is the claims' macro AutoAIS (the mean over answers of the "
+    intro.append(f"{rate} is the claims' macro {rate} (the mean over answers of the "
                  "share of their claims rated attributable); N to Y and Y to N count "
                  "claims of the same text in both runs.")
   if header["job"] == "citations":
-    intro.append("AutoAIS is ALCE's citation recall (the mean over answers of the "
+    intro.append("citation_rec is ALCE's citation recall (the mean over answers of the "
                  "share of their sentences that their cited documents support), "
                  "shown with citation precision; N to Y and Y to N count sentences "
                  "of the same text (citations removed) in both runs.")
   if agreement:
-    intro.append("Each group of items and all items: AutoAIS is the share decided "
+    intro.append(f"Each group of items and all items: {rate} is the share decided "
                  "attributable, accuracy and balanced accuracy are against the human "
                  "labels, and McNemar's test is on whether each decision agrees with "
                  "the human label.")

@@ -25,8 +25,8 @@ def test_progress_line_reports_rates_and_time_left():
   totals = {"rows_to_score": 1200, "rows_scored": 400, "model_queued": 1000,
             "model_examples": 250, "cache_hits": 7}
   line = progress.progress_line("evaluate", totals, 20.0, 50.0)
-  assert line == ("evaluate: 20s | rows 400 scored of 1,200 in (20/s) | model 250 of "
-                  "1,000 examples (50.0/s, ETA 15s) | cache hits 7")
+  assert line == ("evaluate: 20s | rows 400 scored of 1,200 at the scorer (20/s) | "
+                  "model 250 of 1,000 examples (50.0/s, ETA 15s) | cache hits 7")
   assert "ETA 1h23m" in progress.progress_line(
       "x", {"model_queued": 5000, "model_examples": 0}, 1.0, 1.0)
 
@@ -95,8 +95,9 @@ def test_job_prints_the_runs_totals(examples_corpus_dir, tmp_path, capsys):
   counts = manifest["counts"]
   dead = (tmp_path / "out" / "dead_letter.jsonl").read_text().splitlines()
   last = capsys.readouterr().err.strip().splitlines()[-1]
-  assert re.match(r"evaluate: \d+s \| rows \d+ scored of \d+ in", last), last
-  scored, rows_in = map(int, re.search(r"rows (\d+) scored of (\d+) in", last).groups())
+  assert re.match(r"evaluate: \d+s \| rows \d+ scored of \d+ at the scorer", last), last
+  scored, rows_in = map(int, re.search(r"rows (\d+) scored of (\d+) at the scorer",
+                                       last).groups())
   assert scored == counts["scored"]
   assert rows_in == counts["read"] - counts["rejected"] - counts[
       "by_reason"]["unmatched:question_not_in_gold"]

@@ -101,7 +101,7 @@ def test_missing_required_column_is_refused(tmp_path, name, content):
     pq.write_table(pa.table({"question": ["q"], "answer": ["a"]}), str(path))
   else:
     path.write_bytes(content)
-  with pytest.raises(InputError, match=r"missing required column\(s\) attribution"):
+  with pytest.raises(InputError, match=r"missing required column\(s\) \(attribution, or passage\)"):
     check_prediction_file(str(path))
 
 

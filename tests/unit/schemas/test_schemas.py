@@ -58,7 +58,7 @@ def _example(element_type):
                                            1, False, "f.csv", 2),
       schemas.LeaderboardRow: schemas.LeaderboardRow(
           "sys", 10, 9, 8, 1, 0.8, 0.5, 0.2, 0.8, 0.625, 50.0, 20.0, 80.0, 60.0,
-          30.0, 90.0, 0, None, None, None, None, None, None, None),
+          30.0, 90.0, 0, None, None, None, None, None, None, None, 55.5, 66.6),
       schemas.DeadLetter: schemas.DeadLetter("f.csv", 3, "rejected", "empty_answer",
                                              "answer", "f.csv:3: ...", "{}"),
       schemas.AisAnnotation: schemas.AisAnnotation("totto", "T5-small", "42", False,
@@ -141,7 +141,11 @@ def _example(element_type):
     return schemas.GoldMatch(values[schemas.Prediction], 4, 1.0, 1.0)
   if element_type is schemas.LabelledItem:
     return schemas.LabelledItem("id-1", "wow", "t5", values[schemas.AttributionExample],
-                                "Generic", False, "b.tsv", 4)
+                                "Generic", False, "b.tsv", 4, "q?", "id#1")
+  if element_type is schemas.TrainingExample:
+    return schemas.TrainingExample("train", "ab" * 16, "wice", "c1", "q?", "p", "h",
+                                   "premise: p hypothesis: h", "1", 1, False, "w.jsonl",
+                                   3)
   return values[element_type]
 
 
@@ -207,7 +211,7 @@ _HOME = {name: module for module, names in EXPORTED_BEFORE_SPLIT.items()
          for name in names}
 SCHEMAS_DIR = pathlib.Path(schemas.__file__).parent
 # Modules of jobs added since the split.
-ADDED_SINCE_SPLIT = ("schemas.citations", "schemas.compare")
+ADDED_SINCE_SPLIT = ("schemas.citations", "schemas.compare", "schemas.training")
 TYPE_MODULES = sorted(set(EXPORTED_BEFORE_SPLIT) - {"schemas.registry"} |
                       set(ADDED_SINCE_SPLIT))
 

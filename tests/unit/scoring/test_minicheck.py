@@ -342,3 +342,15 @@ def test_refusals_at_launch(models, example_corpus, tmp_path, capsys):
                  "--output_dir", out, "--chunk_size", 10) == 2
   assert "--chunk_size is for --scorer minicheck" in capsys.readouterr().err
   assert not out.exists()
+
+
+def test_text_cache_keeps_the_most_recent_within_its_characters():
+  from autoais.models.token_budget import TextCache  # pylint: disable=import-outside-toplevel
+  cache = TextCache(max_chars=10)
+  cache.put("aaaa", 1)
+  cache.put("bbbb", 2)
+  assert cache.found(["aaaa"]) == ({"aaaa": 1}, [])  # now the most recent
+  cache.put("ccc", 3)  # 11 characters: "bbbb", the least recent, goes
+  assert cache.found(["bbbb", "aaaa", "ccc", "aaaa"]) == ({"aaaa": 1, "ccc": 3}, ["bbbb"])
+  cache.put("x" * 11, 4)  # longer than the cache: not kept, nothing dropped
+  assert cache.found(["x" * 11, "ccc"]) == ({"ccc": 3}, ["x" * 11])

@@ -348,3 +348,18 @@ def test_labels_naming_no_supporting_class_are_refused(models, example_corpus, t
                  "--corpus", example_corpus, "--gold", EXAMPLES / "gold.jsonl",
                  "--output_dir", tmp_path / "out", "--positive_label", "x") == 2
   assert "--positive_label is for --scorer nli-classifier" in capsys.readouterr().err
+
+
+def test_handlers_of_the_same_settings_share_one_model_and_identifier(models):
+  """A job's RunInference steps (citations has three) hold one loaded model
+  per process, and name it alike to Beam, which then shares one copy across
+  processes with --large_model; other settings are another model."""
+  from autoais.models.nli_classifier import NliClassifierModelHandler  # pylint: disable=import-outside-toplevel
+  from autoais.transforms.scoring.fanout import _model_identifier  # pylint: disable=import-outside-toplevel
+  first, second, other = (NliClassifierModelHandler(models["roberta"], token_budget=budget)
+                          for budget in (256, 256, 512))
+  model = first.load_model()
+  assert second.load_model() is model and other.load_model() is not model
+  assert _model_identifier(first) == _model_identifier(second) == first.model_identifier()
+  assert first.model_identifier() != other.model_identifier()
+  assert _model_identifier(object()) is None

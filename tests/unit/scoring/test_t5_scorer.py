@@ -25,7 +25,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from autoais.beam_jobs import evaluate  # pylint: disable=wrong-import-position
-from autoais.models import checkpoints, t5_nli  # pylint: disable=wrong-import-position
+from autoais.models import checkpoints, t5_inputs, t5_nli  # pylint: disable=wrong-import-position
 from tests.support.t5_models import build_random_t5, save_model  # pylint: disable=wrong-import-position
 from autoais.schemas import AttributionExample  # pylint: disable=wrong-import-position
 from tests.support.files import read_jsonl  # pylint: disable=wrong-import-position
@@ -300,7 +300,6 @@ def test_premise_and_hypothesis_tokenised_apart_equal_the_whole_input(loaded):
   """The published T5 tokenizer splits at whitespace, so encode_many tokenises
   each distinct premise once; the ids are the whole input's, whatever the
   premise's edges (spaces, combining marks, a grapheme that does not end)."""
-  assert loaded._tokenises_apart()  # pylint: disable=protected-access
   premises = ["", " ", "Ends with a space ", "  two  spaces  inside ", "tab\tand\nnewline\n",
               "accent\u0301", " \u0301leading combining", "Arabic \u0600", "dot reph \u0d4e",
               "ZWJ \u200d", "emoji \U0001F469\u200d\U0001F4BB", "</s> in text", "\u3000ideographic\u3000",
@@ -319,12 +318,10 @@ def test_premise_and_hypothesis_tokenised_apart_equal_the_whole_input(loaded):
 
 
 def test_premises_of_documents_a_line_each_equal_premises_tokenised_whole(tiny_model):
-  """A premise is cut at its line breaks and each distinct line tokenised once
-  (citations' premises join the same documents, a line each, in many
-  combinations): its pieces, offsets, windows and whole inputs are those of the
-  premise tokenised whole, the lines fresh or from the cache, also at lines
-  that are empty, white space, or start or end in a character that does not
-  end a grapheme (where the premise is tokenised whole)."""
+  """Premises that join documents a line each (citations' premises): their
+  whole inputs and windows are those of the premise tokenised whole, also at
+  lines that are empty, white space, or start or end in a character that does
+  not end a grapheme."""
   model = t5_nli.load_t5_nli(tiny_model, max_input_tokens=48)
   rng = random.Random(5)
   sentences = [text for text in _texts()[:-50] if text.strip()]
@@ -340,122 +337,27 @@ def test_premises_of_documents_a_line_each_equal_premises_tokenised_whole(tiny_m
               for premise in premises]
   expected = [_windows_tokenised_whole(model, example) for example in examples]
   assert model.encode_many(examples) == expected
-  # Again, with every premise's encoding and words from the cache of premises.
-  assert model.encode_many(examples) == expected
-  # Again in another order, after the caches of whole premises are emptied: the
-  # lines now come from the cache of lines.
-  model._premise_pieces = t5_nli.PieceCache(t5_nli.PREMISE_CACHE_TOKENS)
-  model._premises = t5_nli.PieceCache(t5_nli.PREMISE_ENCODING_CACHE_VALUES)
   assert model.encode_many(examples[::-1]) == expected[::-1]
-  assert model._line_pieces.get(documents[0]) is not None  # pylint: disable=protected-access
-  # The encodings of whole premises, fresh from their lines, then from the
-  # cache of premises.
-  model._premises = t5_nli.PieceCache(t5_nli.PREMISE_ENCODING_CACHE_VALUES)
-  for _ in range(2):
-    for premise, encoding in zip(premises, model._premise_encodings(premises)):  # pylint: disable=protected-access
-      whole = model.tokenizer.unlocked(premise, add_special_tokens=False,
-                                       return_offsets_mapping=True)
-      assert encoding.pieces.tolist() == whole["input_ids"], premise
-      assert encoding.offsets() == [tuple(pair) for pair in whole["offset_mapping"]], premise
   windowed = [item for item in expected if item.truncated]
   assert len(windowed) > 20
-  # Both ways of tokenising lines, from empty caches: for their ids first
-  # (offsets only for the premises that are windowed), and with their
-  # offsets from the start.
-  for windowed_so_far in (0, 1):
-    model._premises_seen, model._premises_windowed = 1, windowed_so_far  # pylint: disable=protected-access
-    assert model._offsets_first() == bool(windowed_so_far)  # pylint: disable=protected-access
-    model._premise_pieces = t5_nli.PieceCache(t5_nli.PREMISE_CACHE_TOKENS)
-    model._premises = t5_nli.PieceCache(t5_nli.PREMISE_ENCODING_CACHE_VALUES)
-    model._line_pieces = t5_nli.PieceCache(t5_nli.LINE_CACHE_VALUES)
-    model._line_ids = t5_nli.PieceCache(t5_nli.LINE_CACHE_VALUES)
-    assert model.encode_many(examples) == expected
-  # Ids first, the lines' ids read from the cache of lines with offsets.
-  model._premises_seen, model._premises_windowed = 1, 0  # pylint: disable=protected-access
-  model._premise_pieces = t5_nli.PieceCache(t5_nli.PREMISE_CACHE_TOKENS)
-  model._premises = t5_nli.PieceCache(t5_nli.PREMISE_ENCODING_CACHE_VALUES)
-  assert model.encode_many(examples) == expected
 
 
-class _LowercasingNormalizer:
-  """A normaliser that changes an ASCII letter, as no T5 charsmap does."""
-
-  def __init__(self):
-    self.calls = 0
-
-  def normalize_str(self, text):
-    self.calls += 1
-    return text.replace("\t", " ").replace("\n", " ").replace("\x0c", " ").lower()
-
-
-def test_ascii_premises_skip_the_normaliser_only_where_it_keeps_ascii(tiny_model):
-  """The normaliser of T5's charsmap keeps printable ASCII (white space made
-  spaces), so an ASCII premise is cut into words without normalising it; a
-  normaliser that changes an ASCII character is asked about every premise,
-  and a premise it changes is not cut (its windows are tokenised whole)."""
-  model = t5_nli.load_t5_nli(tiny_model)
-  assert t5_nli.ascii_kept(model.tokenizer.backend_tokenizer.normalizer)
-  lowering = _LowercasingNormalizer()
-  assert not t5_nli.ascii_kept(lowering)
-  premise = "Title: Paris\nParis is\tthe capital of France."
-  encoding = model._premise_encodings([premise])[0]  # pylint: disable=protected-access
-  assert t5_nli._words_of(premise, lowering, encoding, keeps_ascii=False) is False  # pylint: disable=protected-access
-  lowering.calls = 0
-  assert t5_nli._words_of(premise.lower(), lowering,  # pylint: disable=protected-access
-                          model._premise_encodings([premise.lower()])[0],  # pylint: disable=protected-access
-                          keeps_ascii=False) is not False
-  assert lowering.calls == 1
-  # With the short cut, ASCII text is not normalised; a carriage return or
-  # any other character is.
-  lowering.calls = 0
-  assert t5_nli._words_of(premise, lowering, encoding, keeps_ascii=True) is not False  # pylint: disable=protected-access
-  assert lowering.calls == 0
-  for other in (premise.replace("\n", "\r\n"), premise + " caf\u00e9"):
-    assert t5_nli._words_of(other, lowering,  # pylint: disable=protected-access
-                            model._premise_encodings([other])[0],  # pylint: disable=protected-access
-                            keeps_ascii=True) is False
-
-
-class _CountingTokenizer:
-  """The model's tokenizer, counting the texts it is asked to tokenise; with
-  `misplace`, a text of several words comes back with every offset at 0 (so
-  that _WordPieces cannot cut it into its words)."""
-
-  def __init__(self, tokenizer, misplace=False):
-    self._tokenizer = tokenizer
-    self._misplace = misplace
-    self.texts = []
-
-  def input_ids(self, texts, add_special_tokens=True, offsets=False):
-    self.texts.extend(texts)
-    found = self._tokenizer.input_ids(texts, add_special_tokens, offsets)
-    if self._misplace and offsets:
-      found = [(ids, [(0, 0)] * len(ids)) if " " in text else (ids, spans)
-               for text, (ids, spans) in zip(texts, found)]
-    return found
-
-
-def test_texts_put_together_from_their_words_equal_the_tokenizers(tiny_model):
-  """Texts are tokenised word by word, each distinct word once across calls:
-  their pieces and offsets are the tokenizer's for the whole text, whatever
-  the white space between and around the words and the characters inside
-  them (non-ASCII, ones the normaliser changes, removes or makes white
-  space), with words from the cache or fresh, the cache emptied when full. A
-  text where a grapheme cluster may span white space (a carriage return, a
-  mark after a space, a character that may join the next before one) or a
-  word starts with a character the normaliser removes is tokenised whole."""
-  model = t5_nli.load_t5_nli(tiny_model)
-  assert model._words() is not None  # pylint: disable=protected-access
-  rng = random.Random(11)
+def test_inputs_of_odd_texts_equal_the_tokenizers(tiny_model):
+  """Inputs of texts of every kind of white space between and around their
+  words and of characters inside them (non-ASCII, ones the normaliser
+  changes, removes or makes white space, a carriage return, a mark after a
+  space, a character that may join the next) as premise and as hypothesis:
+  the tokenizer's ids of the whole input, and their windows those of each
+  window tokenised whole."""
+  model = t5_nli.load_t5_nli(tiny_model, max_input_tokens=48)
   words = [word for text in _texts()[:-50] for word in text.split()
-           if t5_nli._plain(word)][:400]  # pylint: disable=protected-access
+           if word.isascii() and word.isprintable()][:400]
+  rng = random.Random(11)
   texts = ["", " ", "  two  spaces  ", "\ttab\x0cform feed\nnew line", "one",
            "x" * 300, "premise:", "hypothesis: Who? 42,000.5 (yes) [no] {x} a_b-c/d",
            "a\r\nb", "vertical\x0btab", "caf\u00e9 noir", "nb\u00a0sp", "ends in space ",
            "\x1cstarts removed", "a \u0301mark", "\u0600 prepend", "x \x07bell",
            "a \uff9e\u05b0b"]
-  sent_whole = {"a\r\nb", "\x1cstarts removed", "a \u0301mark", "\u0600 prepend", "x \x07bell",
-                "a \uff9e\u05b0b"}
   # Inside words: accents, CJK, a ligature and full-width letters (changed
   # by the normaliser), a no-break, an ideographic and a zero-width space
   # (made spaces), a control character (removed), a soft hyphen (kept), a
@@ -477,66 +379,45 @@ def test_texts_put_together_from_their_words_equal_the_tokenizers(tiny_model):
     rng.shuffle(picked)
     texts.append(rng.choice(["", " ", "\n"]) + "".join(
         word + rng.choice([" ", "  ", "\n", "\t"]) for word in picked).rstrip(rng.choice([" ", ""])))
-  long_word = "x" * 300  # more pieces than a kept word may have
-  for max_words, max_pieces in ((t5_nli.WORD_CACHE_WORDS, t5_nli.WORD_CACHE_PIECES),
-                                (7, t5_nli.WORD_CACHE_PIECES), (t5_nli.WORD_CACHE_WORDS, 20)):
-    counting = _CountingTokenizer(model.tokenizer)
-    pieces = t5_nli._WordPieces(counting, model.tokenizer.backend_tokenizer.normalizer,  # pylint: disable=protected-access
-                                max_words, max_pieces)
-    for round_ in range(2):  # fresh, then from the cache
-      asked_before = len(counting.texts)
-      for start in range(0, len(texts), 23):
-        part = texts[start:start + 23]
-        assert pieces.ids(part) == model.tokenizer.input_ids(part, add_special_tokens=False)
-        whole = model.tokenizer.input_ids(part, add_special_tokens=False, offsets=True)
-        for text, packed, (ids, spans) in zip(part, pieces.packed(part), whole):
-          encoding = t5_nli._PremiseEncoding.unpacked(packed)  # pylint: disable=protected-access
-          assert encoding.pieces.tolist() == ids, repr(text)
-          assert encoding.offsets() == [tuple(span) for span in spans], repr(text)
-      asked = counting.texts[asked_before:]
-      if round_ and max_words > len(words) and max_pieces > 20:
-        # Every word but the long one was in the cache: only it and the texts
-        # that must go whole were asked.
-        assert sorted(asked) == sorted([long_word, *sent_whole] * 2)  # ids(), then packed()
-        assert sum(map(t5_nli._plain, texts)) > 150  # pylint: disable=protected-access
-        assert sum(not t5_nli._plain(text) for text in texts) > 70  # pylint: disable=protected-access
-    held = pieces._words  # pylint: disable=protected-access
-    assert 0 < len(held) <= max_words and long_word not in held
-    assert sum(entry.shape[1] for entry in held.values()) == pieces._pieces <= max_pieces  # pylint: disable=protected-access
-    if max_words > len(words) and max_pieces > 20:
-      # Never emptied: the arrays the entries view hold the kept pieces and
-      # nothing else (not the long word's, tokenised with other words).
-      bases = {id(entry.base): entry.base for entry in held.values()}
-      assert sum(base.size for base in bases.values()) == 3 * pieces._pieces  # pylint: disable=protected-access
-    # The words not in the cache go to the tokenizer as one text, never alone.
-    assert "two" not in counting.texts and "one" not in counting.texts
-  # Where the joined words' offsets cannot be cut into words, each word is
-  # tokenised on its own: the same pieces.
-  misplacing = _CountingTokenizer(model.tokenizer, misplace=True)
-  part = texts[13:60]
-  assert t5_nli._WordPieces(misplacing, model.tokenizer.backend_tokenizer.normalizer).ids(  # pylint: disable=protected-access
-      part) == model.tokenizer.input_ids(
-      part, add_special_tokens=False)
-  assert "two" in misplacing.texts or any(word in misplacing.texts for word in words)
-  # The model's windows and whole inputs go through its _WordPieces.
-  model.encode_many(_examples(10))
-  assert model._words()._words  # pylint: disable=protected-access
-  # A normaliser that changes plain text: no _WordPieces.
-  other = t5_nli.load_t5_nli(tiny_model)
-  other._keeps_ascii = False  # pylint: disable=protected-access
-  assert other._words() is None  # pylint: disable=protected-access
+  examples = [AttributionExample(text, rng.choice(texts), "", "") for text in texts]
+  examples += [AttributionExample(rng.choice(texts), text, "", "") for text in texts]
+  for start in range(0, len(examples), 23):
+    part = examples[start:start + 23]
+    assert model.encode_many(part, windowed=False) == [t5_nli.EncodedExample(
+        [model.tokenizer.unlocked(f"premise: {e.premise} hypothesis: {e.hypothesis}",
+                                  verbose=False)["input_ids"]], False) for e in part]
+    assert model.encode_many(part) == [_windows_tokenised_whole(model, e) for e in part]
+  assert sum(not text.isascii() for text in texts) > 70
 
 
-def test_premise_cache_keeps_the_most_recent_within_its_tokens():
-  cache = t5_nli.PieceCache(max_tokens=10)
-  cache.put("a", [1, 2, 3, 4])
-  cache.put("b", [5, 6, 7, 8])
-  assert cache.get("a") == [1, 2, 3, 4]  # now the most recent
-  cache.put("c", [9, 10, 11])  # 11 tokens: "b", the least recent, goes
-  assert cache.get("b") is None
-  assert cache.get("a") == [1, 2, 3, 4] and cache.get("c") == [9, 10, 11]
-  cache.put("too long", list(range(11)))
-  assert cache.get("too long") is None and cache.get("c") == [9, 10, 11]
+def test_plain_texts_are_put_together_from_a_cache_of_words(tiny_model):
+  """T5's tokenizer (as transformers builds it from spiece.model) cuts plain
+  text at its white space into words tokenised alike wherever they stand
+  (its own normaliser and pre-tokeniser, checked at load): a plain text's
+  ids are put together from its words', each distinct word tokenised once
+  while it is kept; a text that is not plain goes to the tokenizer whole.
+  The ids are the tokenizer's either way."""
+  model = t5_nli.load_t5_nli(tiny_model)
+  assert t5_inputs._words_apart(model.tokenizer)  # pylint: disable=protected-access
+  asked = []
+  real = model.tokenizer.input_ids
+
+  def counted(texts, add_special_tokens=True, offsets=False):
+    asked.append(list(texts))
+    return real(texts, add_special_tokens, offsets)
+
+  model.tokenizer.input_ids = counted
+  texts = ["premise: the cat sat. hypothesis: a cat", "the  cat\tsat\nagain", "caf\u00e9 noir",
+           "</s> in text", ""]
+  expected = real(texts)
+  assert model.pieces.ids(texts) == expected
+  assert sorted(asked[0]) == sorted({"premise:", "the", "cat", "sat.", "hypothesis:", "a",
+                                     "sat", "again", "</s>", "in", "text"})
+  assert asked[1:] == [["caf\u00e9 noir"]]
+  asked.clear()
+  assert model.pieces.ids(texts[::-1]) == expected[::-1]
+  assert asked == [["caf\u00e9 noir"]]  # the words were kept
+  assert model.pieces.ids(texts, special_tokens=False) == real(texts, False)
 
 
 def test_claim_level_examples_are_scored(loaded):

@@ -1,0 +1,198 @@
+"""Rows that carry their own passage (issue 46, item 2): `autoais evaluate` on a
+JSON Lines file whose rows hold the passage text, with no corpus, rates every
+row as the same rows joined to a corpus by attribution id; a row with both an
+attribution and a passage is scored on its passage, and run.json counts it; a
+list of passages is refused, pointing at audit.
+
+The inline file is made from the bundled example: each prediction's passage
+is the corpus record its attribution names (the Pyserini `contents`, title and
+headings included, so it goes through the same formatting, SPEC 5.1/5.2); a
+prediction whose attribution is not in the corpus carries neither.
+"""
+import csv
+import json
+
+import pytest
+
+from autoais.beam_jobs import evaluate
+from tests.support.files import read_jsonl, write_jsonl
+from tests.support.jobs import run_job
+from tests.support.paths import PROJECT_ROOT
+
+EXAMPLES = PROJECT_ROOT / "examples"
+# What differs between a row read inline and the same row joined to the corpus:
+# where it was read, and the attribution id the inline row does not carry.
+_WHERE = ("source_file", "source_line")
+
+
+def _predictions():
+  corpus = {record["id"]: record["contents"]
+            for record in read_jsonl(EXAMPLES / "corpus" / "wiki_sample.jsonl")}
+  rows = []
+  for path in sorted((EXAMPLES / "predictions").glob("*.csv")):
+    with open(path, encoding="utf-8", newline="") as handle:
+      for row in csv.DictReader(handle):
+        rows.append(dict(row, system_name=path.stem,
+                         contents=corpus.get(row["attribution"])))
+  assert sum(row["contents"] is None for row in rows) >= 1  # some cite no passage
+  return rows
+
+
+def _ratings(output):
+  with open(output / "ratings.csv", encoding="utf-8", newline="") as handle:
+    return {(row["system_name"], row["question"]): row for row in csv.DictReader(handle)}
+
+
+def _evaluate(output, predictions, *flags):
+  code = run_job(evaluate, "--predictions", predictions, "--gold", EXAMPLES / "gold.jsonl",
+                 "--output_dir", output, "--bootstrap_samples", 50, *flags)
+  assert code == 0
+  return json.loads((output / "run.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, examples_corpus_dir, tiny_t5):
+  root = tmp_path_factory.mktemp("inline")
+  rows = _predictions()
+  # Inline: the passage and no attribution (none at all where the corpus has none).
+  write_jsonl(root / "inline.jsonl", [
+      {"system_name": row["system_name"], "question": row["question"],
+       "answer": row["answer"], **({"passage": row["contents"]} if row["contents"] else {})}
+      for row in rows])
+  # Both: the attribution and its passage.
+  write_jsonl(root / "both.jsonl", [
+      {"system_name": row["system_name"], "question": row["question"],
+       "answer": row["answer"], "attribution": row["attribution"],
+       **({"passage": row["contents"]} if row["contents"] else {})} for row in rows])
+  model = ("--scorer", "t5", "--model", tiny_t5, "--torch_threads", 1)
+  predictions = EXAMPLES / "predictions" / "*.csv"
+  return {
+      "rows": rows,
+      "root": root,
+      "corpus": _evaluate(root / "corpus", predictions, "--corpus", examples_corpus_dir,
+                          *model),
+      "inline": _evaluate(root / "inline", root / "inline.jsonl", *model),
+      "both": _evaluate(root / "both", root / "both.jsonl", "--corpus",
+                        examples_corpus_dir, *model),
+  }
+
+
+def _same_ratings(first, second, ignore):
+  assert first.keys() == second.keys() and first
+  for key, row in first.items():
+    other = second[key]
+    for column, value in row.items():
+      if column in ignore:
+        continue
+      if column == "nli_score" and value:
+        # Another batch shape (the runs group their examples differently).
+        assert float(other[column]) == pytest.approx(float(value), abs=1e-5), key
+      else:
+        assert other[column] == value, (key, column)
+
+
+def test_inline_passages_without_a_corpus_rate_every_row_as_the_corpus_does(runs):
+  root = runs["root"]
+  corpus, inline = _ratings(root / "corpus"), _ratings(root / "inline")
+  _same_ratings(corpus, inline, ignore=_WHERE + ("attribution",))
+  assert all(row["attribution"] == "" for row in inline.values())
+  # Some rows are Y and some N: the comparison is not vacuous.
+  assert {row["auto_ais"] for row in inline.values()} == {"Y", "N"}
+  # The summaries are the same figures.
+  for name in ("leaderboard.csv", "scores.txt"):
+    assert (root / "inline" / name).read_text() == (root / "corpus" / name).read_text()
+  record = runs["inline"]
+  assert record["inputs"]["corpus"] is None
+  n_inline = sum(row["contents"] is not None for row in runs["rows"])
+  assert record["passages"]["from_rows"] == n_inline
+  assert record["passages"]["from_rows_over_attribution"] == 0
+  # The rows without a passage are counted as not attributable, as the corpus
+  # run counts the ones whose attribution it does not hold.
+  assert record["counts"]["by_reason"].get("unmatched:missing_attribution") == (
+      runs["corpus"]["counts"]["by_reason"]["unmatched:attribution_not_in_corpus"])
+
+
+def test_a_row_with_an_attribution_and_a_passage_is_scored_on_its_passage(runs):
+  root = runs["root"]
+  _same_ratings(_ratings(root / "corpus"), _ratings(root / "both"), ignore=_WHERE)
+  record = runs["both"]
+  n_inline = sum(row["contents"] is not None for row in runs["rows"])
+  assert record["passages"]["from_rows"] == n_inline
+  assert record["passages"]["from_rows_over_attribution"] == n_inline
+  # Only the rows without a passage were looked up in the corpus.
+  assert runs["corpus"]["passages"] == dict(record["passages"], from_rows=0,
+                                            from_rows_over_attribution=0)
+
+
+def test_a_row_passage_wins_over_its_attribution(tmp_path, examples_corpus_dir):
+  """The passage given is the one scored, even where the corpus holds another
+  passage under the row's attribution."""
+  row = next(row for row in _predictions() if row["contents"])
+  write_jsonl(tmp_path / "one.jsonl", [{
+      "question": row["question"], "answer": row["answer"],
+      "attribution": row["attribution"], "passage": f"{row['answer']} is the answer."}])
+  _evaluate(tmp_path / "out", tmp_path / "one.jsonl", "--corpus", examples_corpus_dir)
+  (rated,) = _ratings(tmp_path / "out").values()
+  assert rated["passage"] == f"{row['answer']} is the answer."
+  assert rated["attribution"] == row["attribution"] and rated["auto_ais"] == "Y"
+
+
+def test_a_list_of_passages_points_at_audit(tmp_path):
+  write_jsonl(tmp_path / "lists.jsonl", [
+      {"question": "who painted the mona lisa", "answer": "Leonardo da Vinci",
+       "passage": ["Leonardo da Vinci painted it.", "The Louvre holds it."]},
+      {"question": "who painted the mona lisa", "answer": "Leonardo da Vinci",
+       "passage": "Leonardo da Vinci painted the Mona Lisa."}])
+  _evaluate(tmp_path / "out", tmp_path / "lists.jsonl")
+  (dead,) = read_jsonl(tmp_path / "out" / "dead_letter.jsonl")
+  assert (dead["source_line"], dead["field"], dead["reason"]) == (1, "passage",
+                                                                   "wrong_type")
+  assert "autoais audit" in dead["message"]
+
+
+def test_a_file_without_attribution_or_passage_is_refused(tmp_path):
+  write_jsonl(tmp_path / "bare.jsonl", [{"question": "q", "answer": "a"}])
+  code = run_job(evaluate, "--predictions", tmp_path / "bare.jsonl", "--output_dir",
+                 tmp_path / "out")
+  assert code == 2 and not (tmp_path / "out").exists()
+
+
+def test_audit_with_every_candidate_inline_needs_no_corpus(tmp_path, examples_corpus_dir):
+  """audit's candidate lists (JSON Lines) carry their passages inline: with no
+  corpus, each answer's figures equal those of the same candidates named by id
+  and joined to the corpus (the bundled TREC runs, less the ids the corpus
+  does not hold)."""
+  from autoais.beam_jobs import audit  # pylint: disable=import-outside-toplevel
+  corpus = {record["id"]: record["contents"]
+            for record in read_jsonl(EXAMPLES / "corpus" / "wiki_sample.jsonl")}
+  lists = {}
+  for path in sorted((EXAMPLES / "audit" / "runs").glob("*.trec")):
+    for line in path.read_text(encoding="utf-8").splitlines():
+      qid, _, doc, rank, _, tag = line.split()
+      if doc in corpus:
+        lists.setdefault((tag, qid), []).append((int(rank), doc))
+  for name, candidate in (("ids", lambda doc: {"id": doc}),
+                          ("inline", lambda doc: {"passage": corpus[doc]})):
+    write_jsonl(tmp_path / f"{name}.jsonl", [
+        {"system_name": tag, "query_id": qid,
+         "candidates": [dict(candidate(doc), rank=rank) for rank, doc in ranked]}
+        for (tag, qid), ranked in sorted(lists.items())])
+  outputs = {}
+  for name, flags in (("ids", ("--corpus", examples_corpus_dir)), ("inline", ())):
+    assert run_job(audit, "--answers", EXAMPLES / "audit" / "answers.csv",
+                   "--candidates", tmp_path / f"{name}.jsonl", "--topics",
+                   EXAMPLES / "audit" / "topics.tsv", "--output_dir", tmp_path / name,
+                   "--bootstrap_samples", 50, *flags) == 0
+    with open(tmp_path / name / "audit_answers.csv", encoding="utf-8", newline="") as f:
+      outputs[name] = list(csv.DictReader(f))
+  assert json.loads((tmp_path / "inline" / "run.json").read_text())["inputs"][
+      "corpus"] is None
+  decisions = ("top1_attributable", "any_attributable", "reranked_attributable",
+               "reranked_nli_score", "n_attributable")
+  assert len(outputs["ids"]) == len(outputs["inline"]) > 0
+  for by_id, inline in zip(outputs["ids"], outputs["inline"]):
+    assert {c: by_id[c] for c in decisions} == {c: inline[c] for c in decisions}
+    assert inline["top1_id"].startswith("inline:")
+  assert {row["top1_attributable"] for row in outputs["inline"]} == {"Y", "N"}
+  assert (tmp_path / "ids" / "audit.csv").read_text() == (
+      tmp_path / "inline" / "audit.csv").read_text()

@@ -1,0 +1,8 @@
+"""The `autoais finetune` command's own modules (not a Beam pipeline: one
+process trains one model; the layers are kept all the same).
+
+    data          the splits of training-data outputs, checked and digested
+    training      the training loop: batches, validation, calibration, the
+                  best checkpoint, checkpoints to resume from, progress
+    card          MODEL_CARD.md and model_card.json
+"""
