@@ -40,7 +40,8 @@ import numpy as np
 
 from autoais.models import checkpoints, simulated_device
 from autoais.models.token_budget import (DEFAULT_TOKEN_BUDGET, LocalModelHandler,
-                                         TextCache, TokenBudgetModel, check_device,
+                                         TextCache, TokenBudgetModel,
+                                         attention_kwargs, check_device,
                                          check_dtype, resolve_max_input_tokens)
 from autoais.schemas import AttributionExample, AttributionScore
 from autoais.schemas.errors import ConfigError, ModelError
@@ -368,7 +369,7 @@ def load_nli_classifier(model_path: str, dtype: str = "float32", device: str = "
                                        CLASSIFIER_TOKENIZER_FILES)
   model = AutoModelForSequenceClassification.from_pretrained(
       local_dir, use_safetensors=True, trust_remote_code=False,
-      dtype=getattr(torch, dtype))
+      dtype=getattr(torch, dtype), **attention_kwargs(dtype, device))
   model.to(device)
   model.eval()
   loaded = NliClassifierModel(model, tokenizer, device,

@@ -45,8 +45,9 @@ from autoais.models.checkpoints import (check_model_and_tokenizer, checkpoint_ch
 from autoais.models import simulated_device, t5_inputs
 from autoais.models.t5_inputs import EncodedExample
 from autoais.models.token_budget import (DEFAULT_TOKEN_BUDGET, LocalModelHandler,
-                                         TokenBudgetModel, check_device,
-                                         check_dtype, resolve_max_input_tokens)
+                                         TokenBudgetModel, attention_kwargs,
+                                         check_device, check_dtype,
+                                         resolve_max_input_tokens)
 from autoais.schemas import AttributionExample, AttributionScore
 from autoais.schemas.errors import ModelError
 
@@ -293,7 +294,7 @@ def load_t5_nli(model_path: str, dtype: str = "float32", device: str = "cpu",
   # it is read: float32 weights load into bfloat16 without a float32 copy.
   model = AutoModelForSeq2SeqLM.from_pretrained(
       local_dir, use_safetensors=True, trust_remote_code=False,
-      dtype=getattr(torch, dtype))
+      dtype=getattr(torch, dtype), **attention_kwargs(dtype, device))
   if decision == "decode":
     refuse_sampling(model.generation_config.do_sample, model_path)
   model.to(device)

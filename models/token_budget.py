@@ -29,6 +29,21 @@ DEFAULT_TOKEN_BUDGET = {"cpu": 2048, "cuda": 16384}
 
 
 
+def attention_kwargs(dtype: str, device: str) -> Dict[str, str]:
+  """from_pretrained's attention choice: transformers' default (SDPA) except
+  for bfloat16 on a CPU whose torch kernels run below AVX-512. There torch
+  2.13's bfloat16 SDPA packs its operands for AMX whenever the chip has AMX,
+  a path only built into its AVX-512 kernels, and fails ("pack_vnni2 is only
+  supported when avx512 is supported") once a sequence passes ~64 tokens:
+  on an AMX Xeon run with ATEN_CPU_CAPABILITY=avx2 or default. The eager
+  attention computes the same softmax(QK^T)V without that kernel."""
+  import torch  # pylint: disable=import-outside-toplevel
+  if (dtype == "bfloat16" and device == "cpu"
+      and not torch.backends.cpu.get_cpu_capability().startswith("AVX512")):
+    return {"attn_implementation": "eager"}
+  return {}
+
+
 def check_device(device: str) -> None:
   """On the worker, before loading: a known device, and CUDA where it is asked for."""
   import torch  # pylint: disable=import-outside-toplevel

@@ -168,6 +168,8 @@ def test_a_block_is_split_once_across_documents_and_calls(models, kind):
   assert len(blocks) == len(set(blocks))
   assert set(blocks) == {block for doc in documents + [short] for block in doc.split("\n")}
   fresh = load_minicheck(models[kind], max_input_tokens=length, chunk_size=chunk_size)
+  # Exact: the fresh model scores the same chunks in the same batches on one
+  # machine, so the same bits (a cache must not change what is computed).
   assert scores == fresh.score(first, 0.5) + fresh.score(second, 0.5)
   # The chunks equal those of the document split whole (the reference's way).
   for example in second:

@@ -61,6 +61,9 @@ def test_scores_from_many_threads_equal_one_threads(model_scorer):
     thread.join()
   assert not errors, errors[:3]
   assert len(results) == THREADS * ROUNDS
+  # Exact: each thread scores one of the same two batches as `expected` did,
+  # on one machine; a race (a tokenizer or a batch shared wrongly) would
+  # change the inputs, not only the last bits.
   for which, scores in results.values():
     assert scores == expected[which]
 
