@@ -269,6 +269,9 @@ _INPUT_ERROR_NAMES = ("InputError: ", "CorpusError: ")
 def _input_error_in(error: BaseException) -> Optional[str]:
   """The message of an InputError or CorpusError behind a pipeline failure (the
   runner reports a worker's exception as text), or None."""
+  # In-process runs keep the exception in the chain; worker processes send only
+  # its text, "InputError: message [while running 'Step']" (no public API gives
+  # the worker's exception): tests/unit/test_beam_internals.py pins both.
   chain = error
   while chain is not None:
     if isinstance(chain, (InputError, CorpusError)):

@@ -1,17 +1,21 @@
 """Pins the behaviour of the Beam and argparse internals beam_jobs/options.py
-relies on where no public API does the same (its docstring lists them): an
-upgrade of Beam or Python that changes one fails here, not in a job.
+relies on where no public API does the same (its docstring lists them), and
+the text of a worker's failure that beam_jobs/running.py reads: an upgrade of
+Beam or Python that changes one fails here, not in a job.
 
     .venv/bin/python -m pytest -q -n 0 tests/unit/test_beam_internals.py
 """
 import argparse
 
+import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from autoais.beam_jobs import evaluate
 from autoais.beam_jobs.options import (JobArguments, ScorerOptions, given_flags, option_dests,
                                        options_parser)
+from autoais.beam_jobs.running import run_job
+from autoais.schemas.errors import InputError
 
 
 class _ValueProviderOptions:  # pylint: disable=too-few-public-methods
@@ -84,3 +88,22 @@ def test_a_flag_two_classes_declare_is_added_once_and_must_agree():
   JobArguments(parser, "four").add_argument("--threshold", type=float, default=0.5)
   with pytest.raises(ValueError, match="--device"):
     JobArguments(parser, "five").add_argument("--device", default="cuda")
+
+
+def _unusable(row):
+  raise InputError(f"rows.jsonl line {row}: field 'answer' is missing")
+
+
+@pytest.mark.parametrize("mode", ["in_memory", "multi_processing"])
+def test_an_input_error_raised_on_a_worker_reaches_the_launcher(mode, capsys):
+  """running.py finds an InputError behind a failed run in the exception chain
+  (in-process runs) or, where the runner reports a worker's exception as text
+  only (worker processes), in that text: 'InputError: message' with Beam's
+  ' [while running ...]' appended. Both give exit 2 and the bare message."""
+  def build(pipeline, options):
+    _ = pipeline | "CreateRows" >> beam.Create([7]) | "ReadRows" >> beam.Map(_unusable)
+
+  argv = [f"--direct_running_mode={mode}", "--direct_num_workers=2", "--progress_interval=0"]
+  assert run_job("pinned", argv, ScorerOptions, build) == 2
+  assert capsys.readouterr().err.strip().splitlines()[-1] == (
+      "autoais pinned: error: rows.jsonl line 7: field 'answer' is missing")
