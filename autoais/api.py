@@ -154,7 +154,7 @@ def run(job: str, verbose: bool = False, **flags) -> Optional[JobResult]:
   import contextlib  # pylint: disable=import-outside-toplevel
   import importlib  # pylint: disable=import-outside-toplevel
   from autoais.beam_jobs.cli import JOBS  # pylint: disable=import-outside-toplevel
-  from autoais.beam_jobs.common import CONFIGURATION_ERRORS, errors_raised  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs.running import CONFIGURATION_ERRORS, errors_raised  # pylint: disable=import-outside-toplevel
   from autoais.schemas.errors import ConfigError, JobFailed  # pylint: disable=import-outside-toplevel
   if job not in JOBS:
     raise ConfigError(f"unknown job {job!r}: choose from {', '.join(JOBS)}")
@@ -200,7 +200,8 @@ def _dests(job: str) -> set:
 def _check_keywords(job: str, flags: Dict[str, Any]) -> None:
   """Refuses a keyword that is no flag of the job (nor Beam's), in the
   keyword's own form, with the flag it most likely meant."""
-  from autoais.beam_jobs.common import near_miss, option_dests  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs.options import option_dests  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs.parsing import near_miss  # pylint: disable=import-outside-toplevel
   from autoais.schemas.errors import ConfigError  # pylint: disable=import-outside-toplevel
   own = _dests(job)
   unknown = [name for name in flags if name not in own]
@@ -266,7 +267,8 @@ def _flag_groups(job: str):
   takes (scorer flags, row tables), then the run flags (progress)."""
   import importlib  # pylint: disable=import-outside-toplevel
   from autoais.beam_jobs.cli import JOBS  # pylint: disable=import-outside-toplevel
-  from autoais.beam_jobs.common import job_options, options_parser  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs.options import options_parser  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs.parsing import job_options  # pylint: disable=import-outside-toplevel
   module = importlib.import_module(JOBS[job])
   options_class = _options_class(module)
   if options_class is None:
@@ -432,8 +434,9 @@ def load_scorer(family: str, **flags) -> LoadedScorer:
   the jobs check them; the model loads at the first `score` call. string-match
   is refused: it matches an answer in a passage and reads no premise."""
   from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=import-outside-toplevel
-  from autoais.beam_jobs.common import (CONFIGURATION_ERRORS, ScorerOptions,  # pylint: disable=import-outside-toplevel
-                                        option_dests, parse_options, scorer_from_options)
+  from autoais.beam_jobs.options import ScorerOptions, option_dests, scorer_from_options  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs.parsing import parse_options  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs.running import CONFIGURATION_ERRORS  # pylint: disable=import-outside-toplevel
   from autoais.schemas.errors import ConfigError  # pylint: disable=import-outside-toplevel
   if "scorer" in flags:
     raise ConfigError("name the family as load_scorer's first argument, not scorer=")

@@ -38,13 +38,13 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions, ViewsKept,
-                                      boolean_flag, is_local_runner, require,
-                                      require_choice, row_table_shards, run_job,
-                                      scorer_from_options, scorer_read_dirs)
+from autoais.beam_jobs.options import (JobArguments, RowTableOptions, ScorerOptions,
+                                       ViewsKept, boolean_flag, row_table_shards,
+                                       scorer_from_options, scorer_read_dirs)
+from autoais.beam_jobs.running import is_local_runner, run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import AgreementRow
-from autoais.schemas.errors import ConfigError
+from autoais.schemas.errors import ConfigError, require, require_choice
 from autoais.transforms.agreement.steps import CALIBRATION, INPUT, ScoreItems
 from autoais.transforms.agreement.summary import (MEAN_GROUPINGS, Calibrate, RowsFold,
                                           SummarizeAgreement, apply_threshold)
@@ -61,9 +61,9 @@ OUTPUT_FILES = ("run.json", "agreement_rows.parquet", "agreement_rows.csv",
 
 
 class AgreementOptions(ViewsKept, PipelineOptions):
-  """agreement's own flags; the scorer flags are beam_jobs.common.ScorerOptions."""
+  """agreement's own flags; the scorer flags are beam_jobs.options.ScorerOptions."""
 
-  # Listed in `--help` after the job's own flags (beam_jobs.common.job_help).
+  # Listed in `--help` after the job's own flags (beam_jobs.parsing.job_help).
   SHARED_OPTIONS = (ScorerOptions, RowTableOptions)
 
   @classmethod

@@ -32,9 +32,10 @@ if __name__ == "__main__":
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import JobArguments, ViewsKept, require, run_job
+from autoais.beam_jobs.options import JobArguments, ViewsKept
+from autoais.beam_jobs.running import run_job
 from autoais.beam_jobs.output_dir import OutputDir
-from autoais.schemas.errors import ConfigError
+from autoais.schemas.errors import ConfigError, require
 from autoais.transforms.ais_annotations import readers, shares
 from autoais.transforms.ais_annotations.paper import PAPER, SAMPLED_ITEMS, SIGNIFICANCE_LEVEL
 from autoais.transforms.ais_annotations.tables import WriteAisTables

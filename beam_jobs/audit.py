@@ -43,12 +43,12 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions, ViewsKept,
-                                      is_local_runner, require, require_choice,
-                                      row_table_shards, run_job, scorer_from_options,
-                                      scorer_read_dirs)
+from autoais.beam_jobs.options import (JobArguments, RowTableOptions, ScorerOptions,
+                                       ViewsKept, row_table_shards, scorer_from_options,
+                                       scorer_read_dirs)
+from autoais.beam_jobs.running import is_local_runner, run_job
 from autoais.beam_jobs.output_dir import OutputDir
-from autoais.schemas.errors import ConfigError
+from autoais.schemas.errors import ConfigError, require, require_choice
 from autoais.transforms.audit.readers import (check_answers_file, check_candidates_file,
                                       read_audit_answers, read_candidates)
 from autoais.transforms.audit.stages import (ExpandToArticles, GradeAnswers, IndexTopics,
@@ -69,9 +69,9 @@ OUTPUT_FILES = ("run.json", "audit_candidates.parquet", "audit_answers.parquet",
 
 
 class AuditOptions(ViewsKept, PipelineOptions):
-  """audit's own flags; the scorer flags are beam_jobs.common.ScorerOptions."""
+  """audit's own flags; the scorer flags are beam_jobs.options.ScorerOptions."""
 
-  # Listed in `--help` after the job's own flags (beam_jobs.common.job_help).
+  # Listed in `--help` after the job's own flags (beam_jobs.parsing.job_help).
   SHARED_OPTIONS = (ScorerOptions, RowTableOptions)
 
   @classmethod

@@ -25,8 +25,9 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import JobArguments, ViewsKept, require, run_job
-from autoais.schemas.errors import ConfigError
+from autoais.beam_jobs.options import JobArguments, ViewsKept
+from autoais.beam_jobs.running import run_job
+from autoais.schemas.errors import ConfigError, require
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import ArticleEntry, CorpusRecord
 from autoais.transforms.corpus import store

@@ -42,12 +42,12 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions, ViewsKept,
-                                      is_local_runner, require, require_choice,
-                                      row_table_shards, run_job, scorer_from_options,
-                                      scorer_read_dirs)
+from autoais.beam_jobs.options import (JobArguments, RowTableOptions, ScorerOptions,
+                                       ViewsKept, row_table_shards, scorer_from_options,
+                                       scorer_read_dirs)
+from autoais.beam_jobs.running import is_local_runner, run_job
 from autoais.beam_jobs.output_dir import OutputDir
-from autoais.schemas.errors import ConfigError
+from autoais.schemas.errors import ConfigError, require, require_choice
 from autoais.transforms.citations.alce import splitter
 from autoais.transforms.citations.human import CheckAgainstHumans
 from autoais.transforms.citations.readers import (ITEM_FIELDS, read_alce_document,
@@ -94,9 +94,9 @@ class _ReadItems:
 
 
 class CitationsOptions(ViewsKept, PipelineOptions):
-  """citations' own flags; the scorer flags are beam_jobs.common.ScorerOptions."""
+  """citations' own flags; the scorer flags are beam_jobs.options.ScorerOptions."""
 
-  # Listed in `--help` after the job's own flags (beam_jobs.common.job_help).
+  # Listed in `--help` after the job's own flags (beam_jobs.parsing.job_help).
   SHARED_OPTIONS = (ScorerOptions, RowTableOptions)
 
   @classmethod

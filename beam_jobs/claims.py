@@ -33,12 +33,12 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions, ViewsKept,
-                                      is_local_runner, require, require_choice,
-                                      row_table_shards, run_job, scorer_from_options,
-                                      scorer_read_dirs)
+from autoais.beam_jobs.options import (JobArguments, RowTableOptions, ScorerOptions,
+                                       ViewsKept, row_table_shards, scorer_from_options,
+                                       scorer_read_dirs)
+from autoais.beam_jobs.running import is_local_runner, run_job
 from autoais.beam_jobs.output_dir import OutputDir
-from autoais.schemas.errors import ConfigError
+from autoais.schemas.errors import ConfigError, require, require_choice
 from autoais.transforms.claims.readers import CLAIM_FIELDS, read_claims_jsonl
 from autoais.transforms.claims.steps import EVIDENCE_MODES, ScoreClaims
 from autoais.transforms.claims.tables import ClaimsFold, SummarizeClaims
@@ -58,9 +58,9 @@ DEFAULT_FORMAT = "expertqa"
 
 
 class ClaimsOptions(ViewsKept, PipelineOptions):
-  """claims' own flags; the scorer flags are beam_jobs.common.ScorerOptions."""
+  """claims' own flags; the scorer flags are beam_jobs.options.ScorerOptions."""
 
-  # Listed in `--help` after the job's own flags (beam_jobs.common.job_help).
+  # Listed in `--help` after the job's own flags (beam_jobs.parsing.job_help).
   SHARED_OPTIONS = (ScorerOptions, RowTableOptions)
 
   @classmethod

@@ -49,11 +49,11 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import (JobArguments, ViewsKept, boolean_flag, require,
-                                      run_job)
+from autoais.beam_jobs.options import JobArguments, ViewsKept, boolean_flag
+from autoais.beam_jobs.running import run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import DeadLetter
-from autoais.schemas.errors import ConfigError
+from autoais.schemas.errors import ConfigError, require
 from autoais.transforms.compare.steps import (ROW_KINDS, RUNS, CompareRatings, RowKind,
                                               headlines)
 from autoais.transforms.compare.tables import WriteCompareFiles

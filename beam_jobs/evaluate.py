@@ -35,12 +35,13 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions, ViewsKept,
-                                      is_local_runner, require, row_table_shards, run_job,
-                                      scorer_from_options, scorer_read_dirs)
+from autoais.beam_jobs.options import (JobArguments, RowTableOptions, ScorerOptions,
+                                       ViewsKept, row_table_shards, scorer_from_options,
+                                       scorer_read_dirs)
+from autoais.beam_jobs.running import is_local_runner, run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import UNMATCHED
-from autoais.schemas.errors import ConfigError
+from autoais.schemas.errors import ConfigError, require
 from autoais.transforms.corpus import store
 from autoais.transforms.evaluate.leaderboard import (WriteLeaderboard, no_gold_note,
                                                     unanswered_rule)
@@ -68,9 +69,9 @@ _BYTES_PER_PREDICTION = 120
 
 class EvaluateOptions(ViewsKept, PipelineOptions):
   """evaluate's own flags; the scorer flags (--scorer, --model, ...) are
-  beam_jobs.common.ScorerOptions, shared with the other scoring jobs."""
+  beam_jobs.options.ScorerOptions, shared with the other scoring jobs."""
 
-  # Listed in `--help` after the job's own flags (beam_jobs.common.job_help).
+  # Listed in `--help` after the job's own flags (beam_jobs.parsing.job_help).
   SHARED_OPTIONS = (ScorerOptions, RowTableOptions)
 
   @classmethod

@@ -38,10 +38,11 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import (JobArguments, RowTableOptions, ScorerOptions, ViewsKept,
-                                      is_local_runner, require, row_table_shards, run_job,
-                                      scorer_from_options, scorer_read_dirs)
-from autoais.schemas.errors import ConfigError
+from autoais.beam_jobs.options import (JobArguments, RowTableOptions, ScorerOptions,
+                                       ViewsKept, row_table_shards, scorer_from_options,
+                                       scorer_read_dirs)
+from autoais.beam_jobs.running import is_local_runner, run_job
+from autoais.schemas.errors import ConfigError, require
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import REJECTED
 from autoais.transforms.io.inputs import match_files
@@ -63,9 +64,9 @@ OUTPUT_FILES = ("run.json", "sck_rows.parquet", "sck_rows.csv", "sck.csv", "sck.
 
 
 class SckOptions(ViewsKept, PipelineOptions):
-  """sck's own flags; the scorer flags are beam_jobs.common.ScorerOptions."""
+  """sck's own flags; the scorer flags are beam_jobs.options.ScorerOptions."""
 
-  # Listed in `--help` after the job's own flags (beam_jobs.common.job_help).
+  # Listed in `--help` after the job's own flags (beam_jobs.parsing.job_help).
   SHARED_OPTIONS = (ScorerOptions, RowTableOptions)
 
   @classmethod

@@ -54,7 +54,7 @@ import os
 import sys
 from typing import Optional
 
-from autoais.beam_jobs.common import EXIT_CONFIG_ERROR
+from autoais.beam_jobs.running import EXIT_CONFIG_ERROR
 from autoais.schemas.errors import ConfigError, ModelError
 
 DEFAULT_PORT = 8080

@@ -43,10 +43,11 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.common import JobArguments, ViewsKept, require, require_choice, run_job
+from autoais.beam_jobs.options import JobArguments, ViewsKept
+from autoais.beam_jobs.running import run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import FAMILIES, SPLITS
-from autoais.schemas.errors import ConfigError
+from autoais.schemas.errors import ConfigError, require, require_choice
 from autoais.transforms.corpus.store import read_article_index
 from autoais.transforms.io.atomic import write_text_atomically
 from autoais.transforms.io.inputs import match_files

@@ -2,7 +2,7 @@
 imports nothing), so that each layer raises and catches the same classes.
 
 The first four stop a job before it writes anything, with exit code 2 and the
-message (beam_jobs/common.py run_job); the rest are raised and handled inside
+message (beam_jobs/running.py run_job); the rest are raised and handled inside
 one stage.
 """
 

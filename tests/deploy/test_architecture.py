@@ -146,7 +146,8 @@ def test_a_jobs_modules_are_imported_by_that_job_only():
 
 
 def test_beam_jobs_hold_one_module_per_job_and_the_shared_ones():
-  shared = {"beam_jobs", "beam_jobs.common", "beam_jobs.output_dir", "beam_jobs.cli"}
+  shared = {"beam_jobs", "beam_jobs.options", "beam_jobs.parsing", "beam_jobs.running",
+            "beam_jobs.output_dir", "beam_jobs.cli"}
   assert {m for m in MODULES if m.startswith("beam_jobs")} - shared == {
       f"beam_jobs.{job.replace('-', '_')}" for job in JOBS}
 

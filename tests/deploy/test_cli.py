@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import autoais
-from autoais.beam_jobs import claims, cli, common, evaluate
+from autoais.beam_jobs import claims, cli, evaluate, options, parsing
 from autoais.schemas.errors import ConfigError
 from tests.support import startup
 from tests.support.paths import PROJECT_ROOT
@@ -100,7 +100,7 @@ def test_help_of_every_job_shows_its_own_flags_first_without_the_model_stack(tmp
 
 
 def test_help_beam_lists_beams_options_and_not_the_jobs():
-  text = common.job_help("claims", ["--help_beam"], claims.ClaimsOptions)
+  text = parsing.job_help("claims", ["--help_beam"], claims.ClaimsOptions)
   for flag in ("--runner", "--direct_running_mode", "--project", "--flink_master",
                "--spark_master_url", "--environment_type", "--setup_file"):
     assert f"  {flag} " in text, flag
@@ -114,19 +114,19 @@ def test_the_options_of_the_runner_named_are_known_and_no_others():
   runner = "tests.support.runners.LabelledRunner"
   assert "tests.support.runners" not in sys.modules  # imported by this test only
   with pytest.raises(ConfigError, match="^unknown argument\\(s\\): --run_label x$"):
-    common.parse_options(["--run_label", "x"], evaluate.EvaluateOptions)
-  options = common.parse_options(["--runner", runner, "--run_label", "x"],
+    parsing.parse_options(["--run_label", "x"], evaluate.EvaluateOptions)
+  options = parsing.parse_options(["--runner", runner, "--run_label", "x"],
                                  evaluate.EvaluateOptions)
   assert options.get_all_options()["run_label"] == "x"
-  assert "  --run_label " in common.job_help("evaluate", ["--runner", runner, "--help_beam"],
+  assert "  --run_label " in parsing.job_help("evaluate", ["--runner", runner, "--help_beam"],
                                              evaluate.EvaluateOptions)
   with pytest.raises(ConfigError, match="^unknown argument\\(s\\): --run_lable x "
                      "\\(--run_lable: did you mean --run_label\\?\\)$"):
-    common.parse_options(["--runner", runner, "--run_lable", "x"], evaluate.EvaluateOptions)
+    parsing.parse_options(["--runner", runner, "--run_lable", "x"], evaluate.EvaluateOptions)
   with pytest.raises(ConfigError, match="^--runner Frob: no such runner; choose from "):
-    common.parse_options(["--runner", "Frob"], evaluate.EvaluateOptions)
+    parsing.parse_options(["--runner", "Frob"], evaluate.EvaluateOptions)
   with pytest.raises(ConfigError, match="^--runner nowhere.Runner: cannot import nowhere: "):
-    common.parse_options(["--runner", "nowhere.Runner"], evaluate.EvaluateOptions)
+    parsing.parse_options(["--runner", "nowhere.Runner"], evaluate.EvaluateOptions)
 
 
 def test_dask_runner_is_refused_with_why(tmp_path, capsys):
@@ -136,7 +136,7 @@ def test_dask_runner_is_refused_with_why(tmp_path, capsys):
                          "--gold", str(EXAMPLES / "gold.jsonl"),
                          "--output_dir", str(tmp_path / "out"), *runner]) == 2
     error = capsys.readouterr().err.strip()
-    assert error == f"autoais evaluate: error: {common.DASK_REFUSED}"
+    assert error == f"autoais evaluate: error: {parsing.DASK_REFUSED}"
     assert not (tmp_path / "out").exists()
 
 
@@ -179,7 +179,7 @@ def test_every_jobs_options_keep_their_views_and_stay_beams_direct_subclass():
       "AgreementOptions", "SckOptions", "AisAnnotationsOptions", "BuildCorpusOptions",
       "CompareOptions"}
   for cls in classes:
-    assert cls.__mro__[1] is common.ViewsKept, cls
+    assert cls.__mro__[1] is options.ViewsKept, cls
     # Beam finds a job's flags among PipelineOptions' direct subclasses.
     assert cls in PipelineOptions.__subclasses__(), cls
 

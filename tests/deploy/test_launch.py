@@ -31,7 +31,7 @@ from autoais.beam_jobs.citations import CitationsOptions
 from autoais.beam_jobs.claims import ClaimsOptions
 from autoais.beam_jobs.compare import CompareOptions
 from autoais.beam_jobs.sck import SckOptions
-from autoais.beam_jobs.common import job_help, parse_options
+from autoais.beam_jobs.parsing import job_help, parse_options
 from autoais.beam_jobs.evaluate import EvaluateOptions
 from tests.support.paths import PROJECT_ROOT
 

@@ -158,11 +158,11 @@ def test_a_run_whose_outputs_cannot_be_read_back_still_succeeds(example_corpus, 
                                                                 monkeypatch, caplog):
   """The closing lines are read back from the output directory; where that
   fails (a store that cannot list it now), the run, complete, still exits 0."""
-  from autoais.beam_jobs import common  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs import running  # pylint: disable=import-outside-toplevel
 
   def unreadable(job_name, output_dir):
     raise OSError(f"cannot list {output_dir.path}")
-  monkeypatch.setattr(common, "print_outputs", unreadable)
+  monkeypatch.setattr(running, "print_outputs", unreadable)
   assert run_job(evaluate, "--predictions", EXAMPLES / "predictions" / "*.csv",
                  "--corpus", example_corpus, "--gold", EXAMPLES / "gold.jsonl",
                  "--output_dir", tmp_path / "out", "--bootstrap_samples", 20) == 0

@@ -46,8 +46,8 @@ def _weights_fetched(hub):
 
 def test_the_launch_checks_read_no_weights(hub, tmp_path):
   script = ("import sys\n"
-            "from autoais.beam_jobs.common import ScorerOptions, parse_options, "
-            "scorer_from_options\n"
+            "from autoais.beam_jobs.options import ScorerOptions, scorer_from_options\n"
+            "from autoais.beam_jobs.parsing import parse_options\n"
             "scorer = scorer_from_options(parse_options(sys.argv[1:], ScorerOptions), "
             "local_run=True)\n"
             "print(scorer.describe()['model_commit'])\n")

@@ -6,7 +6,7 @@ import apache_beam as beam
 import pytest
 
 from autoais.beam_jobs import claims
-from autoais.beam_jobs.common import parse_options
+from autoais.beam_jobs.parsing import parse_options
 from tests.support.paths import EXAMPLES
 
 

@@ -88,7 +88,7 @@ def test_every_surface_names_the_scorer(runs, name):
 
 def test_every_job_that_scores_is_checked():
   from autoais.beam_jobs.cli import JOBS  # pylint: disable=import-outside-toplevel
-  from autoais.beam_jobs.common import ScorerOptions  # pylint: disable=import-outside-toplevel
+  from autoais.beam_jobs.options import ScorerOptions  # pylint: disable=import-outside-toplevel
   import importlib  # pylint: disable=import-outside-toplevel
   scoring = {job for job, module in JOBS.items()
              if ScorerOptions in getattr(_options_class(importlib.import_module(module)),

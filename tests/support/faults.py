@@ -35,7 +35,7 @@ from apache_beam.runners.common import DoFnSignature
 from apache_beam.runners.portability.fn_api_runner import fn_runner
 
 from autoais.beam_jobs.cli import JOBS
-from autoais.beam_jobs.common import parse_options
+from autoais.beam_jobs.parsing import parse_options
 
 MAX_ATTEMPTS = 4  # Dataflow's retries of a batch work item
 
@@ -249,7 +249,7 @@ def run_job(job: str, argv, faults: Dict[str, Fault], state_dir: str,
   pipeline = beam.Pipeline(runner=runner or RetryingFnApiRunner(), options=options)
   output_dir = module.build_pipeline(pipeline, options)
   wrapped = inject(pipeline, faults, state_dir)
-  with output_dir.held():  # as beam_jobs.common.run_job holds it
+  with output_dir.held():  # as beam_jobs.running.run_job holds it
     pipeline.run().wait_until_finish()
   return wrapped
 

@@ -2,7 +2,7 @@
 Beam's DaskRunner (--dask_client_address) and RenderRunner (--render_output)
 do. They exist for the parser only once this module is imported, which
 `--runner tests.support.runners.LabelledRunner` does
-(beam_jobs.common.import_runner_options). Nothing else imports it."""
+(beam_jobs.parsing.import_runner_options). Nothing else imports it."""
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 

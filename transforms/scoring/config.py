@@ -1,5 +1,5 @@
 """A run's scorer configuration: ScorerConfig, one frozen value built from the
-scorer flags (beam_jobs/common.py ScorerOptions) and checked once, at launch,
+scorer flags (beam_jobs/options.py ScorerOptions) and checked once, at launch,
 cheaply (listing and small files only: models load on the workers).
 
     config = scorer_config(options, given_flags, local_run)  # or ConfigError, ModelError
