@@ -7,13 +7,10 @@ TORCH_SPEC ?= torch==2.13.0
 EXAMPLE_OUT ?= build/example
 # pytest-xdist processes for `make test` (TEST_WORKERS=0 runs the suite in one).
 TEST_WORKERS ?= 2
-# worksteal: each process starts on half of the suite in collection order and
-# takes half of the other's queue when it runs dry, so a module's tests stay
-# together (its module-scoped fixtures, some of them whole pipeline runs of
-# 20-110 s, are built once), where `load` hands out ever smaller chunks that
-# split modules between the processes and build their fixtures in both. The
-# slowest tests are listed at the end of each run (--durations).
-TEST_FLAGS ?= --dist worksteal --durations=25
+# The slowest tests are listed at the end of each run (--durations): what to
+# look at first when the suite grows slow. (--dist worksteal was tried, issue 47:
+# one whole-suite run, no gain shown, a module fixture built on both processes.)
+TEST_FLAGS ?= --durations=25
 
 .PHONY: run test bench install install-test clean
 
