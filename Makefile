@@ -7,6 +7,10 @@ TORCH_SPEC ?= torch==2.13.0
 EXAMPLE_OUT ?= build/example
 # pytest-xdist processes for `make test` (TEST_WORKERS=0 runs the suite in one).
 TEST_WORKERS ?= 2
+# The slowest tests are listed at the end of each run (--durations): what to
+# look at first when the suite grows slow. (--dist worksteal was tried, issue 47:
+# one whole-suite run, no gain shown, a module fixture built on both processes.)
+TEST_FLAGS ?= --durations=25
 
 .PHONY: run test bench install install-test clean
 
@@ -35,7 +39,7 @@ run: $(VENV)/.installed-base
 	@echo "autoais is installed in $(VENV)/bin: in a new shell, '. $(VENV)/bin/activate' first (or call $(VENV)/bin/autoais)"
 
 test: $(VENV)/.installed-test
-	$(PY) -m pytest -q -n $(TEST_WORKERS) tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) $(TEST_FLAGS) tests
 
 bench: $(VENV)/.installed-test
 	$(PY) bench/pipeline.py

@@ -1,4 +1,4 @@
-"""The layering rule (README, Architecture), read from the imports themselves.
+"""The layering rule (docs/architecture.md, Layers), read from the imports themselves.
 
     schemas <- models <- transforms <- serve <- beam_jobs <- autoais (the Python API) <- launch
 

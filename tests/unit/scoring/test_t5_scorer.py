@@ -468,12 +468,17 @@ def _evaluate(model, corpus, output, *extra, predictions=None, gold=None):
 
 
 def test_evaluate_with_t5_on_the_examples(tiny_model, loaded, example_corpus, tmp_path):
-  assert _evaluate(tiny_model, example_corpus, tmp_path / "a") == 0
-  assert _evaluate(tiny_model, example_corpus, tmp_path / "b",
+  # Both runs take --torch_threads 1: the multi-process run is also the one
+  # test_torch_threads_sets_the_threads_of_each_workers_model made on its own
+  # (merged here to spare a two-worker run of evaluate, ~40 s of the suite).
+  assert _evaluate(tiny_model, example_corpus, tmp_path / "a", "--torch_threads", 1) == 0
+  assert _evaluate(tiny_model, example_corpus, tmp_path / "b", "--torch_threads", 1,
                    "--direct_running_mode=multi_processing",
                    "--direct_num_workers=2") == 0
   for name in ("ratings.parquet", "ratings.csv", "leaderboard.csv"):
     assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+  assert json.loads((tmp_path / "b" / "run.json").read_text())["scorer"][
+      "torch_threads"] == 1
   manifest = json.loads((tmp_path / "a" / "run.json").read_text())
   scorer = manifest["scorer"]
   assert scorer["name"] == "t5" and scorer["dtype"] == "float32"
@@ -509,11 +514,7 @@ def test_torch_threads_sets_the_threads_of_each_workers_model(tiny_model, exampl
     assert torch.get_num_threads() == wanted
   finally:
     torch.set_num_threads(before)
-  assert _evaluate(tiny_model, example_corpus, tmp_path / "out", "--torch_threads", 1,
-                   "--direct_running_mode=multi_processing",
-                   "--direct_num_workers=2") == 0
-  assert json.loads((tmp_path / "out" / "run.json").read_text())["scorer"][
-      "torch_threads"] == 1
+  # A two-worker run with --torch_threads 1: test_evaluate_with_t5_on_the_examples.
   capsys.readouterr()
   assert _evaluate(tiny_model, example_corpus, tmp_path / "bad", "--torch_threads",
                    -1) == 2
