@@ -1,5 +1,5 @@
 """finetune: train an attribution detector on training-data outputs, saved as
-the scorers load any checkpoint, with its calibrated threshold (SPEC 5.12).
+the scorers load any checkpoint, with its calibrated threshold (docs/finetune.md).
 
     autoais finetune --train DATA_DIR[,DATA_DIR...] --family t5|nli-classifier \
         --base DIR_OR_HUB_ID [--base_revision REV] --output_dir OUT \

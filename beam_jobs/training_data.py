@@ -1,6 +1,6 @@
 """training-data: human-labelled attribution sets into training examples of a
 detector family, split by question, with hard negatives mined from the corpus
-(SPEC 5.12).
+(docs/finetune.md).
 
     autoais training-data --input [FORMAT:]PATH[,...] [--format FORMAT] \
         --family t5|nli-classifier --output_dir OUT \

@@ -145,7 +145,11 @@ def _line_breaks(text: str) -> int:
 # ----------------------------------------------------------------------------
 # Predictions.
 
-REQUIRED = ("question", "answer", "attribution")
+REQUIRED = ("question", "answer")
+# Every generated file declares `attribution` (a file must declare it or
+# `passage`); a row without it (absent or null) is a good row whose attribution
+# is empty, which evaluate counts as missing_attribution.
+ATTRIBUTION = ("attribution",)
 OPTIONAL = ("system_name", "passage", "human_rating")
 EXTRA = ("notes", "score", "Question")
 
@@ -180,7 +184,7 @@ def _expected_prediction(fields, default_system):
       system_name=system if system else default_system,
       question=fields["question"],
       answer=fields["answer"],
-      attribution=fields["attribution"],
+      attribution=fields.get("attribution") or "",
       passage=fields.get("passage") or None,
       human_rating=_RATINGS[fields["human_rating"]] if fields.get("human_rating")
       is not None else None,
@@ -209,7 +213,8 @@ def _field_damage(draw, fields, columns):
   if kind == "empty_system_name":
     fields["system_name"] = " "
     return fields, ("empty_system_name",), "system_name"
-  target = draw(st.sampled_from([c for c in REQUIRED + OPTIONAL if c in fields and
+  target = draw(st.sampled_from([c for c in REQUIRED + ATTRIBUTION + OPTIONAL
+                                 if c in fields and
                                  fields[c] is not None]))
   text = fields[target]
   at = draw(st.integers(0, len(text)))
@@ -235,7 +240,7 @@ _ENDINGS = st.sampled_from(["\n", "\r\n", "\r"])
 def csv_prediction_files(draw, index: int = 0):
   optional = draw(st.lists(st.sampled_from(OPTIONAL), unique=True))
   extra = draw(st.lists(st.sampled_from(EXTRA), unique=True, max_size=2))
-  columns = draw(st.permutations(list(REQUIRED) + optional + extra))
+  columns = draw(st.permutations(list(REQUIRED + ATTRIBUTION) + optional + extra))
   mixed = draw(st.booleans())
   file_ending = draw(_ENDINGS)
 
@@ -286,7 +291,8 @@ def csv_prediction_files(draw, index: int = 0):
 
 @st.composite
 def jsonl_prediction_files(draw, index: int = 0):
-  columns = REQUIRED + tuple(draw(st.lists(st.sampled_from(OPTIONAL), unique=True)))
+  columns = REQUIRED + ATTRIBUTION + tuple(
+      draw(st.lists(st.sampled_from(OPTIONAL), unique=True)))
   ending = draw(st.sampled_from(["\n", "\r\n"]))
   stem = f"sys-{index}"
   records = []
@@ -312,13 +318,17 @@ def jsonl_prediction_files(draw, index: int = 0):
       records.append(Record(_json_line(draw, fields, ending), reasons=("wrong_type",),
                             field=field))
     elif kind == "missing":
-      field = draw(st.sampled_from(REQUIRED))
+      field = draw(st.sampled_from(REQUIRED + ATTRIBUTION))
       if draw(st.booleans()):
         del fields[field]
       else:
         fields[field] = None
-      records.append(Record(_json_line(draw, fields, ending), reasons=("missing_field",),
-                            field=field))
+      if field in ATTRIBUTION:
+        records.append(Record(_json_line(draw, fields, ending),
+                              _expected_prediction(fields, stem)))
+      else:
+        records.append(Record(_json_line(draw, fields, ending),
+                              reasons=("missing_field",), field=field))
     else:
       records.append(Record(draw(_broken_json_lines()) + ending.encode(),
                             reasons=("malformed_json", "non_utf8")))
@@ -346,7 +356,7 @@ def _broken_json_lines():
 @st.composite
 def parquet_prediction_files(draw, index: int = 0):
   optional = draw(st.lists(st.sampled_from(OPTIONAL), unique=True))
-  columns = list(REQUIRED) + optional
+  columns = list(REQUIRED + ATTRIBUTION) + optional
   types = {c: draw(st.sampled_from(["string", "large_string", "dictionary", "binary"]))
            for c in columns}
   stem = f"sys-{index}"
@@ -357,9 +367,12 @@ def parquet_prediction_files(draw, index: int = 0):
     if kind == "good":
       records.append(Record(fields, _expected_prediction(fields, stem)))
     elif kind == "null":
-      field = draw(st.sampled_from(REQUIRED))
+      field = draw(st.sampled_from(REQUIRED + ATTRIBUTION))
       fields[field] = None
-      records.append(Record(fields, reasons=("missing_field",), field=field))
+      if field in ATTRIBUTION:
+        records.append(Record(fields, _expected_prediction(fields, stem)))
+      else:
+        records.append(Record(fields, reasons=("missing_field",), field=field))
     else:
       damaged, reasons, field = _field_damage(draw, fields, columns)
       if reasons == ("non_utf8",) and types[field] != "binary":
