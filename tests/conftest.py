@@ -23,6 +23,12 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
   for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, _THREADS)
 
+# Beam reads each DoFn method's arguments anew for every pipeline; the suite
+# builds over a thousand (see the module for the measured cost).
+from tests.support import beam_inspection  # pylint: disable=wrong-import-position
+
+beam_inspection.install()
+
 
 @pytest.fixture(scope="session")
 def example_corpus(tmp_path_factory):
@@ -49,16 +55,6 @@ def tiny_t5_dirs(tmp_path_factory):
   root = tmp_path_factory.mktemp("tiny_t5")
   return {seed: build_random_t5(str(root / f"seed{seed}"), example_texts(),
                                 vocab_size=2000, seed=seed) for seed in (3, 4)}
-
-
-@pytest.fixture(scope="session")
-def examples_corpus_dir(tmp_path_factory):
-  """The example corpus, built by build-corpus."""
-  from autoais.beam_jobs import build_corpus  # pylint: disable=import-outside-toplevel
-  output = tmp_path_factory.mktemp("examples_corpus") / "corpus"
-  assert run_job(build_corpus, "--input", EXAMPLES / "corpus" / "*.jsonl",
-                 "--output", output, "--num_shards", 2) == 0
-  return output
 
 
 @pytest.fixture(scope="session")

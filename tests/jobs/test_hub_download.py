@@ -65,12 +65,12 @@ def test_the_launch_checks_read_no_weights(hub, tmp_path):
 
 
 def test_a_run_downloads_the_pinned_commit_with_the_environments_token(
-    hub, tmp_path, examples_corpus_dir, tiny_t5_dirs):
+    hub, tmp_path, example_corpus, tiny_t5_dirs):
   output = tmp_path / "out"
   done = subprocess.run(
       [sys.executable, "-m", "autoais.beam_jobs.cli", "evaluate", "--predictions",
        str(EXAMPLES / "predictions" / "retrieve-then-read.csv"), "--corpus",
-       str(examples_corpus_dir), "--gold", str(EXAMPLES / "gold.jsonl"), "--output_dir",
+       str(example_corpus), "--gold", str(EXAMPLES / "gold.jsonl"), "--output_dir",
        str(output), "--scorer", "t5", "--model", REPO, "--bootstrap_samples", "10"],
       env=_env(hub, tmp_path / "hf"), capture_output=True, text=True, check=False,
       timeout=300)

@@ -48,8 +48,8 @@ def offline(hub_home, monkeypatch):
   return hub_home
 
 
-def _evaluate(output, examples_corpus_dir, *flags):
-  code = run_job(evaluate, "--predictions", PREDICTIONS, "--corpus", examples_corpus_dir,
+def _evaluate(output, example_corpus, *flags):
+  code = run_job(evaluate, "--predictions", PREDICTIONS, "--corpus", example_corpus,
                  "--gold", EXAMPLES / "gold.jsonl", "--output_dir", output,
                  "--bootstrap_samples", 10, *flags)
   run = json.loads((output / "run.json").read_text()) if code == 0 else None
@@ -57,9 +57,9 @@ def _evaluate(output, examples_corpus_dir, *flags):
 
 
 def test_a_hub_id_loads_the_commit_main_names_from_the_cache(offline, tmp_path,
-                                                             examples_corpus_dir,
+                                                             example_corpus,
                                                              tiny_t5_dirs):
-  code, run = _evaluate(tmp_path / "out", examples_corpus_dir, "--scorer", "t5",
+  code, run = _evaluate(tmp_path / "out", example_corpus, "--scorer", "t5",
                         "--model", REPO)
   assert code == 0
   scorer = run["scorer"]
@@ -73,10 +73,10 @@ def test_a_hub_id_loads_the_commit_main_names_from_the_cache(offline, tmp_path,
 
 
 @pytest.mark.parametrize("revision", ["v1", "commit"])
-def test_model_revision_pins_a_tag_or_a_commit(offline, tmp_path, examples_corpus_dir,
+def test_model_revision_pins_a_tag_or_a_commit(offline, tmp_path, example_corpus,
                                                tiny_t5_dirs, revision):
   asked = offline["v1"] if revision == "commit" else revision
-  code, run = _evaluate(tmp_path / "out", examples_corpus_dir, "--scorer", "t5",
+  code, run = _evaluate(tmp_path / "out", example_corpus, "--scorer", "t5",
                         "--model", REPO, "--model_revision", asked)
   assert code == 0
   scorer = run["scorer"]
@@ -86,14 +86,14 @@ def test_model_revision_pins_a_tag_or_a_commit(offline, tmp_path, examples_corpu
 
 
 def test_a_hub_tokenizer_beside_a_model_directory_without_one(offline, tmp_path,
-                                                              examples_corpus_dir,
+                                                              example_corpus,
                                                               tiny_t5_dirs):
   weights_only = tmp_path / "weights_only"
   shutil.copytree(tiny_t5_dirs[3], weights_only)
   for name in ("spiece.model", "tokenizer.json", "tokenizer_config.json",
                "special_tokens_map.json"):
     (weights_only / name).unlink(missing_ok=True)
-  code, run = _evaluate(tmp_path / "out", examples_corpus_dir, "--scorer", "t5",
+  code, run = _evaluate(tmp_path / "out", example_corpus, "--scorer", "t5",
                         "--model", weights_only, "--tokenizer", REPO,
                         "--tokenizer_revision", "v1")
   assert code == 0
@@ -109,8 +109,8 @@ def test_a_hub_tokenizer_beside_a_model_directory_without_one(offline, tmp_path,
     (["--model", "org/no-shard"], "are missing"),
 ])
 def test_a_hub_model_the_cache_cannot_give_is_refused_at_launch(
-    offline, tmp_path, examples_corpus_dir, capsys, flags, message):
-  code, _ = _evaluate(tmp_path / "out", examples_corpus_dir, "--scorer", "t5", *flags)
+    offline, tmp_path, example_corpus, capsys, flags, message):
+  code, _ = _evaluate(tmp_path / "out", example_corpus, "--scorer", "t5", *flags)
   err = capsys.readouterr().err
   assert code == 2, err
   assert message in err and flags[1] in err
@@ -120,11 +120,11 @@ def test_a_hub_model_the_cache_cannot_give_is_refused_at_launch(
 
 
 def test_a_hub_id_is_no_directory_of_the_working_directory(offline, tmp_path, monkeypatch,
-                                                           examples_corpus_dir):
+                                                           example_corpus):
   # org/tiny-t5 would lie inside --output_dir if it were read as ./org/tiny-t5.
   (tmp_path / "run").mkdir()
   monkeypatch.chdir(tmp_path / "run")
-  code, run = _evaluate(tmp_path / "run", examples_corpus_dir, "--scorer", "t5",
+  code, run = _evaluate(tmp_path / "run", example_corpus, "--scorer", "t5",
                         "--model", REPO)
   assert code == 0
   assert run["scorer"]["model_commit"] == offline["main"]
@@ -153,9 +153,9 @@ def test_every_local_family_loads_a_hub_model(model_scorer, monkeypatch, tmp_pat
   assert run["counts"]["scored"] > 0
 
 
-def test_model_revision_of_a_directory_is_refused(tmp_path, examples_corpus_dir,
+def test_model_revision_of_a_directory_is_refused(tmp_path, example_corpus,
                                                   tiny_t5_dirs, capsys):
-  code, _ = _evaluate(tmp_path / "out", examples_corpus_dir, "--scorer", "t5",
+  code, _ = _evaluate(tmp_path / "out", example_corpus, "--scorer", "t5",
                       "--model", tiny_t5_dirs[3], "--model_revision", "main")
   assert code == 2
   assert "--model_revision is for a model named by its Hugging Face hub id" in (

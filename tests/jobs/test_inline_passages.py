@@ -51,7 +51,7 @@ def _evaluate(output, predictions, *flags):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, examples_corpus_dir, tiny_t5):
+def runs(tmp_path_factory, example_corpus, tiny_t5):
   root = tmp_path_factory.mktemp("inline")
   rows = _predictions()
   # Inline: the passage and no attribution (none at all where the corpus has none).
@@ -69,11 +69,11 @@ def runs(tmp_path_factory, examples_corpus_dir, tiny_t5):
   return {
       "rows": rows,
       "root": root,
-      "corpus": _evaluate(root / "corpus", predictions, "--corpus", examples_corpus_dir,
+      "corpus": _evaluate(root / "corpus", predictions, "--corpus", example_corpus,
                           *model),
       "inline": _evaluate(root / "inline", root / "inline.jsonl", *model),
       "both": _evaluate(root / "both", root / "both.jsonl", "--corpus",
-                        examples_corpus_dir, *model),
+                        example_corpus, *model),
   }
 
 
@@ -124,14 +124,14 @@ def test_a_row_with_an_attribution_and_a_passage_is_scored_on_its_passage(runs):
                                             from_rows_over_attribution=0)
 
 
-def test_a_row_passage_wins_over_its_attribution(tmp_path, examples_corpus_dir):
+def test_a_row_passage_wins_over_its_attribution(tmp_path, example_corpus):
   """The passage given is the one scored, even where the corpus holds another
   passage under the row's attribution."""
   row = next(row for row in _predictions() if row["contents"])
   write_jsonl(tmp_path / "one.jsonl", [{
       "question": row["question"], "answer": row["answer"],
       "attribution": row["attribution"], "passage": f"{row['answer']} is the answer."}])
-  _evaluate(tmp_path / "out", tmp_path / "one.jsonl", "--corpus", examples_corpus_dir)
+  _evaluate(tmp_path / "out", tmp_path / "one.jsonl", "--corpus", example_corpus)
   (rated,) = _ratings(tmp_path / "out").values()
   assert rated["passage"] == f"{row['answer']} is the answer."
   assert rated["attribution"] == row["attribution"] and rated["auto_ais"] == "Y"
@@ -157,7 +157,7 @@ def test_a_file_without_attribution_or_passage_is_refused(tmp_path):
   assert code == 2 and not (tmp_path / "out").exists()
 
 
-def test_audit_with_every_candidate_inline_needs_no_corpus(tmp_path, examples_corpus_dir):
+def test_audit_with_every_candidate_inline_needs_no_corpus(tmp_path, example_corpus):
   """audit's candidate lists (JSON Lines) carry their passages inline: with no
   corpus, each answer's figures equal those of the same candidates named by id
   and joined to the corpus (the bundled TREC runs, less the ids the corpus
@@ -178,7 +178,7 @@ def test_audit_with_every_candidate_inline_needs_no_corpus(tmp_path, examples_co
          "candidates": [dict(candidate(doc), rank=rank) for rank, doc in ranked]}
         for (tag, qid), ranked in sorted(lists.items())])
   outputs = {}
-  for name, flags in (("ids", ("--corpus", examples_corpus_dir)), ("inline", ())):
+  for name, flags in (("ids", ("--corpus", example_corpus)), ("inline", ())):
     assert run_job(audit, "--answers", EXAMPLES / "audit" / "answers.csv",
                    "--candidates", tmp_path / f"{name}.jsonl", "--topics",
                    EXAMPLES / "audit" / "topics.tsv", "--output_dir", tmp_path / name,

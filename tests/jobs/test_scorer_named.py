@@ -38,11 +38,11 @@ def _run(job, **flags):
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, examples_corpus_dir, tiny_t5):
+def runs(tmp_path_factory, example_corpus, tiny_t5):
   """{name: (job, output dir, console)} of every scoring job's run."""
   out = tmp_path_factory.mktemp("named")
   evaluate = dict(predictions=str(EXAMPLES / "predictions" / "*.csv"),
-                  corpus=str(examples_corpus_dir), gold=str(EXAMPLES / "gold.jsonl"))
+                  corpus=str(example_corpus), gold=str(EXAMPLES / "gold.jsonl"))
   table = {
       "evaluate": ("evaluate", evaluate),
       "evaluate-t5": ("evaluate", dict(evaluate, scorer="t5", model=tiny_t5,
@@ -56,7 +56,7 @@ def runs(tmp_path_factory, examples_corpus_dir, tiny_t5):
       "audit": ("audit", dict(
           answers=str(EXAMPLES / "audit" / "answers.csv"),
           candidates=str(EXAMPLES / "audit" / "runs" / "*.trec"),
-          topics=str(EXAMPLES / "audit" / "topics.tsv"), corpus=str(examples_corpus_dir),
+          topics=str(EXAMPLES / "audit" / "topics.tsv"), corpus=str(example_corpus),
           gold=str(EXAMPLES / "gold.jsonl"))),
       "claims": ("claims", dict(input=str(EXAMPLES / "claims" / "expertqa.jsonl"),
                                 format="expertqa")),
@@ -133,7 +133,7 @@ def test_compare_names_both_scorers(runs):
   assert f"{flipped} row(s) flipped decision between the runs: compare.csv" in html
 
 
-def test_a_hub_model_is_named_with_its_commit(tmp_path, monkeypatch, examples_corpus_dir,
+def test_a_hub_model_is_named_with_its_commit(tmp_path, monkeypatch, example_corpus,
                                              tiny_t5):
   commit = add_to_hub_cache(tmp_path / "hf_home", REPO, tiny_t5)
   monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
@@ -141,7 +141,7 @@ def test_a_hub_model_is_named_with_its_commit(tmp_path, monkeypatch, examples_co
   monkeypatch.setenv("HF_HUB_OFFLINE", "1")
   output_dir = tmp_path / "out"
   console = _run("evaluate", predictions=str(EXAMPLES / "predictions" / "*.csv"),
-                 corpus=str(examples_corpus_dir), gold=str(EXAMPLES / "gold.jsonl"),
+                 corpus=str(example_corpus), gold=str(EXAMPLES / "gold.jsonl"),
                  scorer="t5", model=REPO, torch_threads=1, output_dir=str(output_dir))
   check_scorer_named("evaluate", output_dir, console)
   first = console.split("\n")[0]

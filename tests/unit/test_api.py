@@ -14,11 +14,11 @@ pytest.importorskip("torch")
 
 
 @pytest.fixture(scope="module")
-def t5_run(tmp_path_factory, tiny_t5_dirs, examples_corpus_dir):
+def t5_run(tmp_path_factory, tiny_t5_dirs, example_corpus):
   output = tmp_path_factory.mktemp("api") / "t5"
   result = autoais.evaluate(predictions=[EXAMPLES / "predictions" / "retrieve-then-read.csv",
                                          EXAMPLES / "predictions" / "closed-book-lm.csv"],
-                            corpus=examples_corpus_dir, gold=EXAMPLES / "gold.jsonl",
+                            corpus=example_corpus, gold=EXAMPLES / "gold.jsonl",
                             output_dir=output, scorer="t5", model=tiny_t5_dirs[3],
                             bootstrap_samples=10)
   return result
@@ -171,8 +171,8 @@ def test_a_new_job_needs_no_api_edit(monkeypatch):
   assert "flavour (default 'plain'): The flavour." in function.__doc__
 
 
-def test_a_job_prints_nothing_unless_asked(tmp_path, capsys, examples_corpus_dir):
-  flags = dict(predictions=EXAMPLES / "predictions" / "*.csv", corpus=examples_corpus_dir,
+def test_a_job_prints_nothing_unless_asked(tmp_path, capsys, example_corpus):
+  flags = dict(predictions=EXAMPLES / "predictions" / "*.csv", corpus=example_corpus,
                gold=EXAMPLES / "gold.jsonl", bootstrap_samples=10)
   quiet = autoais.evaluate(output_dir=tmp_path / "quiet", **flags)
   printed = capsys.readouterr()
@@ -184,9 +184,9 @@ def test_a_job_prints_nothing_unless_asked(tmp_path, capsys, examples_corpus_dir
   assert loud.console == ""
 
 
-def test_tables_are_typed_and_found_by_stem(tmp_path, examples_corpus_dir):
+def test_tables_are_typed_and_found_by_stem(tmp_path, example_corpus):
   result = autoais.evaluate(predictions=EXAMPLES / "predictions" / "*.csv",
-                            corpus=examples_corpus_dir, gold=EXAMPLES / "gold.jsonl",
+                            corpus=example_corpus, gold=EXAMPLES / "gold.jsonl",
                             output_dir=tmp_path / "out", bootstrap_samples=10)
   ratings = result.table("ratings")
   assert ratings == result.table("ratings.csv")

@@ -87,9 +87,9 @@ def test_console_progress_counts_across_worker_processes(tmp_path):
   assert counters["rows_to_score"] == counters["rows_scored"] == 200
 
 
-def test_job_prints_the_runs_totals(examples_corpus_dir, tmp_path, capsys):
+def test_job_prints_the_runs_totals(example_corpus, tmp_path, capsys):
   assert run_job(evaluate, "--predictions", EXAMPLES / "predictions" / "*.csv",
-                 "--corpus", examples_corpus_dir, "--gold", EXAMPLES / "gold.jsonl",
+                 "--corpus", example_corpus, "--gold", EXAMPLES / "gold.jsonl",
                  "--output_dir", tmp_path / "out", "--bootstrap_samples", 10) == 0
   manifest = json.loads((tmp_path / "out" / "run.json").read_text())
   counts = manifest["counts"]

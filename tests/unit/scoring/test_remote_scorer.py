@@ -131,10 +131,10 @@ def test_serve_speaks_the_vertex_prediction_format(served, tiny_t5_dirs):
 
 
 def test_remote_scores_equal_the_in_process_scorer(served, tiny_t5_dirs,
-                                                   examples_corpus_dir, tmp_path):
-  assert _evaluate(examples_corpus_dir, tmp_path / "remote", "--scorer", "remote",
+                                                   example_corpus, tmp_path):
+  assert _evaluate(example_corpus, tmp_path / "remote", "--scorer", "remote",
                    "--endpoint", served) == 0
-  assert _evaluate(examples_corpus_dir, tmp_path / "local", "--scorer", "t5",
+  assert _evaluate(example_corpus, tmp_path / "local", "--scorer", "t5",
                    "--model", tiny_t5_dirs[3]) == 0
   remote_rows, local_rows = _ratings(tmp_path / "remote"), _ratings(tmp_path / "local")
   assert len(remote_rows) == len(local_rows) > 20
@@ -149,9 +149,9 @@ def test_remote_scores_equal_the_in_process_scorer(served, tiny_t5_dirs,
   assert manifest["scorer"]["model_calls"] == manifest["scorer"]["unique_triples"]
 
 
-def test_unreachable_endpoint_is_a_configuration_error(examples_corpus_dir, tmp_path,
+def test_unreachable_endpoint_is_a_configuration_error(example_corpus, tmp_path,
                                                        capsys):
-  code = _evaluate(examples_corpus_dir, tmp_path / "out", "--scorer", "remote",
+  code = _evaluate(example_corpus, tmp_path / "out", "--scorer", "remote",
                    "--endpoint", "http://127.0.0.1:9", "--request_timeout", "2")
   assert code == 2
   assert "--endpoint http://127.0.0.1:9: http://127.0.0.1:9/health does not answer" in (
@@ -168,7 +168,7 @@ _REMOTE_FLAGS = ("--scorer", "remote", "--request_timeout", "1", "--retry_backof
 
 
 @pytest.fixture(scope="module")
-def fault_runs(examples_corpus_dir, tmp_path_factory):
+def fault_runs(example_corpus, tmp_path_factory):
   """The same leaderboard against a clean server and a faulty one; one row's
   answer makes the server refuse its instance every time (422)."""
   root = tmp_path_factory.mktemp("faults")
@@ -187,7 +187,7 @@ def fault_runs(examples_corpus_dir, tmp_path_factory):
              "faulty": FaultServer(faults=FAULTS, delay=1.5, every=2)}
   try:
     started = time.time()
-    codes = {name: _evaluate(examples_corpus_dir, root / name, *_REMOTE_FLAGS,
+    codes = {name: _evaluate(example_corpus, root / name, *_REMOTE_FLAGS,
                              "--endpoint", server.url,
                              predictions=str(predictions / "*.csv"))
              for name, server in servers.items()}
@@ -330,8 +330,8 @@ def test_vertex_handler_maps_requests_and_responses(fake_vertex):
                                                              "endpoint": "e"}
 
 
-def test_evaluate_with_vertex_scorer(fake_vertex, examples_corpus_dir, tmp_path):
-  assert _evaluate(examples_corpus_dir, tmp_path / "out", "--scorer", "vertex",
+def test_evaluate_with_vertex_scorer(fake_vertex, example_corpus, tmp_path):
+  assert _evaluate(example_corpus, tmp_path / "out", "--scorer", "vertex",
                    "--endpoint_id", "1234", "--project", "my-project",
                    "--location", "us-central1") == 0
   rows = _ratings(tmp_path / "out")
@@ -344,8 +344,8 @@ def test_evaluate_with_vertex_scorer(fake_vertex, examples_corpus_dir, tmp_path)
       len(instances) for _, instances in fake_vertex.requests)
 
 
-def test_vertex_needs_its_flags(examples_corpus_dir, tmp_path, capsys):
-  assert _evaluate(examples_corpus_dir, tmp_path / "out", "--scorer", "vertex",
+def test_vertex_needs_its_flags(example_corpus, tmp_path, capsys):
+  assert _evaluate(example_corpus, tmp_path / "out", "--scorer", "vertex",
                    "--endpoint_id", "1234") == 2
   assert "--scorer vertex needs --endpoint_id, --project and --location" in (
       capsys.readouterr().err)

@@ -23,8 +23,8 @@ ALL = FIRST + ("closed-book-lm",)
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory, tiny_t5_dirs, examples_corpus_dir):
-  return tmp_path_factory.mktemp("score_cache"), tiny_t5_dirs, examples_corpus_dir
+def setup(tmp_path_factory, tiny_t5_dirs, example_corpus):
+  return tmp_path_factory.mktemp("score_cache"), tiny_t5_dirs, example_corpus
 
 
 def _evaluate(setup, output, systems, *extra, seed=3):
