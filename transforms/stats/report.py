@@ -362,7 +362,8 @@ def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts,
     entry = level[name]
     for method in ("pearson", "spearman", "kendall"):
       ci = entry[method].get("ci")
-      correlation_rows.append((name, method, entry[method]["statistic"],
+      # The comparison as leaderboard.md says it (it names the scorer's figure).
+      correlation_rows.append((entry["description"], method, entry[method]["statistic"],
                                None if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
                                _p_value(entry[method]["p_value"]),
                                entry[method].get("p_value_method")))
