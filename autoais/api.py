@@ -5,7 +5,8 @@
     result = autoais.evaluate(predictions="runs/*.csv", corpus="corpus/",
                               gold="NQ-open.dev.jsonl", output_dir="out/")
     result.output_dir        # "out/"
-    result.leaderboard       # [{"system_name": ..., "autoais": ..., ...}, ...]
+    result.leaderboard       # [{"system_name": ..., "string_match": ..., ...}, ...]
+                             # (a model's figure: "autoais")
     result.run               # run.json as a dict
 
     scorer = autoais.load_scorer("t5", model="google/t5_xxl_true_nli_mixture",

@@ -59,6 +59,7 @@ from autoais.transforms.compare.steps import (ROW_KINDS, RUNS, CompareRatings, R
 from autoais.transforms.compare.tables import WriteCompareFiles
 from autoais.transforms.rows.merge import row_table_parts
 from autoais.transforms.rows.run_record import REGRESSION, RunRecord, WriteRunRecord
+from autoais.transforms.scoring.label import compared_measure, measure_name, named_figures
 
 OUTPUT_FILES = ("run.json", "compare.csv", "compare.parquet", "compare_systems.csv",
                 "compare.json", "compare.md", "report.html", "dead_letter.jsonl")
@@ -206,7 +207,8 @@ class _Plan:
       self.files[run] = _row_table_files(self.kind, flag, directory)
       summary = _read_json(FileSystems.join(directory, self.kind.summary), flag,
                            directory)
-      self.leaderboards[run] = headlines(self.kind, summary)
+      self.leaderboards[run] = headlines(self.kind, summary,
+                                         measure_name(self.runs[run].get("scorer")))
       groupings[run] = tuple(summary.get("groupings") or ())
     self.groupings = groupings["candidate"]
     for difference in _input_differences(self.runs["baseline"], self.runs["candidate"]):
@@ -223,11 +225,12 @@ class _Plan:
           self.scorer_changed) + "): a change would be the scorer's, not the systems'. "
           "Pass --allow_changed_scorer true to compare the scorers themselves")
     labelled = self.kind.label is not None
+    measure = compared_measure(*(self.runs[run].get("scorer") for run in RUNS))
     self.header = {
         "job": self.kind.job,
-        "regression_on": ("balanced_accuracy" if labelled else
-                          "autoais (citation recall)" if self.kind.precision else
-                          "autoais"),
+        "regression_on": named_figures(
+            "balanced_accuracy" if labelled else "autoais (citation recall)"
+            if self.kind.precision else "autoais", measure),
         "mcnemar": ("whether each decision agrees with the human label" if labelled
                     else "the paired decisions"),
         "baseline": self.dirs["baseline"], "candidate": self.dirs["candidate"],

@@ -46,8 +46,8 @@ from autoais.transforms.corpus import store
 from autoais.transforms.evaluate.leaderboard import (WriteLeaderboard, no_gold_note,
                                                     unanswered_rule)
 from autoais.transforms.evaluate.ratings import RatingsFold
-from autoais.transforms.evaluate.steps import (AttachHumanRatings, AttachPassages,
-                                       MatchGoldQuestions, ScoreAnswers)
+from autoais.transforms.evaluate.steps import (LISTED_PASSAGES_RULE, AttachHumanRatings,
+                                       AttachPassages, MatchGoldQuestions, ScoreAnswers)
 from autoais.transforms.io.gold import TFDS_PREFIX, ReadGold, check_gold_source
 from autoais.transforms.io.inputs import match_files
 from autoais.transforms.io.predictions import check_prediction_file, read_predictions
@@ -230,8 +230,11 @@ class _EvaluateRecord(RunRecord):
             "from_rows": passage_counts.get("from_rows", 0),
             "from_rows_over_attribution": passage_counts.get(
                 "from_rows_over_attribution", 0),
+            "from_row_lists": passage_counts.get("from_row_lists", 0),
+            "listed_passages": passage_counts.get("listed_passages", 0),
             "rule": "a row's own passage is scored where it carries one; its "
-                    "attribution, where it names one too, is not looked up"},
+                    "attribution, where it names one too, is not looked up",
+            "list_rule": LISTED_PASSAGES_RULE},
         "scorer": self.scorer_fields(model_info, scorer_stats),
     })
     return manifest

@@ -66,7 +66,7 @@ def _write_run(directory: str, rows, flip_fraction: float, seed: int) -> int:
     if batch:
       writer.write_table(pa.Table.from_batches([to_record_batch(batch, RATING_SCHEMA)]))
   with open(os.path.join(directory, "leaderboard.json"), "w", encoding="utf-8") as f:
-    json.dump({"systems": [{"system_name": name, "autoais": None}
+    json.dump({"systems": [{"system_name": name, "string_match": None}
                            for name in sorted(systems)]}, f)
   with open(os.path.join(directory, "run.json"), "w", encoding="utf-8") as f:
     json.dump({"job": "evaluate", "status": "complete", "scorer": SCORER,

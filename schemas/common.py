@@ -23,6 +23,9 @@ class Prediction(NamedTuple):
   human_rating: Optional[str]  # "Y" / "N" / None
   source_file: str
   source_line: int
+  # A list of passages given in the row's `passage` field (passage is then
+  # None): each is scored, and the row takes the choice audit would make.
+  passages: Optional[List[str]] = None
 
 
 PREDICTION_SCHEMA = pa.schema([
@@ -34,6 +37,7 @@ PREDICTION_SCHEMA = pa.schema([
     pa.field("human_rating", pa.string()),
     pa.field("source_file", pa.string(), nullable=False),
     pa.field("source_line", pa.int64(), nullable=False),
+    pa.field("passages", pa.list_(pa.string())),
 ])
 
 

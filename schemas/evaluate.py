@@ -94,7 +94,9 @@ class LeaderboardRow(NamedTuple):
   shares of human-rated rows) are percents in [0, 100]; kappa and the AUCs keep
   their own scale (transforms/stats/metrics.py says how figures are rounded).
   Without gold (evaluate with no --gold) n_gold and EM / F1 are None and the
-  rates are over the system's own distinct questions."""
+  rates are over the system's own distinct questions. The `autoais...` fields
+  are written `string_match...` for a string-match run (transforms/scoring/
+  label.py named_figures)."""
   system_name: str
   n_gold: Optional[int]
   n_predicted: int

@@ -125,8 +125,9 @@ def test_rows_with_their_passage_need_no_corpus(session):
   assert "--corpus" not in command
   output = clone / command.split("--output_dir ")[1].split()[0]
   run = json.loads((output / "run.json").read_text())
-  assert run["inputs"]["corpus"] is None and run["passages"]["from_rows"] == 5
-  assert run["counts"]["scored"] == 5
+  assert run["inputs"]["corpus"] is None and run["passages"]["from_rows"] == 6
+  assert run["passages"]["from_row_lists"] == 1  # one row lists two passages
+  assert run["counts"]["scored"] == 6
   check_scorer_named("evaluate", output, console)
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from autoais.beam_jobs import claims
 from autoais.transforms.scoring.string_match import string_match_attributable
+from autoais.transforms.scoring.label import measure_name, named_figures
 from tests.support.files import read_jsonl, write_jsonl
 from tests.support.jobs import run_job
 from tests.support.paths import shared_file
@@ -80,6 +81,10 @@ def _check_summary(output, expected):
   with open(output / "claims.csv", newline="", encoding="utf-8") as f:
     rows = {row["system_name"]: row for row in csv.DictReader(f)}
   assert set(rows) == set(expected)
+  # The figure's columns are named after the run's scorer (macro_string_match
+  # for the baseline, macro_autoais for a model: label.named_figures).
+  scorer = json.loads((output / "run.json").read_text())["scorer"]
+  figure = named_figures("autoais", measure_name(scorer))
   for system, figures in expected.items():
     row = rows[system]
     assert int(row["n_answers"]) == len(figures["answers"]), system
@@ -89,16 +94,16 @@ def _check_summary(output, expected):
     per_answer = [sum(d) / len(d) for d, _ in figures["answers"]]
     flat = [x for d, _ in figures["answers"] for x in d]
     # claims.csv holds percents, 12 significant digits (docs/claims.md).
-    assert float(row["macro_autoais"]) == pytest.approx(
+    assert float(row[f"macro_{figure}"]) == pytest.approx(
         100 * np.mean(per_answer), rel=1e-11, abs=1e-10)
-    assert float(row["micro_autoais"]) == pytest.approx(100 * np.mean(flat), rel=1e-11,
+    assert float(row[f"micro_{figure}"]) == pytest.approx(100 * np.mean(flat), rel=1e-11,
                                                         abs=1e-10)
-    assert float(row["macro_ci_low"]) <= float(row["macro_autoais"]) <= float(
+    assert float(row["macro_ci_low"]) <= float(row[f"macro_{figure}"]) <= float(
         row["macro_ci_high"])
     kept = [(d, a) for d, a in figures["answers"] if not a]
-    assert float(row["macro_autoais_non_abstaining"]) == pytest.approx(
+    assert float(row[f"macro_{figure}_non_abstaining"]) == pytest.approx(
         100 * np.mean([sum(d) / len(d) for d, _ in kept]), rel=1e-11, abs=1e-10)
-    assert float(row["micro_autoais_non_abstaining"]) == pytest.approx(
+    assert float(row[f"micro_{figure}_non_abstaining"]) == pytest.approx(
         100 * np.mean([x for d, _ in kept for x in d]), rel=1e-11, abs=1e-10)
     labels, predicted = figures["labels"], figures["predicted"]
     assert int(row["n_human_labelled"]) == len(labels)
@@ -359,9 +364,9 @@ def test_flat_input_end_to_end_with_an_abstaining_answer(tmp_path, capsys):
   (row,) = json.loads((tmp_path / "out" / "claims.json").read_text())["systems"]
   assert (row["n_answers"], row["n_claims"], row["n_abstaining_answers"]) == (2, 3, 1)
   # Percents; micro a ratio of counts, 100 * 1 / 3 with one rounding.
-  assert row["micro_autoais"] == 100 / 3
-  assert row["macro_autoais"] == 25.0  # (1/2 + 0) / 2
-  assert row["macro_autoais_non_abstaining"] == row["micro_autoais_non_abstaining"] == 50
+  assert row["micro_string_match"] == 100 / 3
+  assert row["macro_string_match"] == 25.0  # (1/2 + 0) / 2
+  assert row["macro_string_match_non_abstaining"] == row["micro_string_match_non_abstaining"] == 50
   assert row["human_accuracy"] == 100.0 and row["n_human_labelled"] == 2
   # The run ended with claims.md's table, then where its outputs are.
   printed = capsys.readouterr().out.rstrip("\n").split("\n")

@@ -141,7 +141,7 @@ def test_changes_intervals_and_mcnemar_equal_an_independent_computation(runs):
   for system, row in systems.items():
     questions = sorted(q for s, q in baseline if s == system and (s, q) in candidate)
     assert row["status"] == "both" and row["n_paired"] == len(questions) > 0
-    for field, name in (("auto_ais", "autoais"), ("em", "em"), ("f1", "f1")):
+    for field, name in (("auto_ais", "string_match"), ("em", "em"), ("f1", "f1")):
       def value(ratings, question, field=field):
         cell = ratings[(system, question)][field]
         return float(cell == "Y") if field == "auto_ais" else float(cell)
@@ -158,10 +158,10 @@ def test_changes_intervals_and_mcnemar_equal_an_independent_computation(runs):
     assert (row["flipped_to_y"], row["flipped_to_n"]) == (up, down)
     assert row["mcnemar_p_value"] == pytest.approx(_exact_mcnemar(up, down), rel=1e-9)
   changed = systems[CHANGED_SYSTEM]
-  assert changed["flipped_to_n"] == CHANGED and changed["autoais_change_high"] < 0
-  assert changed["autoais_change"] == pytest.approx(-100.0 * CHANGED / changed["n_paired"])
+  assert changed["flipped_to_n"] == CHANGED and changed["string_match_change_high"] < 0
+  assert changed["string_match_change"] == pytest.approx(-100.0 * CHANGED / changed["n_paired"])
   assert changed["mcnemar_p_value"] < 1e-9
-  assert all(row["autoais_change"] == 0 for name, row in systems.items()
+  assert all(row["string_match_change"] == 0 for name, row in systems.items()
              if name != CHANGED_SYSTEM)
   run = json.loads((runs["out"] / "run.json").read_text(encoding="utf-8"))
   assert run["status"] == "complete" and run["flipped_rows"] == CHANGED
@@ -170,7 +170,7 @@ def test_changes_intervals_and_mcnemar_equal_an_independent_computation(runs):
 
 def test_fail_on_regression_exits_3_past_the_bar_and_0_below_it(runs, tmp_path):
   root = runs["root"]
-  drop = -_systems(runs["out"])[CHANGED_SYSTEM]["autoais_change"]
+  drop = -_systems(runs["out"])[CHANGED_SYSTEM]["string_match_change"]
   args = ["--baseline", root / "baseline", "--candidate", root / "candidate"]
   assert run_job(compare, *args, "--output_dir", tmp_path / "fail",
                  "--fail_on_regression", round(drop / 2, 3)) == 3
@@ -396,7 +396,7 @@ def test_agreement_changes_per_group_equal_an_independent_computation(agreement_
     groups.setdefault(f"model_name={row['secondary_group']}", []).append(item)
   assert set(systems) == set(groups) and len(groups) == 1 + 3 + 4
   summary = json.loads((root / "baseline" / "agreement.json").read_text(encoding="utf-8"))
-  assert systems["all items"]["leaderboard_autoais_baseline"] == pytest.approx(
+  assert systems["all items"]["leaderboard_attribution_baseline"] == pytest.approx(
       100 * summary["overall"]["predicted_ais"], abs=1e-9)
   regressions = []
   for name, items in groups.items():
@@ -414,7 +414,7 @@ def test_agreement_changes_per_group_equal_an_independent_computation(agreement_
     assert row["accuracy_change"] == pytest.approx(difference.mean(), abs=1e-9)
     assert (row["accuracy_change_low"], row["accuracy_change_high"]) == pytest.approx(
         (low, high), abs=1e-9)
-    assert row["autoais_baseline"] == pytest.approx(100 * base_y.mean(), abs=1e-9)
+    assert row["attribution_baseline"] == pytest.approx(100 * base_y.mean(), abs=1e-9)
     balanced = [50 * (right[labels].mean() + right[~labels].mean())
                 for right in (base_right, cand_right)]
     assert row["balanced_accuracy_baseline"] == pytest.approx(balanced[0], abs=1e-9)
@@ -552,14 +552,14 @@ def test_citations_changes_equal_an_independent_computation(citations_runs):
   document = json.loads((citations_runs["out"] / "compare.json").read_text(
       encoding="utf-8"))
   assert document["job"] == "citations"
-  assert document["regression_on"] == "autoais (citation recall)"
+  assert document["regression_on"] == "string_match (citation recall)"
   systems = {row["system_name"]: row for row in document["systems"]}
   assert set(systems) == set(CITING_SYSTEMS) == set(summary)
   regressions = []
   for system, row in systems.items():
     questions = sorted(q for s, q in baseline if s == system)
     assert row["status"] == "both" and row["n_paired"] == len(questions) > 0
-    for name, field in (("autoais", "citation_rec"), ("citation_prec", "citation_prec")):
+    for name, field in (("string_match", "citation_rec"), ("citation_prec", "citation_prec")):
       base = np.array([float(baseline[(system, q)][field]) for q in questions])
       cand = np.array([float(candidate[(system, q)][field]) for q in questions])
       # Every answer is paired: the baseline's figures are citations.json's.
@@ -571,7 +571,7 @@ def test_citations_changes_equal_an_independent_computation(citations_runs):
       assert row[f"{name}_change"] == pytest.approx(differences.mean(), abs=1e-9)
       assert (row[f"{name}_change_low"], row[f"{name}_change_high"]) == pytest.approx(
           (low, high), abs=1e-9)
-      if name == "autoais":
+      if name == "string_match":
         recall = (differences.mean(), high)
     assert row["em_change"] is None and row["accuracy_change"] is None
     up = down = 0
@@ -588,8 +588,8 @@ def test_citations_changes_equal_an_independent_computation(citations_runs):
       regressions.append(system)
   changed = systems[CITING_SYSTEM]
   assert changed["flipped_to_n"] == CITING_CHANGED and changed["flipped_to_y"] == 0
-  assert changed["citation_prec_change"] < 0 and changed["autoais_change_high"] < 0
-  assert all(row["autoais_change"] == 0 and row["citation_prec_change"] == 0
+  assert changed["citation_prec_change"] < 0 and changed["string_match_change_high"] < 0
+  assert all(row["string_match_change"] == 0 and row["citation_prec_change"] == 0
              for name, row in systems.items() if name != CITING_SYSTEM)
   assert regressions == [CITING_SYSTEM] and citations_runs["code"] == 3
   run = json.loads((citations_runs["out"] / "run.json").read_text(encoding="utf-8"))

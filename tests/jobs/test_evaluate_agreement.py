@@ -95,7 +95,7 @@ def test_outputs_are_identical_across_runs_and_runners(runs):
     assert first == (runs["second"] / name).read_bytes(), name
     assert first == (runs["multi_process"] / name).read_bytes(), name
   level = json.loads((runs["first"] / "agreement.json").read_text())["system_level"]
-  assert level["autoais_rated_vs_human_ais"]["spearman"]["ci"]  # CIs were compared
+  assert level["string_match_rated_vs_human_ais"]["spearman"]["ci"]  # CIs were compared
 
 
 def test_per_system_and_overall_figures_equal_sklearn(runs):
@@ -116,7 +116,7 @@ def test_per_system_and_overall_figures_equal_sklearn(runs):
             "pr_auc": skm.average_precision_score(human, scores)}
 
   columns = {"n_rated": "n_human_rated", "human_ais": "human_ais",
-             "predicted_ais": "autoais_rated", "accuracy": "human_agreement",
+             "predicted_ais": "string_match_rated", "accuracy": "human_agreement",
              "balanced_accuracy": "human_balanced_accuracy",
              "cohen_kappa": "human_kappa", "roc_auc": "human_roc_auc",
              "pr_auc": "human_pr_auc"}
@@ -143,13 +143,13 @@ def test_system_level_correlations_are_the_designed_ones(runs):
   level = json.loads((runs["first"] / "agreement.json").read_text())["system_level"]
   names = sorted(board)
   # The leaderboard's percents as fractions, agreement.json's scale.
-  x = np.array([float(board[name]["autoais_rated"]) / 100 for name in names])
+  x = np.array([float(board[name]["string_match_rated"]) / 100 for name in names])
   y = np.array([float(board[name]["human_ais"]) / 100 for name in names])
   designed = [_design(s) for s in range(N_SYSTEMS)]
   rated = [N_GOLD] * (N_SYSTEMS - 1) + [N_GOLD - 1]
   np.testing.assert_allclose(x, [a / n for (a, _), n in zip(designed, rated)])
   np.testing.assert_allclose(y, [h / n for (_, h), n in zip(designed, rated)])
-  entry = level["autoais_rated_vs_human_ais"]
+  entry = level["string_match_rated_vs_human_ais"]
   assert entry["systems"] == names
   np.testing.assert_allclose(entry["x"], x, rtol=1e-11, atol=0)
   np.testing.assert_allclose(entry["y"], y, rtol=1e-11, atol=0)
@@ -157,10 +157,10 @@ def test_system_level_correlations_are_the_designed_ones(runs):
   assert entry["spearman"]["statistic"] == pytest.approx(1.0, abs=1e-12)
   assert entry["kendall"]["statistic"] == pytest.approx(1.0, abs=1e-12)
   assert entry["pearson"]["statistic"] == stats.pearsonr(x, y).statistic < 0.99
-  paper = level["autoais_vs_human_ais"]
+  paper = level["string_match_vs_human_ais"]
   autoais = np.array(paper["x"])
   np.testing.assert_allclose(
-      autoais, [float(board[name]["autoais"]) / 100 for name in names], rtol=1e-11,
+      autoais, [float(board[name]["string_match"]) / 100 for name in names], rtol=1e-11,
       atol=0)
   assert paper["pearson"]["statistic"] == stats.pearsonr(autoais, y).statistic
   assert paper["kendall"]["statistic"] == stats.kendalltau(autoais, y).statistic
@@ -184,7 +184,7 @@ def test_bootstrap_intervals_are_percentiles_of_scipy_over_paired_resamples(runs
     x.append(means[:, 0] / means[:, 2])
     y.append(means[:, 1] / means[:, 2])
   x, y = np.array(x).T, np.array(y).T
-  entry = content["system_level"]["autoais_rated_vs_human_ais"]
+  entry = content["system_level"]["string_match_rated_vs_human_ais"]
   for method, function in (("pearson", stats.pearsonr), ("spearman", stats.spearmanr),
                            ("kendall", stats.kendalltau)):
     values = [function(a, b).statistic for a, b in zip(x, y)]
@@ -201,7 +201,7 @@ def test_neighbour_tests_equal_scipy_mcnemar(runs):
   tests = json.loads((runs["first"] / "agreement.json").read_text())[
       "system_level"]["neighbour_tests"]
   assert "McNemar" in tests["test"]
-  ranking = sorted(board, key=lambda name: (-float(board[name]["autoais"]), name))
+  ranking = sorted(board, key=lambda name: (-float(board[name]["string_match"]), name))
   auto = {name: np.zeros(N_GOLD, bool) for name in board}
   for row in rows:
     auto[row["system_name"]][row["gold_index"]] = row["auto_ais"] == "Y"
@@ -261,7 +261,7 @@ def test_rating_column_with_perfect_agreement(tmp_path):
   assert content["overall"]["accuracy"] == 1.0
   assert content["overall"]["cohen_kappa"] == 1.0
   for name in ("pearson", "spearman", "kendall"):
-    entry = content["system_level"]["autoais_rated_vs_human_ais"][name]
+    entry = content["system_level"]["string_match_rated_vs_human_ais"][name]
     assert entry["statistic"] == pytest.approx(1.0)
     # Five systems in the same order: 2 of the 5! orderings are as extreme, an
     # exact p-value (scipy's asymptotic Spearman p-value here is 0).

@@ -98,9 +98,9 @@ def test_string_match_autoais_equals_independent_computation(leaderboard):
       if _contains_tokens(_normalize(" ".join([title, title, text])), tokens):
         attributable += 1
     # A percent, 100 * count / n with one rounding.
-    assert float(rows[name]["autoais"]) == 100 * attributable / len(gold), name
-  assert float(rows["right-answer-right-passage"]["autoais"]) > 50
-  assert float(rows["right-answer-wrong-passage"]["autoais"]) < 20
+    assert float(rows[name]["string_match"]) == 100 * attributable / len(gold), name
+  assert float(rows["right-answer-right-passage"]["string_match"]) > 50
+  assert float(rows["right-answer-wrong-passage"]["string_match"]) < 20
 
 
 def test_counts_reconcile_and_unmatched_are_reported(leaderboard):

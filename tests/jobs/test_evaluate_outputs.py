@@ -19,8 +19,8 @@ from tests.support.paths import EXAMPLES
 
 SYSTEMS = sorted(path.stem for path in (EXAMPLES / "predictions").glob("*.csv"))
 # The rate columns of leaderboard.csv, in percent (docs/evaluate.md#units).
-PERCENT_COLUMNS = ("coverage", "autoais", "autoais_ci_low", "autoais_ci_high",
-                   "autoais_scored", "em", "em_ci_low", "em_ci_high", "f1", "f1_ci_low",
+PERCENT_COLUMNS = ("coverage", "string_match", "string_match_ci_low", "string_match_ci_high",
+                   "string_match_scored", "em", "em_ci_low", "em_ci_high", "f1", "f1_ci_low",
                    "f1_ci_high")
 # Float noise: a long run of 9s or 0s then more digits (93.90624999999986).
 NOISE = re.compile(r"\.\d*(9{6,}|0{6,})\d+$")
@@ -75,10 +75,10 @@ def test_leaderboard_rates_are_percents_without_float_noise(runs):
   board = _table(output / "leaderboard.csv")
   n_gold = len(read_jsonl(EXAMPLES / "gold.jsonl"))
   for system, yes in _attributable(output).items():
-    assert float(board[system]["autoais"]) == 100 * yes / n_gold, system
+    assert float(board[system]["string_match"]) == 100 * yes / n_gold, system
     scored = int(board[system]["n_scored"])
     assert float(board[system]["coverage"]) == 100 * scored / n_gold
-    assert float(board[system]["autoais_scored"]) == 100 * yes / scored
+    assert float(board[system]["string_match_scored"]) == 100 * yes / scored
   # The closed-book system's EM bootstrap bound (1000 resamples, seed 0) was
   # written 93.90624999999986.
   assert board["closed-book-lm"]["em_ci_high"] == "93.90625"
@@ -122,9 +122,9 @@ def test_without_gold_autoais_is_over_each_systems_own_questions(runs):
     questions = len(_answers(system))
     row = board[system]
     assert int(row["n_predicted"]) == questions
-    assert float(row["autoais"]) == 100 * yes[system] / questions, system
-    assert float(row["autoais_ci_low"]) <= float(row["autoais"]) <= float(
-        row["autoais_ci_high"])
+    assert float(row["string_match"]) == 100 * yes[system] / questions, system
+    assert float(row["string_match_ci_low"]) <= float(row["string_match"]) <= float(
+        row["string_match_ci_high"])
     for column in ("n_gold", "em", "em_ci_low", "em_ci_high", "f1", "f1_ci_low",
                    "f1_ci_high"):
       assert row[column] == "", (system, column)

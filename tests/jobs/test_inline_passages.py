@@ -2,7 +2,8 @@
 JSON Lines file whose rows hold the passage text, with no corpus, rates every
 row as the same rows joined to a corpus by attribution id; a row with both an
 attribution and a passage is scored on its passage, and run.json counts it; a
-list of passages is refused, pointing at audit.
+row listing passages is rated on the passage audit's reranking chooses, equal
+to the best of the same passages scored as rows of their own.
 
 The inline file is made from the bundled example: each prediction's passage
 is the corpus record its attribution names (the Pyserini `contents`, title and
@@ -137,17 +138,90 @@ def test_a_row_passage_wins_over_its_attribution(tmp_path, example_corpus):
   assert rated["attribution"] == row["attribution"] and rated["auto_ais"] == "Y"
 
 
-def test_a_list_of_passages_points_at_audit(tmp_path):
-  write_jsonl(tmp_path / "lists.jsonl", [
-      {"question": "who painted the mona lisa", "answer": "Leonardo da Vinci",
-       "passage": ["Leonardo da Vinci painted it.", "The Louvre holds it."]},
-      {"question": "who painted the mona lisa", "answer": "Leonardo da Vinci",
-       "passage": "Leonardo da Vinci painted the Mona Lisa."}])
-  _evaluate(tmp_path / "out", tmp_path / "lists.jsonl")
-  (dead,) = read_jsonl(tmp_path / "out" / "dead_letter.jsonl")
-  assert (dead["source_line"], dead["field"], dead["reason"]) == (1, "passage",
-                                                                   "wrong_type")
-  assert "autoais audit" in dead["message"]
+@pytest.fixture(scope="module")
+def lists(tmp_path_factory, tiny_t5):
+  """A row per question listing three passages (the one its attribution names
+  in the middle), and the same passages as single-passage rows scored apart
+  (one system per place in the list, another run); beside the lists, a row
+  with an empty list, one with a number in its list, and a repeated row."""
+  root = tmp_path_factory.mktemp("lists")
+  rows = [row for row in _predictions() if row["contents"]]
+  questions = {}
+  for row in rows:
+    questions.setdefault(row["question"], row)
+  picked = list(questions.values())[:6]
+  others = [row["contents"] for row in rows]
+  listed = []
+  for number, row in enumerate(picked):
+    wrong = [text for text in others if text != row["contents"]]
+    listed.append(dict(question=row["question"], answer=row["answer"], passage=[
+        wrong[number % len(wrong)], row["contents"], wrong[(number * 7 + 3) % len(wrong)]]))
+  records = [dict(row, system_name="listed") for row in listed]
+  asked = {row["question"] for row in picked}
+  free = next(question for question in _gold_questions() if question not in asked)
+  records += [
+      {"system_name": "listed", "question": free, "answer": "x", "passage": []},
+      {"system_name": "other", "question": free, "answer": "x",
+       "passage": ["a passage", 7]},
+      dict(records[0], passage=records[0]["passage"][::-1])]  # a second answer: rejected
+  write_jsonl(root / "lists.jsonl", records)
+  write_jsonl(root / "single.jsonl", [
+      {"system_name": f"place-{place}", "question": row["question"],
+       "answer": row["answer"], "passage": passage}
+      for row in listed for place, passage in enumerate(row["passage"])])
+  model = ("--scorer", "t5", "--model", tiny_t5, "--torch_threads", 1)
+  return {"root": root, "listed": listed,
+          "lists": _evaluate(root / "lists", root / "lists.jsonl", *model),
+          "single": _evaluate(root / "single", root / "single.jsonl", *model)}
+
+
+def _gold_questions():
+  return [record["question"] for record in read_jsonl(EXAMPLES / "gold.jsonl")]
+
+
+def test_a_list_of_passages_is_rated_on_its_best_passage_scored_apart(lists):
+  """The row's nli_score is the highest of its passages' scored as rows of their
+  own, its decision and shown passage that passage's (audit's reranked choice),
+  and with a threshold it is Y exactly where one of its passages is."""
+  listed = _ratings(lists["root"] / "lists")
+  single = _ratings(lists["root"] / "single")
+  places = set()
+  for row in lists["listed"]:
+    rated = listed[("listed", row["question"])]
+    apart = [single[(f"place-{place}", row["question"])] for place in range(3)]
+    scores = [float(one["nli_score"]) for one in apart]
+    best = apart[scores.index(max(scores))]
+    assert float(rated["nli_score"]) == pytest.approx(max(scores), abs=1e-5)
+    assert (rated["auto_ais"], rated["passage"]) == (best["auto_ais"], best["passage"])
+    assert (rated["auto_ais"] == "Y") == any(one["auto_ais"] == "Y" for one in apart)
+    assert (rated["em"], rated["f1"]) == (best["em"], best["f1"])
+    places.add(scores.index(max(scores)))
+  # The passages chosen are not all at one place: the choice is made.
+  assert len(places) > 1
+  record = lists["lists"]
+  n = len(lists["listed"])
+  assert record["passages"]["from_row_lists"] == n + 1  # the repeated row too
+  assert record["passages"]["listed_passages"] == 3 * (n + 1)
+  assert "reranking" in record["passages"]["list_rule"]
+
+
+def test_a_row_with_an_empty_list_has_no_passage(lists):
+  record = lists["lists"]
+  dead = read_jsonl(lists["root"] / "lists" / "dead_letter.jsonl")
+  (empty,) = [letter for letter in dead if letter["reason"] == "missing_attribution"]
+  assert empty["source_line"] == len(lists["listed"]) + 1
+  counts = record["counts"]
+  assert counts["read"] == counts["scored"] + counts["rejected"] + counts["unmatched"]
+  assert counts["scored"] == len(lists["listed"])
+
+
+def test_a_list_with_a_number_is_refused_naming_the_item(lists):
+  dead = read_jsonl(lists["root"] / "lists" / "dead_letter.jsonl")
+  (bad,) = [letter for letter in dead if letter["reason"] == "wrong_type"]
+  assert (bad["source_line"], bad["field"]) == (len(lists["listed"]) + 2, "passage")
+  assert "item 2 of the list of passages: expected a string, found int" in bad["message"]
+  (repeated,) = [letter for letter in dead if letter["reason"] == "duplicate_prediction"]
+  assert repeated["source_line"] == len(lists["listed"]) + 3
 
 
 def test_a_file_without_attribution_or_passage_is_refused(tmp_path):

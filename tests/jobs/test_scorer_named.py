@@ -114,6 +114,34 @@ def test_a_string_match_leaderboard_says_string_match(runs):
   assert console.startswith("Scored by: string-match")
 
 
+# The figure's columns of leaderboard.csv, after its name.
+_FIGURE_COLUMNS = ("", "_ci_low", "_ci_high", "_scored", "_rated")
+
+
+def test_the_figure_columns_are_named_after_the_scorer(runs):
+  """leaderboard.csv/.json say `string_match...` for the baseline and
+  `autoais...` for a model; the Python API reads either, and compare reads
+  each run's figure under its name (a string-match run beside a model's:
+  `attribution...`)."""
+  results = {name: api.JobResult(job, str(output_dir), 0)
+             for name, (job, output_dir, _) in runs.items()
+             if name in ("evaluate", "evaluate-t5", "compare")}
+  for name, figure, other in (("evaluate", "string_match", "autoais"),
+                              ("evaluate-t5", "autoais", "string_match")):
+    board = results[name].leaderboard
+    assert board and all(f"{figure}{end}" in row for row in board for end in _FIGURE_COLUMNS)
+    assert not [column for column in board[0] if other in column], name
+    document = json.loads((runs[name][1] / "leaderboard.json").read_text())
+    assert set(document["systems"][0]) == set(board[0]) - {"scorer"}
+    assert f"{figure}_ci_low" in document["units"]
+  compared = {row["system_name"]: row for row in results["compare"].leaderboard}
+  for name, run in (("evaluate", "baseline"), ("evaluate-t5", "candidate")):
+    figure = "string_match" if name == "evaluate" else "autoais"
+    for row in results[name].leaderboard:
+      assert compared[row["system_name"]][f"leaderboard_attribution_{run}"] == row[figure]
+  assert all("attribution_change" in row for row in compared.values())
+
+
 def test_a_model_leaderboard_names_the_model(runs, tiny_t5):
   _, output_dir, console = runs["evaluate-t5"]
   board = (output_dir / "leaderboard.md").read_text(encoding="utf-8")

@@ -314,7 +314,9 @@ def jsonl_prediction_files(draw, index: int = 0):
                               field=field))
     elif kind == "type":
       field = draw(st.sampled_from(columns))
-      fields[field] = draw(st.sampled_from([1972, 0.5, True, ["a"], {"a": 1}]))
+      # A list with a number: a wrong type for every field (`passage` takes a
+      # list of strings).
+      fields[field] = draw(st.sampled_from([1972, 0.5, True, ["a", 7], {"a": 1}]))
       records.append(Record(_json_line(draw, fields, ending), reasons=("wrong_type",),
                             field=field))
     elif kind == "missing":

@@ -10,7 +10,9 @@ commit of a hub model), scores.txt's block of each
 system a `scorer:` line, a summary CSV ends with a `scorer` column, a summary
 JSON holds the `scorer` block. A run scored by string-match never calls its
 figures AutoAIS: the word appears on its human-facing surfaces only in "not
-AutoAIS". compare names the scorer of both its runs. Used by
+AutoAIS", and no CSV column or JSON key is named `autoais...` (they say
+`string_match...`; compare of a string-match run and a model's run says
+`attribution...`). compare names the scorer of both its runs. Used by
 tests/jobs/test_scorer_named.py and tests/deploy/test_newcomer.py.
 """
 import csv
@@ -62,6 +64,26 @@ def _check_text(text: str, where: str, blocks: dict) -> None:
         f"...{left[max(0, left.index('AutoAIS') - 80):left.index('AutoAIS') + 40]}...")
 
 
+def _keys(value):
+  """Every key of a JSON document, nested."""
+  if isinstance(value, dict):
+    for key, item in value.items():
+      yield key
+      yield from _keys(item)
+  elif isinstance(value, list):
+    for item in value:
+      yield from _keys(item)
+
+
+def _no_autoais_name(names, where: str, blocks: dict) -> None:
+  """A run that string-match scored (either of compare's) names no column or
+  key after AutoAIS."""
+  from autoais.transforms.scoring.label import measure_name  # pylint: disable=import-outside-toplevel
+  if any(measure_name(block) == "string-match" for block in blocks.values()):
+    named = sorted({name for name in names if "autoais" in name.lower()})
+    assert not named, f"{where}: a string-match figure named after AutoAIS: {named}"
+
+
 def check_scorer_named(job: str, output_dir, console: str = None) -> list:
   """Checks every surface of `job`'s run in `output_dir` (and `console`, the
   text it printed, where given); returns the files checked."""
@@ -92,6 +114,7 @@ def check_scorer_named(job: str, output_dir, console: str = None) -> list:
       rows = list(csv.DictReader(io.StringIO(text)))
       header = text.split("\n", 1)[0].split(",")
       assert header[-1] == "scorer", f"{where}: no last column `scorer` ({header})"
+      _no_autoais_name(header, where, blocks)
       assert rows and {row["scorer"] for row in rows} == {cell}, (
           f"{where}: scorer column {sorted({row['scorer'] for row in rows})} != {cell!r}")
     else:
@@ -101,6 +124,7 @@ def check_scorer_named(job: str, output_dir, console: str = None) -> list:
             f"{where}: a string-match run's figures are called AutoAIS: ..."
             f"{left[max(0, left.index('AutoAIS') - 80):left.index('AutoAIS') + 40]}...")
       document = json.loads(text)
+      _no_autoais_name(_keys(document), where, blocks)
       found = document.get("scorers") if job == "compare" else {"run": document.get("scorer")}
       # run.json's block adds what a worker read of the model and the counters.
       assert found and all(

@@ -49,6 +49,7 @@ from apache_beam.io.parquetio import ReadAllFromParquet
 
 from autoais.schemas import CompareFlipRow, CompareSystemRow
 from autoais.transforms.io.spilled_groups import SpilledCoGroupByKey
+from autoais.transforms.scoring.label import named_figures
 from autoais.transforms.stats.agreement import mcnemar_exact
 from autoais.transforms.stats.metrics import BootstrapWeights, percentile_intervals
 
@@ -126,10 +127,14 @@ def comparison_groups(kind: RowKind, row: dict, groupings: Sequence[str]) -> Lis
   return names
 
 
-def headlines(kind: RowKind, summary: Dict) -> Dict[str, Optional[float]]:
-  """Each system's (group's) headline AutoAIS in percent, from its summary:
+def headlines(kind: RowKind, summary: Dict, measure: str) -> Dict[str, Optional[float]]:
+  """Each system's (group's) headline figure in percent, from its summary:
   leaderboard.json's autoais, claims.json's macro_autoais, agreement.json's
-  predicted AIS (a share, made a percent)."""
+  predicted AIS (a share, made a percent); `measure`: what the run's figures
+  are called (label.measure_name), after which a summary names its figure's
+  keys (`string_match` for the baseline; a run written before it did keeps
+  `autoais`, which is read too)."""
+  named = named_figures(kind.headline, measure)
   if kind.system is None:
     def percent(figures):
       value = (figures or {}).get(kind.headline)
@@ -139,7 +144,7 @@ def headlines(kind: RowKind, summary: Dict) -> Dict[str, Optional[float]]:
       for group, figures in groups.items():
         found[f"{grouping}={group}"] = percent(figures)
     return found
-  return {row["system_name"]: row.get(kind.headline)
+  return {row["system_name"]: row[named] if named in row else row.get(kind.headline)
           for row in summary.get("systems", [])}
 
 

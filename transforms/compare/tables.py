@@ -21,7 +21,8 @@ from autoais.transforms.io.atomic import atomic_create, write_text_atomically
 from autoais.transforms.io.tables import csv_bytes
 from autoais.transforms.compare.steps import ALL_ITEMS
 from autoais.transforms.rows.merge import RowFold, RowTable, WriteMergedRows
-from autoais.transforms.scoring.label import compared_measure, compared_scorer_id, scored_by
+from autoais.transforms.scoring.label import (compared_measure, compared_scorer_id, named_figures,
+                                            scored_by)
 from autoais.transforms.stats.report import compare_report_html
 
 # A flipped row with its place in compare.csv's order in front (a scratch type:
@@ -194,13 +195,17 @@ class _WriteCompareFilesFn(beam.DoFn):
     systems = sorted(systems, key=lambda row: row.system_name)
     flipped = flip_stats["flipped_rows"]
     join = FileSystems.join
+    scorers = self._header.get("scorers") or {}
+    # The figure's columns and keys are named as the runs' figures are called
+    # (label.named_figures): `string_match_change`, `attribution_change`, ...
+    measure = compared_measure(scorers.get("baseline"), scorers.get("candidate"))
     with atomic_create(join(self._output_dir, "compare_systems.csv")) as sink:
-      scorers = self._header.get("scorers") or {}
-      sink.write(csv_bytes(systems, COMPARE_SYSTEM_SCHEMA, scorer=compared_scorer_id(
-          scorers.get("baseline"), scorers.get("candidate"))))
+      sink.write(csv_bytes(systems, named_figures(COMPARE_SYSTEM_SCHEMA, measure),
+                           scorer=compared_scorer_id(scorers.get("baseline"),
+                                                     scorers.get("candidate"))))
     regressions = [row.system_name for row in systems if row.regression]
-    document = dict(self._header, systems=[row._asdict() for row in systems],
-                    flipped_rows=flipped, regressions=regressions)
+    document = named_figures(dict(self._header, systems=[row._asdict() for row in systems],
+                                  flipped_rows=flipped, regressions=regressions), measure)
     write_text_atomically(join(self._output_dir, "compare.json"),
                           json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     write_text_atomically(join(self._output_dir, "compare.md"),

@@ -12,7 +12,7 @@ from autoais.schemas import LEADERBOARD_SCHEMA
 from autoais.transforms.io.atomic import atomic_create, write_text_atomically
 from autoais.transforms.io.tables import csv_bytes
 from autoais.transforms.rows.summary import percent
-from autoais.transforms.scoring.label import measure_name, scored_by, scorer_id
+from autoais.transforms.scoring.label import measure_name, named_figures, scored_by, scorer_id
 from autoais.transforms.stats.agreement import (AUC_METHOD, AgreementCounts, agreement_statistics,
                                         system_level_agreement)
 from autoais.transforms.stats.metrics import PERCENT, sorted_rows
@@ -189,8 +189,11 @@ class _WriteLeaderboardFilesFn(beam.DoFn):
                                          measure_name(self._scorer))
     join = FileSystems.join
     scorer, measure = self._scorer, measure_name(self._scorer)
+    # The figure's columns and keys are named after the scorer (`string_match`
+    # for the baseline): label.named_figures.
     with atomic_create(join(self._output_dir, "leaderboard.csv")) as sink:
-      sink.write(csv_bytes(rows, LEADERBOARD_SCHEMA, scorer=scorer_id(scorer)))
+      sink.write(csv_bytes(rows, named_figures(LEADERBOARD_SCHEMA, measure),
+                           scorer=scorer_id(scorer)))
     board = {"n_gold": gold.n if gold.graded else None}
     if not gold.graded:
       board["note"] = no_gold_note(measure)
@@ -198,8 +201,8 @@ class _WriteLeaderboardFilesFn(beam.DoFn):
       board["unanswered"] = unanswered_rule(gold.empty_matches())
     board.update(scorer=scorer, scored_by=scored_by(scorer), measure=measure, units=UNITS,
                  bootstrap=bootstrap, systems=[row._asdict() for row in rows])
-    write_text_atomically(join(self._output_dir, "leaderboard.json"),
-                          json.dumps(board, indent=2, ensure_ascii=False) + "\n")
+    write_text_atomically(join(self._output_dir, "leaderboard.json"), json.dumps(
+        named_figures(board, measure), indent=2, ensure_ascii=False) + "\n")
     write_text_atomically(join(self._output_dir, "leaderboard.md"),
                           leaderboard_markdown(rows, gold.n, gold.graded, scorer,
                                                gold.empty_matches()) +
@@ -207,7 +210,8 @@ class _WriteLeaderboardFilesFn(beam.DoFn):
     write_text_atomically(join(self._output_dir, "scores.txt"), scores_text(
         sorted(reference_scores, key=lambda entry: entry["system_name"]), scorer))
     write_text_atomically(join(self._output_dir, "agreement.json"), json.dumps(
-        dict(scorer=scorer, **content), indent=2, ensure_ascii=False) + "\n")
+        named_figures(dict(scorer=scorer, **content), measure), indent=2,
+        ensure_ascii=False) + "\n")
     if overall.n:
       write_text_atomically(join(self._output_dir, "report.html"),
                             leaderboard_report_html(rows, content, overall, scorer))

@@ -14,8 +14,8 @@ from autoais.transforms.corpus import store
 from autoais.transforms.corpus.passages import ParsedPassage, display_passage, parse_passage
 from autoais.transforms.io.fields import rejected
 from autoais.transforms.labelled.readers import unmatched
-from autoais.transforms.scoring.attribution import (ScoreAttribution, score_columns,
-                                            scoring_failed_message)
+from autoais.transforms.scoring.attribution import (ScoreAttribution, first_failure,
+                                            score_columns, scoring_failed_message)
 from autoais.transforms.scoring.examples import qa_example
 
 
@@ -105,9 +105,11 @@ def prediction_json(prediction, **extra) -> str:
 
 class RatedMatch(NamedTuple):
   """What a rating row needs of a prediction besides its score: the graded
-  prediction and the passage shown beside it (None: no passage)."""
+  prediction and the passage shown beside it (None: no passage); of a row
+  that lists its passages, one of them and its place in the list."""
   match: GoldMatch
   passage: Optional[str]
+  position: Optional[int] = None
 
 
 def failed_row_dead_letter(rated: RatedMatch, failure: ScoringFailure) -> DeadLetter:
@@ -121,28 +123,35 @@ def failed_row_dead_letter(rated: RatedMatch, failure: ScoringFailure) -> DeadLe
       prediction_json(prediction, http_status=failure.status))
 
 
+def _carries_passage(prediction) -> bool:
+  return prediction.passage is not None or bool(prediction.passages)
+
+
 def attribution_to_look_up(match: GoldMatch) -> Optional[str]:
   """The corpus id a row needs, or None where no lookup is needed (the row
-  carries its passage) or possible (no attribution)."""
+  carries its passage, or a list of them) or possible (no attribution)."""
   prediction = match.prediction
-  if prediction.passage is None and prediction.attribution:
+  if not _carries_passage(prediction) and prediction.attribution:
     return prediction.attribution
   return None
 
 
 def own_passage_counts(match):
-  """run.json's `passages` counts of a row that carries its own passage: it is
-  scored, and its attribution, where it names one too, is not looked up."""
+  """run.json's `passages` counts of a row that carries its own passage (or a
+  list of them): it is scored, and its attribution, where it names one too,
+  is not looked up."""
   prediction = match.prediction
-  if prediction.passage is not None:
-    yield {"from_rows": 1, "from_rows_over_attribution": int(bool(prediction.attribution))}
+  if _carries_passage(prediction):
+    listed = len(prediction.passages or ())
+    yield {"from_rows": 1, "from_rows_over_attribution": int(bool(prediction.attribution)),
+           "from_row_lists": int(bool(listed)), "listed_passages": listed}
 
 
 class AttachPassages(beam.PTransform):
   """PCollection[GoldMatch] -> {'joined': (GoldMatch, corpus passage or None),
   'stats': join read statistics, 'own': count dicts of the rows that carry
   their own passage (own_passage_counts)}. Rows that carry their own `passage`
-  skip the lookup (see prepare_example)."""
+  skip the lookup (see prepare_examples)."""
 
   def __init__(self, corpus_dir: Optional[str], join: Optional[str]):
     super().__init__()
@@ -164,22 +173,76 @@ class AttachPassages(beam.PTransform):
     return {"joined": joined["joined"], "stats": joined["stats"], "own": own}
 
 
-def prepare_example(match: GoldMatch, corpus_passage: Optional[str],
-                    reference_premise: bool = False):
-  """-> (RatedMatch, AttributionExample or None).
+def prepare_examples(match: GoldMatch, corpus_passage: Optional[str],
+                     reference_premise: bool = False):
+  """-> (RatedMatch, AttributionExample or None): one, or one per passage of a
+  row that lists them (RatedMatch.position its place in the list).
 
-  The row's own `passage` column wins over the corpus passage. With
+  The row's own `passage` column wins over the corpus passage. Each passage of
+  a list goes through the formatting a corpus passage goes through. With
   `reference_premise` (--decision decode) the premise is the reference
   script's (its text ends at the first line break); the display passage stays
   whole.
   """
-  passage = match.prediction.passage or corpus_passage
-  if passage is None:
-    return RatedMatch(match, None), None
-  parsed, display = _passage_forms(passage)
   prediction = match.prediction
-  return (RatedMatch(match, display),
-          qa_example(prediction.question, prediction.answer, parsed, reference_premise))
+  if prediction.passages:
+    for position, passage in enumerate(prediction.passages):
+      parsed, display = _passage_forms(passage)
+      yield (RatedMatch(match, display, position),
+             qa_example(prediction.question, prediction.answer, parsed, reference_premise))
+    return
+  passage = prediction.passage or corpus_passage
+  if passage is None:
+    yield RatedMatch(match, None), None
+    return
+  parsed, display = _passage_forms(passage)
+  yield (RatedMatch(match, display),
+         qa_example(prediction.question, prediction.answer, parsed, reference_premise))
+
+
+# How a row that lists its passages is rated (run.json's passages.list_rule).
+LISTED_PASSAGES_RULE = (
+    "a row whose passage is a list has each passage scored as a corpus passage is, "
+    "and is rated on the one audit's reranking chooses: the highest nli_score, ties "
+    "to the first in the list (with a threshold: Y where any passage is Y); one "
+    "passage that cannot be scored leaves the row out (scoring_failed); an empty "
+    "list is no passage; the scorer's counts count each listed passage as a row")
+
+
+def _listed(keyed_outcome, partitions: int) -> int:
+  """Partition 1: the outcome of a passage of a row that lists its passages."""
+  del partitions
+  return int(keyed_outcome[0].position is not None)
+
+
+def _row_of_listed(rated: RatedMatch, outcome):
+  prediction = rated.match.prediction
+  return (prediction.source_file, prediction.source_line), (rated, outcome)
+
+
+class _ChoosePassageFn(beam.DoFn):
+  """(row, [(RatedMatch, AttributionScore or ScoringFailure)] of each of its
+  passages) -> (RatedMatch, score) of the passage the row is rated on, or
+  "failed" (RatedMatch, ScoringFailure) of a row one of whose passages could
+  not be scored (left out whole, as audit leaves out an answer: its decision
+  would be over the other passages). The passage is audit's reranked choice:
+  the highest nli_score, ties to the first in the list (docs/audit.md); with
+  a threshold its decision is Y exactly where any passage's is."""
+
+  def process(self, keyed):
+    _, outcomes = keyed
+    outcomes = sorted(outcomes, key=lambda outcome: outcome[0].position)
+    failure = first_failure(outcome for _, outcome in outcomes)
+    if failure is not None:
+      rated = next(rated for rated, outcome in outcomes if outcome == failure)
+      yield beam.pvalue.TaggedOutput("failed", (rated, failure))
+      return
+    yield max(outcomes, key=lambda outcome: (_nli_score(outcome[1]), -outcome[0].position))
+
+
+def _nli_score(score) -> float:
+  # A passage the scorer found no evidence in has no score: below any other.
+  return float("-inf") if score is None else score.nli_score
 
 
 # The systems of a leaderboard cite the same passages: parse and render each once
@@ -219,8 +282,10 @@ class MatchGoldQuestions(beam.PTransform):
 
 
 class ScoreAnswers(beam.PTransform):
-  """PCollection[(GoldMatch, corpus passage or None)] -> {"rows": RatingRow of
-  every row the scorer answered (a row without a passage is rated N, unscored),
+  """PCollection[(GoldMatch, corpus passage or None)] -> {"rows": a tuple of
+  PCollection[RatingRow] of every row the scorer answered (a row without a
+  passage is rated N, unscored; a row that lists passages on the one
+  _ChoosePassageFn chooses),
   "dead_letter": rows the scorer could not score, "stats": its counters}; a
   model's examples are grouped in runs under `work_dir`."""
 
@@ -233,11 +298,28 @@ class ScoreAnswers(beam.PTransform):
   def expand(self, joined):
     scorer_name = self._scorer.describe()["name"]
     scores = (joined
-              | "PrepareExamples" >> beam.MapTuple(
-                  prepare_example, reference_premise=self._reference_premise)
+              | "PrepareExamples" >> beam.FlatMapTuple(
+                  prepare_examples, reference_premise=self._reference_premise)
               | "ScoreAttribution" >> ScoreAttribution(self._scorer, self._work_dir))
-    rows = scores["scored"] | "RateAnswers" >> beam.MapTuple(
-        lambda rated, score: rating_row(rated.match, rated.passage, score, scorer_name))
-    failed = scores["failed"] | "DeadLetterScoringFailures" >> beam.MapTuple(
-        failed_row_dead_letter)
+    # The rows that list their passages are grouped by row and rated on one;
+    # the others go straight on (no shuffle).
+    scored = scores["scored"] | "SplitListedScores" >> beam.Partition(_listed, 2)
+    failed = scores["failed"] | "SplitListedFailures" >> beam.Partition(_listed, 2)
+    chosen = ((scored[1], failed[1])
+              | "JoinListedOutcomes" >> beam.Flatten()
+              | "KeyByRow" >> beam.MapTuple(_row_of_listed)
+              | "GroupPassagesOfRow" >> beam.GroupByKey()
+              | "ChoosePassage" >> beam.ParDo(_ChoosePassageFn()).with_outputs(
+                  "failed", main="scored"))
+
+    def rate(rated, score):
+      return rating_row(rated.match, rated.passage, score, scorer_name)
+
+    # Rated apart, and handed to WriteMergedRows as a tuple: a Flatten of
+    # every row would be held whole by the FnApiRunner.
+    rows = (scored[0] | "RateAnswers" >> beam.MapTuple(rate),
+            chosen.scored | "RateListedAnswers" >> beam.MapTuple(rate))
+    failed = ((failed[0], chosen.failed)
+              | "JoinScoringFailures" >> beam.Flatten()
+              | "DeadLetterScoringFailures" >> beam.MapTuple(failed_row_dead_letter))
     return {"rows": rows, "dead_letter": failed, "stats": scores["stats"]}

@@ -7,14 +7,16 @@ A row names its passage by `attribution` (looked up in --corpus), carries it
 in `passage` (no corpus needed), or both (the row's own passage is scored). A
 file must declare one of the two (a CSV or Parquet column, a JSON Lines first
 record's field); a row with neither, or an empty attribution, is counted as
-not attributable (evaluate's `missing_attribution`). A list of passages is
-refused with a pointer to `autoais audit`, which scores candidate passages.
+not attributable (evaluate's `missing_attribution`). In JSON Lines `passage`
+may be a list of passages: each is scored, and the row takes the passage
+audit's reranking would choose (transforms/evaluate/steps.py); an empty list is
+no passage, as null is; an item that is not a non-empty string rejects the row.
 """
-from typing import Dict, Iterator, Union
+from typing import Dict, Iterator, List, Union
 
 from autoais.schemas import DeadLetter, Prediction
-from autoais.transforms.io.fields import (clean_text_fields, json_record, rejected,
-                                  system_name_field)
+from autoais.transforms.io.fields import (clean_text_fields, has_surrogates, json_record,
+                                  rejected, system_name_field)
 from autoais.transforms.io.inputs import check_input_file, system_name_from_path
 from autoais.transforms.io.input_records import Columns, read_columns, records
 
@@ -24,9 +26,6 @@ PASSAGE_FIELDS = ("attribution", "passage")
 OPTIONAL_PREDICTION_FIELDS = ("system_name", "human_rating")
 _PREDICTION_FIELDS = (REQUIRED_PREDICTION_FIELDS + PASSAGE_FIELDS +
                       OPTIONAL_PREDICTION_FIELDS)
-_PASSAGE_LIST = ("a list of passages: evaluate scores one passage per row; `autoais "
-                 "audit` scores an answer against each of its candidate passages "
-                 "(a --candidates JSON Lines file with the passages inline)")
 HUMAN_RATINGS = {"y": "Y", "yes": "Y", "n": "N", "no": "N"}
 
 
@@ -39,13 +38,34 @@ def check_prediction_file(path: str) -> Columns:
       REQUIRED_PREDICTION_FIELDS + (PASSAGE_FIELDS,))
 
 
+def _passage_list(fields, path: str, line: int) -> Union[List[str], DeadLetter]:
+  """A row's list of passages, or the DeadLetter of its first bad item: a list
+  is the row's evidence, so a part of it that cannot be read is not dropped."""
+  passages = fields["passage"]
+  for number, passage in enumerate(passages, 1):
+    if not isinstance(passage, str):
+      reason, problem = "wrong_type", f"expected a string, found {type(passage).__name__}"
+    elif has_surrogates(passage):
+      reason, problem = "non_utf8", "bytes that are not UTF-8"
+    elif not passage.strip():
+      reason, problem = "invalid_value", "an empty passage"
+    else:
+      continue
+    return rejected(path, line, reason, f"item {number} of the list of passages: {problem}",
+                    json_record(fields), "passage")
+  return list(passages)
+
+
 def parse_prediction(fields: Dict[str, object], path: str, line: int,
                      default_system: str) -> Union[Prediction, DeadLetter]:
+  passages = None
   if isinstance(fields.get("passage"), list):
-    return rejected(path, line, "wrong_type", _PASSAGE_LIST, json_record(fields),
-                    "passage")
-  values = clean_text_fields(fields, _PREDICTION_FIELDS, REQUIRED_PREDICTION_FIELDS,
-                              path, line)
+    passages = _passage_list(fields, path, line)
+    if isinstance(passages, DeadLetter):
+      return passages
+  # The other fields are read as in a row with one passage (or none).
+  values = clean_text_fields(fields if passages is None else dict(fields, passage=None),
+                             _PREDICTION_FIELDS, REQUIRED_PREDICTION_FIELDS, path, line)
   if isinstance(values, DeadLetter):
     return values
   question = values["question"].strip()
@@ -75,7 +95,8 @@ def parse_prediction(fields: Dict[str, object], path: str, line: int,
       passage=values["passage"] or None,
       human_rating=rating,
       source_file=path,
-      source_line=line)
+      source_line=line,
+      passages=passages or None)
 
 
 def read_predictions(path: str) -> Iterator[Union[Prediction, DeadLetter]]:

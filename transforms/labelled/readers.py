@@ -232,6 +232,11 @@ def _read_ratings(path: str, scenario=None, reference_premise: bool = False
       yield unmatched(path, line, "no_human_label", "no human_rating", record,
                       "human_rating")
       continue
+    if prediction.passages:
+      # A human rating is of one passage; evaluate rates a row over a list.
+      yield rejected(path, line, "wrong_type", "a list of passages: agreement scores "
+                     "the one passage a human rated", record, "passage")
+      continue
     if not prediction.passage:
       yield unmatched(path, line, "no_passage", "no passage to score", record,
                       "passage")

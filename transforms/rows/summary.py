@@ -9,14 +9,16 @@ default), writes `{stem}.csv`, `{stem}.json` (`header` plus the rows under
 write_summary_files), and emits one dict for run.json (`describe(rows)`; by
 default the number of systems). With `scorer` (the run's scorer block), the
 three name it (transforms/scoring/label.py): the CSV's last column `scorer`,
-the JSON's `scorer` and `scored_by`, the Markdown's first line.
+the JSON's `scorer` and `scored_by`, the Markdown's first line, and the
+figure's columns and keys are named after it (`macro_string_match` for the
+baseline: label.named_figures).
 """
 from typing import Callable, Dict, Optional
 
 import apache_beam as beam
 
 from autoais.transforms.io.summary import write_summary_files
-from autoais.transforms.scoring.label import scored_by, scorer_id
+from autoais.transforms.scoring.label import measure_name, named_figures, scored_by, scorer_id
 
 
 def percent(value: Optional[float], low: Optional[float] = None,
@@ -51,6 +53,15 @@ def named_by_scorer(header: dict, markdown: str, scorer: Optional[dict]):
           scored_by(scorer) + "\n\n" + markdown, scorer_id(scorer))
 
 
+def named_by_figure(schema, document: dict, scorer: Optional[dict]):
+  """The summary's schema and JSON document with the figure's columns and keys
+  named after `scorer` (label.named_figures; None: as they are)."""
+  if scorer is None:
+    return schema, document
+  measure = measure_name(scorer)
+  return named_figures(schema, measure), named_figures(document, measure)
+
+
 class _WriteSummaryFn(beam.DoFn):
 
   def __init__(self, output_dir, stem, schema, header, markdown, order, rows_name,
@@ -69,8 +80,10 @@ class _WriteSummaryFn(beam.DoFn):
     rows = sorted(rows, key=self._order)
     header, markdown, column = named_by_scorer(self._header, self._markdown(rows),
                                                self._scorer)
-    document = dict(header, **{self._rows_name: [row._asdict() for row in rows]})
-    write_summary_files(self._output_dir, self._stem, rows, self._schema, document,
+    schema, document = named_by_figure(
+        self._schema, dict(header, **{self._rows_name: [row._asdict() for row in rows]}),
+        self._scorer)
+    write_summary_files(self._output_dir, self._stem, rows, schema, document,
                         markdown, scorer=column)
     yield self._describe(rows)
 

@@ -7,13 +7,20 @@ attribution figure is called, and which scorer, model and revision made it.
 
 `block` is a scorer's run.json block (Scorer.describe(), or run.json's `scorer`
 as compare reads it), so the words come from the same fields run.json records.
+    named_figures(x, measure) # a schema, dict or name with `autoais` named as the
+                              # run's figure: `string_match` for the baseline
+
 The string-match baseline is never called AutoAIS: a table that quotes it as
-AutoAIS reports a baseline as the model-based figure. Machine-readable column
-names (ratings.csv's `auto_ais`, the summaries' `autoais` columns) stay as they
-are, a published format that scripts read; headings, prose and a `scorer`
-column say what scored (docs/scorers.md#which-scorer-made-a-figure).
+AutoAIS reports a baseline as the model-based figure. So the summaries'
+figure columns and JSON keys (`autoais`, `autoais_ci_low`, `macro_autoais`,
+compare's `autoais_change`, ...) are written `string_match...` for a
+string-match run (`attribution...` where compare sets one beside a model's);
+the per-row decision keeps the Attributed QA release's column name
+`auto_ais` (docs/scorers.md#which-scorer-made-a-figure).
 """
 from typing import Any, Dict, Optional
+
+import pyarrow as pa
 
 from autoais.transforms.scoring.names import LLM_JUDGE, REMOTE, STRING_MATCH, VERTEX
 
@@ -31,6 +38,35 @@ def measure_name(block: Optional[Dict[str, Any]]) -> str:
   """What an attribution figure of the run is called: the baseline's name for
   string-match, AutoAIS for a model."""
   return STRING_MATCH if family(block) == STRING_MATCH else AUTOAIS
+
+
+# The figure's name as the code makes a summary's columns and keys (a model's
+# run writes them so); named_figures renames it after the run's measure.
+FIGURE = "autoais"
+
+
+def named_figures(value, measure: str):
+  """`value` (a pyarrow schema, a dict, nested, or a list of them, or a column
+  name) with the figure's name in its field names, keys and names made the
+  `measure`'s (measure_name, compared_measure): `autoais_ci_low` becomes
+  `string_match_ci_low` for the baseline, stays for a model. Values other
+  than names are kept."""
+  name = measure.lower().replace("-", "_")
+  if name == FIGURE:
+    return value
+  if isinstance(value, str):
+    return value.replace(FIGURE, name)
+  if isinstance(value, pa.Schema):
+    return pa.schema([field.with_name(named_figures(field.name, measure))
+                      for field in value], metadata=value.metadata)
+  if isinstance(value, dict):
+    return {named_figures(key, measure) if isinstance(key, str) else key:
+            named_figures(item, measure) if isinstance(item, (dict, list)) else item
+            for key, item in value.items()}
+  if isinstance(value, list):
+    return [named_figures(item, measure) if isinstance(item, (dict, list)) else item
+            for item in value]
+  raise TypeError(f"cannot name the figures of a {type(value).__name__}")
 
 
 def _model_reference(block: Dict[str, Any]) -> Optional[str]:

@@ -60,6 +60,9 @@ def forest_plot(labels: Sequence[str], values, lows, highs, xlabel: str,
                    color="tab:orange", zorder=3, label=marker_label)
   axes.set_yticks(positions)
   axes.set_yticklabels(labels, fontsize=8)
+  # Half a row of room above the first and below the last: their intervals
+  # are not drawn on the frame.
+  axes.set_ylim(-0.6, len(labels) - 0.4)
   axes.set_xlabel(xlabel)
   if limits is None:
     axes.set_xlim(-0.02 * top, 1.02 * top)
@@ -119,10 +122,12 @@ def roc_plot(counts: AgreementCounts) -> Optional[str]:
   fpr, tpr = scores.roc_curve()
   figure = _figure(4.8, 4.4)
   axes = figure.add_subplot()
-  axes.plot(fpr, tpr, color="tab:blue", label=f"ROC-AUC {scores.roc_auc():.3f}")
-  axes.plot([0, 1], [0, 1], linestyle=":", color="tab:gray")
-  axes.set_xlabel("false positive rate")
-  axes.set_ylabel("true positive rate")
+  # Rates in percent, as every rate of the page; the AUC on its own scale.
+  axes.plot(np.asarray(fpr) * 100, np.asarray(tpr) * 100, color="tab:blue",
+            label=f"ROC-AUC {scores.roc_auc():.3f}")
+  axes.plot([0, 100], [0, 100], linestyle=":", color="tab:gray")
+  axes.set_xlabel("false positive rate %")
+  axes.set_ylabel("true positive rate %")
   axes.legend(loc="lower right", fontsize=8)
   axes.grid(alpha=0.3)
   return _png(figure)
@@ -134,15 +139,23 @@ def reliability_plot(counts: AgreementCounts) -> Optional[str]:
   mean_score, share, rows = counts.scores.reliability(10)
   figure = _figure(4.8, 4.4)
   axes = figure.add_subplot()
-  axes.plot([0, 1], [0, 1], linestyle=":", color="tab:gray", label="calibrated")
+  # nli_score is a score (0 to 1); the share of a bin's rows a rate, in percent.
+  share = np.asarray(share, dtype=float) * 100
+  axes.plot([0, 1], [0, 100], linestyle=":", color="tab:gray", label="calibrated")
   axes.plot(mean_score, share, marker="o", color="tab:blue", label="nli_score")
   for px, py, n in zip(mean_score, share, rows):
-    axes.annotate(f"{int(n)}", (px, py), fontsize=6, xytext=(3, -9),
-                  textcoords="offset points")
+    # Counts readable (8 pt) and inside the axes: those of the right half
+    # point left, those near the top below the point.
+    right, top = px > 0.5, py > 85
+    axes.annotate(f"{int(n)}", (px, py), fontsize=8, xytext=(-5 if right else 5,
+                                                            -11 if top else 5),
+                  textcoords="offset points", ha="right" if right else "left",
+                  annotation_clip=True)
   axes.set_xlabel("mean nli_score in bin (10 equal-width bins)")
-  axes.set_ylabel("share human-attributable")
-  axes.set_xlim(0, 1)
-  axes.set_ylim(0, 1)
+  axes.set_ylabel("human-attributable % of the bin's rows")
+  # A little room past 0 and 1: a bin's point on the edge is drawn whole.
+  axes.set_xlim(-0.03, 1.03)
+  axes.set_ylim(-3, 103)
   axes.legend(loc="upper left", fontsize=8)
   axes.grid(alpha=0.3)
   return _png(figure)
@@ -235,8 +248,8 @@ def _stats_row(name, entry):
 def _score_figures(overall: AgreementCounts) -> List[Tuple[str, Optional[str]]]:
   return [
       ("ROC curve of nli_score against the human labels.", roc_plot(overall)),
-      ("Reliability of nli_score: share of human-attributable rows per score bin "
-       "(row counts beside the points).", reliability_plot(overall)),
+      ("Reliability of nli_score: human-attributable rows in percent of each score "
+       "bin's rows (row counts beside the points).", reliability_plot(overall)),
       ("nli_score by human label.", histogram_plot(overall)),
   ]
 
@@ -362,7 +375,8 @@ def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts,
     entry = level[name]
     for method in ("pearson", "spearman", "kendall"):
       ci = entry[method].get("ci")
-      correlation_rows.append((name, method, entry[method]["statistic"],
+      # The comparison as leaderboard.md says it (it names the scorer's figure).
+      correlation_rows.append((entry["description"], method, entry[method]["statistic"],
                                None if not ci else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
                                _p_value(entry[method]["p_value"]),
                                entry[method].get("p_value_method")))
@@ -371,9 +385,10 @@ def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts,
       correlation_rows)))
   more_tables.append((
       f"Neighbours in the {measure} ranking: " + level["neighbour_tests"]["test"],
-      _table(("higher", "lower", f"{measure} higher", f"{measure} lower",
+      _table(("higher", "lower", f"{measure} higher %", f"{measure} lower %",
               "questions only higher Y", "questions only lower Y", "p-value"),
-             [(t["higher"], t["lower"], t["autoais_higher"], t["autoais_lower"],
+             [(t["higher"], t["lower"], _percent(t["autoais_higher"]),
+               _percent(t["autoais_lower"]),
                t["only_higher"], t["only_lower"], _p_value(t["p_value"]))
               for t in level["neighbour_tests"]["pairs"]])))
   over = (f"over {content['n_gold']} gold questions" if content["n_gold"] is not None
