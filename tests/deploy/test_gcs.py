@@ -272,6 +272,7 @@ def test_sharded_model_and_its_tokenizer_on_gcs(gcs, local_reference, tiny_t5, t
   assert score(tmp_path / "gcs", f"{gcs}/t5/weights", "--tokenizer",
                f"{gcs}/t5/tokenizer") == 0
   assert score(tmp_path / "local", tiny_t5) == 0
+  # Exact: the same weights on the same inputs make the same batches.
   for name in ("ratings.parquet", "leaderboard.csv", "scores.txt"):
     # The summaries name the scorer by where its model was read from.
     from_gcs, from_disk = ((tmp_path / run / name).read_bytes().replace(

@@ -475,6 +475,8 @@ def test_evaluate_with_t5_on_the_examples(tiny_model, loaded, example_corpus, tm
   assert _evaluate(tiny_model, example_corpus, tmp_path / "b", "--torch_threads", 1,
                    "--direct_running_mode=multi_processing",
                    "--direct_num_workers=2") == 0
+  # Exact: model calls are fixed by the data, not the runner (docs/scorers.md),
+  # so both runs score the same batches, with one thread, on one machine.
   for name in ("ratings.parquet", "ratings.csv", "leaderboard.csv"):
     assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
   assert json.loads((tmp_path / "b" / "run.json").read_text())["scorer"][
@@ -612,6 +614,7 @@ def test_checkpoint_without_tokenizer_takes_tokenizer_flag(tiny_model, example_c
   assert _evaluate(weights, example_corpus, tmp_path / "apart", "--tokenizer",
                    tokenizer) == 0
   assert _evaluate(tiny_model, example_corpus, tmp_path / "inside") == 0
+  # Exact: the same weights on the same inputs make the same batches.
   for name in ("ratings.parquet", "leaderboard.csv"):
     # leaderboard.csv names the scorer by its model's directory, which differs.
     apart, inside = ((tmp_path / run / name).read_bytes().replace(
@@ -656,6 +659,8 @@ def test_real_leaderboard_with_t5_is_identical_across_runners(nq_leaderboard_inp
     outputs[mode] = tmp_path / mode
     assert _evaluate(tiny_model, inputs["corpus"], outputs[mode], *flags,
                      predictions=predictions, gold=inputs["gold_path"]) == 0
+  # Exact (byte-identical across runners, docs/scorers.md): model calls are
+  # fixed by the data, not by the runner's bundles: both score the same batches.
   for name in ("ratings.parquet", "ratings.csv", "leaderboard.csv", "scores.txt"):
     assert ((outputs["in_process"] / name).read_bytes() ==
             (outputs["multi_process"] / name).read_bytes()), name
