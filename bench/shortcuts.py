@@ -48,11 +48,29 @@ def _set(**values):
   return change
 
 
+def _through_transformers(tokenizer, texts, add_special_tokens=True, offsets=False):
+  """LockedTokenizer.input_ids through transformers' wrapper alone (not the
+  fast backend's encode_batch)."""
+  with tokenizer._lock:  # pylint: disable=protected-access
+    encoded = tokenizer.unlocked(list(texts), add_special_tokens=add_special_tokens,
+                                 verbose=False, return_offsets_mapping=offsets)
+  if offsets:
+    return list(zip(encoded["input_ids"], encoded["offset_mapping"]))
+  return encoded["input_ids"]
+
+
 def switch(name: str) -> None:
-  from autoais.models import minicheck, nli_classifier  # pylint: disable=import-outside-toplevel
-  from autoais.models.token_budget import TextCache  # pylint: disable=import-outside-toplevel
+  # pylint: disable=import-outside-toplevel
+  from autoais.models import checkpoints, minicheck, nli_classifier, t5_inputs
+  from autoais.models.token_budget import TextCache
   classifier = nli_classifier.NliClassifierModel
+  if name == "tokenizer-backend":
+    checkpoints.LockedTokenizer.input_ids = _through_transformers
+    return
   switches = {
+      # T5's plain texts from the cache of words' ids: every text to the
+      # tokenizer whole instead.
+      "t5-word-cache": (t5_inputs.Pieces, _set(_specials=None)),
       "classifier-premise-cache": (classifier, _set(_premises=lambda: TextCache(0))),
       # The pair template: the tokenizer's own pair encoding, pair by pair.
       "classifier-template": (classifier, _set(_template=None)),
@@ -66,8 +84,8 @@ def switch(name: str) -> None:
 # The shortcuts removed after their measurement (the premise, encoding, line
 # and word caches of the t5 family, its strategy switch and its tokenising
 # apart) were switched by this script as of commit 74f3c87.
-VARIANTS = ("all", "classifier-premise-cache", "classifier-template",
-            "minicheck-block-cache")
+VARIANTS = ("all", "t5-word-cache", "tokenizer-backend", "classifier-premise-cache",
+            "classifier-template", "minicheck-block-cache")
 
 
 def run(variant: str, job: str, flags: list, argv: list, output: str, model_cost: str,

@@ -30,6 +30,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
+from autoais.models.token_budget import padded, token_batches
 from autoais.schemas import AttributionExample
 from autoais.schemas.errors import ModelError
 
@@ -151,26 +152,10 @@ class SentenceEmbedder:
     """(len(texts), dim) float32, each row of unit length. Texts are batched by
     length (a padded batch of at most _BATCH_TOKENS tokens) in input order."""
     torch = self._torch
-    encodings = self._tokenizer.encode_batch(list(texts))
-    order = sorted(range(len(texts)), key=lambda i: (len(encodings[i].ids), i))
+    sequences = [encoding.ids for encoding in self._tokenizer.encode_batch(list(texts))]
     vectors = [None] * len(texts)
-    start = 0
-    while start < len(order):
-      width = len(encodings[order[start]].ids)
-      end = start + 1
-      while end < len(order):
-        width = max(width, len(encodings[order[end]].ids))
-        if width * (end - start + 1) > _BATCH_TOKENS:
-          break
-        end += 1
-      batch = order[start:end]
-      width = max(len(encodings[i].ids) for i in batch)
-      ids = torch.full((len(batch), width), self._pad_id, dtype=torch.long)
-      mask = torch.zeros((len(batch), width), dtype=torch.long)
-      for row, index in enumerate(batch):
-        tokens = encodings[index].ids
-        ids[row, :len(tokens)] = torch.tensor(tokens, dtype=torch.long)
-        mask[row, :len(tokens)] = 1
+    for batch in token_batches([len(ids) for ids in sequences], _BATCH_TOKENS):
+      ids, mask = map(torch.from_numpy, padded([sequences[i] for i in batch], self._pad_id))
       with torch.no_grad():
         hidden = self._model(input_ids=ids, attention_mask=mask,
                              token_type_ids=torch.zeros_like(ids)).last_hidden_state
@@ -179,7 +164,6 @@ class SentenceEmbedder:
       pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
       for row, index in enumerate(batch):
         vectors[index] = pooled[row].numpy()
-      start = end
     return np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
 
 

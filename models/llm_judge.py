@@ -50,7 +50,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
 from autoais.models import checkpoints
-from autoais.models.sentences import sentence_splitter
+from autoais.models.sentences import pack_sentences, sentence_splitter
 from autoais.models.remote import HttpClient
 from autoais.schemas import AttributionExample, AttributionScore, ScoringFailure
 from autoais.schemas.errors import ModelError, RequestFailed
@@ -95,27 +95,16 @@ def messages(document: str, claim: str) -> List[Dict[str, str]]:
 
 def document_chunks(document: str, count_tokens: Callable[[str], int], chunk_size: int,
                     split: Callable[[str], List[str]]) -> List[str]:
-  """The document's chunks, as LLMCheck.get_all_chunks_per_doc cuts them."""
+  """The document's chunks, as LLMCheck.get_all_chunks_per_doc cuts them:
+  its blocks' sentences, a line break between blocks, packed as MiniCheck's
+  Inferencer packs them (pack_sentences), [""] for none."""
   pieces: List[str] = []
   for block in document.split("\n"):
     pieces.extend(split(block))
     pieces.append("\n")
   pieces = pieces[:-1] or [""]
-  packed: List[List[str]] = []
-  current: List[str] = []
-  used = 0
-  for piece in pieces:
-    tokens = count_tokens(piece)
-    if used + tokens > chunk_size:
-      packed.append(current)
-      current, used = [piece], tokens
-    else:
-      current.append(piece)
-      used += tokens
-  if current:
-    packed.append(current)
-  chunks = [" ".join(part).replace(" \n ", "\n").strip() for part in packed]
-  return [chunk for chunk in chunks if chunk] or [""]
+  return pack_sentences(pieces, [count_tokens(piece) for piece in pieces],
+                        chunk_size) or [""]
 
 
 def claim_sentences(claim: str, split: Callable[[str], List[str]]) -> List[str]:

@@ -30,7 +30,7 @@ examples of a call are scored together, in token-budget batches.
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from autoais.models import checkpoints, nli_classifier, simulated_device, t5_nli
-from autoais.models.sentences import SentenceSplitter, sentence_splitter
+from autoais.models.sentences import SentenceSplitter, pack_sentences, sentence_splitter
 from autoais.models.token_budget import (LocalModelHandler, TextCache, TokenBudgetModel,
                                          check_dtype)
 from autoais.schemas import LOCAL_FAILURE, AttributionExample, AttributionScore, ScoringFailure
@@ -102,25 +102,6 @@ def check_minicheck(model_path: str, tokenizer_path: Optional[str]) -> Variant:
   checkpoints.check_model_and_tokenizer(model_path, tokenizer_path,
                                    nli_classifier.CLASSIFIER_TOKENIZER_FILES, hint="")
   return variant_of(checkpoints.read_model_json(model_path), model_path)
-
-
-def pack_sentences(sentences: Sequence[str], sizes: Sequence[int],
-                   chunk_size: int) -> List[str]:
-  """MiniCheck's chunks: sentences added to the chunk until the next would
-  take it past `chunk_size` (a sentence larger than that starts a chunk of its
-  own, leaving an empty one behind), each chunk joined by spaces, a line
-  break's surrounding spaces removed, blank chunks dropped."""
-  chunks, current, total = [], [], 0
-  for sentence, size in zip(sentences, sizes):
-    if total + size > chunk_size:
-      chunks.append(" ".join(current))
-      current, total = [], 0
-    current.append(sentence)
-    total += size
-  if current:
-    chunks.append(" ".join(current))
-  cleaned = (chunk.replace(" \n ", "\n").strip() for chunk in chunks)
-  return [chunk for chunk in cleaned if chunk]
 
 
 class MiniCheckModel:
@@ -276,25 +257,18 @@ class MiniCheckModelHandler(LocalModelHandler):
   ScoringFailure."""
 
   metrics_namespace = "autoais_minicheck"
+  load = staticmethod(load_minicheck)
 
   def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
                threshold: float = 0.5, max_input_tokens: Optional[int] = None,
                token_budget: Optional[int] = None, max_batch_size: int = 512,
                large_model: bool = False, torch_threads: int = 0,
                tokenizer_path: Optional[str] = None, chunk_size: Optional[int] = None):
-    super().__init__(model_path, threshold, max_batch_size, large_model, torch_threads)
     check_dtype(dtype)
-    self._load_args = (model_path, dtype, device, max_input_tokens, token_budget)
-    self._tokenizer_path = tokenizer_path
-    self._chunk_size = chunk_size
-
-  def _settings(self) -> tuple:
-    return self._load_args[1:] + (self._tokenizer_path, self._chunk_size)
-
-  def _load(self) -> MiniCheckModel:
-    return load_minicheck(*self._load_args, tokenizer_path=self._tokenizer_path,
-                          chunk_size=self._chunk_size)
-
+    super().__init__(model_path, threshold, max_batch_size, large_model, torch_threads,
+                     dtype=dtype, device=device, max_input_tokens=max_input_tokens,
+                     token_budget=token_budget, tokenizer_path=tokenizer_path,
+                     chunk_size=chunk_size)
 
 
 def describe_minicheck(model_path: str, max_input_tokens: Optional[int],

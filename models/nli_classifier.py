@@ -145,66 +145,28 @@ class PairTemplate(NamedTuple):
         before + [first] * len(premise) + middle + [second] * len(hypothesis) + after)}
 
 
-# Pairs whose encodings find the template (pair_template): texts of different
-# lengths, the premise the longer and the shorter, so that one placement of
-# the special tokens fits them all.
+# Pairs the template is checked on at load (with a premise long enough for
+# several windows): texts of different lengths, the premise the longer and
+# the shorter.
 _TEMPLATE_PROBES = (("premise", "hypothesis"),
                     ("A longer premise, of several words.", "Short"),
                     ("x", "A hypothesis of more words than its premise has"))
 
 
 def pair_template(tokenizer) -> Optional[PairTemplate]:
-  """The template of `tokenizer`'s pair encoding, found from its encodings of
-  _TEMPLATE_PROBES and their texts' own ids: the one placement of the special
-  tokens, around the premise's ids and the hypothesis' ids, that gives every
-  probe's pair encoding (ids and token types). None where there is not
-  exactly one, or the pair encoding has fields beyond input ids, attention
-  mask and token types: such a tokenizer is called pair by pair."""
-  found = None
-  for premise, hypothesis in _TEMPLATE_PROBES:
-    whole = dict(tokenizer(premise, hypothesis, verbose=False))
-    if set(whole) - {"input_ids", "attention_mask", "token_type_ids"}:
-      return None
-    first, second = tokenizer.input_ids([premise, hypothesis], add_special_tokens=False)
-    ids, types = list(whole["input_ids"]), whole.get("token_type_ids")
-    specials = len(ids) - len(first) - len(second)
-    fitting = set()
-    for before in range(specials + 1):
-      for middle in range(specials - before + 1):
-        second_at = before + len(first) + middle
-        if (ids[before:before + len(first)] != list(first)
-            or ids[second_at:second_at + len(second)] != list(second)):
-          continue
-        template = _template_at(ids, types, before, len(first), middle, len(second))
-        if template is not None:
-          fitting.add(template)
-    found = fitting if found is None else found & fitting
-  if found is None or len(found) != 1:
+  """The template of `tokenizer`'s pair encoding as its own post-processor
+  lays it out (checkpoints.special_tokens_around), token types included
+  where the model reads them; None where it has none: such a tokenizer is
+  called pair by pair."""
+  found = checkpoints.special_tokens_around(tokenizer, ["premise", "hypothesis"])
+  if found is None:
     return None
-  prefix, middle, suffix, types = next(iter(found))
-  return PairTemplate(list(prefix), list(middle), list(suffix), None if types is None else (
-      list(types[0]), types[1], list(types[2]), types[3], list(types[4])))
-
-
-def _template_at(ids, types, before: int, first: int, middle: int, second: int):
-  """The template (as tuples, to compare) that places the premise's `first`
-  ids after `before` special ids and the hypothesis' `second` ids after
-  `middle` more; None where a text's token types are not one value."""
-  second_at = before + first + middle
-  after = second_at + second
-  parts = (tuple(ids[:before]), tuple(ids[before + first:second_at]), tuple(ids[after:]))
-  if types is None:
-    return parts + (None,)
-  types = list(types)
-  first_types, second_types = set(types[before:before + first]), set(types[second_at:after])
-  if len(first_types) > 1 or len(second_types) > 1:
-    return None
-  # A text without ids has no type to read; a probe text never tokenises to none.
-  if not first_types or not second_types:
-    return None
-  return parts + ((tuple(types[:before]), first_types.pop(),
-                   tuple(types[before + first:second_at]), second_types.pop(),
-                   tuple(types[after:])),)
+  (prefix, prefix_types), (middle, middle_types), (suffix, suffix_types) = found[0]
+  if "token_type_ids" not in tokenizer.model_input_names:
+    return PairTemplate(prefix, middle, suffix, None)
+  first, second = found[1]
+  return PairTemplate(prefix, middle, suffix,
+                      (prefix_types, first, middle_types, second, suffix_types))
 
 
 class NliClassifierModel(TokenBudgetModel):
@@ -384,6 +346,7 @@ class NliClassifierModelHandler(LocalModelHandler):
   models.token_budget.LocalModelHandler)."""
 
   metrics_namespace = "autoais_nli_classifier"
+  load = staticmethod(load_nli_classifier)
 
   def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
                threshold: float = 0.5, max_input_tokens: Optional[int] = None,
@@ -391,18 +354,11 @@ class NliClassifierModelHandler(LocalModelHandler):
                large_model: bool = False, torch_threads: int = 0,
                tokenizer_path: Optional[str] = None,
                positive_label: Optional[str] = None):
-    super().__init__(model_path, threshold, max_batch_size, large_model, torch_threads)
     check_dtype(dtype)
-    self._load_args = (model_path, dtype, device, max_input_tokens, token_budget)
-    self._tokenizer_path = tokenizer_path
-    self._positive_label = positive_label
-
-  def _settings(self) -> tuple:
-    return self._load_args[1:] + (self._tokenizer_path, self._positive_label)
-
-  def _load(self) -> NliClassifierModel:
-    return load_nli_classifier(*self._load_args, tokenizer_path=self._tokenizer_path,
-                               positive_label=self._positive_label)
+    super().__init__(model_path, threshold, max_batch_size, large_model, torch_threads,
+                     dtype=dtype, device=device, max_input_tokens=max_input_tokens,
+                     token_budget=token_budget, tokenizer_path=tokenizer_path,
+                     positive_label=positive_label)
 
 
 def describe_classifier(model_path: str, max_input_tokens: Optional[int],

@@ -10,13 +10,15 @@ own lookup), it is used, so scores are MiniCheck's exactly. Elsewhere the
 splitter is syntok (PyPI, pure Python, no data to download), chosen on real
 passages (docs/scorers.md says why). Both are called as `sent_tokenize` is: one
 block of text without line breaks in, its sentences out, stripped, none empty.
+pack_sentences packs sentences into chunks as MiniCheck does (`--scorer
+minicheck` and `--scorer llm-judge`).
 """
 import importlib.metadata
 import importlib.util
 import os
 import re
 import sys
-from typing import Callable, List, NamedTuple, Optional
+from typing import Callable, List, NamedTuple, Optional, Sequence
 
 NLTK_PUNKT = "nltk-punkt"
 SYNTOK = "syntok"
@@ -123,3 +125,22 @@ def sentence_splitter() -> SentenceSplitter:
     from nltk.tokenize import sent_tokenize  # pylint: disable=import-outside-toplevel
     return SentenceSplitter(NLTK_PUNKT, importlib.metadata.version("nltk"), sent_tokenize)
   return SentenceSplitter(SYNTOK, importlib.metadata.version("syntok"), syntok_sentences)
+
+
+def pack_sentences(sentences: Sequence[str], sizes: Sequence[int],
+                   chunk_size: int) -> List[str]:
+  """MiniCheck's chunks: sentences added to the chunk until the next would
+  take it past `chunk_size` (a sentence larger than that starts a chunk of its
+  own, leaving an empty one behind), each chunk joined by spaces, a line
+  break's surrounding spaces removed, blank chunks dropped."""
+  chunks, current, total = [], [], 0
+  for sentence, size in zip(sentences, sizes):
+    if total + size > chunk_size:
+      chunks.append(" ".join(current))
+      current, total = [], 0
+    current.append(sentence)
+    total += size
+  if current:
+    chunks.append(" ".join(current))
+  cleaned = (chunk.replace(" \n ", "\n").strip() for chunk in chunks)
+  return [chunk for chunk in cleaned if chunk]

@@ -19,6 +19,7 @@ time while too long. Every window is scored; the row takes the best.
 import re
 from typing import List, NamedTuple, Optional, Sequence
 
+from autoais.models.checkpoints import special_tokens_around
 from autoais.models.token_budget import TextCache
 from autoais.schemas import AttributionExample
 
@@ -45,7 +46,10 @@ class Pieces:
 
   def __init__(self, tokenizer):
     self.tokenizer = tokenizer
-    self._specials = _specials_around(tokenizer) if _words_apart(tokenizer) else None
+    found = special_tokens_around(tokenizer, ["x"]) if _words_apart(tokenizer) else None
+    # The special ids before and after any text's pieces, as the tokenizer's
+    # own post-processor puts them.
+    self._specials = None if found is None else tuple(ids for ids, _ in found[0])
     self._words = TextCache(WORD_CACHE_CHARS)
 
   def ids(self, texts: Sequence[str], special_tokens: bool = True) -> List[List[int]]:
@@ -91,25 +95,6 @@ def _words_apart(tokenizer) -> bool:
   alone = [pre_tokens(word) for word in probe.split()]
   return (all(len(tokens) == 1 for tokens in alone)
           and pre_tokens(probe) == [tokens[0] for tokens in alone])
-
-
-def _specials_around(tokenizer) -> Optional[tuple]:
-  """(prefix, suffix): the special tokens the tokenizer puts around any
-  text's pieces (its post-processor's template), found from probes; None
-  where they differ between probes."""
-  found = set()
-  for probe in ("a", "premise: b hypothesis: c", "x y z w"):
-    (whole,) = tokenizer.input_ids([probe])
-    (pieces,) = tokenizer.input_ids([probe], add_special_tokens=False)
-    starts = [i for i in range(len(whole) - len(pieces) + 1)
-              if whole[i:i + len(pieces)] == pieces]
-    if not pieces or not starts:
-      return None
-    found.add((tuple(whole[:starts[0]]), tuple(whole[starts[0] + len(pieces):])))
-  if len(found) != 1:
-    return None
-  prefix, suffix = found.pop()
-  return list(prefix), list(suffix)
 
 
 def encode_many(pieces: Pieces, max_input_tokens: int, examples: Sequence[AttributionExample],

@@ -314,6 +314,7 @@ class T5NliModelHandler(LocalModelHandler):
   """RunInference handler of the T5 family (see LocalModelHandler)."""
 
   metrics_namespace = "autoais_t5_nli"
+  load = staticmethod(load_t5_nli)
 
   def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
                decision: str = "threshold", threshold: float = 0.5,
@@ -321,29 +322,17 @@ class T5NliModelHandler(LocalModelHandler):
                token_budget: Optional[int] = None, max_batch_size: int = 512,
                large_model: bool = False, torch_threads: int = 0,
                tokenizer_path: Optional[str] = None):
-    super().__init__(model_path, threshold, max_batch_size, large_model, torch_threads)
     check_dtype(dtype, FLOAT16_REFUSED)
     if decision not in DECISIONS:
       raise ModelError(f"--decision {decision!r}: choose from {', '.join(DECISIONS)}")
-    self._dtype = dtype
-    self._device = device
-    self._decision = decision
-    self._max_input_tokens = max_input_tokens
-    self._token_budget = token_budget
-    self._tokenizer_path = tokenizer_path
-
-  def _settings(self) -> tuple:
-    return (self._dtype, self._device, self._max_input_tokens, self._token_budget,
-            self._tokenizer_path, self._decision)
-
-  def _load(self) -> T5NliModel:
-    return load_t5_nli(self._model_path, self._dtype, self._device, self._max_input_tokens,
-                       self._token_budget, tokenizer_path=self._tokenizer_path,
-                       decision=self._decision)
+    super().__init__(model_path, threshold, max_batch_size, large_model, torch_threads,
+                     dtype=dtype, device=device, max_input_tokens=max_input_tokens,
+                     token_budget=token_budget, tokenizer_path=tokenizer_path,
+                     decision=decision)
 
   def _score(self, batch: Sequence[AttributionExample],
              model: T5NliModel) -> List[AttributionScore]:
-    return model.score(batch, self._decision, self._threshold)
+    return model.score(batch, self._settings["decision"], self._threshold)
 
 
 def describe_model(model_path: str, max_input_tokens: Optional[int],

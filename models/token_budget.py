@@ -73,6 +73,36 @@ def resolve_max_input_tokens(tokenizer, requested: Optional[int]) -> int:
 
 
 
+def token_batches(lengths: Sequence[int], budget: int):
+  """Index lists of the sequences of `lengths`, sorted by length, each within
+  `budget` tokens once padded to its longest (a longer sequence alone)."""
+  order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+  batch, longest = [], 0
+  for index in order:
+    length = lengths[index]
+    if batch and (len(batch) + 1) * max(longest, length) > budget:
+      yield batch
+      batch, longest = [], 0
+    batch.append(index)
+    longest = max(longest, length)
+  if batch:
+    yield batch
+
+
+def padded(sequences: Sequence[List[int]], pad_id: int) -> Tuple[np.ndarray, np.ndarray]:
+  """(ids, attention mask) int64 arrays of `sequences` padded on the right
+  with `pad_id`. Built in numpy in one pass over the batch's tokens, not a
+  small tensor per sequence: the same tensors at a fraction of the
+  per-sequence cost."""
+  lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
+  mask = np.arange(int(lengths.max()), dtype=np.int64)[None, :] < lengths[:, None]
+  ids = np.full(mask.shape, pad_id, dtype=np.int64)
+  # Row-major order of the mask's True cells is the sequences' order, token by token.
+  ids[mask] = np.fromiter(itertools.chain.from_iterable(sequences), dtype=np.int64,
+                          count=int(lengths.sum()))
+  return ids, mask.astype(np.int64)
+
+
 class TokenBudgetModel:
   """What the loaded models of every family share (T5NliModel here,
   NliClassifierModel in models/nli_classifier.py): the torch model and its
@@ -95,19 +125,7 @@ class TokenBudgetModel:
     self.simulated_device = None
 
   def _batches(self, lengths: Sequence[int]):
-    """Index lists of the sequences of `lengths`, sorted by length, each within
-    the token budget once padded to its longest."""
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    batch, longest = [], 0
-    for index in order:
-      length = lengths[index]
-      if batch and (len(batch) + 1) * max(longest, length) > self.token_budget:
-        yield batch
-        batch, longest = [], 0
-      batch.append(index)
-      longest = max(longest, length)
-    if batch:
-      yield batch
+    return token_batches(lengths, self.token_budget)
 
   @staticmethod
   def window_scores(encoded: Sequence[Any], probabilities: np.ndarray, threshold: float,
@@ -128,20 +146,11 @@ class TokenBudgetModel:
     return scores
 
   def _pad(self, sequences: Sequence[List[int]], pad_id: Optional[int] = None):
-    """(ids, attention mask) tensors of `sequences` padded on the right with
-    `pad_id` (the tokenizer's by default), on the model's device. Built in
-    numpy in one pass over the batch's tokens, not a small tensor per
-    sequence: the same tensors at a fraction of the per-sequence cost."""
+    """padded() `sequences` as tensors on the model's device, with `pad_id`
+    (the tokenizer's by default)."""
     torch = self._torch
-    lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64,
-                          count=len(sequences))
-    mask = np.arange(int(lengths.max()), dtype=np.int64)[None, :] < lengths[:, None]
-    ids = np.full(mask.shape, self.pad_id if pad_id is None else pad_id, dtype=np.int64)
-    # Row-major order of the mask's True cells is the sequences' order, token by token.
-    ids[mask] = np.fromiter(itertools.chain.from_iterable(sequences), dtype=np.int64,
-                            count=int(lengths.sum()))
-    return (torch.from_numpy(ids).to(self.device),
-            torch.from_numpy(mask.astype(np.int64)).to(self.device))
+    ids, mask = padded(sequences, self.pad_id if pad_id is None else pad_id)
+    return torch.from_numpy(ids).to(self.device), torch.from_numpy(mask).to(self.device)
 
 
 
@@ -193,45 +202,44 @@ _LOADING = threading.Lock()
 
 class LocalModelHandler(ModelHandler[AttributionExample, PredictionResult, Any]):
   """What the RunInference handlers of models run in the job's workers share
-  (t5 here, nli-classifier in models/nli_classifier.py): the model loads once
-  per worker (once per machine with `large_model`, shared across processes),
-  batches of examples are split by token budget inside the model's `score`,
-  and `torch_threads` sets each process's threads. Subclasses say what the
-  model depends on (_settings), load it (_load) and say how a batch is
-  scored (_score)."""
+  (t5, nli-classifier, minicheck): the model loads once per worker (once per
+  machine with `large_model`, shared across processes), batches of examples
+  are split by token budget inside the model's `score`, and `torch_threads`
+  sets each process's threads. A subclass gives its family's loader
+  (`load`, called with the model path and the `settings` the handler was
+  made with: all the loaded model depends on besides the handler's type and
+  path) and, where it differs, how a batch is scored (_score)."""
 
   metrics_namespace = "autoais_model"
+  load: Any = None  # the family's load function, a staticmethod
 
   def __init__(self, model_path: str, threshold: float, max_batch_size: int,
-               large_model: bool, torch_threads: int):
+               large_model: bool, torch_threads: int, **settings):
     super().__init__()
     self._model_path = model_path
     self._threshold = threshold
     self._max_batch_size = max_batch_size
     self._large_model = large_model
     self._torch_threads = torch_threads
+    self._settings = settings
 
-  def _settings(self) -> tuple:
-    """What the loaded model depends on besides the handler's type and path."""
-    raise NotImplementedError
-
-  def _load(self) -> Any:
-    raise NotImplementedError
+  def _key(self) -> tuple:
+    return (self._model_path,) + tuple(sorted(self._settings.items()))
 
   def load_model(self) -> Any:
     """The model, loaded once per process for the same type, path and
-    _settings() while a handler still holds it: each RunInference of a job
+    settings while a handler still holds it: each RunInference of a job
     (citations asks in three rounds, each its own) loads its model on its
     own, and would otherwise hold a copy of the same weights per round, in
     memory (on a GPU too) and in loading time. Beam shares a model between
     RunInference steps only across processes (model_identifier, below);
     docs/architecture.md says why this registry stays for the rest."""
     self._set_threads()
-    key = (type(self), self._model_path) + self._settings()
+    key = (type(self),) + self._key()
     with _LOADING:
       model = _LOADED.get(key)
       if model is None:
-        model = self._load()
+        model = self.load(self._model_path, **self._settings)
         _LOADED[key] = model
     return model
 
@@ -240,7 +248,7 @@ class LocalModelHandler(ModelHandler[AttributionExample, PredictionResult, Any])
     type, path and settings, so that with `large_model` (a model shared
     across a machine's processes) every RunInference step of a job uses one
     shared copy, not one each."""
-    key = repr((type(self).__qualname__, self._model_path) + self._settings())
+    key = repr((type(self).__qualname__,) + self._key())
     return "autoais-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
 
   def _set_threads(self) -> None:

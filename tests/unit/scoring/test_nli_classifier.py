@@ -197,27 +197,11 @@ def test_a_premise_is_tokenised_once_across_calls(models):
   assert encoded == [loaded.encode_by_tokenizer(example) for example in first + second]
 
 
-class _ContentDependentTokenizer:
-  """A pair encoding that is no template: one special id per premise word."""
-
-  sep_token = "[SEP]"
-
-  @staticmethod
-  def _ids(text):
-    return [5 + len(word) for word in text.split()]
-
-  def __call__(self, premise, hypothesis, verbose=False):
-    del verbose
-    ids = [1] * len(self._ids(premise)) + self._ids(premise) + self._ids(hypothesis)
-    return {"input_ids": ids, "attention_mask": [1] * len(ids)}
-
-  def input_ids(self, texts, add_special_tokens=True):
-    assert not add_special_tokens
-    return [self._ids(text) for text in texts]
-
-
 def test_no_template_where_the_pair_encoding_is_not_one(models, monkeypatch):
-  assert nli_classifier.pair_template(_ContentDependentTokenizer()) is None
+  # The template is the tokenizer's own post-processor's: none without one.
+  tokenizer = load_nli_classifier(models["roberta"]).tokenizer.unlocked
+  tokenizer.backend_tokenizer.post_processor = None
+  assert nli_classifier.pair_template(tokenizer) is None
   # A template that the probes' encodings contradict is not used: the model
   # calls the tokenizer pair by pair and scores as before.
   real = nli_classifier.pair_template
