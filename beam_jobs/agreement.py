@@ -39,8 +39,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.options import (JobArguments, RowTableOptions, ScorerOptions,
-                                       ViewsKept, boolean_flag, row_table_shards,
-                                       scorer_from_options, scorer_read_dirs)
+                                       ViewsKept, row_table_shards, scorer_from_options,
+                                       scorer_read_dirs)
 from autoais.beam_jobs.running import is_local_runner, run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import AgreementRow
@@ -54,6 +54,7 @@ from autoais.transforms.labelled.readers import (FORMATS, SCENARIOS, check_label
                                          labelled_reader)
 from autoais.transforms.rows.merge import WriteMergedRows, row_table_files
 from autoais.transforms.rows.run_record import RunRecord, WriteRunRecord, reconcile
+from autoais.transforms.scoring.flags import boolean_flag
 from autoais.transforms.stats.agreement import METRICS
 
 OUTPUT_FILES = ("run.json", "agreement_rows.parquet", "agreement_rows.csv",

@@ -49,7 +49,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.options import JobArguments, ViewsKept, boolean_flag
+from autoais.beam_jobs.options import JobArguments, ViewsKept
 from autoais.beam_jobs.running import run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import DeadLetter
@@ -59,6 +59,7 @@ from autoais.transforms.compare.steps import (ROW_KINDS, RUNS, CompareRatings, R
 from autoais.transforms.compare.tables import WriteCompareFiles
 from autoais.transforms.rows.merge import row_table_parts
 from autoais.transforms.rows.run_record import REGRESSION, RunRecord, WriteRunRecord
+from autoais.transforms.scoring.flags import boolean_flag
 from autoais.transforms.scoring.label import compared_measure, measure_name, named_figures
 
 OUTPUT_FILES = ("run.json", "compare.csv", "compare.parquet", "compare_systems.csv",

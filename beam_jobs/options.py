@@ -32,7 +32,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, _BeamArgumentP
 from autoais.models import hub
 from autoais.schemas.errors import ConfigError
 from autoais.transforms.scoring.config import scorer_config
-from autoais.transforms.scoring.names import JUDGE_APIS, SCORERS, STRING_MATCH
+from autoais.transforms.scoring.registry import add_scorer_flags, scorer_flags
 from autoais.transforms.scoring.scorer import Scorer
 
 
@@ -74,16 +74,6 @@ class JobArguments:
                          f"{existing!r} and {declared[1]!r}") from None
 
 
-def boolean_flag(value: str) -> bool:
-  """A boolean flag that takes a value (Flex Templates pass --name=value)."""
-  lowered = value.strip().lower()
-  if lowered in ("true", "1", "yes"):
-    return True
-  if lowered in ("false", "0", "no"):
-    return False
-  raise ValueError(f"expected true or false, got {value!r}")
-
-
 class ViewsKept:
   """Put first in a job's options class (`class EvaluateOptions(ViewsKept,
   PipelineOptions)`): view_as answers each class's view once per options
@@ -119,122 +109,12 @@ class ViewsKept:
 
 
 class ScorerOptions(PipelineOptions):
-  """The attribution scorer flags every job that scores shares."""
+  """The attribution scorer flags every job that scores shares, made from the
+  families' table (transforms/scoring/registry.py)."""
 
   @classmethod
   def _add_argparse_args(cls, parser):
-    group = parser.add_argument_group("scorer")
-    group.add_argument("--scorer", default=STRING_MATCH, choices=SCORERS,
-                       help="Attribution scorer (default %(default)s).")
-    group.add_argument("--threshold", type=float, default=0.5,
-                       help="auto_ais is Y iff nli_score > threshold (default 0.5).")
-    group.add_argument("--model", default=None,
-                       help="For --scorer t5, nli-classifier and minicheck: the NLI "
-                       "model, a local or gs:// directory or a Hugging Face hub id "
-                       "(org/name, e.g. google/t5_xxl_true_nli_mixture: resolved "
-                       "with huggingface_hub into its cache, HF_HOME; HF_HUB_OFFLINE "
-                       "and HF_TOKEN from the environment). Weights in safetensors "
-                       "(model.safetensors, or shards with "
-                       "model.safetensors.index.json) with its tokenizer: for "
-                       "--scorer t5 a T5/mT5 checkpoint, for --scorer nli-classifier "
-                       "a sequence-classification NLI checkpoint, for --scorer "
-                       "minicheck a MiniCheck checkpoint (Flan-T5, RoBERTa or "
-                       "DeBERTa). Without --scorer, --model is refused: the default "
-                       "scorer, string-match, reads no model.")
-    group.add_argument("--model_revision", default=None,
-                       help="For a hub id --model: the branch, tag or commit to load "
-                       "(default main), resolved to a commit at launch; run.json "
-                       "records the id, the revision and the commit.")
-    group.add_argument("--tokenizer", default=None,
-                       help="For --scorer t5 / nli-classifier / minicheck: the tokenizer "
-                       "(a local or gs:// directory, or a hub id; tokenizer.json, or "
-                       "spiece.model with tokenizer_config.json) where the model has "
-                       "none. Default: the model's. For --scorer llm-judge "
-                       "(required): the judge's tokenizer (tokenizer.json and its "
-                       "chat template), which counts the chunks' tokens.")
-    group.add_argument("--tokenizer_revision", default=None,
-                       help="For a hub id --tokenizer: the branch, tag or commit "
-                       "(default main), as --model_revision.")
-    group.add_argument("--positive_label", default=None,
-                       help="For --scorer nli-classifier: the head's label (a name in "
-                       "config.json's id2label, any case) whose probability is the "
-                       "score. Default: the one label named entailment, entail, "
-                       "supported or support.")
-    group.add_argument("--chunk_size", type=int, default=None,
-                       help="For --scorer minicheck and llm-judge: the size of the "
-                       "document chunks the claim is checked against (whitespace "
-                       "words for MiniCheck-Flan-T5, tokens for -RoBERTa and "
-                       "-DeBERTa, tokens of the judge's tokenizer for llm-judge). "
-                       "Default MiniCheck's: 500 words, 400 tokens, 32468 tokens.")
-    group.add_argument("--dtype", default="float32",
-                       help="float32 or bfloat16 (float16 is refused: T5 overflows).")
-    group.add_argument("--device", default="cpu", help="cpu or cuda.")
-    group.add_argument("--decision", default="threshold",
-                       help="threshold (nli_score > --threshold; long premises "
-                       "windowed) or decode (the Attributed QA script's rule, for "
-                       "parity: its premise, no windows, generate() with the model's "
-                       "generation config reads '1').")
-    group.add_argument("--max_input_tokens", type=int, default=None,
-                       help="Model input length; longer premises are windowed "
-                       "(default: the tokenizer's model_max_length, else 512).")
-    group.add_argument("--token_budget", type=int, default=None,
-                       help="Padded tokens per model batch (default 2048 on cpu, "
-                       "16384 on cuda).")
-    group.add_argument("--torch_threads", type=int, default=0,
-                       help="CPU threads of the model in each worker process "
-                       "(torch.set_num_threads). Default 0: torch's default, one "
-                       "per core. Where a machine runs several worker processes, "
-                       "each with its own model (Dataflow runs one SDK process per "
-                       "vCPU; --direct_num_workers locally), 1 keeps them from "
-                       "competing for the cores.")
-    group.add_argument("--large_model", type=boolean_flag, default=False,
-                       help="true: load one model per machine, shared across worker "
-                       "processes (for 11B checkpoints). Default false.")
-    group.add_argument("--endpoint", default=None,
-                       help="For --scorer remote: the URL of an NLI server in the "
-                       "Vertex AI prediction format (`autoais serve`), e.g. "
-                       "http://10.0.0.5:8080 (POST {endpoint}/predict).")
-    group.add_argument("--request_timeout", type=float, default=60.0,
-                       help="--scorer remote / llm-judge: seconds before a request times out "
-                       "(then retried). Default 60.")
-    group.add_argument("--max_retries", type=int, default=8,
-                       help="--scorer remote / llm-judge: retries of a request after a 5xx, 429, "
-                       "timeout or dropped connection, before its rows go to dead "
-                       "letter. Default 8.")
-    group.add_argument("--retry_backoff", type=float, default=1.0,
-                       help="--scorer remote / llm-judge: first retry delay in seconds, doubled "
-                       "at each retry (with jitter; at most 60). Default 1.")
-    group.add_argument("--instances_per_request", type=int, default=32,
-                       help="--scorer remote/vertex: instances per prediction "
-                       "request (Vertex AI public endpoints take 1.5 MB). Default 32.")
-    group.add_argument("--endpoint_id", default=None,
-                       help="For --scorer vertex: the Vertex AI endpoint id (with "
-                       "--project and --location).")
-    group.add_argument("--location", default=None,
-                       help="For --scorer vertex: the endpoint's region, e.g. "
-                       "us-central1.")
-    group.add_argument("--judge_url", default=None,
-                       help="For --scorer llm-judge: the base URL of an OpenAI-"
-                       "compatible endpoint (`vllm serve`), e.g. http://HOST:8000/v1.")
-    group.add_argument("--judge_model", default=None,
-                       help="For --scorer llm-judge: the model name sent in each "
-                       "request, e.g. bespokelabs/Bespoke-MiniCheck-7B.")
-    group.add_argument("--judge_api", default="chat", choices=JUDGE_APIS,
-                       help="For --scorer llm-judge: chat (the server applies the "
-                       "chat template) or completions (rendered here with "
-                       "--tokenizer's chat template). Default %(default)s.")
-    group.add_argument("--judge_api_key_env", default=None,
-                       help="For --scorer llm-judge: the NAME of an environment "
-                       "variable holding the endpoint's API key (sent as a Bearer "
-                       "token; set it on the workers). Never the key itself.")
-    group.add_argument("--judge_concurrency", type=int, default=16,
-                       help="For --scorer llm-judge: requests in flight at once per "
-                       "worker process (the server batches them). Default 16.")
-    group.add_argument("--score_cache", default=None,
-                       help="Score cache directory (local or gs://): scores of "
-                       "(model, premise, hypothesis) kept across runs, so a rerun "
-                       "sends only new triples to the model "
-                       "(transforms/scoring/cache.py).")
+    add_scorer_flags(parser.add_argument_group("scorer"), scorer_flags())
 
 
 class RunOptions(PipelineOptions):

@@ -70,39 +70,23 @@ def parse_args(argv):
 
 def argument_parser() -> argparse.ArgumentParser:
   """serve's flags (the Python API reads them too: autoais.serve's signature)."""
-  from autoais.serve.batching import FAMILIES, Limits  # pylint: disable=import-outside-toplevel
-  from autoais.serve.http import MAX_BODY_BYTES, MAX_JSON_DEPTH  # pylint: disable=import-outside-toplevel
+  # pylint: disable=import-outside-toplevel
+  from autoais.serve.batching import Limits
+  from autoais.serve.http import MAX_BODY_BYTES, MAX_JSON_DEPTH
+  from autoais.transforms.scoring.registry import add_scorer_flags
   env = os.environ
   parser = argparse.ArgumentParser(prog="autoais serve", description=__doc__.split(
       "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
   parser.add_argument("--model", default=env.get("AIP_STORAGE_URI"),
                       help="NLI model: a directory (local or gs://) or a Hugging "
                       "Face hub id (org/name); default $AIP_STORAGE_URI (Vertex AI).")
-  parser.add_argument("--model_revision", default=None,
-                      help="For a hub id --model: the branch, tag or commit (default "
-                      "main), resolved to a commit at start.")
-  parser.add_argument("--scorer", default="t5", choices=FAMILIES,
-                      help="The model's family (default t5).")
-  parser.add_argument("--tokenizer", default=None,
-                      help="The tokenizer (a local or gs:// directory, or a hub id) "
-                      "where the model has none (default: the model's).")
-  parser.add_argument("--tokenizer_revision", default=None,
-                      help="For a hub id --tokenizer: the branch, tag or commit.")
-  parser.add_argument("--positive_label", default=None,
-                      help="nli-classifier: the head's supporting label.")
+  add_scorer_flags(parser, _served_flags())
   parser.add_argument("--host", default="127.0.0.1",
                       help="Address to listen on (default 127.0.0.1; 0.0.0.0 in a "
                       "container).")
   parser.add_argument("--port", type=int, default=int(env.get("AIP_HTTP_PORT",
                                                               DEFAULT_PORT)),
                       help="Port (default $AIP_HTTP_PORT, else 8080; 0: a free one).")
-  parser.add_argument("--dtype", default="float32", help="float32 or bfloat16.")
-  parser.add_argument("--device", default="cpu", help="cpu or cuda.")
-  parser.add_argument("--max_input_tokens", type=int, default=None,
-                      help="Model input length; longer premises are windowed.")
-  parser.add_argument("--token_budget", type=int, default=None,
-                      help="Padded tokens per model batch (default 2048 on cpu, "
-                      "16384 on cuda).")
   batching = parser.add_argument_group("batching across requests")
   batching.add_argument("--max_batch_windows", type=int, default=256,
                         help="Most model inputs (windows) of the requests scored "
@@ -144,14 +128,21 @@ def argument_parser() -> argparse.ArgumentParser:
   return parser
 
 
+def _served_flags():
+  """The scorer flags of the families serve hosts (transforms/scoring/registry.py)."""
+  from autoais.transforms.scoring.registry import SERVED, scorer_flags  # pylint: disable=import-outside-toplevel
+  return scorer_flags(SERVED, default="t5", served=True)
+
+
 def _check(args) -> None:
-  from autoais.serve.http import MAX_JSON_DEPTH_LIMIT  # pylint: disable=import-outside-toplevel
+  # pylint: disable=import-outside-toplevel
+  from autoais.serve.http import MAX_JSON_DEPTH_LIMIT
+  from autoais.transforms.scoring.config import refuse_flags_not_taken
   if not args.model:
     raise ConfigError("missing required option --model")
-  if args.positive_label is not None and args.scorer != "nli-classifier":
-    raise ConfigError(f"--positive_label is for --scorer nli-classifier, not --scorer "
-                      f"{args.scorer}: a flag the scorer does not take is refused, not "
-                      "ignored")
+  refuse_flags_not_taken({flag.name for flag, _ in _served_flags()
+                          if getattr(args, flag.name) != flag.default},
+                         args.scorer, f"--scorer {args.scorer}")
   if not 0 <= args.port < 65536:
     raise ConfigError(f"--port {args.port}: must be in [0, 65535]")
   for name in ("max_batch_windows", "max_queue_windows", "max_instances",
@@ -167,6 +158,18 @@ def _check(args) -> None:
       raise ConfigError(f"--{name} {getattr(args, name)}: must be zero or more")
 
 
+def load_served_model(args, model_path: str, tokenizer_path: Optional[str] = None):
+  """(ServedModel, description for /health) of the model serve's flags `args`
+  name, loaded by its family (transforms/scoring/registry.py)."""
+  # pylint: disable=import-outside-toplevel
+  from autoais.serve.batching import ServedModel
+  from autoais.transforms.scoring.registry import FAMILIES
+  model, description = FAMILIES[args.scorer].serve(args, model_path, tokenizer_path)
+  description = dict(description, scorer=args.scorer, model=model_path, dtype=args.dtype,
+                     device=args.device)
+  return ServedModel(model, args.scorer), description
+
+
 def run(argv=None) -> int:
   logging.getLogger().setLevel(logging.INFO)
   args = parse_args(sys.argv[1:] if argv is None else argv)
@@ -177,17 +180,13 @@ def run(argv=None) -> int:
     return EXIT_CONFIG_ERROR
   # pylint: disable=import-outside-toplevel
   from autoais.models import hub
-  from autoais.serve.batching import Limits, load_served_model
+  from autoais.serve.batching import Limits
   from autoais.serve import http
   try:
     model, description = load_served_model(
-        args.scorer, hub.pin(args.model, args.model_revision, "--model",
-                             "--model_revision"),
-        dtype=args.dtype, device=args.device,
-        max_input_tokens=args.max_input_tokens, token_budget=args.token_budget,
-        tokenizer_path=hub.pin(args.tokenizer, args.tokenizer_revision, "--tokenizer",
-                               "--tokenizer_revision"),
-        positive_label=args.positive_label)
+        args, hub.pin(args.model, args.model_revision, "--model", "--model_revision"),
+        hub.pin(args.tokenizer, args.tokenizer_revision, "--tokenizer",
+                "--tokenizer_revision"))
   except (ModelError, ConfigError) as error:
     print(f"autoais serve: error: {error}", file=sys.stderr)
     return EXIT_CONFIG_ERROR

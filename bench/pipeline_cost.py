@@ -338,9 +338,8 @@ def child(spec: dict) -> None:
       make_model_instant()
     # Imports before the clock (a process's start-up, not a pair's cost): the
     # model's modules, Beam's RunInference, torch and transformers.
-    for module in ("autoais.transforms.scoring.t5",
-                   "autoais.transforms.scoring.nli_classifier",
-                   "autoais.transforms.scoring.minicheck",
+    for module in ("autoais.models.t5_nli", "autoais.models.nli_classifier",
+                   "autoais.models.minicheck",
                    "transformers.models.t5.modeling_t5",
                    "transformers.models.roberta.modeling_roberta",
                    "transformers.models.deberta_v2.modeling_deberta_v2"):

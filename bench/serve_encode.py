@@ -9,7 +9,7 @@ one at a time, as serve did until 2026-11-28, against grouped (ServedModel.encod
 Each family is a tiny model with its own trained tokenizer (the t5 family's
 SentencePiece `spiece.model`; the classifiers' RoBERTa byte-level BPE and
 DeBERTa-v3 `spm.model`, 4,000 pieces) loaded twice by
-serve/batching.load_served_model, one copy per way, so both ways keep their
+beam_jobs/serve.load_served_model, one copy per way, so both ways keep their
 own caches of premises and words. Requests are bench/serve.py's: --size pairs
 of one or two passages of the example corpus and a gold answer's hypothesis.
 The two ways take the same requests in alternation, each request timed by the
@@ -89,10 +89,10 @@ def inputs_of(encoded):
 
 
 def measure(family: str, path: str, batch: list) -> dict:
-  from autoais.serve.batching import load_served_model  # pylint: disable=import-outside-toplevel
-  kind = "t5" if family == "t5" else "nli-classifier"
-  ways = {"one_at_a_time": (one_at_a_time, load_served_model(kind, path)[0]),
-          "grouped": (grouped, load_served_model(kind, path)[0])}
+  from autoais.beam_jobs.serve import load_served_model, parse_args  # pylint: disable=import-outside-toplevel
+  flags = parse_args(["--model", path, "--scorer", "t5" if family == "t5" else "nli-classifier"])
+  ways = {"one_at_a_time": (one_at_a_time, load_served_model(flags, path)[0]),
+          "grouped": (grouped, load_served_model(flags, path)[0])}
   seconds = {name: 0.0 for name in ways}
   for index, request in enumerate(batch):
     outputs = {}

@@ -2,7 +2,7 @@
 (`autoais serve`: the entry point is beam_jobs/serve.py, the HTTP side
 serve/http.py).
 
-    model = load_served_model("t5", MODEL_DIR, ...)     # or "nli-classifier"
+    model = ServedModel(t5_nli.load_t5_nli(MODEL_DIR, ...), "t5")  # beam_jobs/serve.py
     batcher = Batcher(model.score, max_batch_windows=256, max_wait=0.005,
                       max_queue_windows=4096)
     encoded = model.encode(examples, limits)            # BadRequest 413 past a limit
@@ -43,10 +43,7 @@ import time
 from typing import Any, Callable, Deque, Dict, List, NamedTuple, Optional, Sequence
 
 from autoais.schemas import AttributionExample, AttributionScore
-from autoais.schemas.errors import BadRequest, ModelError
-
-FAMILIES = ("t5", "nli-classifier")
-
+from autoais.schemas.errors import BadRequest
 
 class Limits(NamedTuple):
   """What one request may ask of the model (flags of `autoais serve`)."""
@@ -138,33 +135,6 @@ class ServedModel:
 
 def windows(encoded: Sequence[Any]) -> int:
   return sum(len(item.windows) for item in encoded)
-
-
-def load_served_model(family: str, model_path: str, *, dtype: str = "float32",
-                      device: str = "cpu", max_input_tokens: Optional[int] = None,
-                      token_budget: Optional[int] = None,
-                      tokenizer_path: Optional[str] = None,
-                      positive_label: Optional[str] = None):
-  """(ServedModel, description for /health) of a model of `family`."""
-  # pylint: disable=import-outside-toplevel
-  from autoais.models import nli_classifier, t5_nli
-  if family == "t5":
-    if positive_label:
-      raise ModelError("--positive_label is for --scorer nli-classifier")
-    model = t5_nli.load_t5_nli(model_path, dtype, device, max_input_tokens, token_budget,
-                               tokenizer_path=tokenizer_path)
-    description = t5_nli.describe_model(model_path, max_input_tokens, tokenizer_path)
-  elif family == "nli-classifier":
-    model = nli_classifier.load_nli_classifier(
-        model_path, dtype, device, max_input_tokens, token_budget,
-        tokenizer_path=tokenizer_path, positive_label=positive_label)
-    description = nli_classifier.describe_classifier(model_path, max_input_tokens,
-                                                     tokenizer_path, positive_label)
-  else:
-    raise ModelError(f"--scorer {family!r}: choose from {', '.join(FAMILIES)}")
-  description = dict(description, scorer=family, model=model_path, dtype=dtype,
-                     device=device)
-  return ServedModel(model, family), description
 
 
 class _Job:

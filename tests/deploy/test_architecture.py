@@ -18,6 +18,13 @@ ExpertQA records of claims and agreement do in transforms/labelled/). Every
 module of transforms/ lives in a subpackage: a shared one (SHARED_SUBPACKAGES) or
 a job's. Every package is found by setup.py, so that what imports in tests also
 ships to Dataflow workers.
+
+A module imported by its name (importlib.import_module) counts as imported
+where its whole name is written ("autoais.beam_jobs.evaluate"); a project
+module named in pieces (f"autoais.transforms.scoring.{name}") is refused, as
+these checks could not see it. No two modules import each other, directly or
+through others (a module that imports nothing at its top level pays for a cycle
+at its first call, where no test of imports looks).
 """
 import ast
 import pathlib
@@ -45,6 +52,8 @@ SHARED_SUBPACKAGES = ("io", "corpus", "stats", "labelled", "scoring", "rows")
 # Shared modules that gather every job's types: the `schemas` package re-exports
 # them (`from schemas import X`) and its registry maps each to its schema.
 GATHERERS = ("schemas", "schemas.registry")
+# Shared modules that map each subcommand to its job's module, by name.
+DISPATCHERS = ("beam_jobs.cli", "autoais.api")
 
 
 def owner(module: str):
@@ -75,13 +84,36 @@ def _short(name: str) -> str:
   return inner if inner.split(".")[0] in LAYERS else name
 
 
+def _named_in_pieces(node: ast.AST) -> bool:
+  """A call of importlib.import_module or __import__ whose module name is built
+  at run time from a project prefix (`f"autoais.{...}"`, "autoais." + name)."""
+  if not isinstance(node, ast.Call) or not node.args or getattr(
+      node.func, "attr", getattr(node.func, "id", None)) not in ("import_module",
+                                                                 "__import__"):
+    return False
+  name = node.args[0]
+  pieces = name.values if isinstance(name, ast.JoinedStr) else [name.left] if isinstance(
+      name, ast.BinOp) else []
+  return any(isinstance(piece, ast.Constant) and str(piece.value).startswith(PACKAGE)
+             for piece in pieces)
+
+
 def _imports(path: pathlib.Path):
   """(the project modules `path` imports, by their names in MODULES (from X
-  import Y counts X.Y where that is a module, else X); its imports of a bare
-  layer name such as `from models import ...`, which must not exist)."""
+  import Y counts X.Y where that is a module, else X; a string that is a
+  module's whole name counts it too: importlib imports by name); its imports
+  of a bare layer name such as `from models import ...`, or of a project module
+  named in pieces, which must not exist)."""
   imported, bare = set(), set()
+  own = next(name for name, found in MODULES.items() if found == path)
   for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-    if isinstance(node, ast.Import):
+    if _named_in_pieces(node):
+      bare.add(f"a module named in pieces, line {node.lineno}")
+      continue
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+      names = [node.value] if node.value.startswith(PACKAGE + ".") and _short(
+          node.value) in MODULES else []
+    elif isinstance(node, ast.Import):
       names = [alias.name for alias in node.names]
     elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
       names = [f"{node.module}.{alias.name}" if _short(f"{node.module}.{alias.name}") in MODULES
@@ -89,6 +121,8 @@ def _imports(path: pathlib.Path):
     else:
       continue
     for name in names:
+      if _short(name) == own:  # `python -m` entry code that imports its own module
+        continue
       top = name.split(".")[0]
       if top == PACKAGE:
         imported.add(_short(name))
@@ -141,7 +175,7 @@ def test_a_jobs_modules_are_imported_by_that_job_only():
       f"({owner(imported)})"
       for importer, targets in IMPORTS.items() for imported in targets
       if owner(imported) and owner(importer) != owner(imported)
-      and importer not in GATHERERS)
+      and importer not in GATHERERS + DISPATCHERS)
   assert not crossing, "\n".join(crossing)
 
 
@@ -177,3 +211,36 @@ def test_setup_finds_every_package():
   missing_init = sorted(d for d in directories
                         if not (PROJECT_ROOT / d.replace(".", "/") / "__init__.py").exists())
   assert not missing_init, missing_init
+
+
+def _cycles():
+  """The groups of modules that import each other, directly or through
+  others (Tarjan's strongly connected components of IMPORTS)."""
+  index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+  def visit(module):
+    index[module] = low[module] = len(index)
+    stack.append(module)
+    on_stack.add(module)
+    for imported in IMPORTS.get(module, ()):
+      if imported not in index:
+        visit(imported)
+        low[module] = min(low[module], low[imported])
+      elif imported in on_stack:
+        low[module] = min(low[module], index[imported])
+    if low[module] == index[module]:
+      group = []
+      while not group or group[-1] != module:
+        group.append(stack.pop())
+        on_stack.discard(group[-1])
+      if len(group) > 1:
+        found.append(sorted(group))
+
+  for module in sorted(IMPORTS):
+    if module not in index:
+      visit(module)
+  return sorted(found)
+
+
+def test_no_modules_import_each_other():
+  assert not _cycles(), "\n".join(" <-> ".join(group) for group in _cycles())

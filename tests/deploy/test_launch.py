@@ -33,6 +33,7 @@ from autoais.beam_jobs.compare import CompareOptions
 from autoais.beam_jobs.sck import SckOptions
 from autoais.beam_jobs.parsing import job_help, parse_options
 from autoais.beam_jobs.evaluate import EvaluateOptions
+from autoais.launch.metadata import REGENERATE, with_scorer_parameters
 from tests.support.paths import PROJECT_ROOT
 
 LAUNCH = PROJECT_ROOT / "launch"
@@ -98,6 +99,14 @@ def test_metadata_parameters_are_the_jobs_options(job):
     optional = param.get("isOptional", False)
     assert optional == (name not in required), (
         f"{name}: isOptional should be {name not in required}")
+
+
+@pytest.mark.parametrize("job", JOBS)
+def test_metadata_scorer_parameters_are_made_from_the_families_table(job):
+  spec = metadata(job)
+  assert spec == with_scorer_parameters(spec), (
+      f"launch/{JOBS[job][1]}: its scorer parameters differ from what the scorer "
+      f"families' table (transforms/scoring/registry.py) makes: run `{REGENERATE}`")
 
 
 @pytest.mark.parametrize("job", JOBS)

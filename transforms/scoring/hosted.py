@@ -6,9 +6,9 @@ from typing import Any, Dict, Optional
 import apache_beam as beam
 from apache_beam.options.pipeline_options import GoogleCloudOptions
 
-from autoais.models.remote import RemoteNliModelHandler, VertexNliModelHandler, fetch_health
 from autoais.schemas.errors import ConfigError, require
-from autoais.transforms.scoring.config import check_http_url, check_retries
+from autoais.transforms.scoring.checks import check_http_url, check_retries
+from autoais.transforms.scoring.flags import POSITIVE, RETRIES, SCORE_CACHE, Family, Flag
 from autoais.transforms.scoring.names import REMOTE, VERTEX
 from autoais.transforms.scoring.scorer import CallDescribe, Scorer
 
@@ -17,6 +17,7 @@ def check_flags(options, local_run: bool) -> Dict[str, Any]:
   """--scorer remote / vertex: validated, and where the endpoint can be
   reached from here (a local run, or vertex's own check when its Scorer is
   built), checked to answer."""
+  from autoais.models.remote import fetch_health  # pylint: disable=import-outside-toplevel
   if options.decision != "threshold":
     raise ConfigError(f"--decision decode needs the model in process (--scorer t5); "
                       f"--scorer {options.scorer} decides by --threshold")
@@ -44,6 +45,7 @@ def check_flags(options, local_run: bool) -> Dict[str, Any]:
 def served_model(endpoint: str, timeout: float) -> Dict[str, Any]:
   """What run.json records of a remote endpoint, asked on a worker: the model
   its health answer describes (`autoais serve` tells its weights' checksum)."""
+  from autoais.models.remote import fetch_health  # pylint: disable=import-outside-toplevel
   health = fetch_health(endpoint, timeout)
   model = health.get("model") if isinstance(health, dict) else None
   return {"served_model": model if isinstance(model, dict) else {}}
@@ -62,6 +64,7 @@ class RemoteScorer(Scorer):
   def __init__(self, endpoint: str, *, threshold: float = 0.5, timeout: float = 60.0,
                max_retries: int = 8, backoff: float = 1.0,
                instances_per_request: int = 32, score_cache: Optional[str] = None):
+    from autoais.models.remote import RemoteNliModelHandler  # pylint: disable=import-outside-toplevel
     options = {"endpoint": endpoint, "request_timeout": timeout,
                "max_retries": max_retries, "retry_backoff": backoff,
                "instances_per_request": instances_per_request, "threshold": threshold}
@@ -93,6 +96,7 @@ class VertexScorer(Scorer):
   def __init__(self, endpoint_id: str, project: str, location: str, *,
                threshold: float = 0.5, instances_per_request: int = 32,
                score_cache: Optional[str] = None):
+    from autoais.models.remote import VertexNliModelHandler  # pylint: disable=import-outside-toplevel
     endpoint = f"projects/{project}/locations/{location}/endpoints/{endpoint_id}"
     try:
       handler = VertexNliModelHandler(endpoint_id, project, location,
@@ -111,3 +115,27 @@ class VertexScorer(Scorer):
   def cache_identity(self, model_info: Dict[str, Any]) -> Dict[str, Any]:
     """The endpoint: deploy another model behind it, use another cache."""
     return {"scorer": VERTEX, "endpoint": model_info["vertex_endpoint"]}
+
+
+ENDPOINT = Flag(
+    "endpoint", "Remote NLI endpoint",
+    "the URL of an NLI server in the Vertex AI prediction format (`autoais serve`), "
+    "e.g. http://10.0.0.5:8080 (POST {endpoint}/predict).",
+    regexes=(r"^https?://[^\s/]+(/[^\s]*)?$",))
+INSTANCES_PER_REQUEST = Flag(
+    "instances_per_request", "Instances per request",
+    "instances per prediction request (Vertex AI public endpoints take 1.5 MB). "
+    "Default 32.", type=int, default=32, regexes=(POSITIVE,))
+
+REMOTE_FAMILY = Family(REMOTE, "an `autoais serve` endpoint given by --endpoint",
+                       (ENDPOINT,) + RETRIES + (INSTANCES_PER_REQUEST, SCORE_CACHE),
+                       check_flags, RemoteScorer)
+VERTEX_FAMILY = Family(
+    VERTEX, "a Vertex AI endpoint given by --endpoint_id, --project and --location",
+    (INSTANCES_PER_REQUEST,
+     Flag("endpoint_id", "Vertex AI endpoint id",
+          "the Vertex AI endpoint id (with --project and --location).",
+          regexes=(r"^[0-9A-Za-z_-]+$",)),
+     Flag("location", "Vertex AI endpoint region", "the endpoint's region, e.g. us-central1.",
+          regexes=(r"^[a-z]+-[a-z]+[0-9]+$",)),
+     SCORE_CACHE), check_flags, VertexScorer)

@@ -7,12 +7,13 @@ from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
-from autoais.models import checkpoints, llm_judge
-from autoais.models.llm_judge import LlmJudgeModelHandler, describe_judge
+from autoais.models import checkpoints
 from autoais.schemas.errors import ConfigError, require
-from autoais.transforms.scoring.config import (ModelReferences, check_http_url, check_retries,
+from autoais.transforms.scoring.checks import (ModelReferences, check_http_url, check_retries,
                                                readable_here)
-from autoais.transforms.scoring.names import LLM_JUDGE
+from autoais.transforms.scoring.flags import (CHUNK_SIZE, POSITIVE, RETRIES, SCORE_CACHE,
+                                              TOKENIZER_REVISION, Family, Flag)
+from autoais.transforms.scoring.names import JUDGE_APIS, LLM_JUDGE
 from autoais.transforms.scoring.scorer import CallDescribe, Scorer
 
 
@@ -21,6 +22,7 @@ def check_flags(options, local_run: bool) -> Dict[str, Any]:
   local run the tokenizer loaded (its chat template for --judge_api
   completions), the API key's variable set, and the endpoint asked whether it
   serves --judge_model."""
+  from autoais.models import llm_judge  # pylint: disable=import-outside-toplevel
   references = ModelReferences(options)
   if options.decision != "threshold":
     raise ConfigError("--decision decode is the T5 family's; --scorer llm-judge "
@@ -63,6 +65,7 @@ class LlmJudgeScorer(Scorer):
                timeout: float = 60.0, max_retries: int = 8, backoff: float = 1.0,
                api_key_env: Optional[str] = None, score_cache: Optional[str] = None,
                tokenizer_revision: Optional[str] = None):
+    from autoais.models.llm_judge import LlmJudgeModelHandler  # pylint: disable=import-outside-toplevel
     options = {"judge_url": url, "judge_model": model, "judge_api": api,
                "tokenizer": tokenizer_path, "chunk_size": chunk_size,
                "judge_concurrency": concurrency, "request_timeout": timeout,
@@ -77,6 +80,7 @@ class LlmJudgeScorer(Scorer):
                     {"tokenizer_revision": tokenizer_revision})
 
   def _describe_fn(self) -> beam.DoFn:
+    from autoais.models.llm_judge import describe_judge  # pylint: disable=import-outside-toplevel
     return CallDescribe(describe_judge, self._options["tokenizer"])
 
   def cache_identity(self, model_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
@@ -90,3 +94,28 @@ class LlmJudgeScorer(Scorer):
             "tokenizer_sha256": model_info["tokenizer_sha256"],
             "chunk_size": self._options["chunk_size"],
             "sentence_splitter": model_info["sentence_splitter"]}
+
+
+FAMILY = Family(LLM_JUDGE, "an OpenAI-compatible LLM judge given by --judge_url, "
+                "--judge_model and --tokenizer", (
+    Flag("tokenizer", "Tokenizer",
+         "(required) the judge's tokenizer (tokenizer.json and its chat template), "
+         "which counts the chunks' tokens."),
+    TOKENIZER_REVISION, CHUNK_SIZE) + RETRIES + (
+    Flag("judge_url", "LLM judge endpoint",
+         "the base URL of an OpenAI-compatible endpoint (`vllm serve`), e.g. "
+         "http://HOST:8000/v1.", regexes=(r"^https?://[^\s]+$",)),
+    Flag("judge_model", "LLM judge model",
+         "the model name sent in each request, e.g. bespokelabs/Bespoke-MiniCheck-7B."),
+    Flag("judge_api", "LLM judge API",
+         "chat (the server applies the chat template) or completions (rendered here "
+         "with --tokenizer's chat template). Default chat.", default="chat",
+         choices=JUDGE_APIS),
+    Flag("judge_api_key_env", "API key variable",
+         "the NAME of an environment variable holding the endpoint's API key (sent as "
+         "a Bearer token; set it on the workers). Never the key itself.",
+         regexes=(r"^[A-Za-z_][A-Za-z0-9_]*$",)),
+    Flag("judge_concurrency", "LLM judge requests in flight",
+         "requests in flight at once per worker process (the server batches them). "
+         "Default 16.", type=int, default=16, regexes=(POSITIVE,)),
+    SCORE_CACHE), check_flags, LlmJudgeScorer)

@@ -6,15 +6,15 @@ from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
-from autoais.models import minicheck
-from autoais.models.minicheck import MiniCheckModelHandler, describe_minicheck
-from autoais.transforms.scoring.config import check_threshold_model, local_model_settings
+from autoais.transforms.scoring.checks import check_threshold_model, local_model_settings
+from autoais.transforms.scoring.flags import CHUNK_SIZE, LOCAL_MODEL, SCORE_CACHE, Family
 from autoais.transforms.scoring.names import MINICHECK
 from autoais.transforms.scoring.scorer import CallDescribe, Scorer
 
 
 def check_flags(options, local_run: bool) -> Dict[str, Any]:
-  """--scorer minicheck: see config.check_threshold_model."""
+  """--scorer minicheck: see checks.check_threshold_model."""
+  from autoais.models import minicheck  # pylint: disable=import-outside-toplevel
   references = check_threshold_model(
       options, local_run,
       lambda references: minicheck.check_minicheck(references.model, references.tokenizer))
@@ -31,6 +31,7 @@ class MiniCheckScorer(Scorer):
                torch_threads: int = 0, tokenizer_path: Optional[str] = None,
                chunk_size: Optional[int] = None, score_cache: Optional[str] = None,
                revisions: Optional[Dict[str, Optional[str]]] = None):
+    from autoais.models.minicheck import MiniCheckModelHandler  # pylint: disable=import-outside-toplevel
     options = {
         "dtype": dtype, "device": device, "threshold": threshold,
         "max_input_tokens": max_input_tokens, "token_budget": token_budget,
@@ -40,6 +41,7 @@ class MiniCheckScorer(Scorer):
                     {"model": model_path, **options}, score_cache, revisions)
 
   def _describe_fn(self) -> beam.DoFn:
+    from autoais.models.minicheck import describe_minicheck  # pylint: disable=import-outside-toplevel
     return CallDescribe(describe_minicheck, self._options["model"],
                         self._options["max_input_tokens"],
                         self._options["tokenizer_path"], self._options["chunk_size"])
@@ -56,3 +58,8 @@ class MiniCheckScorer(Scorer):
             "max_input_tokens": model_info["max_input_tokens"],
             "chunk_size": model_info["chunk_size"],
             "sentence_splitter": model_info["sentence_splitter"]}
+
+
+FAMILY = Family(MINICHECK, "a MiniCheck Flan-T5, RoBERTa or DeBERTa checkpoint given by "
+                "--model", LOCAL_MODEL + (CHUNK_SIZE, SCORE_CACHE),
+                check_flags, MiniCheckScorer)

@@ -7,6 +7,5 @@ VERTEX = "vertex"
 NLI_CLASSIFIER = "nli-classifier"
 LLM_JUDGE = "llm-judge"
 MINICHECK = "minicheck"
-SCORERS = (STRING_MATCH, T5, NLI_CLASSIFIER, MINICHECK, REMOTE, VERTEX, LLM_JUDGE)
 # --judge_api: the OpenAI-compatible APIs an llm-judge is asked through.
 JUDGE_APIS = ("chat", "completions")

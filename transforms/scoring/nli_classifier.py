@@ -6,15 +6,15 @@ from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
-from autoais.models import nli_classifier
-from autoais.models.nli_classifier import NliClassifierModelHandler, describe_classifier
-from autoais.transforms.scoring.config import check_threshold_model, local_model_settings
+from autoais.transforms.scoring.checks import check_threshold_model, local_model_settings
+from autoais.transforms.scoring.flags import LOCAL_MODEL, SCORE_CACHE, Family, Flag
 from autoais.transforms.scoring.names import NLI_CLASSIFIER
 from autoais.transforms.scoring.scorer import CallDescribe, Scorer
 
 
 def check_flags(options, local_run: bool) -> Dict[str, Any]:
-  """--scorer nli-classifier: see config.check_threshold_model."""
+  """--scorer nli-classifier: see checks.check_threshold_model."""
+  from autoais.models import nli_classifier  # pylint: disable=import-outside-toplevel
   references = check_threshold_model(
       options, local_run, lambda references: nli_classifier.check_classifier(
           references.model, references.tokenizer, options.positive_label))
@@ -33,6 +33,7 @@ class NliClassifierScorer(Scorer):
                positive_label: Optional[str] = None,
                score_cache: Optional[str] = None,
                revisions: Optional[Dict[str, Optional[str]]] = None):
+    from autoais.models.nli_classifier import NliClassifierModelHandler  # pylint: disable=import-outside-toplevel
     options = {
         "dtype": dtype, "device": device, "threshold": threshold,
         "max_input_tokens": max_input_tokens, "token_budget": token_budget,
@@ -42,6 +43,7 @@ class NliClassifierScorer(Scorer):
                     {"model": model_path, **options}, score_cache, revisions)
 
   def _describe_fn(self) -> beam.DoFn:
+    from autoais.models.nli_classifier import describe_classifier  # pylint: disable=import-outside-toplevel
     return CallDescribe(describe_classifier, self._options["model"],
                         self._options["max_input_tokens"],
                         self._options["tokenizer_path"], self._options["positive_label"])
@@ -57,3 +59,26 @@ class NliClassifierScorer(Scorer):
             "window_overlap": model_info["window_overlap"],
             "positive_label_id": model_info["positive_label_id"],
             "positive_label": model_info["positive_label"]}
+
+
+def load_served(options, model_path: str, tokenizer_path: Optional[str]):
+  """`autoais serve --scorer nli-classifier`: (the model loaded, its description)."""
+  from autoais.models import nli_classifier  # pylint: disable=import-outside-toplevel
+  model = nli_classifier.load_nli_classifier(
+      model_path, options.dtype, options.device, options.max_input_tokens,
+      options.token_budget, tokenizer_path=tokenizer_path,
+      positive_label=options.positive_label)
+  return model, nli_classifier.describe_classifier(
+      model_path, options.max_input_tokens, tokenizer_path, options.positive_label)
+
+
+POSITIVE_LABEL = Flag(
+    "positive_label", "Supporting label",
+    "the head's label (a name in config.json's id2label, any case) whose probability "
+    "is the score. Default: the one label named entailment, entail, supported or "
+    "support.", served=True)
+
+FAMILY = Family(NLI_CLASSIFIER,
+                "a sequence-classification NLI model given by --model",
+                LOCAL_MODEL + (POSITIVE_LABEL, SCORE_CACHE), check_flags,
+                NliClassifierScorer, load_served)

@@ -1,66 +1,82 @@
-"""The scorer families of `--scorer`, as a table (FAMILIES): each family's
-flags (the scorer flags it takes, ScorerOptions' dests: any other is refused,
-never ignored) and its module, which checks those flags at launch
-(`check_flags(options, local_run)`, returning its Scorer's settings) and
-whose Scorer class builds the family's ModelHandler from them. transforms/scoring/
-config.py builds a run's ScorerConfig from the table.
+"""The scorer families of `--scorer` and their flags, as one table (FAMILIES,
+gathered from the Family each family module declares) and what is made from
+it: the flags with their help (scorer_flags), the families that take each flag
+(FLAG_SCORERS, for the refusal of any other), and a family's Scorer
+(make_scorer). beam_jobs/options.py's ScorerOptions, the Flex Template
+metadata (launch/metadata.py) and `autoais serve`'s parser add the flags
+scorer_flags gives them.
 
-A family's module is imported only when it is chosen: the local models' import
-torch and transformers when they score, the hosted ones never do, llm-judge
-only transformers' tokenizer, and a string-match run imports none of them.
+The family modules import their models (and with them Beam's RunInference,
+which imports torch) in the functions that use them: a job's --help and a
+string-match run import no model stack.
 """
-import importlib
-from types import ModuleType
-from typing import Dict, NamedTuple, Tuple
+from typing import Dict, Iterable, NamedTuple, Tuple
 
-from autoais.transforms.scoring.names import (LLM_JUDGE, MINICHECK, NLI_CLASSIFIER, REMOTE,
-                                              SCORERS, STRING_MATCH, T5, VERTEX)
-
-
-class Family(NamedTuple):
-  name: str
-  # The scorer flags it takes besides --scorer, --threshold and --decision
-  # (every family's; decode is refused where it does not apply).
-  flags: Tuple[str, ...]
-  # autoais.transforms.scoring.<module>: its check_flags and its Scorer class.
-  module: str
-  scorer: str
-
-
-# The flags of a model run in the job's workers (--model).
-_LOCAL_MODEL = ("model", "model_revision", "tokenizer", "tokenizer_revision", "dtype",
-                "device", "max_input_tokens", "token_budget", "torch_threads",
-                "large_model", "score_cache")
-_RETRIES = ("request_timeout", "max_retries", "retry_backoff")
+from autoais.transforms.scoring import (hosted, llm_judge, minicheck, nli_classifier,
+                                        string_match, t5)
+from autoais.transforms.scoring.flags import COMMON, Family, Flag
+from autoais.transforms.scoring.names import STRING_MATCH
 
 FAMILIES: Dict[str, Family] = {family.name: family for family in (
-    Family(STRING_MATCH, (), "string_match", "StringMatchScorer"),
-    Family(T5, _LOCAL_MODEL, "t5", "T5Scorer"),
-    Family(NLI_CLASSIFIER, _LOCAL_MODEL + ("positive_label",), "nli_classifier",
-           "NliClassifierScorer"),
-    Family(MINICHECK, _LOCAL_MODEL + ("chunk_size",), "minicheck", "MiniCheckScorer"),
-    Family(REMOTE, ("endpoint",) + _RETRIES + ("instances_per_request", "score_cache"),
-           "hosted", "RemoteScorer"),
-    Family(VERTEX, ("instances_per_request", "endpoint_id", "location", "score_cache"),
-           "hosted", "VertexScorer"),
-    Family(LLM_JUDGE, ("tokenizer", "tokenizer_revision", "chunk_size") + _RETRIES + (
-        "judge_url", "judge_model", "judge_api", "judge_api_key_env", "judge_concurrency",
-        "score_cache"), "llm_judge", "LlmJudgeScorer"),
-)}
+    string_match.FAMILY, t5.FAMILY, nli_classifier.FAMILY, minicheck.FAMILY,
+    hosted.REMOTE_FAMILY, hosted.VERTEX_FAMILY, llm_judge.FAMILY)}
+SCORERS = tuple(FAMILIES)
+SERVED = tuple(name for name, family in FAMILIES.items() if family.serve)
 
 # Which families take each scorer flag, in --scorer's order (the refusal's words).
 FLAG_SCORERS: Dict[str, Tuple[str, ...]] = {
-    flag: tuple(name for name in SCORERS if flag in FAMILIES[name].flags)
-    for flag in sorted({flag for family in FAMILIES.values() for flag in family.flags})}
+    flag.name: tuple(name for name, family in FAMILIES.items()
+                     if any(taken.name == flag.name for taken in family.flags))
+    for family in FAMILIES.values() for flag in family.flags}
 
 
-def family_module(name: str) -> ModuleType:
-  """The module of family `name` (imported now)."""
-  if name not in FAMILIES:
-    raise ValueError(f"unknown scorer {name!r} (choose from {', '.join(SCORERS)})")
-  return importlib.import_module(f"autoais.transforms.scoring.{FAMILIES[name].module}")
+class ScorerFlag(NamedTuple):
+  """A flag as a parser adds it: its declaration, with the help of every
+  family that takes it."""
+  flag: Flag
+  help: str
+
+
+def _scorer(families: Tuple[Family, ...], default: str) -> Flag:
+  return Flag("scorer", "Attribution scorer",
+              f"Attribution scorer (default {default}): " + ", ".join(
+                  f"{family.name} ({family.summary})" for family in families) + ".",
+              default=default, choices=tuple(family.name for family in families))
+
+
+def scorer_flags(names: Iterable[str] = SCORERS, default: str = STRING_MATCH,
+                 served: bool = False) -> Tuple[ScorerFlag, ...]:
+  """--scorer (one of `names`, `default` where not given), then every flag of
+  those families, once, in their order, each with its help ("For --scorer
+  A / B: ..." for each text the families declare it with); `served`: the
+  flags `autoais serve` takes only (Flag.served)."""
+  families = tuple(FAMILIES[name] for name in names)
+  declared: Dict[str, Flag] = {}
+  helps: Dict[str, Dict[str, list]] = {}
+  for family in families:
+    for flag in family.flags:
+      first = declared.setdefault(flag.name, flag)
+      if first._replace(help="", served=False) != flag._replace(help="", served=False):
+        raise ValueError(f"--{flag.name} is declared by two scorer families with "
+                         f"different types, defaults, labels or checks: {first} and {flag}")
+      helps.setdefault(flag.name, {}).setdefault(flag.help, []).append(family.name)
+  scorer = _scorer(families, default)
+  made = [ScorerFlag(scorer, scorer.help)]
+  if not served:
+    made += [ScorerFlag(flag, flag.help) for flag in COMMON]
+  made += [ScorerFlag(flag, " ".join(f"For --scorer {' / '.join(takers)}: {text}"
+                                     for text, takers in helps[name].items()))
+           for name, flag in declared.items() if flag.served or not served]
+  return tuple(made)
+
+
+def add_scorer_flags(group, flags: Tuple[ScorerFlag, ...]) -> None:
+  """Adds `flags` to argparse `group` (a parser or an argument group)."""
+  for flag, help_text in flags:
+    group.add_argument(f"--{flag.name}", type=flag.type, default=flag.default,
+                       choices=flag.choices, help=help_text.replace("%", "%%"))
 
 
 def make_scorer(name: str, threshold: float, **settings):
   """The Scorer of family `name` with `settings` (what its check_flags returns)."""
-  return getattr(family_module(name), FAMILIES[name].scorer)(threshold=threshold, **settings)
+  return FAMILIES[name].scorer(threshold=threshold, **settings)

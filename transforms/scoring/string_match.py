@@ -16,6 +16,7 @@ from autoais.transforms.scoring.scorer import Scorer
 from autoais.schemas import AttributionExample, AttributionScore
 from autoais.schemas.errors import ConfigError
 from autoais.transforms.io import progress
+from autoais.transforms.scoring.flags import Family
 from autoais.transforms.scoring.names import STRING_MATCH
 from autoais.transforms.stats.squad import normalize_answer
 
@@ -137,9 +138,13 @@ class StringMatchScorer(Scorer):
 
 
 def check_flags(options, local_run: bool) -> Dict[str, Any]:
-  """--scorer string-match takes no flag of its own (the registry refuses
-  them); it has no model to decode with."""
+  """--scorer string-match takes no flag of its own (any is refused); it has
+  no model to decode with."""
   del local_run
   if options.decision != "threshold":
     raise ConfigError("--decision decode needs an NLI model (--scorer t5)")
   return {}
+
+
+FAMILY = Family(STRING_MATCH, "the baseline: the answer found in the passage", (),
+                check_flags, StringMatchScorer)

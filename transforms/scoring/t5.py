@@ -5,12 +5,11 @@ from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
-from autoais.models import checkpoints, t5_nli
-from autoais.models.t5_nli import T5NliModelHandler, describe_model
-from autoais.models.token_budget import check_dtype
+from autoais.models import checkpoints
 from autoais.schemas.errors import require_choice
-from autoais.transforms.scoring.config import (check_cuda, check_local_model,
+from autoais.transforms.scoring.checks import (check_cuda, check_local_model,
                                                local_model_settings, readable_here)
+from autoais.transforms.scoring.flags import LOCAL_MODEL, SCORE_CACHE, Family
 from autoais.transforms.scoring.names import T5
 from autoais.transforms.scoring.scorer import CallDescribe, Scorer
 
@@ -19,6 +18,9 @@ def check_flags(options, local_run: bool) -> Dict[str, Any]:
   """The model's directory listed, its tokenizer's and weights' files there;
   with --decision decode, its generation config read (sampling refused); on
   a local run, its tokenizer's label pieces read. Nothing loaded."""
+  # pylint: disable=import-outside-toplevel
+  from autoais.models import t5_nli
+  from autoais.models.token_budget import check_dtype
   references = check_local_model(options)
   check_dtype(options.dtype, t5_nli.FLOAT16_REFUSED)
   require_choice("--decision", options.decision, t5_nli.DECISIONS)
@@ -45,6 +47,7 @@ class T5Scorer(Scorer):
                tokenizer_path: Optional[str] = None,
                score_cache: Optional[str] = None,
                revisions: Optional[Dict[str, Optional[str]]] = None):
+    from autoais.models.t5_nli import T5NliModelHandler  # pylint: disable=import-outside-toplevel
     handler_options = {
         "dtype": dtype, "device": device, "decision": decision, "threshold": threshold,
         "max_input_tokens": max_input_tokens, "token_budget": token_budget,
@@ -54,6 +57,7 @@ class T5Scorer(Scorer):
                     {"model": model_path, **handler_options}, score_cache, revisions)
 
   def _describe_fn(self) -> beam.DoFn:
+    from autoais.models.t5_nli import describe_model  # pylint: disable=import-outside-toplevel
     return CallDescribe(describe_model, self._options["model"],
                         self._options["max_input_tokens"], self._options["tokenizer_path"])
 
@@ -67,3 +71,16 @@ class T5Scorer(Scorer):
             "dtype": self._options["dtype"],
             "max_input_tokens": model_info["max_input_tokens"],
             "decision": self._options["decision"]}
+
+
+def load_served(options, model_path: str, tokenizer_path: Optional[str]):
+  """`autoais serve --scorer t5`: (the model loaded, its description)."""
+  from autoais.models import t5_nli  # pylint: disable=import-outside-toplevel
+  model = t5_nli.load_t5_nli(model_path, options.dtype, options.device,
+                             options.max_input_tokens, options.token_budget,
+                             tokenizer_path=tokenizer_path)
+  return model, t5_nli.describe_model(model_path, options.max_input_tokens, tokenizer_path)
+
+
+FAMILY = Family(T5, "a T5/mT5 NLI model given by --model",
+                LOCAL_MODEL + (SCORE_CACHE,), check_flags, T5Scorer, load_served)

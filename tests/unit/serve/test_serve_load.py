@@ -10,7 +10,7 @@ import time
 import pytest
 
 from autoais.models import t5_nli
-from autoais.serve.batching import load_served_model
+from autoais.beam_jobs.serve import load_served_model, parse_args
 from autoais.schemas import AttributionExample
 from tests.support.nli_classifiers import build_tiny_classifier
 from tests.support.paths import EXAMPLES
@@ -108,7 +108,8 @@ def test_both_families_score_through_the_served_model_as_in_process(tiny_t5_dirs
                                      example_texts(), 64)
   examples = [AttributionExample(p, h, "", "") for p, h in _pool()[:18]]
   for family, path in (("t5", tiny_t5_dirs[3]), ("nli-classifier", classifier)):
-    served, description = load_served_model(family, path)
+    served, description = load_served_model(
+        parse_args(["--model", path, "--scorer", family]), path)
     assert description["scorer"] == family and description["weights_sha256"]
     halves = served.score(served.encode(examples, Limits()))
     whole = (served.model.score(examples, "threshold", 0.5) if family == "t5"

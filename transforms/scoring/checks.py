@@ -1,0 +1,104 @@
+"""The checks of scorer flags that several families share, at launch and
+cheaply (listing and small files only: models load on the workers): a model's
+--model/--tokenizer pinned where they are hub ids, a local model's device,
+token budget, threads and dtype, a hosted one's URL and retries, the
+score-cache directory. Each family's module calls those it needs from its
+check_flags."""
+import os
+import urllib.parse
+from typing import Any, Callable, Dict
+
+from apache_beam.io.filesystems import FileSystems
+
+from autoais.models import hub
+from autoais.schemas.errors import ConfigError, require, require_choice
+
+
+class ModelReferences:
+  """--model and --tokenizer as the workers load them: a hub id pinned to the
+  commit its revision names now (models/hub.py), anything else as given."""
+
+  def __init__(self, options):
+    self.model = hub.pin(options.model, options.model_revision, "--model",
+                         "--model_revision")
+    self.tokenizer = hub.pin(options.tokenizer, options.tokenizer_revision,
+                             "--tokenizer", "--tokenizer_revision")
+    self.revisions = {"model_revision": options.model_revision,
+                      "tokenizer_revision": options.tokenizer_revision}
+
+
+def check_local_model(options) -> ModelReferences:
+  """What every family of a model run in the workers checks first (t5,
+  nli-classifier, minicheck): --model given, the device, the token budget and
+  the threads; returns the model's references."""
+  from autoais.models import token_budget  # pylint: disable=import-outside-toplevel
+  references = ModelReferences(options)
+  require(options, "model")
+  require_choice("--device", options.device, token_budget.DEVICES)
+  if options.token_budget is not None and options.token_budget < 1:
+    raise ConfigError("--token_budget must be positive")
+  if options.torch_threads < 0:
+    raise ConfigError(f"--torch_threads must be 0 (torch's default) or more, got "
+                      f"{options.torch_threads}")
+  return references
+
+
+def check_threshold_model(options, local_run: bool,
+                          check_checkpoint: Callable[[ModelReferences], Any]) -> ModelReferences:
+  """What nli-classifier and minicheck check: check_local_model, a decision by
+  --threshold, the dtype, then their checkpoint (`check_checkpoint`: listing
+  and config.json only, also on gs:// and the hub; nothing loaded) and, on a
+  local run, CUDA where it is asked for."""
+  from autoais.models.token_budget import check_dtype  # pylint: disable=import-outside-toplevel
+  references = check_local_model(options)
+  if options.decision != "threshold":
+    raise ConfigError("--decision decode is the T5 family's (--scorer t5); --scorer "
+                      f"{options.scorer} decides by --threshold")
+  check_dtype(options.dtype)
+  check_checkpoint(references)
+  if local_run:
+    check_cuda(options.device)
+  return references
+
+
+def local_model_settings(options, references: ModelReferences) -> Dict[str, Any]:
+  """The settings every scorer of a model run in the workers takes (t5,
+  nli-classifier, minicheck)."""
+  return {"model_path": references.model, "dtype": options.dtype, "device": options.device,
+          "max_input_tokens": options.max_input_tokens,
+          "token_budget": options.token_budget, "large_model": options.large_model,
+          "torch_threads": options.torch_threads, "tokenizer_path": references.tokenizer,
+          "score_cache": options.score_cache, "revisions": references.revisions}
+
+
+def readable_here(path: str) -> bool:
+  """A local directory, or a hub model (its small files come into this
+  machine's cache; the weights do not): worth reading at launch."""
+  return hub.pinned(path) is not None or FileSystems.get_scheme(path) in (None, "file")
+
+
+def check_cuda(device: str) -> None:
+  if device == "cuda":
+    import torch  # pylint: disable=import-outside-toplevel
+    if not torch.cuda.is_available():
+      raise ConfigError("--device cuda: no CUDA device on this machine")
+
+
+def check_http_url(flag: str, url: str) -> None:
+  parsed = urllib.parse.urlparse(url)
+  if parsed.scheme not in ("http", "https") or not parsed.netloc:
+    raise ConfigError(f"{flag} {url!r}: expected an http:// or https:// URL")
+
+
+def check_retries(options) -> None:
+  if options.request_timeout <= 0 or options.retry_backoff < 0 or (
+      options.max_retries < 0):
+    raise ConfigError("--request_timeout must be positive, --retry_backoff and "
+                      "--max_retries not negative")
+
+
+def check_cache_dir(path: str) -> None:
+  if FileSystems.get_scheme(path) in (None, "file"):
+    local = path.removeprefix("file://")
+    if os.path.exists(local) and not os.path.isdir(local):
+      raise ConfigError(f"--score_cache {path}: is a file, not a directory")
