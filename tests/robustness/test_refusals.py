@@ -11,17 +11,22 @@ the flag and the path, nothing written.
 Each case copies a job's example inputs (examples/<job>/) and runs the job in
 process on them.
 """
+import gc
 import json
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import weakref
 
 import pytest
+from google.cloud.storage.fileio import BlobWriter
 
 from autoais.beam_jobs import (agreement, ais_annotations, audit, build_corpus, citations,
                                claims, evaluate, sck)
+from autoais.transforms.io.atomic import write_text_atomically
+from autoais.transforms.io.cloud_storage import write_refused
 from tests.support.jobs import run_job
 from tests.robustness.test_output_safety import snapshot
 from tests.support.paths import PROJECT_ROOT
@@ -338,6 +343,36 @@ def test_an_output_directory_that_takes_no_writes_is_refused(
   assert ("--output_dir gs://read-only/out: the write of _autoais_outputs.json was "
           "refused (HTTP 403: tester@example.com does not have storage.objects.create "
           "access") in error, error
+
+
+def _blob_writers():
+  """Every google-cloud-storage writer (Beam's gs:// files) in memory."""
+  return [o for o in gc.get_objects() if isinstance(o, BlobWriter)]
+
+
+def test_a_refused_write_leaves_nothing_for_the_garbage_collector_to_upload(
+    gcs_env, refusing_gcs, tmp_path):
+  """A gs:// write that the bucket refuses raises the refusal and leaves its
+  writer closed, so that freeing it later uploads nothing. It was left open
+  (kept alive by the failure's traceback), and io's finaliser uploaded it
+  again whenever a full collection came: in CI, during a later test, against
+  this server gone by then, retried for 110 s."""
+  server = refusing_gcs(403, reads=True)
+  gcs_env(server.url, server.credentials_file(tmp_path / "adc.json"))
+  earlier = weakref.WeakSet(_blob_writers())
+  with pytest.raises(Exception) as refused:
+    write_text_atomically("gs://read-only/out/_autoais_outputs.json", "{}\n")
+  assert write_refused(refused.value) == (
+      "HTTP 403: tester@example.com does not have storage.objects.create access to "
+      "the Google Cloud Storage bucket.")
+  writers = [writer for writer in _blob_writers() if writer not in earlier]
+  assert len(writers) == 1 and writers[0].closed
+  freed = weakref.ref(writers[0])
+  sent = len(server.requests)
+  del writers, refused
+  gc.collect()
+  assert freed() is None  # so its finaliser has run ...
+  assert server.requests[sent:] == []  # ... and sent nothing
 
 
 def test_an_unreachable_bucket_is_refused_within_seconds(tmp_path):

@@ -7,6 +7,7 @@ a half-written file under the final name. `delete_tree` removes a directory
 (local) or every object under a prefix (gs://).
 """
 import contextlib
+import logging
 import os
 import shutil
 import uuid
@@ -22,6 +23,29 @@ def _local_path(path: str):
   return None
 
 
+def _close(sink, path: str) -> None:
+  """Closes `sink` (written to `path`); if that fails, leaves it closed all the
+  same and raises the failure."""
+  try:
+    sink.close()
+  except BaseException:
+    # A gs:// file (google-cloud-storage's BlobWriter) uploads in close() and
+    # counts as closed only once the upload went through: a refused one stays
+    # open, kept alive by this error's traceback, and io's finaliser calls
+    # close() again when the garbage collector frees it, in whichever thread
+    # that happens: a second upload, which against an endpoint gone by then is
+    # retried for 2 minutes. terminate() is BlobWriter's way to give up: it
+    # closes without uploading (cancelling the upload if one had begun).
+    terminate = getattr(sink, "terminate", None)
+    if terminate is not None and not sink.closed:
+      try:
+        terminate()
+      except Exception as cancel:  # pylint: disable=broad-except
+        # The close's failure stays the error raised (callers read its cause).
+        logging.warning("%s: cancelling the upload failed too: %r", path, cancel)
+    raise
+
+
 @contextlib.contextmanager
 def atomic_create(path: str):
   """A writable binary file that appears under `path` only once closed without
@@ -31,10 +55,10 @@ def atomic_create(path: str):
   try:
     yield sink
   except BaseException:
-    sink.close()
+    _close(sink, temporary)
     FileSystems.delete([temporary])
     raise
-  sink.close()
+  _close(sink, temporary)
   local = _local_path(path)
   if local is not None:
     # One rename that replaces: a reader (another run checking the ledger) sees
