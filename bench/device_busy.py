@@ -12,6 +12,8 @@ family's; each padded batch waits, the GIL released, for that card's time.
 Each job runs in a fresh child process, in one of two modes:
 
   * in_process: the FnApiRunner in memory (a local run's default), one thread;
+  * two_threads: `--direct_running_mode multi_threading --direct_num_workers
+    2`: bundles on two threads of one process, sharing its model;
   * two_processes: `--direct_running_mode multi_processing
     --direct_num_workers 2 --large_model`: two SDK worker processes sharing
     one model, so one device, through Beam's multi-process shared model, as
@@ -45,6 +47,8 @@ CASES = ("t5:h100-true-11b", "t5:h200-flan-t5-large",
          "nli-classifier-deberta:h100-deberta-v3-large",
          "minicheck-roberta:h100-roberta-large", "minicheck-flan-t5:h200-flan-t5-large")
 MODES = {"in_process": [],
+         "two_threads": ["--direct_running_mode", "multi_threading",
+                         "--direct_num_workers", "2"],
          "two_processes": ["--direct_running_mode", "multi_processing",
                            "--direct_num_workers", "2", "--large_model", "true"]}
 JOBS = ("evaluate", "citations")
@@ -81,7 +85,7 @@ def main():
   parser.add_argument("--code", help="another checkout, measured beside this one (before)")
   parser.add_argument("--cases", default=",".join(CASES))
   parser.add_argument("--jobs", default=",".join(JOBS))
-  parser.add_argument("--modes", default=",".join(MODES))
+  parser.add_argument("--modes", default="in_process,two_processes")
   parser.add_argument("--scale", type=float, default=0.25)
   parser.add_argument("--rounds", type=int, default=1)
   parser.add_argument("--workdir", default=os.path.join(ROOT, "bench", "out", "device_busy"))
