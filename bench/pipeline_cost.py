@@ -358,6 +358,8 @@ def child(spec: dict) -> None:
   if record and os.path.exists(record):
     os.unlink(record)
   before = resource.getrusage(resource.RUSAGE_SELF)
+  # Worker processes of multi_processing (reaped when the run ends).
+  children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
   main_thread = time.thread_time()
   wall = time.monotonic()
   if profiler:
@@ -368,15 +370,30 @@ def child(spec: dict) -> None:
   wall = time.monotonic() - wall
   main_thread = time.thread_time() - main_thread
   after = resource.getrusage(resource.RUSAGE_SELF)
+  children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
   cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+  children_cpu = ((children_after.ru_utime - children_before.ru_utime)
+                  + (children_after.ru_stime - children_before.ru_stime))
   # The fast tokenizer encodes a list on its own threads (Rust, rayon): their
   # CPU is in cpu_s but not in the main thread's profile.
-  result = {"exit": code, "cpu_s": cpu, "wall_s": wall,
+  result = {"exit": code, "cpu_s": cpu, "children_cpu_s": children_cpu, "wall_s": wall,
             "other_threads_cpu_s": cpu - main_thread,
             "peak_rss_mib": after.ru_maxrss / 1024}
   if record and spec["scorer"] != "string-match":
-    from autoais.models.simulated_device import busy_share  # pylint: disable=import-outside-toplevel
-    result["device_busy_share"] = busy_share(record)
+    from autoais.models import simulated_device  # pylint: disable=import-outside-toplevel
+    with open(record, encoding="utf-8") as f:
+      batches = [json.loads(line) for line in f]
+    # Each batch busy for its tokens' time at the rate, from its start: the
+    # same definition for every checkout (before 2026-11-29 the record's
+    # "end" was taken after the sleep, once the thread had the GIL back, so
+    # it counted the wait for the host as busy time).
+    rate = simulated_device.RATES[spec["model_cost"]]
+    intervals = [(b["start"], b["start"] + b["tokens"] * rate.seconds / rate.tokens)
+                 for b in batches]
+    result["device_busy_share"] = simulated_device._busy_share(intervals)  # pylint: disable=protected-access
+    result["device_busy_s"] = sum(end - start for start, end in intervals)
+    result["device_batches"] = len(batches)
+    result["device_processes"] = len({b["pid"] for b in batches})
   if profiler:
     result["stages"] = profile_stages(profiler)
     if spec.get("dump"):

@@ -122,6 +122,9 @@ class MiniCheckModel:
       raise ModelError(f"--model {model_path}: its tokenizer has no eos token, which "
                        "MiniCheck puts between the document and the claim")
 
+  def accelerated(self) -> bool:
+    return self.scorer.accelerated()
+
   def _sizes(self, sentences: List[str]) -> List[int]:
     """Each sentence's size in the chunk unit: its words, or its tokens as the
     tokenizer cuts them at the input length (`truncation=True` keeps the

@@ -296,8 +296,9 @@ class NliClassifierModel(TokenBudgetModel):
         if "token_type_ids" in inputs[batch[0]]:
           kwargs["token_type_ids"], _ = self._pad(
               [inputs[i]["token_type_ids"] for i in batch], pad_id=0)
-        logits = self.model(**kwargs).logits.float()
-        out[batch] = torch.softmax(logits, dim=-1)[:, self.positive].cpu().numpy()
+        with self.device_turn:
+          logits = self.model(**kwargs).logits.float()
+          out[batch] = torch.softmax(logits, dim=-1)[:, self.positive].cpu().numpy()
     return out
 
   def score(self, examples: Sequence[AttributionExample],

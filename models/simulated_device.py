@@ -101,8 +101,11 @@ class SimulatedDevice:
     # One device: a batch waits for the one before it, as kernels queue on a GPU.
     with self._lock:
       start = time.monotonic()
+      # The device is done at `end`, whenever this thread gets the GIL back
+      # after the sleep: the busy interval is the batch's time, not the wait
+      # for the host that follows it.
+      end = start + self.seconds(ids.size)
       time.sleep(self.seconds(ids.size))
-      end = time.monotonic()
       self.intervals.append((start, end))
       if self._record:
         with open(self._record, "a", encoding="utf-8") as f:

@@ -249,13 +249,15 @@ class T5NliModel(TokenBudgetModel):
         if self.simulated_device is not None:
           probabilities[batch] = self.simulated_device.run(ids, mask)
           continue
-        encoded = self.encoder_states(ids, mask)
-        pair = self.label_logits(ids, mask, encoded).float()
-        probabilities[batch] = torch.softmax(pair, dim=-1)[:, 0].cpu().numpy()
+        with self.device_turn:
+          encoded = self.encoder_states(ids, mask)
+          pair = self.label_logits(ids, mask, encoded).float()
+          probabilities[batch] = torch.softmax(pair, dim=-1)[:, 0].cpu().numpy()
+          if decode:
+            outputs = self.model.generate(
+                encoder_outputs=BaseModelOutput(last_hidden_state=encoded),
+                attention_mask=mask)
         if decode:
-          outputs = self.model.generate(
-              encoder_outputs=BaseModelOutput(last_hidden_state=encoded),
-              attention_mask=mask)
           texts = self.tokenizer.batch_decode(outputs, skip_special_tokens=True)
           decoded[batch] = [text == "1" for text in texts]
     return probabilities, decoded

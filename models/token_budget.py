@@ -6,6 +6,7 @@ their RunInference handlers (one model per worker, or per machine with
 `--large_model`; `--torch_threads`).
 """
 import collections
+import contextlib
 import hashlib
 import itertools
 import threading
@@ -123,6 +124,18 @@ class TokenBudgetModel:
     # A SimulatedDevice (models/simulated_device.py) that answers the padded
     # batches in place of the torch model, where the model directory asks.
     self.simulated_device = None
+    # One batch on a GPU at a time, whichever thread sends it: the token
+    # budget sizes a batch's activations for the card's memory, and threads
+    # overlapping their host work (transforms/scoring/fanout.py) would
+    # otherwise put two there at once. A CPU model runs unlocked, as before.
+    self.device_turn = threading.Lock() if device == "cuda" else contextlib.nullcontext()
+
+  def accelerated(self) -> bool:
+    """Whether batches go to an accelerator (a GPU, or a simulated one) that
+    waits while the host prepares the next: where overlapping host and device
+    work pays. A method, not an attribute: a model shared across processes
+    (`--large_model`) is reached through a proxy that forwards calls only."""
+    return self.device != "cpu" or self.simulated_device is not None
 
   def _batches(self, lengths: Sequence[int]):
     return token_batches(lengths, self.token_budget)
@@ -260,6 +273,13 @@ class LocalModelHandler(ModelHandler[AttributionExample, PredictionResult, Any])
 
   def _score(self, batch: Sequence[AttributionExample], model) -> List[AttributionScore]:
     return model.score(batch, self._threshold)
+
+  def chunks_in_flight(self, model) -> int:
+    """How many of a call's chunks (transforms/scoring/fanout.py) may be under
+    way at once: two where the model runs on an accelerator (one chunk's
+    batches on the device while the next is tokenised and padded beside
+    them), one on a CPU, whose cores are the device."""
+    return 2 if model.accelerated() else 1
 
   def run_inference(self, batch: Sequence[AttributionExample], model,
                     inference_args: Optional[Dict[str, Any]] = None):

@@ -34,8 +34,10 @@ and spread over the workers:
     characters or `max_examples_per_call` examples, whichever comes first;
   * the chunks, each pickled into one bytes element, are spread again (keyed
     by their first digest) and handed to RunInference on any worker; each
-    chunk is one call (the model loads once per worker and splits a chunk into
-    token-budget batches) and comes back as one element, routed to its rows.
+    chunk is one call of the model (the model loads once per worker and
+    splits a chunk into token-budget batches; on an accelerator, the next
+    chunk is tokenised while one is on the device: _ChunkHandler) and comes
+    back as one element, routed to its rows.
 
 Every grouping goes through runs on disk under `work_dir`
 (transforms/io/spilled_groups.py), so that the launching process of the
@@ -64,6 +66,8 @@ score from the model itself, the cache's hits not counted), scoring_failed and
 rows_scoring_failed, inference_groups and largest_group_examples,
 inference_calls and largest_call_examples.
 """
+import concurrent.futures
+import functools
 import pickle
 from typing import Any, Callable, Optional, Tuple
 
@@ -213,10 +217,27 @@ def pack_chunk(chunk) -> bytes:
   return pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+# Chunks handed to one RunInference call. On an accelerator a call's chunks
+# run two at a time, and the device waits for the host only while the call's
+# first chunk is tokenised: the more chunks a call holds, the less it waits
+# (bench/device_busy.py). A chunk is at most DEFAULT_CHUNK_CHARS of text.
+CHUNKS_PER_CALL = 16
+
+
 class _ChunkHandler(ModelHandler):
-  """Runs a handler on packed chunks of (digest, example), one chunk per call,
-  and answers each chunk with one list of (digest, result): one element a
-  chunk, not one an example, on the way to RouteResults."""
+  """Runs a handler on packed chunks of (digest, example) and answers each
+  chunk with one list of (digest, result): one element a chunk, not one an
+  example, on the way to RouteResults. Each chunk is one call of the handler
+  (its examples, so its token-budget batches, whatever else the call holds).
+
+  Where the handler has more than one chunk under way (chunks_in_flight: a
+  model on an accelerator), a call's chunks run on that many threads: while
+  one chunk's batches are on the device, the GIL released as a CUDA call (or
+  the simulated device) releases it, the next chunk is unpickled, tokenised
+  and padded beside them (the model lets one batch on a GPU at a time:
+  models/token_budget.py). Results keep the chunks' order, and a chunk that
+  fails raises its own error, as the one-at-a-time loop would: once the
+  chunks under way have stopped, and the chunks not started never start."""
 
   def __init__(self, handler: ModelHandler):
     super().__init__()
@@ -226,22 +247,33 @@ class _ChunkHandler(ModelHandler):
     return self._handler.load_model()
 
   def run_inference(self, batch, model, inference_args=None):
-    scored = []
-    for packed in batch:
-      chunk = pickle.loads(packed)
-      results = self._handler.run_inference([example for _, example in chunk], model,
-                                            inference_args)
-      scored.append([(digest, result.inference)
-                     for (digest, _), result in zip(chunk, results)])
-      progress.count("model_examples", len(chunk))
-    progress.flush()
-    return scored
+    in_flight = getattr(self._handler, "chunks_in_flight", lambda _: 1)(model)
+    score = functools.partial(self._score_chunk, model=model, inference_args=inference_args)
+    if in_flight <= 1 or len(batch) <= 1:
+      return [_counted(score(packed)) for packed in batch]
+    with concurrent.futures.ThreadPoolExecutor(
+        in_flight, thread_name_prefix="autoais-chunk") as pool:
+      futures = [pool.submit(score, packed) for packed in batch]
+      try:
+        return [_counted(future.result()) for future in futures]
+      except BaseException:
+        for future in futures:
+          future.cancel()
+        raise
+
+  def _score_chunk(self, packed: bytes, model, inference_args):
+    chunk = pickle.loads(packed)
+    results = self._handler.run_inference([example for _, example in chunk], model,
+                                          inference_args)
+    return [(digest, result.inference) for (digest, _), result in zip(chunk, results)]
 
   def get_num_bytes(self, batch) -> int:
     return sum(len(packed) for packed in batch)
 
   def batch_elements_kwargs(self):
-    return {"min_batch_size": 1, "max_batch_size": 1}
+    # Fixed, not grown from 1 by BatchElements' timing: a call's first chunk
+    # is the one the device waits for.
+    return {"min_batch_size": CHUNKS_PER_CALL, "max_batch_size": CHUNKS_PER_CALL}
 
   def share_model_across_processes(self) -> bool:
     return self._handler.share_model_across_processes()
@@ -254,6 +286,13 @@ class _ChunkHandler(ModelHandler):
 
   def get_resource_hints(self):
     return self._handler.get_resource_hints()
+
+
+def _counted(results):
+  """A chunk's results, counted in the progress as the chunk is done."""
+  progress.count("model_examples", len(results))
+  progress.flush()
+  return results
 
 
 def _route_results(results):
