@@ -20,7 +20,7 @@ directory that breaks beam_jobs/output_dir.py's rules.
 --model (models/hub.py: pinned to a commit, the offline cache where there is
 no network). t5 trains a T5 / mT5 as TRUE is trained (targets "1" / "0"),
 nli-classifier a sequence classifier with a two-label head; with --lora_rank,
-LoRA adapters (peft) merged into the saved weights (models/finetuning.py).
+LoRA adapters (peft) merged into the saved weights (transforms/finetune/trainable.py).
 The loop, validation, calibration and checkpoints: transforms/finetune/training.py.
 
 Outputs in --output_dir: config.json, model.safetensors (generation_config.json
@@ -47,7 +47,7 @@ import time
 
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.models import checkpoints, hub
-from autoais.models.finetuning import MODEL_FILES, load_trainable, tokenizer_file_names
+from autoais.transforms.finetune.trainable import MODEL_FILES, load_trainable, tokenizer_file_names
 from autoais.schemas import FAMILIES
 from autoais.schemas.errors import ConfigError, InputError, ModelError, require_choice
 from autoais.transforms.finetune.card import (CARD_JSON, CARD_MARKDOWN, card_json,

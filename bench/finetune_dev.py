@@ -69,7 +69,7 @@ def main():
   parser.add_argument("--eval_every", type=int, default=75)
   args = parser.parse_args()
   from autoais.models.embeddings import packaged_model_zip  # pylint: disable=import-outside-toplevel
-  from autoais.models.finetuning import load_trainable  # pylint: disable=import-outside-toplevel
+  from autoais.transforms.finetune.trainable import load_trainable  # pylint: disable=import-outside-toplevel
   work = args.workdir
   os.makedirs(work, exist_ok=True)
   base = os.path.join(work, "all-MiniLM-L6-v2")

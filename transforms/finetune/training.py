@@ -9,7 +9,7 @@ checkpoint kept, checkpoints to resume a killed run from, progress lines.
   gradients clipped at norm 1.
 * Validation, at step 0 (the base), every --eval_every steps and at the end:
   every validation example scored as the family's scorer scores it
-  (models/finetuning.py), then transforms/stats/agreement.py's best_threshold
+  (transforms/finetune/trainable.py), then transforms/stats/agreement.py's best_threshold
   (agreement's calibration: the cut between distinct scores that maximises
   --calibrate_metric, ties nearest 0.5, then lowest) and agreement_statistics
   at that threshold. The checkpoint kept is the evaluation with the highest
@@ -253,7 +253,7 @@ class _Progress:
 
 def train(trainable, data: TrainingData, settings: Settings,
           checkpoints: Checkpoints) -> dict:
-  """Trains `trainable` (models/finetuning.py) on the train split; returns the
+  """Trains `trainable` (transforms/finetune/trainable.py) on the train split; returns the
   run's record: the evaluations, the best one, the steps; the best model is in
   checkpoints.best_path(record)."""
   import torch  # pylint: disable=import-outside-toplevel
