@@ -100,12 +100,13 @@ class SimulatedDevice:
     ids, mask = ids.cpu().numpy(), mask.cpu().numpy()
     # One device: a batch waits for the one before it, as kernels queue on a GPU.
     with self._lock:
+      seconds = self.seconds(ids.size)
       start = time.monotonic()
       # The device is done at `end`, whenever this thread gets the GIL back
       # after the sleep: the busy interval is the batch's time, not the wait
       # for the host that follows it.
-      end = start + self.seconds(ids.size)
-      time.sleep(self.seconds(ids.size))
+      end = start + seconds
+      time.sleep(seconds)
       self.intervals.append((start, end))
       if self._record:
         with open(self._record, "a", encoding="utf-8") as f:
