@@ -5,4 +5,6 @@
     agreement     agreement of attribution scores with human labels, from
                   mergeable accumulators
     report        report.html, drawn from those accumulators
+    spans         character precision, recall and F1 of predicted hallucination
+                  spans against human ones (not yet used by a job)
 """
