@@ -9,15 +9,18 @@ scores agree with the human labels.
     python -m autoais.beam_jobs.agreement ...
 
 Formats (transforms/labelled/readers.py): ratings, attributionbench, begin, wice,
-expertqa, xor-attriqa, aggrefact (LLM-AggreFact), true (the TRUE benchmark). Each item is scored with the chosen scorer (WiCE: the max
+expertqa, xor-attriqa, aggrefact (LLM-AggreFact), true (the TRUE benchmark),
+training-data, and the hallucination benchmarks ragtruth, halubench and
+faithbench (transforms/labelled/hallucination.py). Each item is scored with the chosen scorer (WiCE: the max
 over a claim's chunks) and compared with its human label, overall and per group
 (transforms/stats/agreement.py: accuracy, balanced accuracy, Cohen's kappa, ROC-AUC and
 PR-AUC of nli_score, per-label counts). `--calibrate_on` scores a second set of
 the same format and picks the threshold that maximises --calibrate_metric there;
 the input's figures at that threshold are reported beside those at --threshold;
-with --calibrate_per_dataset (aggrefact, true) each data set gets a threshold
-tuned on its own calibration rows.
-Where the groups are data sets (aggrefact, true), agreement.json also holds
+with --calibrate_per_dataset (aggrefact, true, ragtruth, halubench) each data
+set gets a threshold tuned on its own calibration rows.
+Where the groups are data sets (aggrefact, true, ragtruth: its task types,
+halubench), agreement.json also holds
 the unweighted mean over data sets of balanced accuracy and ROC-AUC, with
 percentile-bootstrap CIs (--bootstrap_samples resamples of the items within each
 data set, --seed).
@@ -86,13 +89,15 @@ class AgreementOptions(ViewsKept, PipelineOptions):
                        "(default) or balanced_accuracy.")
     group.add_argument("--calibrate_per_dataset", type=boolean_flag, nargs="?",
                        const=True, default=False,
-                       help="true (or the bare flag), formats aggrefact and true: "
+                       help="true (or the bare flag), formats whose groups are data "
+                       "sets (aggrefact, true, ragtruth, halubench): "
                        "tune a threshold on each data "
                        "set's rows of --calibrate_on and decide that data set's "
                        "input rows at it (as the LLM-AggreFact leaderboard does).")
     group.add_argument("--bootstrap_samples", type=int, default=1000,
                        help="Bootstrap resamples of the 95%% CIs of the means over "
-                       "data sets (formats aggrefact, true; default 1000).")
+                       "data sets (formats aggrefact, true, ragtruth, halubench; "
+                       "default 1000).")
     group.add_argument("--seed", type=int, default=0,
                        help="Bootstrap seed (default 0).")
 

@@ -31,8 +31,9 @@ from autoais.schemas.corpus import (ARTICLE_ENTRY_SCHEMA, CORPUS_PASSAGE_SCHEMA,
 from autoais.schemas.evaluate import (GOLD_MATCH_SCHEMA, HUMAN_RATING_SCHEMA, LEADERBOARD_SCHEMA,
                               RATING_SCHEMA, GoldMatch, HumanRating, LeaderboardRow,
                               RatingRow)
-from autoais.schemas.agreement import (AGREEMENT_ROW_SCHEMA, LABELLED_ITEM_SCHEMA, AgreementRow,
-                               LabelledItem)
+from autoais.schemas.agreement import (AGREEMENT_ROW_SCHEMA, LABELLED_ITEM_SCHEMA,
+                                       TEXT_SPAN_SCHEMA, AgreementRow, LabelledItem,
+                                       TextSpan)
 from autoais.schemas.ais_annotations import (AIS_AGREEMENT_SCHEMA, AIS_ANNOTATION_SCHEMA,
                                      AIS_TABLE_SCHEMA, AisAgreementRow, AisAnnotation,
                                      AisTableRow)
@@ -66,7 +67,8 @@ __all__ = [
     "ArticleEntry", "CorpusPassage", "CorpusRecord", "GOLD_MATCH_SCHEMA",
     "HUMAN_RATING_SCHEMA", "LEADERBOARD_SCHEMA", "RATING_SCHEMA", "GoldMatch",
     "HumanRating", "LeaderboardRow", "RatingRow", "AGREEMENT_ROW_SCHEMA",
-    "LABELLED_ITEM_SCHEMA", "AgreementRow", "LabelledItem", "AIS_AGREEMENT_SCHEMA",
+    "LABELLED_ITEM_SCHEMA", "AgreementRow", "LabelledItem", "TEXT_SPAN_SCHEMA",
+    "TextSpan", "AIS_AGREEMENT_SCHEMA",
     "AIS_ANNOTATION_SCHEMA", "AIS_TABLE_SCHEMA", "AisAgreementRow", "AisAnnotation",
     "AisTableRow", "CLAIMS_SYSTEM_SCHEMA", "CLAIM_INPUT_SCHEMA", "CLAIM_ROW_SCHEMA",
     "ClaimInput", "ClaimRow", "ClaimsSystemRow", "CITATION_ITEM_ROW_SCHEMA",

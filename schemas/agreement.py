@@ -1,12 +1,27 @@
 """Element types of `autoais agreement` only, each beside its pyarrow schema:
-the human-labelled items it reads (transforms/labelled/readers.py) and the scored
-rows it writes.
+the human-labelled items it reads (transforms/labelled/readers.py), with the
+hallucination spans of the formats that mark them, and the scored rows it writes.
 """
-from typing import NamedTuple, Optional
+from typing import List, NamedTuple, Optional
 
 import pyarrow as pa
 
 from autoais.schemas.common import ATTRIBUTION_EXAMPLE_SCHEMA, AttributionExample
+
+
+class TextSpan(NamedTuple):
+  """A span of characters a human marked in a hypothesis (RAGTruth's `labels`):
+  text[start:end] of the response, in Python's string indices (code points)."""
+  start: int
+  end: int
+  label: Optional[str]  # the kind of span as written (RAGTruth: label_type)
+
+
+TEXT_SPAN_SCHEMA = pa.schema([
+    pa.field("start", pa.int64(), nullable=False),
+    pa.field("end", pa.int64(), nullable=False),
+    pa.field("label", pa.string()),
+])
 
 
 class LabelledItem(NamedTuple):
@@ -25,6 +40,9 @@ class LabelledItem(NamedTuple):
   # alone), and the corpus passage id it cites (ratings rows only).
   question: Optional[str] = None
   attribution: Optional[str] = None
+  # The spans a human marked unsupported in the hypothesis, where the format
+  # has them (ragtruth), for span-level scoring; empty elsewhere.
+  spans: List[TextSpan] = ()
 
 
 LABELLED_ITEM_SCHEMA = pa.schema([
@@ -38,6 +56,7 @@ LABELLED_ITEM_SCHEMA = pa.schema([
     pa.field("source_line", pa.int64(), nullable=False),
     pa.field("question", pa.string()),
     pa.field("attribution", pa.string()),
+    pa.field("spans", pa.list_(pa.struct(list(TEXT_SPAN_SCHEMA))), nullable=False),
 ])
 
 

@@ -31,6 +31,7 @@ SCHEMAS = {
     ais_annotations.AisTableRow: ais_annotations.AIS_TABLE_SCHEMA,
     ais_annotations.AisAgreementRow: ais_annotations.AIS_AGREEMENT_SCHEMA,
     evaluate.HumanRating: evaluate.HUMAN_RATING_SCHEMA,
+    agreement.TextSpan: agreement.TEXT_SPAN_SCHEMA,
     agreement.LabelledItem: agreement.LABELLED_ITEM_SCHEMA,
     agreement.AgreementRow: agreement.AGREEMENT_ROW_SCHEMA,
     corpus.ArticleEntry: corpus.ARTICLE_ENTRY_SCHEMA,

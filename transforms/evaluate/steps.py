@@ -13,7 +13,7 @@ from autoais.schemas import (REJECTED, UNMATCHED, AttributionScore, DeadLetter, 
 from autoais.transforms.corpus import store
 from autoais.transforms.corpus.passages import ParsedPassage, display_passage, parse_passage
 from autoais.transforms.io.fields import rejected
-from autoais.transforms.labelled.readers import unmatched
+from autoais.transforms.labelled.items import unmatched
 from autoais.transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             score_columns, scoring_failed_message)
 from autoais.transforms.scoring.examples import qa_example

@@ -4,7 +4,8 @@ agreement --format FORMAT`, and the human ratings of `autoais evaluate
 
 Like transforms/io/input_records.py, every reader yields per record either a parsed
 element or a DeadLetter naming the file, line and field; an unusable file
-raises InputError (the job exits 2). Items with no usable human label or
+raises InputError (the job exits 2). Helpers every reader shares are in
+transforms/labelled/items.py. Items with no usable human label or
 nothing to score (an ExpertQA claim without evidence) are dead-lettered as
 `unmatched`, bad records as `rejected`.
 
@@ -40,6 +41,10 @@ Formats (`FORMATS`), each yielding LabelledItem(premise, hypothesis, label):
                     name (true_dataset_name).
   training-data     a split of `autoais training-data` (train / validation /
                     test .parquet): premise, hypothesis, label 1 / 0; group source.
+  ragtruth, halubench, faithbench
+                    hallucination benchmarks as released (RAGTruth's response.jsonl
+                    with the source_info.jsonl beside it, HaluBench's rows,
+                    FaithBench's batch JSON files): transforms/labelled/hallucination.py.
 
 Items also carry the question they answer where the format has one (ratings,
 xor-attriqa: the question; attributionbench, expertqa: the question the claim's
@@ -53,38 +58,25 @@ import math
 import os
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
-from autoais.schemas import UNMATCHED, AttributionExample, DeadLetter, HumanRating, LabelledItem
+from autoais.schemas import AttributionExample, DeadLetter, HumanRating, LabelledItem
 from autoais.transforms.corpus.passages import parse_passage
-from autoais.transforms.io.fields import clean_text_fields, json_record, rejected
+from autoais.transforms.io.fields import json_record, rejected
 from autoais.transforms.io.inputs import check_input_file, open_input, system_name_from_path
 from autoais.transforms.io.predictions import HUMAN_RATINGS, read_predictions
 from autoais.transforms.io.input_records import Columns, read_columns, records
 from autoais.transforms.labelled.expertqa import (EXPERTQA_FIELDS, evidence_text,
                                           read_expertqa)
+from autoais.transforms.labelled.hallucination import (
+    HALUBENCH_FIELDS, RAGTRUTH_FIELDS, check_faithbench_file, check_ragtruth_file,
+    read_faithbench, read_halubench, read_ragtruth)
+from autoais.transforms.labelled.items import (default_item_id, parse_label, parse_records,
+                                               stripped, text_fields, unmatched)
 from autoais.transforms.scoring.examples import claim_example, qa_example, qa_hypothesis
 from autoais.schemas.errors import InputError
 
 SCENARIOS = ("in-language", "in-english")
 _YES = {"y", "yes", "true", "1", "attributable"}
 _NO = {"n", "no", "false", "0", "not attributable"}
-
-
-def unmatched(path: str, line: int, reason: str, message: str, record: str,
-              field: Optional[str] = None) -> DeadLetter:
-  """A record that is well formed but cannot be used (no human label, nothing to
-  score): counted apart from rejected (bad) records."""
-  location = f"{path}:{line}" + (f": field '{field}'" if field else "")
-  return DeadLetter(path, line, UNMATCHED, reason, field, f"{location}: {message}",
-                    record)
-
-
-def _item_id(path: str, line: int, *parts) -> str:
-  return ":".join([system_name_from_path(path), str(line), *map(str, parts)])
-
-
-def _stripped(value: Optional[str]) -> Optional[str]:
-  """A text field stripped, None where it is absent or blank."""
-  return (value.strip() or None) if value is not None else None
 
 
 def _yes_no(value) -> Optional[bool]:
@@ -100,38 +92,6 @@ def _yes_no(value) -> Optional[bool]:
     if lowered in _NO:
       return False
   return None
-
-
-def _text_fields(fields, names, required, non_empty, path, line):
-  """{name: str or None} of the named fields, or the DeadLetter of the first
-  that is missing (of `required`), not a string, not UTF-8, or blank (of
-  `non_empty`)."""
-  values = clean_text_fields(fields, names, required, path, line)
-  if isinstance(values, DeadLetter):
-    return values
-  for name in non_empty:
-    if not values[name].strip():
-      return rejected(path, line, "empty_field", "the field is empty",
-                      json_record(fields), name)
-  return values
-
-
-def _label(values, field: str, labels: Dict[str, bool], fields, path, line):
-  """(label as written, attributable) of a label field, or its DeadLetter."""
-  label = values[field].strip()
-  attributable = labels.get(label.lower())
-  if attributable is None:
-    return rejected(path, line, "invalid_value",
-                    f"{field} must be one of {', '.join(map(repr, labels))} (any "
-                    f"case), found {label!r}", json_record(fields), field)
-  return label, attributable
-
-
-def _parse_records(source, parse) -> Iterator:
-  """parse(line, fields) for each record of `source` (sources.records or
-  _tsv_records); DeadLetters pass through."""
-  for item in source:
-    yield item if isinstance(item, DeadLetter) else parse(*item)
 
 
 # ----------------------------------------------------------------------------
@@ -152,7 +112,7 @@ def read_human_ratings(path: str) -> Iterator[Union[HumanRating, DeadLetter]]:
   question and human_rating (Y / N, also yes / no), or its DeadLetter."""
 
   def parse(line, fields):
-    values = _text_fields(fields, HUMAN_RATING_FIELDS, HUMAN_RATING_FIELDS,
+    values = text_fields(fields, HUMAN_RATING_FIELDS, HUMAN_RATING_FIELDS,
                           ("system_name", "question"), path, line)
     if isinstance(values, DeadLetter):
       return values
@@ -164,7 +124,7 @@ def read_human_ratings(path: str) -> Iterator[Union[HumanRating, DeadLetter]]:
     return HumanRating(values["system_name"].strip(), values["question"].strip(),
                        rating, path, line)
 
-  return _parse_records(records(path, HUMAN_RATING_FIELDS), parse)
+  return parse_records(records(path, HUMAN_RATING_FIELDS), parse)
 
 
 # ----------------------------------------------------------------------------
@@ -178,6 +138,7 @@ class LabelledFormat(NamedTuple):
   required_columns: Tuple[str, ...]  # checked at launch (JSON Lines: the first record)
   multi_premise: bool = False  # items of several premise chunks (max over them)
   number_columns: Tuple[str, ...] = ()  # required columns that are not text
+  check: Optional[Callable[[str], None]] = None  # a further launch check of a file
 
 
 def _require_columns(path: str, required, number_columns=()) -> None:
@@ -201,6 +162,8 @@ def check_labelled_file(format_name: str, path: str,
   if format_name == "xor-attriqa":
     required += _XOR_SCENARIO_FIELDS[scenario or "in-language"]
   _require_columns(path, required, FORMATS[format_name].number_columns)
+  if FORMATS[format_name].check is not None:
+    FORMATS[format_name].check(path)
 
 
 def labelled_reader(format_name: str, scenario: Optional[str] = None,
@@ -243,7 +206,7 @@ def _read_ratings(path: str, scenario=None, reference_premise: bool = False
       continue
     example = qa_example(prediction.question, prediction.answer,
                          parse_passage(prediction.passage), reference_premise)
-    yield LabelledItem(_item_id(path, line), prediction.system_name, None, example,
+    yield LabelledItem(default_item_id(path, line), prediction.system_name, None, example,
                        prediction.human_rating, prediction.human_rating == "Y", path,
                        line, prediction.question, prediction.attribution)
 
@@ -257,7 +220,7 @@ def _read_attributionbench(path: str, scenario=None):
   del scenario
 
   def parse(line, fields):
-    values = _text_fields(fields, ("claim", "attribution_label", "src_dataset", "id",
+    values = text_fields(fields, ("claim", "attribution_label", "src_dataset", "id",
                                    "question"),
                           ("claim", "attribution_label"), ("claim",), path, line)
     if isinstance(values, DeadLetter):
@@ -273,15 +236,15 @@ def _read_attributionbench(path: str, scenario=None):
     if not premise:
       return unmatched(path, line, "no_evidence", "no reference passage to score",
                        json_record(fields), "references")
-    label = _label(values, "attribution_label", _ATTRIBUTIONBENCH_LABELS, fields, path,
+    label = parse_label(values, "attribution_label", _ATTRIBUTIONBENCH_LABELS, fields, path,
                    line)
     if isinstance(label, DeadLetter):
       return label
-    return LabelledItem(values["id"] or _item_id(path, line), values["src_dataset"],
+    return LabelledItem(values["id"] or default_item_id(path, line), values["src_dataset"],
                         None, claim_example(premise, values["claim"]), *label, path,
-                        line, _stripped(values["question"]))
+                        line, stripped(values["question"]))
 
-  return _parse_records(records(path, ("id", "claim", "references", "attribution_label",
+  return parse_records(records(path, ("id", "claim", "references", "attribution_label",
                                        "src_dataset", "question")), parse)
 
 
@@ -337,22 +300,22 @@ def _read_begin(path: str, scenario=None):
   del scenario
 
   def parse(line, fields):
-    values = _text_fields(fields, _BEGIN_FIELDS, ("knowledge", "response", "begin_label"),
+    values = text_fields(fields, _BEGIN_FIELDS, ("knowledge", "response", "begin_label"),
                           ("knowledge", "response"), path, line)
     if isinstance(values, DeadLetter):
       return values
-    label = _label(values, "begin_label", _BEGIN_LABELS, fields, path, line)
+    label = parse_label(values, "begin_label", _BEGIN_LABELS, fields, path, line)
     if isinstance(label, DeadLetter):
       return label
     example = AttributionExample(values["knowledge"], values["response"],
                                  values["response"], values["knowledge"])
     # The dialogue turn the response answers is its question.
-    return LabelledItem(_item_id(path, line), values["data_source"],
+    return LabelledItem(default_item_id(path, line), values["data_source"],
                         values["model_name"], example, *label, path, line,
-                        _stripped(values["message"]))
+                        stripped(values["message"]))
 
   source = _tsv_records(path) if _is_tsv(path) else records(path, _BEGIN_FIELDS)
-  return _parse_records(source, parse)
+  return parse_records(source, parse)
 
 
 # wice -------------------------------------------------------------------------
@@ -364,7 +327,7 @@ def _read_wice(path: str, scenario=None):
   del scenario
 
   def parse(line, fields):
-    values = _text_fields(fields, ("label", "claim"), ("label", "claim"), ("claim",),
+    values = text_fields(fields, ("label", "claim"), ("label", "claim"), ("claim",),
                           path, line)
     if isinstance(values, DeadLetter):
       return values
@@ -377,17 +340,17 @@ def _read_wice(path: str, scenario=None):
     if not premise:
       return unmatched(path, line, "no_evidence", "no evidence sentence to score",
                        json_record(fields), "evidence")
-    label = _label(values, "label", _WICE_LABELS, fields, path, line)
+    label = parse_label(values, "label", _WICE_LABELS, fields, path, line)
     if isinstance(label, DeadLetter):
       return label
     meta = fields.get("meta")
     claim_id = meta.get("id") if isinstance(meta, dict) else None
     if not isinstance(claim_id, str) or not claim_id:
-      claim_id = _item_id(path, line)
+      claim_id = default_item_id(path, line)
     return LabelledItem(claim_id, None, None, claim_example(premise, values["claim"]),
                         *label, path, line)
 
-  return _parse_records(records(path, ("label", "claim", "evidence", "meta")), parse)
+  return parse_records(records(path, ("label", "claim", "evidence", "meta")), parse)
 
 
 # expertqa ---------------------------------------------------------------------
@@ -430,7 +393,7 @@ def _read_expertqa(path: str, scenario=None):
                       record, "evidence")
       continue
     yield LabelledItem(
-        _item_id(path, line, claim.system_name, f"{claim.claim_index:04d}"),
+        default_item_id(path, line, claim.system_name, f"{claim.claim_index:04d}"),
         claim.system_name, None, claim_example(premise, claim.claim), support,
         support == EXPERTQA_COMPLETE, path, line, claim.question)
 
@@ -452,7 +415,7 @@ def _read_xor_attriqa(path: str, scenario=None):
   needed = (passage_field, query_field, answer_field)
 
   def parse(line, fields):
-    values = _text_fields(fields, needed + ("query_language",), needed, needed, path,
+    values = text_fields(fields, needed + ("query_language",), needed, needed, path,
                           line)
     if isinstance(values, DeadLetter):
       return values
@@ -470,12 +433,12 @@ def _read_xor_attriqa(path: str, scenario=None):
                                  values[passage_field])
     item_id = fields.get("id")
     if not isinstance(item_id, str) or not item_id:
-      item_id = _item_id(path, line)
+      item_id = default_item_id(path, line)
     return LabelledItem(item_id, values["query_language"], None, example,
                         str(fields["ais"]).strip(), attributable, path, line,
                         values[query_field])
 
-  return _parse_records(records(path, XOR_FIELDS + ("id",)), parse)
+  return parse_records(records(path, XOR_FIELDS + ("id",)), parse)
 
 
 # aggrefact and true ----------------------------------------------------------
@@ -510,7 +473,7 @@ def _binary_item(premise_field, hypothesis_field, group, values, fields, path, l
   label = _binary_label(fields, path, line)
   if isinstance(label, DeadLetter):
     return label
-  return LabelledItem(_item_id(path, line), group, None,
+  return LabelledItem(default_item_id(path, line), group, None,
                       claim_example(values[premise_field], values[hypothesis_field]),
                       *label, path, line)
 
@@ -524,13 +487,13 @@ def _read_aggrefact(path: str, scenario=None):
   text = ("dataset", "doc", "claim")
 
   def parse(line, fields):
-    values = _text_fields(fields, text, text, text, path, line)
+    values = text_fields(fields, text, text, text, path, line)
     if isinstance(values, DeadLetter):
       return values
     return _binary_item("doc", "claim", values["dataset"].strip(), values, fields,
                         path, line)
 
-  return _parse_records(records(path, AGGREFACT_FIELDS), parse)
+  return parse_records(records(path, AGGREFACT_FIELDS), parse)
 
 
 TRUE_FIELDS = ("grounding", "generated_text", "label")
@@ -556,14 +519,14 @@ def _read_true(path: str, scenario=None):
   file_dataset = true_dataset_name(path)
 
   def parse(line, fields):
-    values = _text_fields(fields, text + ("dataset",), text, text, path, line)
+    values = text_fields(fields, text + ("dataset",), text, text, path, line)
     if isinstance(values, DeadLetter):
       return values
     dataset = (values["dataset"] or "").strip() or file_dataset
     return _binary_item("grounding", "generated_text", dataset, values, fields, path,
                         line)
 
-  return _parse_records(records(path, TRUE_FIELDS + ("dataset",)), parse)
+  return parse_records(records(path, TRUE_FIELDS + ("dataset",)), parse)
 
 
 # training-data ------------------------------------------------------------------
@@ -578,18 +541,18 @@ def _read_training_data(path: str, scenario=None):
   text = ("premise", "hypothesis", "source", "item_id", "question")
 
   def parse(line, fields):
-    values = _text_fields(fields, text, ("premise", "hypothesis"),
+    values = text_fields(fields, text, ("premise", "hypothesis"),
                           ("premise", "hypothesis"), path, line)
     if isinstance(values, DeadLetter):
       return values
     label = _binary_label(fields, path, line)
     if isinstance(label, DeadLetter):
       return label
-    return LabelledItem(values["item_id"] or _item_id(path, line), values["source"],
+    return LabelledItem(values["item_id"] or default_item_id(path, line), values["source"],
                         None, claim_example(values["premise"], values["hypothesis"]),
                         *label, path, line, values["question"])
 
-  return _parse_records(records(path, TRAINING_DATA_FIELDS + text[2:]), parse)
+  return parse_records(records(path, TRAINING_DATA_FIELDS + text[2:]), parse)
 
 
 FORMATS: Dict[str, LabelledFormat] = {
@@ -620,4 +583,15 @@ FORMATS: Dict[str, LabelledFormat] = {
     "training-data": LabelledFormat(_read_training_data, ("source",),
                                     "label 1 (attributable; 0 is not)",
                                     TRAINING_DATA_FIELDS, number_columns=("label",)),
+    # transforms/labelled/hallucination.py
+    "ragtruth": LabelledFormat(read_ragtruth, ("dataset", "model"),
+                               "no span label in `labels` (human label 1; a response "
+                               "with any is 0)", RAGTRUTH_FIELDS,
+                               number_columns=("labels",), check=check_ragtruth_file),
+    "halubench": LabelledFormat(read_halubench, ("dataset",),
+                                "label PASS (FAIL is not)", HALUBENCH_FIELDS[1:5]),
+    "faithbench": LabelledFormat(read_faithbench, ("summarizer",),
+                                 "no annotation worse than Benign (the worst label "
+                                 "Unwanted or Questionable is hallucinated)", (),
+                                 check=check_faithbench_file),
 }

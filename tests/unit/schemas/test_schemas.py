@@ -139,9 +139,12 @@ def _example(element_type):
                              False, "a.csv", 2, "run.trec", 9)
   if element_type is schemas.GoldMatch:
     return schemas.GoldMatch(values[schemas.Prediction], 4, 1.0, 1.0)
+  if element_type is schemas.TextSpan:
+    return schemas.TextSpan(3, 9, "Evident Conflict")
   if element_type is schemas.LabelledItem:
     return schemas.LabelledItem("id-1", "wow", "t5", values[schemas.AttributionExample],
-                                "Generic", False, "b.tsv", 4, "q?", "id#1")
+                                "Generic", False, "b.tsv", 4, "q?", "id#1",
+                                [schemas.TextSpan(0, 2, None)])
   if element_type is schemas.TrainingExample:
     return schemas.TrainingExample("train", "ab" * 16, "wice", "c1", "q?", "p", "h",
                                    "premise: p hypothesis: h", "1", 1, False, "w.jsonl",
@@ -159,6 +162,7 @@ def test_rows_round_trip_through_arrow(element_type):
     assert rows[0].prediction == row.prediction._asdict()
   elif element_type is schemas.LabelledItem:
     assert rows[0].example == row.example._asdict()
+    assert rows[0].spans == [span._asdict() for span in row.spans]
   elif element_type is schemas.EntityRecord:
     assert rows[0].out_edges == [edge._asdict() for edge in row.out_edges]
   else:

@@ -1,0 +1,214 @@
+"""`autoais agreement --format ragtruth|halubench|faithbench` on files laid out
+field for field as each benchmark releases them (tests/support/hallucination_sets.py),
+read by the job itself: premises, hypotheses, labels and groups as documented
+(docs/agreement.md), RAGTruth's spans kept on the items, damaged records
+dead-lettered naming file, line and field, and run.json's counts reconciling.
+The string-match scorer keeps the runs cheap.
+"""
+import collections
+import json
+
+import pyarrow.parquet as pq
+
+from autoais.beam_jobs import agreement
+from autoais.schemas import TextSpan
+from autoais.transforms.agreement.steps import premise_digest
+from autoais.transforms.labelled.hallucination import (faithbench_samples, read_faithbench,
+                                                       read_halubench, read_ragtruth)
+from tests.support import hallucination_sets as sets
+from tests.support.files import read_jsonl
+from tests.support.jobs import run_job
+
+
+def _run(output, inputs, fmt, *flags):
+  return run_job(agreement, "--input", ",".join(str(p) for p in inputs), "--format",
+                 fmt, "--output_dir", output, "--scorer", "string-match",
+                 "--bootstrap_samples", 50, *flags)
+
+
+def _outputs(output):
+  rows = pq.read_table(output / "agreement_rows.parquet").to_pylist()
+  content = json.loads((output / "agreement.json").read_text())
+  manifest = json.loads((output / "run.json").read_text())
+  dead = (read_jsonl(output / "dead_letter.jsonl")
+          if (output / "dead_letter.jsonl").stat().st_size else [])
+  counts = manifest["counts"]
+  assert counts["reconciled"]
+  assert counts["read"] == counts["scored"] + counts["rejected"] + counts["unmatched"]
+  assert counts["rejected"] + counts["unmatched"] == len(dead)
+  return rows, content, counts, dead
+
+
+def _line_of(path, needle):
+  for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
+    if needle in line:
+      return number
+  raise AssertionError(needle)
+
+
+# ----------------------------------------------------------------------------
+# ragtruth
+
+
+def test_ragtruth_premise_per_task_type_and_spans(tmp_path):
+  path = sets.write_ragtruth(tmp_path / "dataset")
+  items = {item.item_id: item for item in read_ragtruth(str(path))}
+  assert len(items) == len(sets.RAGTRUTH_RESPONSES)
+  qa, summary, data = items["20302"], items["20303"], items["20305"]
+  passages = sets.RAGTRUTH_SOURCES[0]["source_info"]["passages"]
+  assert (qa.group, qa.secondary_group) == ("QA", "llama-2-7b-chat")
+  assert qa.example.premise == passages
+  assert qa.question == "how often to feed sourdough starter"
+  assert summary.example.premise == sets.RAGTRUTH_SOURCES[1]["source_info"]
+  assert summary.question is None
+  assert json.loads(data.example.premise) == sets.RAGTRUTH_SOURCES[2]["source_info"]
+  # The hypothesis is the response as written: the spans index into it.
+  for item, response in zip(items.values(), sets.RAGTRUTH_RESPONSES):
+    assert item.example.hypothesis == response["response"]
+    assert item.spans == [TextSpan(label["start"], label["end"], label["label_type"])
+                          for label in response["labels"]]
+    for span, label in zip(item.spans, response["labels"]):
+      assert item.example.hypothesis[span.start:span.end] == label["text"]
+    assert item.human_attributable == (not response["labels"])
+    assert item.human_label == ("1" if item.human_attributable else "0")
+  assert [span.label for span in data.spans] == ["Evident Conflict",
+                                                 "Subtle Baseless Info"]
+
+
+def test_ragtruth_job_groups_by_task_type_and_model(tmp_path):
+  responses = sets.RAGTRUTH_RESPONSES + sets.RAGTRUTH_DAMAGED
+  path = sets.write_ragtruth(tmp_path / "dataset", responses)
+  output = tmp_path / "out"
+  assert _run(output, [path], "ragtruth") == 0
+  rows, content, counts, dead = _outputs(output)
+  assert (counts["read"], counts["scored"], counts["rejected"], counts["unmatched"]) == (
+      7, 5, 1, 1)
+  assert content["groupings"] == ["dataset", "model"]
+  assert set(content["groups"]["dataset"]) == {"QA", "Summary", "Data2txt"}
+  assert set(content["groups"]["model"]) == {r["model"] for r in
+                                             sets.RAGTRUTH_RESPONSES}
+  assert "dataset" in content["group_means"]
+  by_id = {row["item_id"]: row for row in rows}
+  sources = {s["source_id"]: s for s in sets.RAGTRUTH_SOURCES}
+  for response in sets.RAGTRUTH_RESPONSES:
+    row = by_id[response["id"]]
+    assert row["group"] == sources[response["source_id"]]["task_type"]
+    assert row["hypothesis"] == response["response"]
+    assert row["human_label"] == ("0" if response["labels"] else "1")
+    assert row["source_line"] == _line_of(path, f'"id": "{response["id"]}"')
+  assert by_id["20304"]["premise_digest"] == premise_digest(
+      [sets.RAGTRUTH_SOURCES[1]["source_info"]])
+  by_reason = {(entry["kind"], entry["reason"]): entry for entry in dead}
+  missing = by_reason[("unmatched", "no_source")]
+  assert (missing["source_file"], missing["source_line"], missing["field"]) == (
+      str(path), 6, "source_id")
+  assert "source_info.jsonl" in missing["message"]
+  bad = by_reason[("rejected", "invalid_value")]
+  assert (bad["source_line"], bad["field"]) == (7, "labels")
+  assert f"{path}:7: field 'labels': labels[0]: span 5-40" in bad["message"]
+
+
+def test_ragtruth_bad_source_names_the_source_line(tmp_path):
+  sources = [dict(sets.RAGTRUTH_SOURCES[0], task_type="Dialogue")] + \
+      sets.RAGTRUTH_SOURCES[1:]
+  path = sets.write_ragtruth(tmp_path / "dataset", sets.RAGTRUTH_RESPONSES[:3], sources)
+  dead = [item for item in read_ragtruth(str(path)) if not hasattr(item, "example")]
+  assert [(d.source_line, d.reason, d.field) for d in dead] == [
+      (1, "bad_source", "source_id"), (2, "bad_source", "source_id")]
+  assert f"{tmp_path / 'dataset' / 'source_info.jsonl'}:1: field 'task_type'" in (
+      dead[0].message)
+
+
+def test_ragtruth_without_source_info_is_refused_at_launch(tmp_path, capsys):
+  path = sets.write_ragtruth(tmp_path / "dataset")
+  (tmp_path / "dataset" / "source_info.jsonl").unlink()
+  assert _run(tmp_path / "out", [path], "ragtruth") == 2
+  assert "source_info.jsonl is not beside it" in capsys.readouterr().err
+  assert not (tmp_path / "out").exists()
+
+
+# ----------------------------------------------------------------------------
+# halubench
+
+
+def test_halubench_parquet_per_dataset_with_calibration(tmp_path):
+  path = sets.write_halubench(tmp_path / "data" / "test-00000-of-00001.parquet")
+  items = list(read_halubench(str(path)))
+  assert [item.item_id for item in items] == [r["id"] for r in sets.HALUBENCH_ROWS]
+  first = items[0]
+  assert first.example.premise == sets.HALUBENCH_ROWS[0]["passage"]
+  assert first.example.hypothesis == (
+      "The answer to the question 'How long do rapid antigen tests take to return "
+      "a result?' is 'fifteen to thirty minutes'")
+  output = tmp_path / "out"
+  assert _run(output, [path], "halubench", "--calibrate_on", path,
+              "--calibrate_per_dataset") == 0
+  rows, content, counts, dead = _outputs(output)
+  assert counts["scored"] == len(sets.HALUBENCH_ROWS) and not dead
+  expected = collections.Counter((r["source_ds"], r["label"])
+                                 for r in sets.HALUBENCH_ROWS)
+  assert collections.Counter((r["group"], r["human_label"]) for r in rows) == expected
+  assert all(r["human_attributable"] == (r["human_label"] == "PASS") for r in rows)
+  assert content["groupings"] == ["dataset"]
+  assert content["group_means"]["dataset"]["roc_auc"]["groups"] == ["DROP", "covidQA"]
+  assert set(content["calibration"]["per_dataset"]["thresholds"]) == {"DROP", "covidQA"}
+
+
+def test_halubench_bad_labels_are_dead_lettered(tmp_path):
+  rows = [dict(row) for row in sets.HALUBENCH_ROWS]
+  rows[1]["label"] = "MAYBE"
+  rows[4]["label"] = ""
+  path = sets.write_halubench(tmp_path / "halubench.parquet", rows)
+  dead = {d.reason: d for d in read_halubench(str(path)) if not hasattr(d, "example")}
+  assert (dead["invalid_value"].source_line, dead["invalid_value"].field) == (2, "label")
+  assert (dead["no_human_label"].source_line, dead["no_human_label"].kind) == (
+      5, "unmatched")
+
+
+# ----------------------------------------------------------------------------
+# faithbench
+
+
+def test_faithbench_worst_label_and_sample_lines(tmp_path):
+  path = sets.write_faithbench(tmp_path / "data_for_release" / "batch_1.json")
+  text = path.read_text(encoding="utf-8").split("\n")
+  lines = [line for line, _ in faithbench_samples(str(path))]
+  # The line where each sample's object opens, the line before its sample_id.
+  assert [text[line - 1].strip() for line in lines] == ["{"] * 5
+  assert [json.loads("{" + text[line].strip().rstrip(",") + "}")["sample_id"]
+          for line in lines] == list(range(5))
+  items = list(read_faithbench(str(path)))
+  assert [item.human_label for item in items] == [
+      label for _, label in sets.FAITHBENCH_SAMPLES]
+  assert [item.human_attributable for item in items] == [True, True, False, False,
+                                                         False]
+  assert [item.item_id for item in items] == [f"batch_1:{i}" for i in range(5)]
+  assert items[1].example.hypothesis == sets.FAITHBENCH_SAMPLES[1][0]["summary"]
+  output = tmp_path / "out"
+  assert _run(output, [path], "faithbench") == 0
+  rows, content, counts, _ = _outputs(output)
+  assert counts["scored"] == 5
+  assert content["groupings"] == ["summarizer"]
+  assert set(content["groups"]["summarizer"]) == {"openai/gpt-4o",
+                                                  "mistralai/Mistral-7B-Instruct-v0.3"}
+  assert [row["source_line"] for row in rows] == lines
+
+
+def test_faithbench_bad_sample_and_bad_file(tmp_path, capsys):
+  samples = [dict(sample) for sample, _ in sets.FAITHBENCH_SAMPLES]
+  samples[2]["annotations"] = [dict(samples[2]["annotations"][0], label=["Wrong"])]
+  samples[3]["summary"] = 7
+  path = sets.write_faithbench(tmp_path / "batch_2.json", samples)
+  lines = [line for line, _ in faithbench_samples(str(path))]
+  dead = [d for d in read_faithbench(str(path)) if not hasattr(d, "example")]
+  assert [(d.source_line, d.reason, d.field) for d in dead] == [
+      (lines[2], "invalid_value", "annotations"), (lines[3], "wrong_type", "summary")]
+  assert f"{path}:{lines[2]}: field 'annotations'" in dead[0].message
+  broken = tmp_path / "batch_3.json"
+  broken.write_text('{\n  "samples": [\n    {"sample_id": 0,\n', encoding="utf-8")
+  assert _run(tmp_path / "out", [broken], "faithbench") == 2
+  assert f"{broken}:4: not a JSON document" in capsys.readouterr().err
+  listed = tmp_path / "batch_4.json"
+  listed.write_text(json.dumps(samples), encoding="utf-8")
+  assert _run(tmp_path / "out", [listed], "faithbench") == 2
+  assert 'expected a JSON object with a list "samples"' in capsys.readouterr().err
