@@ -212,3 +212,18 @@ def test_faithbench_bad_sample_and_bad_file(tmp_path, capsys):
   listed.write_text(json.dumps(samples), encoding="utf-8")
   assert _run(tmp_path / "out", [listed], "faithbench") == 2
   assert 'expected a JSON object with a list "samples"' in capsys.readouterr().err
+
+
+def test_faithbench_sample_lines_in_other_layouts(tmp_path):
+  """The lines are found wherever "samples" sits and however the file is laid
+  out: after another key, and on one line."""
+  samples = [sample for sample, _ in sets.FAITHBENCH_SAMPLES[:2]]
+  path = tmp_path / "batch_5.json"
+  path.write_text(json.dumps({"note": {"samples": "x, ]}"}, "samples": samples},
+                             indent=1), encoding="utf-8")
+  text = path.read_text(encoding="utf-8").split("\n")
+  found = list(faithbench_samples(str(path)))
+  assert [value for _, value in found] == samples
+  assert [text[line - 1].strip() for line, _ in found] == ["{", "{"]
+  path.write_text(json.dumps({"samples": samples}), encoding="utf-8")
+  assert list(faithbench_samples(str(path))) == [(1, samples[0]), (1, samples[1])]

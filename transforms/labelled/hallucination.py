@@ -237,6 +237,15 @@ def _skip_space(text: str, index: int) -> int:
   return index
 
 
+def _next_value(text: str, index: int, closer: str) -> Optional[int]:
+  """Where the next member of a JSON object or array starts, past a comma;
+  None at its closing bracket."""
+  index = _skip_space(text, index)
+  if text[index] == ",":
+    index = _skip_space(text, index + 1)
+  return None if text[index] == closer else index
+
+
 def faithbench_samples(path: str) -> Iterator[Tuple[int, object]]:
   """(line where it starts, value) of each element of the document's
   "samples" list. Raises InputError where the file is not one JSON object with
@@ -254,28 +263,19 @@ def faithbench_samples(path: str) -> Iterator[Tuple[int, object]]:
   decoder = json.JSONDecoder()
   index = _skip_space(text, 0) + 1  # past "{"
   line, counted = 1, 0
-  while True:
-    index = _skip_space(text, index)
-    if text[index] == ",":
-      index = _skip_space(text, index + 1)
-    if text[index] == "}":
-      return
+  while (index := _next_value(text, index, "}")) is not None:
     key, index = decoder.raw_decode(text, index)
     index = _skip_space(text, _skip_space(text, index) + 1)  # past ":"
     if key != "samples":
       _, index = decoder.raw_decode(text, index)
       continue
     index += 1  # past "["
-    while True:
-      index = _skip_space(text, index)
-      if text[index] == ",":
-        index = _skip_space(text, index + 1)
-      if text[index] == "]":
-        return
+    while (index := _next_value(text, index, "]")) is not None:
       line += text.count("\n", counted, index)
       counted = index
       value, index = decoder.raw_decode(text, index)
       yield line, value
+    return
 
 
 def check_faithbench_file(path: str) -> None:
