@@ -7,7 +7,6 @@ from typing import Any, Dict, Optional
 
 import apache_beam as beam
 
-from autoais.models import hub
 from autoais.transforms.scoring.checks import check_threshold_model, local_model_settings
 from autoais.transforms.scoring.flags import LOCAL_MODEL, SCORE_CACHE, Family
 from autoais.transforms.scoring.names import HHEM
@@ -21,10 +20,7 @@ def check_flags(options, local_run: bool) -> Dict[str, Any]:
   from autoais.models import hhem  # pylint: disable=import-outside-toplevel
 
   def check_checkpoint(references):
-    if not references.tokenizer:
-      references.tokenizer = hub.pin(hhem.foundation_of(references.model), None,
-                                     "--tokenizer", "--tokenizer_revision")
-    hhem.check_hhem(references.model, references.tokenizer)
+    _, references.tokenizer = hhem.check_hhem(references.model, references.tokenizer)
 
   references = check_threshold_model(options, local_run, check_checkpoint)
   settings = local_model_settings(options, references)

@@ -107,6 +107,13 @@ _JOBS = {
 }
 
 
+def _changed(source, target, **config):
+  shutil.copytree(source, target)
+  path = target / "config.json"
+  path.write_text(json.dumps(dict(json.loads(path.read_text()), **config)))
+  return target
+
+
 def test_every_job_that_scores_takes_hhem_and_refuses_an_input_length(hhem, tmp_path,
                                                                       capsys):
   import importlib  # pylint: disable=import-outside-toplevel
@@ -125,27 +132,22 @@ def test_every_job_that_scores_takes_hhem_and_refuses_an_input_length(hhem, tmp_
     assert not (tmp_path / job).exists()
 
 
-def test_serve_scores_as_in_process(hhem):
+def test_serve_scores_as_in_process(hhem, tmp_path):
   from autoais.beam_jobs.serve import load_served_model, parse_args  # pylint: disable=import-outside-toplevel
   from autoais.serve.batching import Limits  # pylint: disable=import-outside-toplevel
   foundation, model = hhem
+  # Without --tokenizer: the foundation config.json names (here a directory).
+  named = str(_changed(model, tmp_path / "named", foundation=foundation))
   served, description = load_served_model(
-      parse_args(["--scorer", "hhem", "--model", model, "--tokenizer", foundation]), model,
-      foundation)
+      parse_args(["--scorer", "hhem", "--model", named]), named, None)
   assert description["scorer"] == "hhem" and description["prompt"] == PROMPT
+  assert description["foundation"] == foundation
   examples = [AttributionExample(p, h, "", "") for p, h in _pairs()]
   encoded = served.encode(examples, Limits(64, 10 ** 6, 8, 512))
   ours = load_hhem(model, tokenizer_path=foundation)
   np.testing.assert_allclose([s.nli_score for s in served.score(encoded)],
                              [s.nli_score for s in ours.score(examples, 0.5)],
                              rtol=0, atol=1e-6)
-
-
-def _changed(source, target, **config):
-  shutil.copytree(source, target)
-  path = target / "config.json"
-  path.write_text(json.dumps(dict(json.loads(path.read_text()), **config)))
-  return target
 
 
 def test_refusals(hhem, tmp_path, capsys):
