@@ -172,14 +172,15 @@ class Workspace:
     (path / "examples").symlink_to(EXAMPLES, target_is_directory=True)
     self.done = set()
 
-  def run(self, argv):
-    """Runs an `autoais` command (once a session); returns the model stack's
-    modules it imported (tests/support/startup.py), [] where it ran before."""
+  def run(self, argv, **env_vars):
+    """Runs an `autoais` command (once a session; `env_vars` added to its
+    environment); returns the model stack's modules it imported
+    (tests/support/startup.py), [] where it ran before."""
     assert argv[0] == "autoais", f"not an autoais command: {shlex.join(argv)}"
     key = tuple(argv)
     if key in self.done:
       return []
-    env = dict(os.environ)
+    env = dict(os.environ, **env_vars)
     env["PYTHONPATH"] = os.pathsep.join(
         [str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     record = self.path / "startup-record.json"
@@ -267,6 +268,45 @@ def _build_finetune_base(directory: pathlib.Path) -> None:
                         {0: "entailment", 1: "neutral", 2: "contradiction"},
                         [line for text in texts for line in text.split("\n")],
                         model_max_length=128)
+
+
+def subsection(text: str, title: str):
+  """The text under `### title` up to the next heading of level 3 or less."""
+  lines = None
+  for line, in_code in _lines_outside_code(text):
+    heading = None if in_code else re.match(r"^(#{1,3}) (.+?)\s*$", line)
+    if heading:
+      if lines is not None:
+        break
+      lines = [] if heading.group(1) == "###" and heading.group(2) == title else None
+    elif lines is not None:
+      lines.append(line)
+  return None if lines is None else "\n".join(lines)
+
+
+def test_hhem_example_runs(workspace, tmp_path):
+  """docs/scorers.md's HHEM section has an Example of its own (### Example):
+  its commands run as written, offline, from a Hugging Face cache holding a
+  tiny random HHEM checkpoint and foundation (tests/support/hhem_models.py)
+  under the hub ids HHEM publishes and names: the command and its outputs
+  are checked, not the model's scores."""
+  from tests.support.hhem_models import FOUNDATION_ID, HHEM_ID, build_tiny_hhem  # pylint: disable=import-outside-toplevel
+  from tests.support.hub_cache import add_to_hub_cache  # pylint: disable=import-outside-toplevel
+  from tests.support.vocab import example_texts  # pylint: disable=import-outside-toplevel
+  hhem = section(page_path("scorers").read_text(encoding="utf-8"), "Vectara HHEM (hhem)")
+  example = subsection(hhem, "Example")
+  argvs = [argv for block in fenced_blocks(example) for argv in commands(block)]
+  outputs = OUTPUT.findall(prose(example))
+  assert argvs and outputs and all(HHEM_ID in argv for argv in argvs), argvs
+  foundation, model = build_tiny_hhem(str(tmp_path / "hhem"), example_texts())
+  add_to_hub_cache(tmp_path / "hf_home", HHEM_ID, model)
+  add_to_hub_cache(tmp_path / "hf_home", FOUNDATION_ID, foundation)
+  before = _snapshot(EXAMPLES)
+  for argv in argvs:
+    workspace.run(argv, HF_HOME=str(tmp_path / "hf_home"), HF_HUB_OFFLINE="1",
+                  HF_HUB_CACHE=str(tmp_path / "hf_home" / "hub"))
+  workspace.check_outputs(outputs, "docs/scorers.md's HHEM example")
+  assert _snapshot(EXAMPLES) == before, "an example command changed examples/"
 
 
 def makefile_recipe(target: str):

@@ -108,8 +108,9 @@ def check_scorer_flags(options, given: FrozenSet[str]) -> None:
         "--model needs a model scorer, and the default scorer, string-match, reads "
         "no model: add --scorer t5 (a T5/mT5 NLI model answering '1'/'0', such as "
         "google/t5_xxl_true_nli_mixture), --scorer nli-classifier (a "
-        "sequence-classification NLI model) or --scorer minicheck (MiniCheck's "
-        "Flan-T5, RoBERTa or DeBERTa checkers)")
+        "sequence-classification NLI model), --scorer minicheck (MiniCheck's "
+        "Flan-T5, RoBERTa or DeBERTa checkers) or --scorer hhem (Vectara's "
+        "HHEM-2.1-open)")
   refuse_flags_not_taken(given, scorer, f"--scorer {scorer}" + (
       "" if "scorer" in given else " (the default)"))
 

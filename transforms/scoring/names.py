@@ -7,5 +7,6 @@ VERTEX = "vertex"
 NLI_CLASSIFIER = "nli-classifier"
 LLM_JUDGE = "llm-judge"
 MINICHECK = "minicheck"
+HHEM = "hhem"
 # --judge_api: the OpenAI-compatible APIs an llm-judge is asked through.
 JUDGE_APIS = ("chat", "completions")
