@@ -28,6 +28,9 @@ REQUIRED = [
     # `--scorer minicheck`'s sentence splitter where NLTK's punkt data is not
     # installed (pure Python, no data to download; docs/scorers.md says why).
     "syntok>=1.4.4,<2",
+    # `--scorer factcg` sizes its chunks in the words of NLTK's Treebank word
+    # tokenizer, as FactCG's code does (that tokenizer needs no data download).
+    "nltk>=3.8",
     # Agreement statistics, calibration and the HTML report (SPEC 5.5).
     "scipy>=1.11",
     "scikit-learn>=1.4",

@@ -313,8 +313,10 @@ def load_nli_classifier(model_path: str, dtype: str = "float32", device: str = "
                         token_budget: Optional[int] = None, *,
                         tokenizer_path: Optional[str] = None,
                         positive_label: Optional[str] = None,
-                        positive_id: Optional[int] = None) -> NliClassifierModel:
-  """Loads a classifier for scoring; the supporting label is `positive_id`
+                        positive_id: Optional[int] = None,
+                        model_class: type = NliClassifierModel) -> NliClassifierModel:
+  """Loads a classifier for scoring (as `model_class`, a subclass where a
+  family reads it otherwise); the supporting label is `positive_id`
   where given (a head whose labels name no class: MiniCheck's, label 1), else
   resolved from id2label or `positive_label`."""
   import torch  # pylint: disable=import-outside-toplevel
@@ -335,9 +337,9 @@ def load_nli_classifier(model_path: str, dtype: str = "float32", device: str = "
       dtype=getattr(torch, dtype), **attention_kwargs(dtype, device))
   model.to(device)
   model.eval()
-  loaded = NliClassifierModel(model, tokenizer, device,
-                              resolve_max_input_tokens(tokenizer, max_input_tokens),
-                              token_budget or DEFAULT_TOKEN_BUDGET[device], positive)
+  loaded = model_class(model, tokenizer, device,
+                       resolve_max_input_tokens(tokenizer, max_input_tokens),
+                       token_budget or DEFAULT_TOKEN_BUDGET[device], positive)
   loaded.simulated_device = simulated_device.simulated(local_dir, device)
   return loaded
 

@@ -110,8 +110,11 @@ class ServedModel:
 
   def _check_windows(self, index: int, item: Any, total: int, limits: Limits) -> int:
     """The request's windows up to instance `index`; BadRequest(413) where the
-    instance or the request passes its limit."""
+    instance or the request passes its limit, 400 where it has nothing to
+    score (factcg: a blank premise has no chunk)."""
     count = len(item.windows)
+    if not count:
+      raise BadRequest(400, f"instance {index}: a blank premise: nothing to score")
     if count > limits.max_instance_windows:
       raise BadRequest(413, f"instance {index}: its premise needs {count} windows of "
                        f"{self.model.max_input_tokens} tokens: at most "

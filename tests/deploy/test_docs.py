@@ -284,6 +284,27 @@ def subsection(text: str, title: str):
   return None if lines is None else "\n".join(lines)
 
 
+def _run_hub_example(workspace, tmp_path, title: str, models: dict) -> None:
+  """Runs the `### Example` of docs/scorers.md's section `title` as written,
+  offline, from a Hugging Face cache holding `models` ({hub id: local
+  directory}); every command names the first hub id. Its outputs are checked,
+  and examples/ is left as it was."""
+  from tests.support.hub_cache import add_to_hub_cache  # pylint: disable=import-outside-toplevel
+  example = subsection(section(page_path("scorers").read_text(encoding="utf-8"), title),
+                       "Example")
+  argvs = [argv for block in fenced_blocks(example) for argv in commands(block)]
+  outputs = OUTPUT.findall(prose(example))
+  assert argvs and outputs and all(next(iter(models)) in argv for argv in argvs), argvs
+  for repo_id, directory in models.items():
+    add_to_hub_cache(tmp_path / "hf_home", repo_id, directory)
+  before = _snapshot(EXAMPLES)
+  for argv in argvs:
+    workspace.run(argv, HF_HOME=str(tmp_path / "hf_home"), HF_HUB_OFFLINE="1",
+                  HF_HUB_CACHE=str(tmp_path / "hf_home" / "hub"))
+  workspace.check_outputs(outputs, f"docs/scorers.md's {title} example")
+  assert _snapshot(EXAMPLES) == before, "an example command changed examples/"
+
+
 def test_hhem_example_runs(workspace, tmp_path):
   """docs/scorers.md's HHEM section has an Example of its own (### Example):
   its commands run as written, offline, from a Hugging Face cache holding a
@@ -291,23 +312,21 @@ def test_hhem_example_runs(workspace, tmp_path):
   under the hub ids HHEM publishes and names: the command and its outputs
   are checked, not the model's scores."""
   from tests.support.hhem_models import FOUNDATION_ID, HHEM_ID, build_tiny_hhem  # pylint: disable=import-outside-toplevel
-  from tests.support.hub_cache import add_to_hub_cache  # pylint: disable=import-outside-toplevel
   from tests.support.vocab import example_texts  # pylint: disable=import-outside-toplevel
-  hhem = section(page_path("scorers").read_text(encoding="utf-8"), "Vectara HHEM (hhem)")
-  example = subsection(hhem, "Example")
-  argvs = [argv for block in fenced_blocks(example) for argv in commands(block)]
-  outputs = OUTPUT.findall(prose(example))
-  assert argvs and outputs and all(HHEM_ID in argv for argv in argvs), argvs
   foundation, model = build_tiny_hhem(str(tmp_path / "hhem"), example_texts())
-  add_to_hub_cache(tmp_path / "hf_home", HHEM_ID, model)
-  add_to_hub_cache(tmp_path / "hf_home", FOUNDATION_ID, foundation)
-  before = _snapshot(EXAMPLES)
-  for argv in argvs:
-    workspace.run(argv, HF_HOME=str(tmp_path / "hf_home"), HF_HUB_OFFLINE="1",
-                  HF_HUB_CACHE=str(tmp_path / "hf_home" / "hub"))
-  workspace.check_outputs(outputs, "docs/scorers.md's HHEM example")
-  assert _snapshot(EXAMPLES) == before, "an example command changed examples/"
+  _run_hub_example(workspace, tmp_path, "Vectara HHEM (hhem)",
+                   {HHEM_ID: model, FOUNDATION_ID: foundation})
 
+
+def test_factcg_example_runs(workspace, tmp_path):
+  """docs/scorers.md's FactCG section has an Example of its own: its command
+  runs as written, offline, from a Hugging Face cache holding a tiny random
+  FactCG-DeBERTa checkpoint (tests/support/factcg_models.py) under the hub id
+  FactCG publishes: the command and its outputs are checked, not the scores."""
+  from tests.support.factcg_models import FACTCG_ID, build_tiny_factcg  # pylint: disable=import-outside-toplevel
+  from tests.support.vocab import example_texts  # pylint: disable=import-outside-toplevel
+  model = build_tiny_factcg(str(tmp_path / "factcg"), example_texts())
+  _run_hub_example(workspace, tmp_path, "FactCG (factcg)", {FACTCG_ID: model})
 
 def makefile_recipe(target: str):
   lines, taking = [], False

@@ -8,5 +8,6 @@ NLI_CLASSIFIER = "nli-classifier"
 LLM_JUDGE = "llm-judge"
 MINICHECK = "minicheck"
 HHEM = "hhem"
+FACTCG = "factcg"
 # --judge_api: the OpenAI-compatible APIs an llm-judge is asked through.
 JUDGE_APIS = ("chat", "completions")

@@ -25,7 +25,7 @@ from autoais.schemas import AttributionExample  # pylint: disable=wrong-import-p
 from autoais.schemas.errors import ModelError  # pylint: disable=wrong-import-position
 from tests.support.hhem_models import PROMPT, build_tiny_hhem  # pylint: disable=wrong-import-position
 from tests.support.hhem_reference import reference_hhem  # pylint: disable=wrong-import-position
-from tests.support.jobs import run_job  # pylint: disable=wrong-import-position
+from tests.support.jobs import SCORING_JOBS, run_job  # pylint: disable=wrong-import-position
 from tests.support.paths import EXAMPLES  # pylint: disable=wrong-import-position
 from tests.support.vocab import example_texts  # pylint: disable=wrong-import-position
 
@@ -94,19 +94,6 @@ def test_agreement_end_to_end_equals_the_reference(hhem, tmp_path, monkeypatch):
                              sorted(reference.predict(pairs).tolist()), rtol=0, atol=1e-5)
 
 
-# Each job that scores, on its bundled example (the flags besides the scorer's).
-_JOBS = {
-    "evaluate": ("--predictions", EXAMPLES / "agreement" / "ratings.csv"),
-    "agreement": ("--input", AGGREFACT, "--format", "aggrefact"),
-    "claims": ("--input", EXAMPLES / "claims" / "expertqa.jsonl", "--format", "expertqa"),
-    "citations": ("--input", EXAMPLES / "citations" / "*.json"),
-    "audit": ("--answers", EXAMPLES / "audit" / "answers.csv", "--candidates",
-              EXAMPLES / "audit" / "runs" / "*.trec", "--topics",
-              EXAMPLES / "audit" / "topics.tsv", "--corpus", EXAMPLES / "corpus"),
-    "sck": ("--input", EXAMPLES / "sck" / "answers.csv", "--kg", EXAMPLES / "sck" / "kg.csv"),
-}
-
-
 def _changed(source, target, **config):
   shutil.copytree(source, target)
   path = target / "config.json"
@@ -121,7 +108,7 @@ def test_every_job_that_scores_takes_hhem_and_refuses_an_input_length(hhem, tmp_
   from autoais.transforms.scoring.registry import SERVED  # pylint: disable=import-outside-toplevel
   foundation, model = hhem
   assert "hhem" in SERVED
-  for job, flags in _JOBS.items():
+  for job, flags in SCORING_JOBS.items():
     module = importlib.import_module(JOBS[job])
     assert run_job(module, *flags, "--output_dir", tmp_path / job, "--scorer", "hhem",
                    "--model", model, "--tokenizer", foundation,
