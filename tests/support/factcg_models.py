@@ -5,17 +5,20 @@ yaxili96/FactCG-DeBERTa-v3-Large is published in (no network, no hub).
 
 The model is tests/support/nli_classifiers.py's tiny DeBERTa-v2 sequence
 classifier (DebertaV2ForSequenceClassification, relative attention, no
-absolute positions, no token types: DeBERTa-v3's shape, tiny) with a
-two-label head named as transformers names a head it was given no names for
-(LABEL_0, LABEL_1: FactCG's code reads label 1 as supported), one
-model.safetensors. Rebuilt of the real tokenizer: DeBERTa-v3's SentencePiece
-layout and settings (spm.model with [PAD] 0, [CLS] 1, [SEP] 2, [UNK] 3,
-[MASK] added after the pieces; `[CLS] text [SEP]`; eos [SEP]; no lower-casing)
-saved as the published repository holds it, spm.model beside tokenizer.json,
-tokenizer_config.json and special_tokens_map.json. Not rebuilt: its 128,000
-pieces (the vocabulary here is trained on `texts` and FactCG's template) or
-its weights.
+absolute positions, no token types: DeBERTa-v3's shape, tiny, one attention
+head) with a two-label head whose id2label and label2id config.json spells out
+as transformers 4 wrote a head given no names (LABEL_0, LABEL_1; FactCG's code
+reads label 1 as supported; transformers 5 leaves such default names out),
+one model.safetensors. Rebuilt of the real tokenizer: DeBERTa-v3's
+SentencePiece layout and settings (spm.model with [PAD] 0, [CLS] 1, [SEP] 2,
+[UNK] 3, [MASK] added after the pieces; `[CLS] text [SEP]`; eos [SEP]; no
+lower-casing), with spm.model beside tokenizer.json and tokenizer_config.json
+as the published repository holds them (its special_tokens_map.json and
+added_tokens.json, which transformers 5 no longer writes, are not). Not
+rebuilt: its 128,000 pieces (the vocabulary here is trained on `texts` and
+FactCG's template) or its weights.
 """
+import json
 import os
 from typing import Iterable
 
@@ -47,5 +50,12 @@ def build_tiny_factcg(directory: str, texts: Iterable[str], seed: int = 0) -> st
   tensors["classifier.weight"] *= CLASSIFIER_SCALE
   tensors["classifier.bias"] *= 0
   save_file(tensors, weights, metadata={"format": "pt"})
+  path = os.path.join(directory, "config.json")
+  with open(path, encoding="utf-8") as f:
+    config = json.load(f)
+  config.update(id2label={str(k): v for k, v in LABELS.items()},
+                label2id={v: k for k, v in LABELS.items()})
+  with open(path, "w", encoding="utf-8") as f:
+    json.dump(config, f, indent=2, sort_keys=True)
   assert os.path.exists(os.path.join(directory, "spm.model"))
   return directory
