@@ -23,8 +23,9 @@ from autoais.schemas.common import (ATTRIBUTION_EXAMPLE_SCHEMA, ATTRIBUTION_SCOR
                             DEAD_LETTER_SCHEMA, GOLD_ANSWER_SCHEMA, PREDICTION_SCHEMA,
                             REJECTED, SCORE_CACHE_ENTRY_SCHEMA, SCORING_FAILURE_SCHEMA,
                             UNMATCHED, AttributionExample, AttributionScore, DeadLetter,
-                            GoldAnswer, LOCAL_FAILURE, Prediction, ScoreCacheEntry,
-                            ScoringFailure)
+                            GoldAnswer, LOCAL_FAILURE, Prediction, QA_HYPOTHESIS,
+                            ScoreCacheEntry, ScoringFailure, UNSUPPORTED_SPAN_SCHEMA,
+                            UnsupportedSpan)
 from autoais.schemas.corpus import (ARTICLE_ENTRY_SCHEMA, CORPUS_PASSAGE_SCHEMA,
                             CORPUS_RECORD_SCHEMA, ArticleEntry, CorpusPassage,
                             CorpusRecord)

@@ -72,6 +72,28 @@ ATTRIBUTION_EXAMPLE_SCHEMA = pa.schema([
 ])
 
 
+# The AutoAIS hypothesis of an answer to a question (SPEC 5.2): what
+# transforms/scoring/examples.py builds, and what --scorer lettucedetect reads
+# the question and the answer back out of.
+QA_HYPOTHESIS = "The answer to the question '{question}' is '{answer}'"
+
+
+class UnsupportedSpan(NamedTuple):
+  """Characters of an answer that a span detector (--scorer lettucedetect)
+  finds unsupported by the passage: answer[start:end] in Python's string
+  indices, and the largest unsupported probability of its tokens."""
+  start: int
+  end: int
+  probability: float
+
+
+UNSUPPORTED_SPAN_SCHEMA = pa.schema([
+    pa.field("start", pa.int64(), nullable=False),
+    pa.field("end", pa.int64(), nullable=False),
+    pa.field("probability", pa.float64(), nullable=False),
+])
+
+
 class AttributionScore(NamedTuple):
   nli_score: float
   attributable: bool

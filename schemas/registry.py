@@ -21,6 +21,7 @@ SCHEMAS = {
     common.AttributionExample: common.ATTRIBUTION_EXAMPLE_SCHEMA,
     common.AttributionScore: common.ATTRIBUTION_SCORE_SCHEMA,
     common.ScoringFailure: common.SCORING_FAILURE_SCHEMA,
+    common.UnsupportedSpan: common.UNSUPPORTED_SPAN_SCHEMA,
     common.ScoreCacheEntry: common.SCORE_CACHE_ENTRY_SCHEMA,
     corpus.CorpusRecord: corpus.CORPUS_RECORD_SCHEMA,
     corpus.CorpusPassage: corpus.CORPUS_PASSAGE_SCHEMA,

@@ -284,30 +284,48 @@ def subsection(text: str, title: str):
   return None if lines is None else "\n".join(lines)
 
 
-def test_hhem_example_runs(workspace, tmp_path):
-  """docs/scorers.md's HHEM section has an Example of its own (### Example):
-  its commands run as written, offline, from a Hugging Face cache holding a
-  tiny random HHEM checkpoint and foundation (tests/support/hhem_models.py)
-  under the hub ids HHEM publishes and names: the command and its outputs
-  are checked, not the model's scores."""
-  from tests.support.hhem_models import FOUNDATION_ID, HHEM_ID, build_tiny_hhem  # pylint: disable=import-outside-toplevel
+def _run_hub_example(workspace, tmp_path, title: str, hub_models: dict) -> None:
+  """docs/scorers.md's section `title` has an Example of its own (### Example):
+  its commands run as written, offline, from a Hugging Face cache holding
+  `hub_models` ({hub id: a local directory}) under those ids; each command names
+  the first id. The command and its outputs are checked, not the scores."""
   from tests.support.hub_cache import add_to_hub_cache  # pylint: disable=import-outside-toplevel
-  from tests.support.vocab import example_texts  # pylint: disable=import-outside-toplevel
-  hhem = section(page_path("scorers").read_text(encoding="utf-8"), "Vectara HHEM (hhem)")
-  example = subsection(hhem, "Example")
+  example = subsection(section(page_path("scorers").read_text(encoding="utf-8"), title),
+                       "Example")
   argvs = [argv for block in fenced_blocks(example) for argv in commands(block)]
   outputs = OUTPUT.findall(prose(example))
-  assert argvs and outputs and all(HHEM_ID in argv for argv in argvs), argvs
-  foundation, model = build_tiny_hhem(str(tmp_path / "hhem"), example_texts())
-  add_to_hub_cache(tmp_path / "hf_home", HHEM_ID, model)
-  add_to_hub_cache(tmp_path / "hf_home", FOUNDATION_ID, foundation)
+  first = next(iter(hub_models))
+  assert argvs and outputs and all(first in argv for argv in argvs), argvs
+  for repo_id, directory in hub_models.items():
+    add_to_hub_cache(tmp_path / "hf_home", repo_id, directory)
   before = _snapshot(EXAMPLES)
   for argv in argvs:
     workspace.run(argv, HF_HOME=str(tmp_path / "hf_home"), HF_HUB_OFFLINE="1",
                   HF_HUB_CACHE=str(tmp_path / "hf_home" / "hub"))
-  workspace.check_outputs(outputs, "docs/scorers.md's HHEM example")
+  workspace.check_outputs(outputs, f"docs/scorers.md's {title} example")
   assert _snapshot(EXAMPLES) == before, "an example command changed examples/"
 
+
+def test_hhem_example_runs(workspace, tmp_path):
+  """The HHEM section's Example, from a cache holding a tiny random HHEM
+  checkpoint and foundation (tests/support/hhem_models.py) under the hub ids
+  HHEM publishes and names."""
+  from tests.support.hhem_models import FOUNDATION_ID, HHEM_ID, build_tiny_hhem  # pylint: disable=import-outside-toplevel
+  from tests.support.vocab import example_texts  # pylint: disable=import-outside-toplevel
+  foundation, model = build_tiny_hhem(str(tmp_path / "hhem"), example_texts())
+  _run_hub_example(workspace, tmp_path, "Vectara HHEM (hhem)",
+                   {HHEM_ID: model, FOUNDATION_ID: foundation})
+
+
+def test_lettucedetect_example_runs(workspace, tmp_path):
+  """The LettuceDetect section's Example, from a cache holding a tiny random
+  checkpoint (tests/support/lettucedetect_models.py) under the hub id KRLabs
+  publishes."""
+  from tests.support.lettucedetect_models import LETTUCEDETECT_ID, build_tiny_lettucedetect  # pylint: disable=import-outside-toplevel
+  from tests.support.vocab import example_texts  # pylint: disable=import-outside-toplevel
+  model = build_tiny_lettucedetect(str(tmp_path / "lettucedetect"), example_texts())
+  _run_hub_example(workspace, tmp_path, "LettuceDetect (lettucedetect)",
+                   {LETTUCEDETECT_ID: model})
 
 def makefile_recipe(target: str):
   lines, taking = [], False

@@ -12,14 +12,14 @@ string-match run import no model stack.
 """
 from typing import Dict, Iterable, NamedTuple, Tuple
 
-from autoais.transforms.scoring import (hhem, hosted, llm_judge, minicheck,
+from autoais.transforms.scoring import (hhem, hosted, lettucedetect, llm_judge, minicheck,
                                         nli_classifier, string_match, t5)
 from autoais.transforms.scoring.flags import COMMON, Family, Flag
 from autoais.transforms.scoring.names import STRING_MATCH
 
 FAMILIES: Dict[str, Family] = {family.name: family for family in (
     string_match.FAMILY, t5.FAMILY, nli_classifier.FAMILY, minicheck.FAMILY,
-    hhem.FAMILY, hosted.REMOTE_FAMILY, hosted.VERTEX_FAMILY, llm_judge.FAMILY)}
+    hhem.FAMILY, lettucedetect.FAMILY, hosted.REMOTE_FAMILY, hosted.VERTEX_FAMILY, llm_judge.FAMILY)}
 SCORERS = tuple(FAMILIES)
 SERVED = tuple(name for name, family in FAMILIES.items() if family.serve)
 

@@ -49,6 +49,7 @@ def _example(element_type):
       schemas.AttributionExample: schemas.AttributionExample("p", "h", "a", "t"),
       schemas.AttributionScore: schemas.AttributionScore(0.25, False, 2, True),
       schemas.ScoringFailure: schemas.ScoringFailure(503, "HTTP 503: unavailable"),
+      schemas.UnsupportedSpan: schemas.UnsupportedSpan(4, 11, 0.875),
       schemas.ScoreCacheEntry: schemas.ScoreCacheEntry(b"\x00\xff" * 8, 0.75, True,
                                                        1, False),
       schemas.CorpusRecord: schemas.CorpusRecord("id", "« t » « t » x", "c.jsonl", 3),

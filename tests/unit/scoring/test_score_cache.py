@@ -126,6 +126,7 @@ def test_score_cache_needs_a_model_scorer(setup, tmp_path, capsys):
                  "--corpus", setup[2], "--gold", EXAMPLES / "gold.jsonl",
                  "--output_dir", tmp_path / "out", "--score_cache", tmp_path / "c")
   assert code == 2
-  assert "--score_cache is for --scorer t5 / nli-classifier / minicheck / hhem / remote" in (
+  assert ("--score_cache is for --scorer t5 / nli-classifier / minicheck / hhem / "
+          "lettucedetect / remote") in (
       capsys.readouterr().err)
   assert not (tmp_path / "out").exists()
