@@ -27,9 +27,10 @@ data set, --seed).
 
 Outputs in --output_dir: agreement_rows.parquet and .csv (one row per item,
 sorted by source file, line and item id), agreement.json, agreement.md,
-report.html, dead_letter.jsonl, and run.json, written last, whose counts
-reconcile: read = scored + rejected + unmatched (records: WiCE chunks count one
-each).
+report.html, dead_letter.jsonl, with a scorer that finds unsupported spans
+(--scorer lettucedetect) spans.jsonl (one line per item, counts.span_rows),
+and run.json, written last, whose counts reconcile: read = scored + rejected +
+unmatched (records: WiCE chunks count one each).
 """
 if __name__ == "__main__":
   # Run the package module (Beam pickles DoFns by reference).
@@ -51,6 +52,7 @@ from autoais.schemas.errors import ConfigError, require, require_choice
 from autoais.transforms.agreement.steps import CALIBRATION, INPUT, ScoreItems
 from autoais.transforms.agreement.summary import (MEAN_GROUPINGS, Calibrate, RowsFold,
                                           SummarizeAgreement, apply_threshold)
+from autoais.transforms.io import span_rows
 from autoais.transforms.io.inputs import match_files
 from autoais.transforms.io.input_records import ReadRecords
 from autoais.transforms.labelled.readers import (FORMATS, SCENARIOS, check_labelled_file,
@@ -142,7 +144,8 @@ class _Plan:
     self.num_shards = row_table_shards(options)
     self.output = OutputDir(
         "agreement", options.output_dir, row_table_files(
-            OUTPUT_FILES, (RowsFold,), self.num_shards),
+            OUTPUT_FILES + ((span_rows.FILE_NAME,) if self.scorer.gives_spans else ()),
+            (RowsFold,), self.num_shards),
         reads={"--input": self.input_files, "--calibrate_on": self.calibration_files},
         read_dirs=scorer_read_dirs(options))
     self.output.check()
@@ -153,7 +156,7 @@ class _Plan:
 class _AgreementRecord(RunRecord):
   job = "agreement"
   summed = ("read_counts", "calibration_read_counts", "calibration_rows")
-  values = ("rows", "summary_info")
+  values = ("rows", "summary_info", "span_rows")
 
   def __init__(self, options, plan: _Plan):
     super().__init__(plan.scorer.describe())
@@ -166,9 +169,13 @@ class _AgreementRecord(RunRecord):
                     "calibrate_per_dataset": plan.per_dataset}
 
   def fields(self, read_counts, rows, dead, scorer_stats, model_info, summary_info,
-               calibration_read_counts=None, calibration_rows=None):
+             span_rows=None, calibration_read_counts=None, calibration_rows=None):
     counts = reconcile(read_counts.get("read", 0), rows.get("records", 0), dead[INPUT])
     counts["items"] = rows["items"]
+    if span_rows is not None:  # a line of spans.jsonl per item
+      counts["span_rows"] = span_rows
+      if span_rows != rows["items"]:
+        raise RuntimeError(f"{span_rows} lines of spans for {rows['items']} items")
     manifest = {"counts": counts}
     if calibration_rows is not None:
       manifest["calibration_counts"] = dict(
@@ -244,6 +251,14 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   summary_info = input_rows | "SummarizeAgreement" >> SummarizeAgreement(
       options.output_dir, plan.format.groupings, header, calibration,
       (options.bootstrap_samples, options.seed))
+  if plan.scorer.gives_spans:
+    counts["span_rows"] = (
+        scored["spans"] | "InputSpanRows" >> beam.FlatMapTuple(
+            lambda role, row: [row] if role == INPUT else [])
+        | "WriteSpans" >> span_rows.WriteSpanRows(
+            FileSystems.join(options.output_dir, span_rows.FILE_NAME), work_dir))
+  else:
+    counts["span_rows"] = pipeline | "NoSpans" >> beam.Create([None])
   _ = dict(counts, dead=dead_letters, rows=rows_written["stats"], summary_info=summary_info,
            scorer_stats=scored["stats"]) | "WriteRunRecord" >> WriteRunRecord(
                options.output_dir, work_dir, record, scorer=plan.scorer)

@@ -25,7 +25,7 @@ how close it came (above 0.5), so that scores rank answers without a span too.
 An answer with no tokens, or too long to leave the prompt a token, is a
 ScoringFailure (dead letter)."""
 import string
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -120,11 +120,6 @@ def checked_text(example: AttributionExample) -> Tuple[Optional[str], str]:
   return None, text
 
 
-class Detection(NamedTuple):
-  score: AttributionScore
-  spans: List[UnsupportedSpan]
-
-
 def check_detector(model_path: str, tokenizer_path: Optional[str]) -> None:
   """Launch-time checks (listing and config.json): a token classifier of two labels."""
   checkpoints.check_model_and_tokenizer(model_path, tokenizer_path,
@@ -167,10 +162,10 @@ class LettuceDetectModel(TokenBudgetModel):
         used = size
     return groups if room > 0 else [list(passages)]
 
-  def detect(self, examples: Sequence[AttributionExample], threshold: float = 0.5,
-             passages_of=None) -> List[Union[Detection, ScoringFailure]]:
-    """Each example's score and unsupported spans (`passages_of(example)`: its
-    passages, by default the premise alone)."""
+  def score(self, examples: Sequence[AttributionExample], threshold: float = 0.5,
+            passages_of=None) -> List[Union[AttributionScore, ScoringFailure]]:
+    """Each example's score with its unsupported spans (`passages_of(example)`:
+    its passages, by default the premise alone)."""
     inputs, plans = [], []
     for example in examples:
       question, answer = checked_text(example)
@@ -197,7 +192,7 @@ class LettuceDetectModel(TokenBudgetModel):
             self._detection(inputs, probabilities, threshold, *plan) for plan in plans]
 
   def _detection(self, inputs, probabilities, threshold: float, answer: str, first: int,
-                 count: int) -> Detection:
+                 count: int) -> AttributionScore:
     ids, offsets, answer_tokens, _ = inputs[first]
     start = len(ids) - answer_tokens - 1
     stacked = np.stack([probabilities[first + k][0] for k in range(count)])
@@ -219,8 +214,8 @@ class LettuceDetectModel(TokenBudgetModel):
         spans.append(UnsupportedSpan(begin - base, end - base, float(probability[k])))
     score = 1.0 - float(max(scored)) if scored else 1.0
     truncated = any(inputs[first + k][3] for k in range(count))
-    return Detection(AttributionScore(score, score > threshold, count, truncated),
-                     [span for span in spans if span is not None])
+    return AttributionScore(score, score > threshold, count, truncated,
+                            [span for span in spans if span is not None])
 
   def _token_probabilities(self, inputs) -> List[Tuple[np.ndarray, np.ndarray]]:
     """(P(unsupported), argmax is unsupported) of each input's answer tokens."""
@@ -238,11 +233,6 @@ class LettuceDetectModel(TokenBudgetModel):
           where = slice(length - answer_tokens - 1, length - 1)
           out[i] = (unsupported[row, where].astype(np.float64), chosen[row, where])
     return out
-
-  def score(self, examples: Sequence[AttributionExample],
-            threshold: float) -> List[Union[AttributionScore, ScoringFailure]]:
-    return [found if isinstance(found, ScoringFailure) else found.score
-            for found in self.detect(examples, threshold)]
 
 
 def load_lettucedetect(model_path: str, dtype: str = "float32", device: str = "cpu",

@@ -33,8 +33,8 @@ from autoais.schemas.evaluate import (GOLD_MATCH_SCHEMA, HUMAN_RATING_SCHEMA, LE
                               RATING_SCHEMA, GoldMatch, HumanRating, LeaderboardRow,
                               RatingRow)
 from autoais.schemas.agreement import (AGREEMENT_ROW_SCHEMA, LABELLED_ITEM_SCHEMA,
-                                       TEXT_SPAN_SCHEMA, AgreementRow, LabelledItem,
-                                       TextSpan)
+                                       SPAN_ROW_SCHEMA, TEXT_SPAN_SCHEMA, AgreementRow,
+                                       LabelledItem, SpanRow, TextSpan)
 from autoais.schemas.ais_annotations import (AIS_AGREEMENT_SCHEMA, AIS_ANNOTATION_SCHEMA,
                                      AIS_TABLE_SCHEMA, AisAgreementRow, AisAnnotation,
                                      AisTableRow)

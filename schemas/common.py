@@ -99,6 +99,9 @@ class AttributionScore(NamedTuple):
   attributable: bool
   n_windows: int
   truncated: bool
+  # The answer's unsupported spans, from a scorer that finds them
+  # (lettucedetect; an empty list: none found); None from the others.
+  spans: Optional[List[UnsupportedSpan]] = None
 
 
 ATTRIBUTION_SCORE_SCHEMA = pa.schema([
@@ -106,6 +109,7 @@ ATTRIBUTION_SCORE_SCHEMA = pa.schema([
     pa.field("attributable", pa.bool_(), nullable=False),
     pa.field("n_windows", pa.int64(), nullable=False),
     pa.field("truncated", pa.bool_(), nullable=False),
+    pa.field("spans", pa.list_(pa.struct(list(UNSUPPORTED_SPAN_SCHEMA)))),
 ])
 
 
@@ -138,6 +142,7 @@ class ScoreCacheEntry(NamedTuple):
   attributable: bool
   n_windows: int
   truncated: bool
+  spans: Optional[List[UnsupportedSpan]] = None  # as AttributionScore's
 
 
 SCORE_CACHE_ENTRY_SCHEMA = pa.schema([
@@ -146,6 +151,7 @@ SCORE_CACHE_ENTRY_SCHEMA = pa.schema([
     pa.field("attributable", pa.bool_(), nullable=False),
     pa.field("n_windows", pa.int64(), nullable=False),
     pa.field("truncated", pa.bool_(), nullable=False),
+    pa.field("spans", pa.list_(pa.struct(list(UNSUPPORTED_SPAN_SCHEMA)))),
 ])
 
 

@@ -35,6 +35,7 @@ SCHEMAS = {
     agreement.TextSpan: agreement.TEXT_SPAN_SCHEMA,
     agreement.LabelledItem: agreement.LABELLED_ITEM_SCHEMA,
     agreement.AgreementRow: agreement.AGREEMENT_ROW_SCHEMA,
+    agreement.SpanRow: agreement.SPAN_ROW_SCHEMA,
     corpus.ArticleEntry: corpus.ARTICLE_ENTRY_SCHEMA,
     claims.ClaimInput: claims.CLAIM_INPUT_SCHEMA,
     claims.ClaimRow: claims.CLAIM_ROW_SCHEMA,

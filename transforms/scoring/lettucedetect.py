@@ -28,6 +28,7 @@ def check_flags(options, local_run: bool) -> Dict[str, Any]:
 class LettuceDetectScorer(Scorer):
 
   name = LETTUCEDETECT
+  gives_spans = True
 
   def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
                threshold: float = 0.5, max_input_tokens: Optional[int] = None,

@@ -14,6 +14,7 @@ probabilities, its trailing [SEP] aside). Every job that scores takes
 `--scorer lettucedetect`; a checkpoint that is not a two-label token
 classifier is refused.
 """
+import csv
 import json
 import shutil
 
@@ -24,9 +25,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from autoais.beam_jobs import agreement  # pylint: disable=wrong-import-position
-from autoais.models.lettucedetect import (Detection, checked_text,  # pylint: disable=wrong-import-position
-                                          load_lettucedetect)
-from autoais.schemas import AttributionExample, ScoringFailure  # pylint: disable=wrong-import-position
+from autoais.models.lettucedetect import checked_text, load_lettucedetect  # pylint: disable=wrong-import-position
+from autoais.schemas import AttributionExample, AttributionScore, ScoringFailure  # pylint: disable=wrong-import-position
 from autoais.transforms.scoring.examples import qa_example, qa_hypothesis  # pylint: disable=wrong-import-position
 from tests.support.files import read_jsonl  # pylint: disable=wrong-import-position
 from tests.support.jobs import run_job  # pylint: disable=wrong-import-position
@@ -72,8 +72,8 @@ def _reference_result(reference, passages, question, answer):
 def _ours(model, passages, question, answer):
   example = AttributionExample(" ".join(passages), qa_hypothesis(question, answer)
                                if question is not None else answer, answer, "")
-  found = model.detect([example], passages_of=lambda _: passages)[0]
-  assert isinstance(found, Detection)
+  found = model.score([example], passages_of=lambda _: passages)[0]
+  assert isinstance(found, AttributionScore)
   return found
 
 
@@ -82,7 +82,7 @@ def _compare(cases, ours, reference, label):
   for passages, question, answer in cases:
     score, reference_spans = _reference_result(reference, passages, question, answer)
     found = _ours(ours, passages, question, answer)
-    got.append(found.score.nli_score)
+    got.append(found.nli_score)
     expected.append(score)
     assert [(s.start, s.end) for s in found.spans] == [s[:2] for s in reference_spans]
     np.testing.assert_allclose([s.probability for s in found.spans],
@@ -101,9 +101,9 @@ def test_scores_and_spans_equal_the_reference(checkpoint, monkeypatch):
   got, spans = _compare(_qa(), ours, reference, "qa, one chunk")
   assert spans > 3 and len({round(v, 3) for v in got}) > 5  # spans found, scores spread
   # In one call, padded into batches: the same scores and spans.
-  together = ours.detect([AttributionExample(p[0], qa_hypothesis(q, a), a, "")
+  together = ours.score([AttributionExample(p[0], qa_hypothesis(q, a), a, "")
                           for p, q, a in _qa()])
-  np.testing.assert_allclose([found.score.nli_score for found in together], got,
+  np.testing.assert_allclose([found.nli_score for found in together], got,
                              rtol=0, atol=1e-5)
   assert [[s[:2] for s in found.spans] for found in together] == [
       [s[:2] for s in _ours(ours, *case).spans] for case in _qa()]
@@ -121,8 +121,8 @@ def test_chunks_of_passages_equal_the_reference(checkpoint, monkeypatch):
            (passages[:3] + [passages[3] * 6], gold[2]["question"], "Au, from aurum")]
   _compare(cases, ours, reference, "several chunks")
   found = _ours(ours, *cases[0])
-  assert found.score.n_windows == len(ours.chunks(passages[:6], gold[0]["question"], 12)) > 1
-  assert _ours(ours, *cases[2]).score.truncated  # a passage alone past the input length
+  assert found.n_windows == len(ours.chunks(passages[:6], gold[0]["question"], 12)) > 1
+  assert _ours(ours, *cases[2]).truncated  # a passage alone past the input length
 
 
 def test_another_language_equals_the_reference(checkpoint, monkeypatch):
@@ -144,14 +144,39 @@ def test_the_question_and_answer_of_an_example(checkpoint):
   assert found[0].attributable == (found[0].nli_score > 0.5)
 
 
-def test_agreement_end_to_end(checkpoint, tmp_path):
+def test_agreement_end_to_end_with_spans(checkpoint, tmp_path):
   output = tmp_path / "agreement"
   assert run_job(agreement, "--input", AGGREFACT, "--format", "aggrefact",
                  "--output_dir", output, "--scorer", "lettucedetect", "--model", checkpoint,
-                 "--bootstrap_samples", 20) == 0
-  scorer = json.loads((output / "run.json").read_text())["scorer"]
+                 "--score_cache", tmp_path / "cache", "--bootstrap_samples", 20) == 0
+  record = json.loads((output / "run.json").read_text())
+  scorer = record["scorer"]
   assert scorer["name"] == scorer["family"] == "lettucedetect"
   assert scorer["language"] == "en" and scorer["max_input_tokens"] == 4096
+  # spans.jsonl: a line per item, in the rows' order, each span's characters
+  # those of the text checked, with its probability; rows and lines reconcile.
+  lines = [json.loads(line) for line in (output / "spans.jsonl").read_text().splitlines()]
+  assert record["counts"]["span_rows"] == record["counts"]["items"] == len(lines) > 0
+  with open(output / "agreement_rows.csv", newline="", encoding="utf-8") as f:
+    rows = list(csv.DictReader(f))
+  assert [line["item_id"] for line in lines] == [row["item_id"] for row in rows]
+  spans = [span for line in lines for span in line["spans"]]
+  assert spans and all(line["text"][s["start"]:s["end"]] == s["text"]
+                       for line in lines for s in line["spans"])
+  for line, row in zip(lines, rows):
+    assert line["text"] == row["hypothesis"]  # AggreFact's claims: the claim checked
+    if line["spans"]:
+      assert abs(float(row["nli_score"]) - (1 - max(s["probability"] for s in line["spans"]))
+                 ) < 1e-9
+    else:
+      assert float(row["nli_score"]) > 0.5
+  # A second run reads every score, and its spans, from the score cache.
+  cached = tmp_path / "cached"
+  assert run_job(agreement, "--input", AGGREFACT, "--format", "aggrefact",
+                 "--output_dir", cached, "--scorer", "lettucedetect", "--model", checkpoint,
+                 "--score_cache", tmp_path / "cache", "--bootstrap_samples", 20) == 0
+  assert json.loads((cached / "run.json").read_text())["scorer"]["cache_hits"] == len(rows)
+  assert (cached / "spans.jsonl").read_bytes() == (output / "spans.jsonl").read_bytes()
 
 
 def test_refusals(checkpoint, tmp_path, capsys):
@@ -166,3 +191,15 @@ def test_refusals(checkpoint, tmp_path, capsys):
   assert run_job(agreement, "--input", AGGREFACT, "--format", "aggrefact", "--output_dir",
                  tmp_path / "out", "--language", "de") == 2
   assert "--language is for --scorer lettucedetect" in capsys.readouterr().err
+
+
+def test_evaluate_takes_it(checkpoint, tmp_path):
+  """A job whose rows are answers to questions (the question prompt); it
+  writes no spans yet (agreement does)."""
+  from autoais.beam_jobs import evaluate  # pylint: disable=import-outside-toplevel
+  output = tmp_path / "evaluate"
+  assert run_job(evaluate, "--predictions", EXAMPLES / "agreement" / "ratings.csv",
+                 "--output_dir", output, "--scorer", "lettucedetect", "--model", checkpoint,
+                 "--bootstrap_samples", 20) == 0
+  assert json.loads((output / "run.json").read_text())["scorer"]["family"] == "lettucedetect"
+  assert (output / "ratings.csv").exists() and not (output / "spans.jsonl").exists()
