@@ -49,7 +49,8 @@ from autoais.beam_jobs.running import is_local_runner, run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import AgreementRow
 from autoais.schemas.errors import ConfigError, require, require_choice
-from autoais.transforms.agreement.steps import CALIBRATION, INPUT, ScoreItems
+from autoais.transforms.agreement.steps import (CALIBRATION, INPUT, ScoreItems,
+                                               human_span_counts)
 from autoais.transforms.agreement.summary import (MEAN_GROUPINGS, Calibrate, RowsFold,
                                           SummarizeAgreement, apply_threshold)
 from autoais.transforms.io import span_rows
@@ -60,8 +61,11 @@ from autoais.transforms.labelled.readers import (FORMATS, SCENARIOS, check_label
 from autoais.transforms.rows.merge import WriteMergedRows, row_table_files
 from autoais.transforms.rows.run_record import RunRecord, WriteRunRecord, reconcile
 from autoais.transforms.scoring.flags import boolean_flag
+from autoais.transforms.stats.spans import SpanCounts
 from autoais.transforms.stats.agreement import METRICS
 
+# The rows of a span scorer report.html shows with their spans (the first by source).
+REPORT_SPAN_ROWS = 50
 OUTPUT_FILES = ("run.json", "agreement_rows.parquet", "agreement_rows.csv",
                 "agreement.json", "agreement.md", "report.html", "dead_letter.jsonl")
 
@@ -217,7 +221,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
              | "FlattenSets" >> beam.Flatten())
   scored = items | "ScoreItems" >> ScoreItems(plan.scorer, plan.format.multi_premise,
                                              roles,
-                                             FileSystems.join(work_dir, "scoring"))
+                                             FileSystems.join(work_dir, "scoring"),
+                                             plan.format.span_labels)
   dead_letters = {INPUT: (read.dead_letter, scored["dead_letter"][INPUT])}
   counts = {"read_counts": read.counts, "calibration_read_counts": None,
             "calibration_rows": None}
@@ -248,17 +253,28 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
       "threshold": threshold,
       "decision": options.view_as(ScorerOptions).decision,
   }
-  summary_info = input_rows | "SummarizeAgreement" >> SummarizeAgreement(
-      options.output_dir, plan.format.groupings, header, calibration,
-      (options.bootstrap_samples, options.seed))
+  spans = None
   if plan.scorer.gives_spans:
-    counts["span_rows"] = (
-        scored["spans"] | "InputSpanRows" >> beam.FlatMapTuple(
-            lambda role, row: [row] if role == INPUT else [])
-        | "WriteSpans" >> span_rows.WriteSpanRows(
-            FileSystems.join(options.output_dir, span_rows.FILE_NAME), work_dir))
+    input_spans = scored["spans"] | "InputSpanRows" >> beam.FlatMapTuple(
+        lambda role, row: [row] if role == INPUT else [])
+    counts["span_rows"] = input_spans | "WriteSpans" >> span_rows.WriteSpanRows(
+        FileSystems.join(options.output_dir, span_rows.FILE_NAME), work_dir)
+    span_counts = None
+    if plan.format.span_labels:  # against the human's spans, in characters
+      span_counts = beam.pvalue.AsSingleton(
+          input_spans | "CountSpanCharacters" >> beam.Map(human_span_counts)
+          | "SumSpanCharacters" >> beam.CombineGlobally(
+              lambda counts: sum(counts, SpanCounts())))
+    spans = (input_spans
+             | "FirstSpanRows" >> beam.combiners.Top.Smallest(
+                 REPORT_SPAN_ROWS, key=lambda row: row[:3])
+             | "WithSpanCounts" >> beam.Map(lambda shown, counts: (counts, shown),
+                                            span_counts))
   else:
     counts["span_rows"] = pipeline | "NoSpans" >> beam.Create([None])
+  summary_info = input_rows | "SummarizeAgreement" >> SummarizeAgreement(
+      options.output_dir, plan.format.groupings, header, calibration,
+      (options.bootstrap_samples, options.seed), spans)
   _ = dict(counts, dead=dead_letters, rows=rows_written["stats"], summary_info=summary_info,
            scorer_stats=scored["stats"]) | "WriteRunRecord" >> WriteRunRecord(
                options.output_dir, work_dir, record, scorer=plan.scorer)

@@ -186,12 +186,12 @@ class LettuceDetectModel(TokenBudgetModel):
         cut = (len(ids) == self.max_input_tokens
                and self._count(text) + answer_tokens + 3 > self.max_input_tokens)
         inputs.append((ids, encoding["offset_mapping"], answer_tokens, cut))
-      plans.append((answer, first, len(groups)))
+      plans.append((first, len(groups)))
     probabilities = self._token_probabilities(inputs)
     return [plan if isinstance(plan, ScoringFailure) else
             self._detection(inputs, probabilities, threshold, *plan) for plan in plans]
 
-  def _detection(self, inputs, probabilities, threshold: float, answer: str, first: int,
+  def _detection(self, inputs, probabilities, threshold: float, first: int,
                  count: int) -> AttributionScore:
     ids, offsets, answer_tokens, _ = inputs[first]
     start = len(ids) - answer_tokens - 1

@@ -108,6 +108,9 @@ class SpanRow(NamedTuple):
   item_id: str
   text: str
   spans: List[UnsupportedSpan]
+  # The spans a human marked in the same text, where the format has them
+  # (ragtruth's labels); None elsewhere.
+  human_spans: Optional[List[TextSpan]] = None
 
 
 SPAN_ROW_SCHEMA = pa.schema([
@@ -116,4 +119,5 @@ SPAN_ROW_SCHEMA = pa.schema([
     pa.field("item_id", pa.string(), nullable=False),
     pa.field("text", pa.string(), nullable=False),
     pa.field("spans", pa.list_(pa.struct(list(UNSUPPORTED_SPAN_SCHEMA))), nullable=False),
+    pa.field("human_spans", pa.list_(pa.struct(list(TEXT_SPAN_SCHEMA)))),
 ])

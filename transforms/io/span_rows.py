@@ -1,5 +1,6 @@
 """spans.jsonl: the unsupported spans a span scorer (--scorer lettucedetect)
-finds in each scored row, one line a row, sorted by (file, line, item id),
+finds in each scored row (and those a human marked, where the input has them),
+one line a row, sorted by (file, line, item id),
 written from sorted runs on disk as dead_letter.jsonl is (`WriteSpanRows`);
 `span_row_json` is one line of it."""
 import json
@@ -20,12 +21,15 @@ def span_row_json(row: SpanRow) -> str:
   its characters."""
   spans = [span if isinstance(span, UnsupportedSpan) else UnsupportedSpan(**span)
            for span in row.spans]
-  return json.dumps({
-      "source_file": row.source_file, "source_line": row.source_line,
-      "item_id": row.item_id, "text": row.text,
-      "spans": [{"start": span.start, "end": span.end, "probability": span.probability,
-                 "text": row.text[span.start:span.end]} for span in spans],
-  }, ensure_ascii=False)
+  line = {"source_file": row.source_file, "source_line": row.source_line,
+          "item_id": row.item_id, "text": row.text,
+          "spans": [{"start": span.start, "end": span.end, "probability": span.probability,
+                     "text": row.text[span.start:span.end]} for span in spans]}
+  if row.human_spans is not None:
+    human = [span if isinstance(span, dict) else span._asdict() for span in row.human_spans]
+    line["human_spans"] = [dict(span, text=row.text[span["start"]:span["end"]])
+                           for span in human]
+  return json.dumps(line, ensure_ascii=False)
 
 
 class _WriteSpanRowsFn(beam.DoFn):

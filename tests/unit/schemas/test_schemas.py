@@ -142,7 +142,8 @@ def _example(element_type):
     return schemas.GoldMatch(values[schemas.Prediction], 4, 1.0, 1.0)
   if element_type is schemas.SpanRow:
     return schemas.SpanRow("r.jsonl", 3, "id-1", "Paris is in Peru.",
-                           [schemas.UnsupportedSpan(12, 16, 0.75)])
+                           [schemas.UnsupportedSpan(12, 16, 0.75)],
+                           [schemas.TextSpan(9, 16, "Evident Conflict")])
   if element_type is schemas.TextSpan:
     return schemas.TextSpan(3, 9, "Evident Conflict")
   if element_type is schemas.LabelledItem:
@@ -169,6 +170,7 @@ def test_rows_round_trip_through_arrow(element_type):
     assert rows[0].spans == [span._asdict() for span in row.spans]
   elif element_type is schemas.SpanRow:
     assert rows[0].spans == [span._asdict() for span in row.spans]
+    assert rows[0].human_spans == [span._asdict() for span in row.human_spans]
   elif element_type is schemas.EntityRecord:
     assert rows[0].out_edges == [edge._asdict() for edge in row.out_edges]
   else:

@@ -36,6 +36,7 @@ from tests.support.paths import EXAMPLES  # pylint: disable=wrong-import-positio
 from tests.support.vocab import example_texts  # pylint: disable=wrong-import-position
 
 AGGREFACT = EXAMPLES / "agreement" / "aggrefact.csv"
+RAGTRUTH = EXAMPLES / "agreement" / "ragtruth" / "response.jsonl"
 
 
 @pytest.fixture(scope="module")
@@ -203,3 +204,40 @@ def test_evaluate_takes_it(checkpoint, tmp_path):
                  "--bootstrap_samples", 20) == 0
   assert json.loads((output / "run.json").read_text())["scorer"]["family"] == "lettucedetect"
   assert (output / "ratings.csv").exists() and not (output / "spans.jsonl").exists()
+
+
+def test_ragtruth_spans_against_the_humans(checkpoint, tmp_path):
+  """agreement --format ragtruth: the human's spans beside ours in spans.jsonl,
+  and agreement.json's span_agreement their characters' precision, recall
+  and F1 (transforms/stats/spans.py), summed over the items."""
+  from autoais.transforms.stats.spans import SpanCounts, span_counts  # pylint: disable=import-outside-toplevel
+  output = tmp_path / "ragtruth"
+  assert run_job(agreement, "--input", RAGTRUTH, "--format", "ragtruth", "--output_dir",
+                 output, "--scorer", "lettucedetect", "--model", checkpoint,
+                 "--bootstrap_samples", 20) == 0
+  lines = [json.loads(line) for line in (output / "spans.jsonl").read_text().splitlines()]
+  labelled = read_jsonl(RAGTRUTH)
+  counts = json.loads((output / "run.json").read_text())["counts"]
+  # One response's source is not in source_info.jsonl: a dead letter, no line.
+  assert counts["span_rows"] == counts["items"] == len(lines) == len(labelled) - 1
+  assert all("human_spans" in line for line in lines)
+  assert sum(bool(line["human_spans"]) for line in lines) > 0
+  by_id = {item["id"]: item for item in labelled}
+  for line in lines:
+    assert [(s["start"], s["end"]) for s in line["human_spans"]] == [
+        (s["start"], s["end"]) for s in by_id[line["item_id"]]["labels"]]
+  expected = sum((span_counts([(s["start"], s["end"]) for s in line["human_spans"]],
+                              [(s["start"], s["end"]) for s in line["spans"]])
+                  for line in lines), SpanCounts())
+  found = json.loads((output / "agreement.json").read_text())["span_agreement"]
+  assert found["characters"] == expected._asdict() and expected.predicted > 0
+  assert (found["precision"], found["recall"], found["f1"]) == (
+      expected.precision(), expected.recall(), expected.f1())
+  assert "Unsupported spans against the spans the humans marked" in (
+      output / "agreement.md").read_text()
+  # report.html: the figures, and every row's text with its spans marked.
+  page = (output / "report.html").read_text()
+  assert "Unsupported spans against the humans&#x27; spans (characters)" in page
+  assert page.count('<p class="answer">') == len(lines)
+  assert page.count('<mark class="unsupported"') >= sum(bool(l["spans"]) for l in lines)
+  assert page.count('<span class="human">') >= sum(bool(l["human_spans"]) for l in lines)
