@@ -133,6 +133,9 @@ def test_another_language_equals_the_reference(checkpoint, monkeypatch):
 
 
 def test_the_question_and_answer_of_an_example(checkpoint):
+  from autoais.models.lettucedetect import PROMPTS  # pylint: disable=import-outside-toplevel
+  from autoais.transforms.scoring.names import LETTUCEDETECT_LANGUAGES  # pylint: disable=import-outside-toplevel
+  assert tuple(PROMPTS) == LETTUCEDETECT_LANGUAGES  # --language's choices: the prompts
   passage = _passages()[0]
   from autoais.transforms.corpus.passages import parse_passage  # pylint: disable=import-outside-toplevel
   example = qa_example("who said 'yes' is 'no'?", "it is 'x'", parse_passage(passage))
