@@ -430,8 +430,8 @@ def _from_here(error: Exception) -> Exception:
 
 def load_scorer(family: str, **flags) -> LoadedScorer:
   """A scorer of (premise, hypothesis) pairs: `family` is a `--scorer` of the
-  jobs (t5, nli-classifier, minicheck, hhem, factcg, remote, vertex, llm-judge)
-  and `flags` are its flags as keywords (model=, dtype=, device=, endpoint=, ...), checked as
+  jobs (t5, nli-classifier, minicheck, hhem, factcg, lettucedetect, remote, vertex,
+  llm-judge) and `flags` are its flags as keywords (model=, dtype=, device=, endpoint=, ...), checked as
   the jobs check them; the model loads at the first `score` call. string-match
   is refused: it matches an answer in a passage and reads no premise."""
   from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=import-outside-toplevel
@@ -456,5 +456,5 @@ def load_scorer(family: str, **flags) -> LoadedScorer:
   if handler is None:
     raise ConfigError(f"--scorer {family} scores an answer against a passage, not a "
                       "premise and a hypothesis: load_scorer takes t5, nli-classifier, "
-                      "minicheck, hhem, factcg, remote, vertex or llm-judge")
+                      "minicheck, hhem, factcg, lettucedetect, remote, vertex or llm-judge")
   return LoadedScorer(scorer, handler)

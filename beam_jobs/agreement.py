@@ -27,9 +27,10 @@ data set, --seed).
 
 Outputs in --output_dir: agreement_rows.parquet and .csv (one row per item,
 sorted by source file, line and item id), agreement.json, agreement.md,
-report.html, dead_letter.jsonl, and run.json, written last, whose counts
-reconcile: read = scored + rejected + unmatched (records: WiCE chunks count one
-each).
+report.html, dead_letter.jsonl, with a scorer that finds unsupported spans
+(--scorer lettucedetect) spans.jsonl (one line per item, counts.span_rows),
+and run.json, written last, whose counts reconcile: read = scored + rejected +
+unmatched (records: WiCE chunks count one each).
 """
 if __name__ == "__main__":
   # Run the package module (Beam pickles DoFns by reference).
@@ -48,9 +49,11 @@ from autoais.beam_jobs.running import is_local_runner, run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import AgreementRow
 from autoais.schemas.errors import ConfigError, require, require_choice
-from autoais.transforms.agreement.steps import CALIBRATION, INPUT, ScoreItems
+from autoais.transforms.agreement.steps import (CALIBRATION, INPUT, ScoreItems,
+                                               human_span_counts)
 from autoais.transforms.agreement.summary import (MEAN_GROUPINGS, Calibrate, RowsFold,
                                           SummarizeAgreement, apply_threshold)
+from autoais.transforms.io import span_rows
 from autoais.transforms.io.inputs import match_files
 from autoais.transforms.io.input_records import ReadRecords
 from autoais.transforms.labelled.readers import (FORMATS, SCENARIOS, check_labelled_file,
@@ -58,8 +61,11 @@ from autoais.transforms.labelled.readers import (FORMATS, SCENARIOS, check_label
 from autoais.transforms.rows.merge import WriteMergedRows, row_table_files
 from autoais.transforms.rows.run_record import RunRecord, WriteRunRecord, reconcile
 from autoais.transforms.scoring.flags import boolean_flag
+from autoais.transforms.stats.spans import SpanCounts
 from autoais.transforms.stats.agreement import METRICS
 
+# The rows of a span scorer report.html shows with their spans (the first by source).
+REPORT_SPAN_ROWS = 50
 OUTPUT_FILES = ("run.json", "agreement_rows.parquet", "agreement_rows.csv",
                 "agreement.json", "agreement.md", "report.html", "dead_letter.jsonl")
 
@@ -142,7 +148,8 @@ class _Plan:
     self.num_shards = row_table_shards(options)
     self.output = OutputDir(
         "agreement", options.output_dir, row_table_files(
-            OUTPUT_FILES, (RowsFold,), self.num_shards),
+            OUTPUT_FILES + ((span_rows.FILE_NAME,) if self.scorer.gives_spans else ()),
+            (RowsFold,), self.num_shards),
         reads={"--input": self.input_files, "--calibrate_on": self.calibration_files},
         read_dirs=scorer_read_dirs(options))
     self.output.check()
@@ -153,7 +160,7 @@ class _Plan:
 class _AgreementRecord(RunRecord):
   job = "agreement"
   summed = ("read_counts", "calibration_read_counts", "calibration_rows")
-  values = ("rows", "summary_info")
+  values = ("rows", "summary_info", "span_rows")
 
   def __init__(self, options, plan: _Plan):
     super().__init__(plan.scorer.describe())
@@ -166,9 +173,13 @@ class _AgreementRecord(RunRecord):
                     "calibrate_per_dataset": plan.per_dataset}
 
   def fields(self, read_counts, rows, dead, scorer_stats, model_info, summary_info,
-               calibration_read_counts=None, calibration_rows=None):
+             span_rows=None, calibration_read_counts=None, calibration_rows=None):
     counts = reconcile(read_counts.get("read", 0), rows.get("records", 0), dead[INPUT])
     counts["items"] = rows["items"]
+    if span_rows is not None:  # a line of spans.jsonl per item
+      counts["span_rows"] = span_rows
+      if span_rows != rows["items"]:
+        raise RuntimeError(f"{span_rows} lines of spans for {rows['items']} items")
     manifest = {"counts": counts}
     if calibration_rows is not None:
       manifest["calibration_counts"] = dict(
@@ -210,7 +221,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
              | "FlattenSets" >> beam.Flatten())
   scored = items | "ScoreItems" >> ScoreItems(plan.scorer, plan.format.multi_premise,
                                              roles,
-                                             FileSystems.join(work_dir, "scoring"))
+                                             FileSystems.join(work_dir, "scoring"),
+                                             plan.format.span_labels)
   dead_letters = {INPUT: (read.dead_letter, scored["dead_letter"][INPUT])}
   counts = {"read_counts": read.counts, "calibration_read_counts": None,
             "calibration_rows": None}
@@ -241,9 +253,28 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
       "threshold": threshold,
       "decision": options.view_as(ScorerOptions).decision,
   }
+  spans = None
+  if plan.scorer.gives_spans:
+    input_spans = scored["spans"] | "InputSpanRows" >> beam.FlatMapTuple(
+        lambda role, row: [row] if role == INPUT else [])
+    counts["span_rows"] = input_spans | "WriteSpans" >> span_rows.WriteSpanRows(
+        FileSystems.join(options.output_dir, span_rows.FILE_NAME), work_dir)
+    span_counts = None
+    if plan.format.span_labels:  # against the human's spans, in characters
+      span_counts = beam.pvalue.AsSingleton(
+          input_spans | "CountSpanCharacters" >> beam.Map(human_span_counts)
+          | "SumSpanCharacters" >> beam.CombineGlobally(
+              lambda counts: sum(counts, SpanCounts())))
+    spans = (input_spans
+             | "FirstSpanRows" >> beam.combiners.Top.Smallest(
+                 REPORT_SPAN_ROWS, key=lambda row: row[:3])
+             | "WithSpanCounts" >> beam.Map(lambda shown, counts: (counts, shown),
+                                            span_counts))
+  else:
+    counts["span_rows"] = pipeline | "NoSpans" >> beam.Create([None])
   summary_info = input_rows | "SummarizeAgreement" >> SummarizeAgreement(
       options.output_dir, plan.format.groupings, header, calibration,
-      (options.bootstrap_samples, options.seed))
+      (options.bootstrap_samples, options.seed), spans)
   _ = dict(counts, dead=dead_letters, rows=rows_written["stats"], summary_info=summary_info,
            scorer_stats=scored["stats"]) | "WriteRunRecord" >> WriteRunRecord(
                options.output_dir, work_dir, record, scorer=plan.scorer)

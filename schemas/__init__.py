@@ -23,8 +23,9 @@ from autoais.schemas.common import (ATTRIBUTION_EXAMPLE_SCHEMA, ATTRIBUTION_SCOR
                             DEAD_LETTER_SCHEMA, GOLD_ANSWER_SCHEMA, PREDICTION_SCHEMA,
                             REJECTED, SCORE_CACHE_ENTRY_SCHEMA, SCORING_FAILURE_SCHEMA,
                             UNMATCHED, AttributionExample, AttributionScore, DeadLetter,
-                            GoldAnswer, LOCAL_FAILURE, Prediction, ScoreCacheEntry,
-                            ScoringFailure)
+                            GoldAnswer, LOCAL_FAILURE, Prediction, QA_HYPOTHESIS,
+                            ScoreCacheEntry, ScoringFailure, UNSUPPORTED_SPAN_SCHEMA,
+                            UnsupportedSpan)
 from autoais.schemas.corpus import (ARTICLE_ENTRY_SCHEMA, CORPUS_PASSAGE_SCHEMA,
                             CORPUS_RECORD_SCHEMA, ArticleEntry, CorpusPassage,
                             CorpusRecord)
@@ -32,8 +33,8 @@ from autoais.schemas.evaluate import (GOLD_MATCH_SCHEMA, HUMAN_RATING_SCHEMA, LE
                               RATING_SCHEMA, GoldMatch, HumanRating, LeaderboardRow,
                               RatingRow)
 from autoais.schemas.agreement import (AGREEMENT_ROW_SCHEMA, LABELLED_ITEM_SCHEMA,
-                                       TEXT_SPAN_SCHEMA, AgreementRow, LabelledItem,
-                                       TextSpan)
+                                       SPAN_ROW_SCHEMA, TEXT_SPAN_SCHEMA, AgreementRow,
+                                       LabelledItem, SpanRow, TextSpan)
 from autoais.schemas.ais_annotations import (AIS_AGREEMENT_SCHEMA, AIS_ANNOTATION_SCHEMA,
                                      AIS_TABLE_SCHEMA, AisAgreementRow, AisAnnotation,
                                      AisTableRow)

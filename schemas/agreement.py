@@ -6,7 +6,8 @@ from typing import List, NamedTuple, Optional
 
 import pyarrow as pa
 
-from autoais.schemas.common import ATTRIBUTION_EXAMPLE_SCHEMA, AttributionExample
+from autoais.schemas.common import (ATTRIBUTION_EXAMPLE_SCHEMA, UNSUPPORTED_SPAN_SCHEMA,
+                                    AttributionExample, UnsupportedSpan)
 
 
 class TextSpan(NamedTuple):
@@ -95,4 +96,28 @@ AGREEMENT_ROW_SCHEMA = pa.schema([
     pa.field("truncated", pa.bool_(), nullable=False),
     pa.field("source_file", pa.string(), nullable=False),
     pa.field("source_line", pa.int64(), nullable=False),
+])
+
+
+class SpanRow(NamedTuple):
+  """One scored item's unsupported spans (spans.jsonl), where the scorer finds
+  spans (--scorer lettucedetect): `text` is the text checked (the answer of a
+  question's hypothesis, else the hypothesis), the spans in its characters."""
+  source_file: str
+  source_line: int
+  item_id: str
+  text: str
+  spans: List[UnsupportedSpan]
+  # The spans a human marked in the same text, where the format has them
+  # (ragtruth's labels); None elsewhere.
+  human_spans: Optional[List[TextSpan]] = None
+
+
+SPAN_ROW_SCHEMA = pa.schema([
+    pa.field("source_file", pa.string(), nullable=False),
+    pa.field("source_line", pa.int64(), nullable=False),
+    pa.field("item_id", pa.string(), nullable=False),
+    pa.field("text", pa.string(), nullable=False),
+    pa.field("spans", pa.list_(pa.struct(list(UNSUPPORTED_SPAN_SCHEMA))), nullable=False),
+    pa.field("human_spans", pa.list_(pa.struct(list(TEXT_SPAN_SCHEMA)))),
 ])

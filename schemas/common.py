@@ -72,11 +72,36 @@ ATTRIBUTION_EXAMPLE_SCHEMA = pa.schema([
 ])
 
 
+# The AutoAIS hypothesis of an answer to a question (SPEC 5.2): what
+# transforms/scoring/examples.py builds, and what --scorer lettucedetect reads
+# the question and the answer back out of.
+QA_HYPOTHESIS = "The answer to the question '{question}' is '{answer}'"
+
+
+class UnsupportedSpan(NamedTuple):
+  """Characters of an answer that a span detector (--scorer lettucedetect)
+  finds unsupported by the passage: answer[start:end] in Python's string
+  indices, and the largest unsupported probability of its tokens."""
+  start: int
+  end: int
+  probability: float
+
+
+UNSUPPORTED_SPAN_SCHEMA = pa.schema([
+    pa.field("start", pa.int64(), nullable=False),
+    pa.field("end", pa.int64(), nullable=False),
+    pa.field("probability", pa.float64(), nullable=False),
+])
+
+
 class AttributionScore(NamedTuple):
   nli_score: float
   attributable: bool
   n_windows: int
   truncated: bool
+  # The answer's unsupported spans, from a scorer that finds them
+  # (lettucedetect; an empty list: none found); None from the others.
+  spans: Optional[List[UnsupportedSpan]] = None
 
 
 ATTRIBUTION_SCORE_SCHEMA = pa.schema([
@@ -84,6 +109,7 @@ ATTRIBUTION_SCORE_SCHEMA = pa.schema([
     pa.field("attributable", pa.bool_(), nullable=False),
     pa.field("n_windows", pa.int64(), nullable=False),
     pa.field("truncated", pa.bool_(), nullable=False),
+    pa.field("spans", pa.list_(pa.struct(list(UNSUPPORTED_SPAN_SCHEMA)))),
 ])
 
 
@@ -116,6 +142,7 @@ class ScoreCacheEntry(NamedTuple):
   attributable: bool
   n_windows: int
   truncated: bool
+  spans: Optional[List[UnsupportedSpan]] = None  # as AttributionScore's
 
 
 SCORE_CACHE_ENTRY_SCHEMA = pa.schema([
@@ -124,6 +151,7 @@ SCORE_CACHE_ENTRY_SCHEMA = pa.schema([
     pa.field("attributable", pa.bool_(), nullable=False),
     pa.field("n_windows", pa.int64(), nullable=False),
     pa.field("truncated", pa.bool_(), nullable=False),
+    pa.field("spans", pa.list_(pa.struct(list(UNSUPPORTED_SPAN_SCHEMA)))),
 ])
 
 

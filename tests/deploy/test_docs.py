@@ -313,6 +313,17 @@ def test_factcg_example_runs(workspace, tmp_path):
   _run_hub_example(workspace, tmp_path, "FactCG (factcg)", {FACTCG_ID: model})
 
 
+def test_lettucedetect_example_runs(workspace, tmp_path):
+  """The LettuceDetect section's Example, from a cache holding a tiny random
+  checkpoint (tests/support/lettucedetect_models.py) under the hub id KRLabs
+  publishes."""
+  from tests.support.lettucedetect_models import LETTUCEDETECT_ID, build_tiny_lettucedetect  # pylint: disable=import-outside-toplevel
+  from tests.support.vocab import example_texts  # pylint: disable=import-outside-toplevel
+  model = build_tiny_lettucedetect(str(tmp_path / "lettucedetect"), example_texts())
+  _run_hub_example(workspace, tmp_path, "LettuceDetect (lettucedetect)",
+                   {LETTUCEDETECT_ID: model})
+
+
 def makefile_recipe(target: str):
   lines, taking = [], False
   for line in (ROOT / "Makefile").read_text(encoding="utf-8").split("\n"):

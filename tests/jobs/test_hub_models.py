@@ -180,15 +180,17 @@ JOB_ARGS = {
     (["--model", "MODEL_DIR"], "--model needs a model scorer, and the default scorer, "
                                "string-match, reads no model"),
     (["--dtype", "bfloat16", "--device", "cuda"],
-     "--device is for --scorer t5 / nli-classifier / minicheck / hhem / factcg, not "
-     "--scorer string-match (the default); --dtype is for"),
+     "--device is for --scorer t5 / nli-classifier / minicheck / hhem / factcg / "
+     "lettucedetect, not --scorer string-match (the default); --dtype is for"),
     (["--scorer", "string-match", "--tokenizer", "TOKENIZER_DIR"],
      "--tokenizer is for --scorer t5 / nli-classifier / minicheck / hhem / factcg / "
+     "lettucedetect / "
      "llm-judge, not --scorer string-match"),
     (["--scorer", "t5", "--model", "MODEL_DIR", "--endpoint", "http://127.0.0.1:9"],
      "--endpoint is for --scorer remote, not --scorer t5"),
     (["--scorer", "remote", "--endpoint", "http://127.0.0.1:9", "--model", "MODEL_DIR"],
-     "--model is for --scorer t5 / nli-classifier / minicheck / hhem / factcg, not "
+     "--model is for --scorer t5 / nli-classifier / minicheck / hhem / factcg / "
+     "lettucedetect, not "
      "--scorer remote"),
     (["--dtype", "float32"], "--dtype is for"),
 ])

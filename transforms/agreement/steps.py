@@ -10,8 +10,9 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from autoais.schemas import (REJECTED, AgreementRow, AttributionScore, DeadLetter, LabelledItem,
-                     ScoringFailure)
+                             ScoringFailure, SpanRow)
 from autoais.transforms.io.spilled_groups import SpilledGroupByKey
+from autoais.transforms.stats.spans import SpanCounts, span_counts
 from autoais.transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             scoring_failed)
 
@@ -41,6 +42,26 @@ def agreement_row(chunks: List[Tuple[LabelledItem, AttributionScore]]) -> Agreem
       "Y" if any(score.attributable for score in scores) else "N", None,
       len(chunks), sum(score.n_windows for score in scores),
       any(score.truncated for score in scores), item.source_file, item.source_line)
+
+
+def span_rows(role: str, chunks: List[Tuple[LabelledItem, AttributionScore]],
+              span_labels: bool = False):
+  """(role, SpanRow) of an item whose scores carry spans, under the row's
+  source: the spans of the chunk whose score is the row's (the highest); with
+  `span_labels`, the human's spans beside them."""
+  chunks = sorted(chunks, key=lambda chunk: (chunk[0].source_file, chunk[0].source_line))
+  first, best = chunks[0][0], max(chunks, key=lambda chunk: chunk[1].nli_score)
+  if best[1].spans is not None:
+    from autoais.models.lettucedetect import checked_text  # pylint: disable=import-outside-toplevel
+    yield role, SpanRow(first.source_file, first.source_line, first.item_id,
+                        checked_text(best[0].example)[1], list(best[1].spans),
+                        list(first.spans) if span_labels else None)
+
+
+def human_span_counts(row: SpanRow) -> SpanCounts:
+  """The characters of a row's spans against those a human marked (see
+  transforms/stats/spans.py)."""
+  return span_counts(row.human_spans or (), row.spans)
 
 
 def _scoring_failed(item: LabelledItem, failure: ScoringFailure, what: str) -> DeadLetter:
@@ -90,18 +111,21 @@ class _CombineChunksFn(beam.DoFn):
                         "label": item.human_label}, ensure_ascii=False)))
       return
     yield role, agreement_row(chunks)
+    for spans in span_rows(role, chunks):
+      yield beam.pvalue.TaggedOutput("spans", spans)
 
 
 class ScoreItems(beam.PTransform):
   """PCollection[(role, LabelledItem)] -> {"rows": PCollection[(role,
   AgreementRow)], "dead_letter": {role: PCollection[DeadLetter]}, "stats": scorer
-  counts}: each premise scored once by the scorer; multi-premise items (WiCE)
-  grouped by id (through runs on disk) and maxed; a model's examples are
+  counts, "spans": PCollection[(role, SpanRow)] (span_rows)}: each premise
+  scored once by the scorer; multi-premise items (WiCE) grouped by id (through runs on disk) and maxed; a model's examples are
   grouped in runs under `work_dir`."""
 
   def __init__(self, scorer, multi_premise: bool, roles: Tuple[str, ...],
-               work_dir: str):
+               work_dir: str, span_labels: bool = False):
     super().__init__()
+    self._span_labels = span_labels
     self._scorer = scorer
     self._work_dir = work_dir
     self._multi_premise = multi_premise
@@ -115,10 +139,13 @@ class ScoreItems(beam.PTransform):
     if not self._multi_premise:
       rows = scores["scored"] | "MakeRows" >> beam.MapTuple(
           lambda key, score: (key.role, agreement_row([(key.item, score)])))
+      labels = self._span_labels
+      spans = scores["scored"] | "MakeSpanRows" >> beam.FlatMapTuple(
+          lambda key, score: span_rows(key.role, [(key.item, score)], labels))
       failed = scores["failed"] | "DeadLetterFailedItems" >> beam.ParDo(
           _DeadLetterFailedItemsFn()).with_outputs(*self._roles)
       return {"rows": rows, "dead_letter": {role: failed[role] for role in self._roles},
-              "stats": scores["stats"]}
+              "stats": scores["stats"], "spans": spans}
     # An item's chunks meet in runs on disk, scores and failures spilled apart
     # where each is made: a Flatten and a GroupByKey would be held whole by the
     # DirectRunner.
@@ -130,7 +157,7 @@ class ScoreItems(beam.PTransform):
                 | "GroupChunks" >> SpilledGroupByKey(
                     FileSystems.join(self._work_dir, "chunks"))
                 | "CombineChunks" >> beam.ParDo(_CombineChunksFn()).with_outputs(
-                    *self._roles, main="rows"))
+                    *self._roles, "spans", main="rows"))
     return {"rows": combined.rows,
             "dead_letter": {role: combined[role] for role in self._roles},
-            "stats": scores["stats"]}
+            "stats": scores["stats"], "spans": combined.spans}

@@ -16,6 +16,7 @@ from autoais.transforms.rows.summary import percent
 from autoais.transforms.scoring.label import scored_by
 from autoais.transforms.stats import agreement as stats
 from autoais.transforms.stats.report import agreement_report_html
+from autoais.transforms.stats.spans import span_agreement
 
 ROW_KEY = ("source_file", "source_line", "item_id")
 NO_GROUP = "(none)"
@@ -133,6 +134,15 @@ def agreement_markdown(content) -> str:
                   f"{show(entry['ci'][0])}–{show(entry['ci'][1])}")
       lines.append(f"| {metric} | {show(entry['mean'])} | {interval} | "
                    f"{entry['n_groups']} | {', '.join(entry['left_out'])} |")
+  spans = content.get("span_agreement")
+  if spans:
+    lines += ["", "Unsupported spans against the spans the humans marked, in characters "
+              "of the responses (summed over the items):", "",
+              "| characters both marked | predicted | human | precision | recall | F1 |",
+              "|---:|---:|---:|---:|---:|---:|",
+              f"| {spans['characters']['overlap']} | {spans['characters']['predicted']} | "
+              f"{spans['characters']['gold']} | {percent(spans['precision'])} | "
+              f"{percent(spans['recall'])} | {percent(spans['f1'])} |"]
   lines += ["", "Human labels as written in the source:", "",
             "| label | n | decided attributable |", "|---|---:|---:|"]
   for label, entry in content["overall"]["by_human_label"].items():
@@ -210,16 +220,19 @@ class _WriteSummaryFn(beam.DoFn):
     self._header = header
     self._bootstrap = bootstrap
 
-  def process(self, grouped_counts, calibration):
+  def process(self, grouped_counts, calibration, spans=None):
     content, overall = summary(grouped_counts, self._groupings, self._header,
                                calibration, self._bootstrap)
+    counts, shown = spans or (None, ())
+    if counts is not None:
+      content["span_agreement"] = span_agreement(counts)
     join = FileSystems.join
     write_text_atomically(join(self._output_dir, "agreement.json"),
                           json.dumps(content, indent=2, ensure_ascii=False) + "\n")
     write_text_atomically(join(self._output_dir, "agreement.md"),
                           agreement_markdown(content))
     write_text_atomically(join(self._output_dir, "report.html"),
-                          agreement_report_html(content, overall))
+                          agreement_report_html(content, overall, shown))
     yield {"groups": {grouping: len(table) for grouping, table in
                       content["groups"].items()}}
 
@@ -277,12 +290,15 @@ class SummarizeAgreement(beam.PTransform):
   counted overall and per group of each of `groupings`; `header`: the fields
   agreement.json opens with; `calibration`: Calibrate's singleton, or a
   singleton None; `bootstrap`: (samples, seed) of the CIs of the means over
-  the groups of MEAN_GROUPINGS. Returns a singleton {"groups": {grouping:
+  the groups of MEAN_GROUPINGS; `spans`, with a span scorer, a singleton
+  (SpanCounts against the human's spans or None, the SpanRows report.html
+  shows). Returns a singleton {"groups": {grouping:
   groups}}."""
 
   def __init__(self, output_dir: str, groupings: Tuple[str, ...], header: dict,
-               calibration, bootstrap: Tuple[int, int]):
+               calibration, bootstrap: Tuple[int, int], spans=None):
     super().__init__()
+    self._spans = spans
     self._output_dir = output_dir
     self._groupings = groupings
     self._header = header
@@ -297,4 +313,5 @@ class SummarizeAgreement(beam.PTransform):
             | "WriteSummary" >> beam.ParDo(
                 _WriteSummaryFn(self._output_dir, self._groupings, self._header,
                                 self._bootstrap),
-                beam.pvalue.AsSingleton(self._calibration)))
+                beam.pvalue.AsSingleton(self._calibration),
+                *([] if self._spans is None else [beam.pvalue.AsSingleton(self._spans)])))

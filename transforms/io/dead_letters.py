@@ -37,20 +37,28 @@ def dead_letter_json(row: DeadLetter) -> str:
   }, ensure_ascii=False)
 
 
+def write_sorted_jsonl(path: str, run_paths, element_type, key_fields, line) -> int:
+  """Writes the rows of sorted runs ((shard, RunSlice) pairs) in key order to
+  the JSON Lines file `path`, one `line(row)` each; returns how many. The runs
+  are left for the job's scratch directory to take away: were this bundle
+  retried after deleting them, the retry would find nothing to merge."""
+  runs = [run for _, run in run_paths]
+  written = 0
+  with atomic_create(path) as sink:
+    for row in merge_sorted_runs(runs, element_type, key_fields):
+      sink.write(line(row).encode("utf-8") + b"\n")
+      written += 1
+  return written
+
+
 class _WriteDeadLettersFn(beam.DoFn):
 
   def __init__(self, path: str):
     self._path = path
 
   def process(self, unused_impulse, run_paths, counts):
-    # The runs are left for the job's scratch directory to take away: were this
-    # bundle retried after deleting them, the retry would find nothing to merge.
-    runs = [run for _, run in run_paths]
-    written = 0
-    with atomic_create(self._path) as sink:
-      for row in merge_sorted_runs(runs, DeadLetter, DEAD_LETTER_KEY):
-        sink.write(dead_letter_json(row).encode("utf-8") + b"\n")
-        written += 1
+    written = write_sorted_jsonl(self._path, run_paths, DeadLetter, DEAD_LETTER_KEY,
+                                 dead_letter_json)
     progress.count("dead_lettered", written)
     progress.flush()
     # The counts come out once the file is written: run.json waits for them.

@@ -139,6 +139,7 @@ class LabelledFormat(NamedTuple):
   multi_premise: bool = False  # items of several premise chunks (max over them)
   number_columns: Tuple[str, ...] = ()  # required columns that are not text
   check: Optional[Callable[[str], None]] = None  # a further launch check of a file
+  span_labels: bool = False  # items carry the spans a human marked (LabelledItem.spans)
 
 
 def _require_columns(path: str, required, number_columns=()) -> None:
@@ -587,7 +588,8 @@ FORMATS: Dict[str, LabelledFormat] = {
     "ragtruth": LabelledFormat(read_ragtruth, ("dataset", "model"),
                                "no span label in `labels` (human label 1; a response "
                                "with any is 0)", RAGTRUTH_FIELDS,
-                               number_columns=("labels",), check=check_ragtruth_file),
+                               number_columns=("labels",), check=check_ragtruth_file,
+                               span_labels=True),
     "halubench": LabelledFormat(read_halubench, ("dataset",),
                                 "label PASS (FAIL is not)", HALUBENCH_FIELDS[1:5]),
     "faithbench": LabelledFormat(read_faithbench, ("summarizer",),

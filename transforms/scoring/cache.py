@@ -43,7 +43,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from autoais.schemas import (SCORE_CACHE_ENTRY_SCHEMA, AttributionScore, ScoreCacheEntry,
-                     to_record_batch)
+                             UnsupportedSpan, to_record_batch)
 from autoais.transforms.io import progress
 from autoais.transforms.io.atomic import atomic_create, write_text_atomically
 from autoais.transforms.io.spilled_groups import (SpilledCoGroupByKey, SpillKeyedRuns,
@@ -69,14 +69,20 @@ def new_run_id() -> str:
 
 
 def read_cache_file(path: str):
-  """Yields the ScoreCacheEntry rows of one cache file."""
+  """Yields the ScoreCacheEntry rows of one cache file (one written before
+  entries had spans: spans None)."""
   with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
     parquet = pq.ParquetFile(f)
-    for batch in parquet.iter_batches(batch_size=_READ_BATCH_ROWS,
-                                      columns=SCORE_CACHE_ENTRY_SCHEMA.names):
+    names = [name for name in SCORE_CACHE_ENTRY_SCHEMA.names
+             if name in parquet.schema_arrow.names]
+    for batch in parquet.iter_batches(batch_size=_READ_BATCH_ROWS, columns=names):
       columns = [column.to_pylist() for column in batch.columns]
       for values in zip(*columns):
-        yield ScoreCacheEntry._make(values)
+        entry = ScoreCacheEntry._make(values + (None,) * (len(ScoreCacheEntry._fields)
+                                                          - len(values)))
+        if entry.spans is not None:
+          entry = entry._replace(spans=[UnsupportedSpan(**span) for span in entry.spans])
+        yield entry
 
 
 class _ListCacheFilesFn(beam.DoFn):
@@ -122,7 +128,7 @@ class _MatchCachedFn(beam.DoFn):
       self._hits.add()
       yield beam.pvalue.TaggedOutput("stats", {"cache_hits": 1, "unique_triples": 1})
       yield digest, AttributionScore(entry.nli_score, attributable, entry.n_windows,
-                                   entry.truncated)
+                                     entry.truncated, entry.spans)
     # else: a cached score this run does not need
 
   def setup(self):

@@ -2,12 +2,12 @@
 of one input (`example_digest`)."""
 import hashlib
 
-from autoais.schemas import AttributionExample
+from autoais.schemas import QA_HYPOTHESIS, AttributionExample
 from autoais.transforms.corpus.passages import ParsedPassage, nli_premise, reference_premise
 
 
 def qa_hypothesis(question: str, answer: str) -> str:
-  return f"The answer to the question '{question}' is '{answer}'"
+  return QA_HYPOTHESIS.format(question=question, answer=answer)
 
 
 def qa_example(question: str, answer: str, passage: ParsedPassage,

@@ -73,7 +73,8 @@ TOKENIZER_REVISION = Flag(
     "for a hub id --tokenizer, the branch, tag or commit (default main), as "
     "--model_revision.", served=True)
 
-# A model run in the job's workers (t5, nli-classifier, minicheck, hhem, factcg).
+# A model run in the job's workers (t5, nli-classifier, minicheck, hhem, factcg,
+# lettucedetect).
 LOCAL_MODEL = (
     Flag("model", "NLI model",
          "the NLI model, a local or gs:// directory or a Hugging Face hub id (org/name, "
@@ -84,8 +85,9 @@ LOCAL_MODEL = (
          "nli-classifier a sequence-classification NLI checkpoint, for --scorer "
          "minicheck a MiniCheck checkpoint (Flan-T5, RoBERTa or DeBERTa), for --scorer "
          "hhem an HHEM-2 checkpoint (vectara/hallucination_evaluation_model), for "
-         "--scorer factcg a FactCG-DeBERTa checkpoint (yaxili96/FactCG-DeBERTa-v3-Large). "
-         "Without "
+         "--scorer factcg a FactCG-DeBERTa checkpoint (yaxili96/FactCG-DeBERTa-v3-Large), "
+         "for --scorer lettucedetect a LettuceDetect token classifier "
+         "(KRLabsOrg/lettucedect-*). Without "
          "--scorer, --model is refused: the default scorer, string-match, reads no "
          "model.",
          regexes=(r"^(gs://[^/]+/.+|[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)$",)),

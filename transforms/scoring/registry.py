@@ -12,14 +12,16 @@ string-match run import no model stack.
 """
 from typing import Dict, Iterable, NamedTuple, Tuple
 
-from autoais.transforms.scoring import (factcg, hhem, hosted, llm_judge, minicheck,
+from autoais.transforms.scoring import (factcg, hhem, hosted, lettucedetect, llm_judge,
+                                        minicheck,
                                         nli_classifier, string_match, t5)
 from autoais.transforms.scoring.flags import COMMON, Family, Flag
 from autoais.transforms.scoring.names import STRING_MATCH
 
 FAMILIES: Dict[str, Family] = {family.name: family for family in (
     string_match.FAMILY, t5.FAMILY, nli_classifier.FAMILY, minicheck.FAMILY,
-    hhem.FAMILY, factcg.FAMILY, hosted.REMOTE_FAMILY, hosted.VERTEX_FAMILY, llm_judge.FAMILY)}
+    hhem.FAMILY, factcg.FAMILY, lettucedetect.FAMILY, hosted.REMOTE_FAMILY,
+    hosted.VERTEX_FAMILY, llm_judge.FAMILY)}
 SCORERS = tuple(FAMILIES)
 SERVED = tuple(name for name, family in FAMILIES.items() if family.serve)
 

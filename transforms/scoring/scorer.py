@@ -43,6 +43,8 @@ class Scorer:
   _revisions: Optional[Dict[str, Optional[str]]] = None
   # t5 and nli-classifier: where the threshold came from (transforms/scoring/config.py).
   threshold_from: Optional[str] = None
+  # Whether its scores carry the answer's unsupported spans (AttributionScore.spans).
+  gives_spans: bool = False
 
   def score_keyed(self, work_dir: str, rows_of=None) -> beam.PTransform:
     """PCollection[(key, example or None)] -> {"scored": PCollection[(key, score

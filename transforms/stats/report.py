@@ -206,7 +206,44 @@ th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 figure { display: inline-block; margin: 1em 1em 1em 0; vertical-align: top; }
 figcaption { font-size: 0.85em; color: #555; max-width: 40em; }
+p.answer { margin: 0.4em 0; line-height: 1.6; }
+p.answer small { color: #777; margin-right: 0.6em; }
+mark.unsupported { background: #ffd166; }
+.human { text-decoration: underline wavy #c1121f; }
 """
+
+
+def highlighted(text: str, spans, human_spans=None) -> str:
+  """`text` as HTML, the characters of `spans` (start, end, probability) in
+  <mark> (its largest probability as the title), those of `human_spans`
+  (start, end) underlined."""
+  cuts = sorted({0, len(text)} | {int(s[i]) for s in list(spans) + list(human_spans or ())
+                                  for i in (0, 1) if 0 <= int(s[i]) <= len(text)})
+  parts = []
+  for start, end in zip(cuts, cuts[1:]):
+    piece = html.escape(text[start:end])
+    inside = [s for s in spans if s[0] <= start and end <= s[1]]
+    if any(s[0] <= start and end <= s[1] for s in human_spans or ()):
+      piece = f'<span class="human">{piece}</span>'
+    if inside:
+      piece = (f'<mark class="unsupported" title="unsupported, p = '
+               f'{max(s[2] for s in inside):.2f}">{piece}</mark>')
+    parts.append(piece)
+  return "".join(parts)
+
+
+def spans_block(rows) -> str:
+  """Each row of `rows` (SpanRow) as a paragraph: where it came from, then its
+  text with the spans highlighted."""
+  def spans_of(values, names):
+    return [tuple(v[n] if isinstance(v, dict) else getattr(v, n) for n in names)
+            for v in values or ()]
+  return "".join(
+      f'<p class="answer"><small>{html.escape(row.source_file.rsplit("/", 1)[-1])}:'
+      f'{row.source_line} {html.escape(row.item_id)}</small>'
+      + highlighted(row.text, spans_of(row.spans, ("start", "end", "probability")),
+                    spans_of(row.human_spans, ("start", "end")))
+      + "</p>" for row in rows)
 
 
 def _page(title: str, intro: List[str], tables: List[Tuple[str, str]],
@@ -254,8 +291,10 @@ def _score_figures(overall: AgreementCounts) -> List[Tuple[str, Optional[str]]]:
   ]
 
 
-def agreement_report_html(content: Dict, overall: AgreementCounts) -> str:
-  """The page of `autoais agreement` (content: agreement.json's)."""
+def agreement_report_html(content: Dict, overall: AgreementCounts,
+                          span_rows: Sequence = ()) -> str:
+  """The page of `autoais agreement` (content: agreement.json's; `span_rows`:
+  the first rows, by source, of a scorer that finds unsupported spans)."""
   from scipy import stats  # pylint: disable=import-outside-toplevel
   tables = [("Overall", _table(_ROW_HEADER, [_stats_row("overall", content["overall"])]))]
   for grouping, means in content.get("group_means", {}).items():
@@ -328,6 +367,17 @@ def agreement_report_html(content: Dict, overall: AgreementCounts) -> str:
                                for name in per_group.get(
                                    "decided_at_overall_threshold", ())
                                if name not in per_group["not_tuned"]])))
+  spans = content.get("span_agreement")
+  if spans:
+    tables.append(("Unsupported spans against the humans' spans (characters)", _table(
+        ("both marked", "predicted", "human", "precision %", "recall %", "F1 %"),
+        [(*spans["characters"].values(), _percent(spans["precision"]),
+          _percent(spans["recall"]), _percent(spans["f1"]))])))
+  if span_rows:
+    more_tables.append((
+        f"Unsupported spans of the first {len(span_rows)} rows by source "
+        "(highlighted: the scorer's; underlined: the humans', where the input has "
+        "them)", spans_block(span_rows)))
   return _page(f"Agreement with human labels: {content['format']}", intro, tables,
                figures, more_tables)
 

@@ -4,8 +4,8 @@ of the characters, counted over every item of a set (micro-averaged), so that a
 long response weighs by its characters.
 
 Spans are (start, end) character offsets, end exclusive; overlapping or touching
-spans of one side count their characters once. Not yet wired into a job: it
-waits for a span-predicting scorer.
+spans of one side count their characters once. `agreement --format ragtruth`
+with a span scorer (--scorer lettucedetect) reports them (span_agreement).
 """
 from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -79,3 +79,10 @@ def span_counts(gold: Iterable[Sequence[int]],
   gold, predicted = merged_spans(gold), merged_spans(predicted)
   return SpanCounts(overlap_characters(gold, predicted), _length(predicted),
                     _length(gold))
+
+
+def span_agreement(counts: SpanCounts) -> dict:
+  """agreement.json's `span_agreement`: the characters counted and the
+  precision, recall and F1 of them (None where undefined)."""
+  return {"characters": counts._asdict(), "precision": counts.precision(),
+          "recall": counts.recall(), "f1": counts.f1()}

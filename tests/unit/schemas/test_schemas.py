@@ -49,6 +49,7 @@ def _example(element_type):
       schemas.AttributionExample: schemas.AttributionExample("p", "h", "a", "t"),
       schemas.AttributionScore: schemas.AttributionScore(0.25, False, 2, True),
       schemas.ScoringFailure: schemas.ScoringFailure(503, "HTTP 503: unavailable"),
+      schemas.UnsupportedSpan: schemas.UnsupportedSpan(4, 11, 0.875),
       schemas.ScoreCacheEntry: schemas.ScoreCacheEntry(b"\x00\xff" * 8, 0.75, True,
                                                        1, False),
       schemas.CorpusRecord: schemas.CorpusRecord("id", "« t » « t » x", "c.jsonl", 3),
@@ -139,6 +140,10 @@ def _example(element_type):
                              False, "a.csv", 2, "run.trec", 9)
   if element_type is schemas.GoldMatch:
     return schemas.GoldMatch(values[schemas.Prediction], 4, 1.0, 1.0)
+  if element_type is schemas.SpanRow:
+    return schemas.SpanRow("r.jsonl", 3, "id-1", "Paris is in Peru.",
+                           [schemas.UnsupportedSpan(12, 16, 0.75)],
+                           [schemas.TextSpan(9, 16, "Evident Conflict")])
   if element_type is schemas.TextSpan:
     return schemas.TextSpan(3, 9, "Evident Conflict")
   if element_type is schemas.LabelledItem:
@@ -163,6 +168,9 @@ def test_rows_round_trip_through_arrow(element_type):
   elif element_type is schemas.LabelledItem:
     assert rows[0].example == row.example._asdict()
     assert rows[0].spans == [span._asdict() for span in row.spans]
+  elif element_type is schemas.SpanRow:
+    assert rows[0].spans == [span._asdict() for span in row.spans]
+    assert rows[0].human_spans == [span._asdict() for span in row.human_spans]
   elif element_type is schemas.EntityRecord:
     assert rows[0].out_edges == [edge._asdict() for edge in row.out_edges]
   else:

@@ -114,7 +114,8 @@ def test_every_job_that_scores_takes_hhem_and_refuses_an_input_length(hhem, tmp_
                    "--model", model, "--tokenizer", foundation,
                    "--max_input_tokens", 64) == 2, job
     err = capsys.readouterr().err
-    assert ("--max_input_tokens is for --scorer t5 / nli-classifier / minicheck, not "
+    assert ("--max_input_tokens is for --scorer t5 / nli-classifier / minicheck / "
+            "lettucedetect, not "
             "--scorer hhem") in err, (job, err)
     assert not (tmp_path / job).exists()
 

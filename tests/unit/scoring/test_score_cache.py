@@ -126,6 +126,27 @@ def test_score_cache_needs_a_model_scorer(setup, tmp_path, capsys):
                  "--corpus", setup[2], "--gold", EXAMPLES / "gold.jsonl",
                  "--output_dir", tmp_path / "out", "--score_cache", tmp_path / "c")
   assert code == 2
-  assert "--score_cache is for --scorer t5 / nli-classifier / minicheck / hhem / factcg / remote" in (
+  assert ("--score_cache is for --scorer t5 / nli-classifier / minicheck / hhem / factcg / "
+          "lettucedetect / remote") in (
       capsys.readouterr().err)
   assert not (tmp_path / "out").exists()
+
+
+def test_a_cache_file_written_before_spans_reads_with_none(tmp_path):
+  """Cache files of runs before entries had spans (no `spans` column) read
+  on: their entries' spans are None, as the scores of every family but
+  lettucedetect's."""
+  import pyarrow as pa  # pylint: disable=import-outside-toplevel
+  from autoais.schemas import SCORE_CACHE_ENTRY_SCHEMA, ScoreCacheEntry, UnsupportedSpan  # pylint: disable=import-outside-toplevel
+  old = pa.schema([field for field in SCORE_CACHE_ENTRY_SCHEMA if field.name != "spans"])
+  pq.write_table(pa.table({"digest": [b"\x01" * 16], "nli_score": [0.25],
+                           "attributable": [False], "n_windows": [1],
+                           "truncated": [False]}, schema=old), tmp_path / "old.parquet")
+  assert list(score_cache.read_cache_file(str(tmp_path / "old.parquet"))) == [
+      ScoreCacheEntry(b"\x01" * 16, 0.25, False, 1, False, None)]
+  spans = [UnsupportedSpan(0, 5, 0.75)]
+  pq.write_table(pa.Table.from_pylist(
+      [dict(ScoreCacheEntry(b"\x02" * 16, 0.25, False, 1, False, spans)._asdict(),
+            spans=[span._asdict() for span in spans])], schema=SCORE_CACHE_ENTRY_SCHEMA),
+      tmp_path / "new.parquet")
+  assert list(score_cache.read_cache_file(str(tmp_path / "new.parquet")))[0].spans == spans

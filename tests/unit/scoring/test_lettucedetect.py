@@ -1,0 +1,246 @@
+"""`--scorer lettucedetect` (issue 50, item 3): LettuceDetect's token classifier
+over its prompt, chunks of passages, per-token probabilities maxed over the
+chunks, unsupported spans, and the row's score.
+
+Scores and spans equal the reference's own TransformerDetector
+(../shared/reference/lettucedetect, run as it is:
+tests/support/lettucedetect_reference.py) on the same tiny random
+ModernBertForTokenClassification in the published layout
+(tests/support/lettucedetect_models.py): answers to questions in one chunk,
+passages grouped into several chunks under a short input length, text
+without a question, another language; the score is one minus the largest
+unsupported probability of the answer's tokens (the reference's per-token
+probabilities, its trailing [SEP] aside). Every job that scores takes
+`--scorer lettucedetect`; a checkpoint that is not a two-label token
+classifier is refused.
+"""
+import csv
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from autoais.beam_jobs import agreement  # pylint: disable=wrong-import-position
+from autoais.models.lettucedetect import checked_text, load_lettucedetect  # pylint: disable=wrong-import-position
+from autoais.schemas import AttributionExample, AttributionScore, ScoringFailure  # pylint: disable=wrong-import-position
+from autoais.transforms.scoring.examples import qa_example, qa_hypothesis  # pylint: disable=wrong-import-position
+from tests.support.files import read_jsonl  # pylint: disable=wrong-import-position
+from tests.support.jobs import run_job  # pylint: disable=wrong-import-position
+from tests.support.lettucedetect_models import build_tiny_lettucedetect  # pylint: disable=wrong-import-position
+from tests.support.lettucedetect_reference import reference_detector  # pylint: disable=wrong-import-position
+from tests.support.paths import EXAMPLES  # pylint: disable=wrong-import-position
+from tests.support.vocab import example_texts  # pylint: disable=wrong-import-position
+
+AGGREFACT = EXAMPLES / "agreement" / "aggrefact.csv"
+RAGTRUTH = EXAMPLES / "agreement" / "ragtruth" / "response.jsonl"
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+  return build_tiny_lettucedetect(str(tmp_path_factory.mktemp("lettucedetect")),
+                                  example_texts())
+
+
+def _passages():
+  return [json.loads(line)["contents"] for line in
+          (EXAMPLES / "corpus" / "wiki_sample.jsonl").read_text().splitlines()]
+
+
+def _qa():
+  """(passages, question, answer): one passage each, answers of a word to a
+  sentence, one with a leading space and a line break."""
+  passages, gold = _passages(), read_jsonl(EXAMPLES / "gold.jsonl")
+  cases = [([passages[i]], g["question"], g["answer"][0]) for i, g in enumerate(gold[:8])]
+  cases += [([passages[9]], gold[1]["question"], passages[9][40:160]),
+            ([passages[3]], "why?", " It stands on\nthe border, in 1953.")]
+  return cases
+
+
+def _reference_result(reference, passages, question, answer):
+  """(score, spans) of the reference: one minus its largest token probability
+  (its last token is the trailing [SEP], which carries no characters)."""
+  tokens = reference.predict(passages, answer, question, output_format="tokens")
+  spans = reference.predict(passages, answer, question, output_format="spans")
+  assert tokens[-1]["token"] == "[SEP]"
+  return 1.0 - max(t["prob"] for t in tokens[:-1]), [
+      (s["start"], s["end"], s["confidence"]) for s in spans]
+
+
+def _ours(model, passages, question, answer):
+  example = AttributionExample(" ".join(passages), qa_hypothesis(question, answer)
+                               if question is not None else answer, answer, "")
+  found = model.score([example], passages_of=lambda _: passages)[0]
+  assert isinstance(found, AttributionScore)
+  return found
+
+
+def _compare(cases, ours, reference, label):
+  got, expected, spans = [], [], 0
+  for passages, question, answer in cases:
+    score, reference_spans = _reference_result(reference, passages, question, answer)
+    found = _ours(ours, passages, question, answer)
+    got.append(found.nli_score)
+    expected.append(score)
+    assert [(s.start, s.end) for s in found.spans] == [s[:2] for s in reference_spans]
+    np.testing.assert_allclose([s.probability for s in found.spans],
+                               [s[2] for s in reference_spans], rtol=0, atol=1e-5)
+    spans += len(found.spans)
+  diff = np.abs(np.array(got) - np.array(expected)).max()
+  print(f"lettucedetect {label}: max abs score diff {diff:.2e} over {len(cases)} "
+        f"answers, {spans} spans identical")
+  np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5)
+  return got, spans
+
+
+def test_scores_and_spans_equal_the_reference(checkpoint, monkeypatch):
+  ours = load_lettucedetect(checkpoint, token_budget=4096)
+  reference = reference_detector(monkeypatch, checkpoint)
+  got, spans = _compare(_qa(), ours, reference, "qa, one chunk")
+  assert spans > 3 and len({round(v, 3) for v in got}) > 5  # spans found, scores spread
+  # In one call, padded into batches: the same scores and spans.
+  together = ours.score([AttributionExample(p[0], qa_hypothesis(q, a), a, "")
+                          for p, q, a in _qa()])
+  np.testing.assert_allclose([found.nli_score for found in together], got,
+                             rtol=0, atol=1e-5)
+  assert [[s[:2] for s in found.spans] for found in together] == [
+      [s[:2] for s in _ours(ours, *case).spans] for case in _qa()]
+  # Text without a question: the prompt without one, as the reference's.
+  _compare([(_passages()[:2], None, "Mount Everest is in Nepal, said to be tall.")],
+           ours, reference, "no question")
+
+
+def test_chunks_of_passages_equal_the_reference(checkpoint, monkeypatch):
+  ours = load_lettucedetect(checkpoint, max_input_tokens=400, token_budget=4096)
+  reference = reference_detector(monkeypatch, checkpoint, max_length=400)
+  passages, gold = _passages(), read_jsonl(EXAMPLES / "gold.jsonl")
+  cases = [(passages[:6], gold[0]["question"], "Mount Everest, in the Himalayas of Nepal."),
+           (passages[4:12], gold[1]["question"], "Leonardo da Vinci painted it in 1503."),
+           (passages[:3] + [passages[3] * 6], gold[2]["question"], "Au, from aurum")]
+  _compare(cases, ours, reference, "several chunks")
+  found = _ours(ours, *cases[0])
+  assert found.n_windows == len(ours.chunks(passages[:6], gold[0]["question"], 12)) > 1
+  assert _ours(ours, *cases[2]).truncated  # a passage alone past the input length
+
+
+def test_another_language_equals_the_reference(checkpoint, monkeypatch):
+  ours = load_lettucedetect(checkpoint, language="de", token_budget=4096)
+  reference = reference_detector(monkeypatch, checkpoint, lang="de")
+  _compare(_qa()[:3], ours, reference, "de")
+
+
+def test_the_question_and_answer_of_an_example(checkpoint):
+  from autoais.models.lettucedetect import PROMPTS  # pylint: disable=import-outside-toplevel
+  from autoais.transforms.scoring.names import LETTUCEDETECT_LANGUAGES  # pylint: disable=import-outside-toplevel
+  assert tuple(PROMPTS) == LETTUCEDETECT_LANGUAGES  # --language's choices: the prompts
+  passage = _passages()[0]
+  from autoais.transforms.corpus.passages import parse_passage  # pylint: disable=import-outside-toplevel
+  example = qa_example("who said 'yes' is 'no'?", "it is 'x'", parse_passage(passage))
+  assert checked_text(example) == ("who said 'yes' is 'no'?", "it is 'x'")
+  claim = AttributionExample(passage, "A claim.", "A claim.", passage)
+  assert checked_text(claim) == (None, "A claim.")
+  model = load_lettucedetect(checkpoint)
+  found = model.score([claim, AttributionExample(passage, "", "", "")], 0.5)
+  assert isinstance(found[1], ScoringFailure) and "the answer has 0 tokens" in found[1].message
+  assert found[0].attributable == (found[0].nli_score > 0.5)
+
+
+def test_agreement_end_to_end_with_spans(checkpoint, tmp_path):
+  output = tmp_path / "agreement"
+  assert run_job(agreement, "--input", AGGREFACT, "--format", "aggrefact",
+                 "--output_dir", output, "--scorer", "lettucedetect", "--model", checkpoint,
+                 "--score_cache", tmp_path / "cache", "--bootstrap_samples", 20) == 0
+  record = json.loads((output / "run.json").read_text())
+  scorer = record["scorer"]
+  assert scorer["name"] == scorer["family"] == "lettucedetect"
+  assert scorer["language"] == "en" and scorer["max_input_tokens"] == 4096
+  # spans.jsonl: a line per item, in the rows' order, each span's characters
+  # those of the text checked, with its probability; rows and lines reconcile.
+  lines = [json.loads(line) for line in (output / "spans.jsonl").read_text().splitlines()]
+  assert record["counts"]["span_rows"] == record["counts"]["items"] == len(lines) > 0
+  with open(output / "agreement_rows.csv", newline="", encoding="utf-8") as f:
+    rows = list(csv.DictReader(f))
+  assert [line["item_id"] for line in lines] == [row["item_id"] for row in rows]
+  spans = [span for line in lines for span in line["spans"]]
+  assert spans and all(line["text"][s["start"]:s["end"]] == s["text"]
+                       for line in lines for s in line["spans"])
+  for line, row in zip(lines, rows):
+    assert line["text"] == row["hypothesis"]  # AggreFact's claims: the claim checked
+    if line["spans"]:
+      assert abs(float(row["nli_score"]) - (1 - max(s["probability"] for s in line["spans"]))
+                 ) < 1e-9
+    else:
+      assert float(row["nli_score"]) > 0.5
+  # A second run reads every score, and its spans, from the score cache.
+  cached = tmp_path / "cached"
+  assert run_job(agreement, "--input", AGGREFACT, "--format", "aggrefact",
+                 "--output_dir", cached, "--scorer", "lettucedetect", "--model", checkpoint,
+                 "--score_cache", tmp_path / "cache", "--bootstrap_samples", 20) == 0
+  assert json.loads((cached / "run.json").read_text())["scorer"]["cache_hits"] == len(rows)
+  assert (cached / "spans.jsonl").read_bytes() == (output / "spans.jsonl").read_bytes()
+
+
+def test_refusals(checkpoint, tmp_path, capsys):
+  other = tmp_path / "other"
+  shutil.copytree(checkpoint, other)
+  config = json.loads((other / "config.json").read_text())
+  (other / "config.json").write_text(json.dumps(
+      dict(config, architectures=["ModernBertForSequenceClassification"])))
+  assert run_job(agreement, "--input", AGGREFACT, "--format", "aggrefact", "--output_dir",
+                 tmp_path / "out", "--scorer", "lettucedetect", "--model", other) == 2
+  assert "not a token classifier of two labels" in capsys.readouterr().err
+  assert run_job(agreement, "--input", AGGREFACT, "--format", "aggrefact", "--output_dir",
+                 tmp_path / "out", "--language", "de") == 2
+  assert "--language is for --scorer lettucedetect" in capsys.readouterr().err
+
+
+def test_evaluate_takes_it(checkpoint, tmp_path):
+  """A job whose rows are answers to questions (the question prompt); it
+  writes no spans yet (agreement does)."""
+  from autoais.beam_jobs import evaluate  # pylint: disable=import-outside-toplevel
+  output = tmp_path / "evaluate"
+  assert run_job(evaluate, "--predictions", EXAMPLES / "agreement" / "ratings.csv",
+                 "--output_dir", output, "--scorer", "lettucedetect", "--model", checkpoint,
+                 "--bootstrap_samples", 20) == 0
+  assert json.loads((output / "run.json").read_text())["scorer"]["family"] == "lettucedetect"
+  assert (output / "ratings.csv").exists() and not (output / "spans.jsonl").exists()
+
+
+def test_ragtruth_spans_against_the_humans(checkpoint, tmp_path):
+  """agreement --format ragtruth: the human's spans beside ours in spans.jsonl,
+  and agreement.json's span_agreement their characters' precision, recall
+  and F1 (transforms/stats/spans.py), summed over the items."""
+  from autoais.transforms.stats.spans import SpanCounts, span_counts  # pylint: disable=import-outside-toplevel
+  output = tmp_path / "ragtruth"
+  assert run_job(agreement, "--input", RAGTRUTH, "--format", "ragtruth", "--output_dir",
+                 output, "--scorer", "lettucedetect", "--model", checkpoint,
+                 "--bootstrap_samples", 20) == 0
+  lines = [json.loads(line) for line in (output / "spans.jsonl").read_text().splitlines()]
+  labelled = read_jsonl(RAGTRUTH)
+  counts = json.loads((output / "run.json").read_text())["counts"]
+  # One response's source is not in source_info.jsonl: a dead letter, no line.
+  assert counts["span_rows"] == counts["items"] == len(lines) == len(labelled) - 1
+  assert all("human_spans" in line for line in lines)
+  assert sum(bool(line["human_spans"]) for line in lines) > 0
+  by_id = {item["id"]: item for item in labelled}
+  for line in lines:
+    assert [(s["start"], s["end"]) for s in line["human_spans"]] == [
+        (s["start"], s["end"]) for s in by_id[line["item_id"]]["labels"]]
+  expected = sum((span_counts([(s["start"], s["end"]) for s in line["human_spans"]],
+                              [(s["start"], s["end"]) for s in line["spans"]])
+                  for line in lines), SpanCounts())
+  found = json.loads((output / "agreement.json").read_text())["span_agreement"]
+  assert found["characters"] == expected._asdict() and expected.predicted > 0
+  assert (found["precision"], found["recall"], found["f1"]) == (
+      expected.precision(), expected.recall(), expected.f1())
+  assert "Unsupported spans against the spans the humans marked" in (
+      output / "agreement.md").read_text()
+  # report.html: the figures, and every row's text with its spans marked.
+  page = (output / "report.html").read_text()
+  assert "Unsupported spans against the humans&#x27; spans (characters)" in page
+  assert page.count('<p class="answer">') == len(lines)
+  assert page.count('<mark class="unsupported"') >= sum(bool(l["spans"]) for l in lines)
+  assert page.count('<span class="human">') >= sum(bool(l["human_spans"]) for l in lines)
