@@ -110,7 +110,7 @@ def check_scorer_flags(options, given: FrozenSet[str]) -> None:
         "google/t5_xxl_true_nli_mixture), --scorer nli-classifier (a "
         "sequence-classification NLI model), --scorer minicheck (MiniCheck's "
         "Flan-T5, RoBERTa or DeBERTa checkers), --scorer hhem (Vectara's "
-        "HHEM-2.1-open) --scorer factcg (FactCG-DeBERTa) or --scorer lettucedetect
+        "HHEM-2.1-open), --scorer factcg (FactCG-DeBERTa) or --scorer lettucedetect "
         "(LettuceDetect's token classifier)")
   refuse_flags_not_taken(given, scorer, f"--scorer {scorer}" + (
       "" if "scorer" in given else " (the default)"))
