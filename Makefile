@@ -8,11 +8,9 @@ EXAMPLE_OUT ?= build/example
 # pytest-xdist processes for `make test` (TEST_WORKERS=0 runs the suite in one).
 TEST_WORKERS ?= 2
 # The slowest tests are listed at the end of each run (--durations): what to
-# look at first when the suite grows slow. --dist loadgroup: tests spread one
-# by one as with xdist's default, but those of one xdist_group (the docs'
-# commands, run once: tests/support/example_runs.py) go to one process.
-# (--dist worksteal was tried, issue 47: no gain shown.)
-TEST_FLAGS ?= --dist loadgroup --durations=25
+# look at first when the suite grows slow. (--dist worksteal and loadgroup were
+# tried, issue 47: no gain shown; see tests/conftest.py on the order of tests.)
+TEST_FLAGS ?= --durations=25
 
 .PHONY: run test bench install install-test clean
 

@@ -103,16 +103,24 @@ def model_scorer(request):
   return request.param, request.getfixturevalue(fixture)
 
 
-# The reference-parity module (minutes, one module fixture) is collected first:
-# pytest-xdist hands each worker a run of consecutive tests to start with, so
-# its tests start together on one worker at once while the other takes the
-# many short ones, instead of running alone at the end of the suite.
+# The tests behind the two longest fixtures are collected first, one after the
+# other: the reference-parity module's (minutes, one module fixture), then those
+# reading the docs' commands run once a session (tests/support/example_runs.py:
+# test_docs' page and set-up tests, test_newcomer). pytest-xdist's default
+# scheduling (--dist load) hands each worker a run of consecutive tests to
+# start with (a quarter of its share: about 145 tests), so all of these start
+# on one worker and each fixture is built once, while the other worker takes
+# the many short ones. (--dist loadgroup was tried for the docs' commands,
+# issue 47: it schedules every other test alone, and module fixtures were built
+# on both workers: a whole-suite run took 1,236 s against 1,068 s.)
 _FIRST = "tests/jobs/test_reference_parity.py::"
+_SECOND = "example_runs"
 
 
 def pytest_collection_modifyitems(config, items):
   del config
-  items.sort(key=lambda item: not item.nodeid.startswith(_FIRST))
+  items.sort(key=lambda item: (not item.nodeid.startswith(_FIRST),
+                               _SECOND not in getattr(item, "fixturenames", ())))
 
 
 # Hypothesis profiles for the reader property tests: `ci` (the default, 150

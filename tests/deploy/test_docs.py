@@ -36,7 +36,7 @@ import sys
 import pytest
 
 from tests.support import startup
-from tests.support.example_runs import EXAMPLES_GROUP, has_embedding_model, snapshot
+from tests.support.example_runs import has_embedding_model, snapshot
 from tests.support.paths import PROJECT_ROOT
 
 ROOT = PROJECT_ROOT
@@ -221,7 +221,6 @@ def test_every_job_has_a_page_and_an_example():
         f"docs/{job}.md: its Example never runs `autoais {job}`")
 
 
-@pytest.mark.xdist_group(EXAMPLES_GROUP)
 @pytest.mark.parametrize("page", example_pages())
 def test_page_example_runs(page, example_runs):
   argvs, outputs = example_commands(page_path(page).read_text(encoding="utf-8"))
@@ -363,7 +362,6 @@ def page_commands(page):
   return [shlex.join(argv) for argv in argvs or []]
 
 
-@pytest.mark.xdist_group(EXAMPLES_GROUP)
 def test_readme_setup_commands_run(example_runs):
   setup = section((ROOT / "README.md").read_text(encoding="utf-8"), "Set up")
   assert setup is not None, "README.md has no '## Set up' section"

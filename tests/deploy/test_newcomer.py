@@ -22,10 +22,7 @@ import json
 import pytest
 
 from tests.deploy.test_docs import INLINE, MAKE_RUN_OUT, page_commands
-from tests.support.example_runs import EXAMPLES_GROUP
 from tests.support.scorer_surfaces import check_scorer_named
-
-pytestmark = pytest.mark.xdist_group(EXAMPLES_GROUP)
 
 # The docs pages whose Example runs a job that scores, in the order a newcomer
 # might read them; compare's compares two evaluate runs.

@@ -17,10 +17,10 @@ exit code, stdout and stderr, and the model stack's top-level packages
 sitecustomize on PYTHONPATH (test-only: its atexit hook writes them for the
 `autoais` process itself, not for processes it starts).
 
-The two modules that read it are one xdist group (`EXAMPLES_GROUP`, with
-`make test`'s --dist loadgroup), so one test process runs it: before, each
-ran most of these commands on its own (test_docs from the checkout, the
-newcomer from the wheel), about 70 s of a 2-core machine's suite.
+The tests that read it are collected one after the other near the start
+(tests/conftest.py), so that one test process runs it: before, test_docs ran
+the pages' commands from the checkout on each process that took one of its
+page tests, and test_newcomer ran most of them again from the wheel.
 """
 import json
 import pathlib
@@ -32,7 +32,6 @@ from tests.support.paths import PROJECT_ROOT
 from tests.support.wheel_env import install_wheel
 
 EXAMPLES = PROJECT_ROOT / "examples"
-EXAMPLES_GROUP = "docs-examples"
 # The model stack: the packages a run that needs no model must not import.
 HEAVY = ("torch", "transformers")
 SHELL_TIMEOUT_S = 1800
