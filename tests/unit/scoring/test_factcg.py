@@ -115,8 +115,8 @@ def test_every_job_that_scores_takes_factcg_and_refuses_an_input_length(model_di
     assert run_job(module, *flags, "--output_dir", tmp_path / job, "--scorer", "factcg",
                    "--model", model_dir, "--max_input_tokens", 64) == 2, job
     err = capsys.readouterr().err
-    assert ("--max_input_tokens is for --scorer t5 / nli-classifier / minicheck, not "
-            "--scorer factcg") in err, (job, err)
+    assert ("--max_input_tokens is for --scorer t5 / nli-classifier / minicheck / "
+            "lettucedetect, not --scorer factcg") in err, (job, err)
     assert not (tmp_path / job).exists()
 
 

@@ -25,10 +25,10 @@ def test_string_match(answer, passage, expected):
 
 def test_score_is_one_or_zero_and_decision_uses_threshold():
   example = AttributionExample("premise", "hypothesis", "Flemyng", "Flemyng played")
-  assert string_match_score(example, 0.5) == (1.0, True, 1, False)
+  assert string_match_score(example, 0.5) == (1.0, True, 1, False, None)  # no spans
   assert string_match_score(example, 1.0).attributable is False
   missing = example._replace(answer="Depp")
-  assert string_match_score(missing, 0.5) == (0.0, False, 1, False)
+  assert string_match_score(missing, 0.5) == (0.0, False, 1, False, None)
 
 
 
