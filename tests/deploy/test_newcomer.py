@@ -22,7 +22,7 @@ import json
 import pytest
 
 from tests.deploy.test_docs import INLINE, MAKE_RUN_OUT, page_commands
-from tests.support.scorer_surfaces import check_scorer_named
+from tests.support.scorer_surfaces import SURFACES, check_scorer_named
 
 # The docs pages whose Example runs a job that scores, in the order a newcomer
 # might read them; compare's compares two evaluate runs.
@@ -80,7 +80,13 @@ def test_every_scoring_jobs_outputs_name_the_scorer(session, page):
     job = command.split()[1]
     if job not in ("evaluate", page):
       continue
-    check_scorer_named(job, clone / command.split("--output_dir ")[1].split()[0], console)
+    surfaces = check_scorer_named(job, clone / command.split("--output_dir ")[1].split()[0],
+                                  console)
+    # The pages a person reads first are among those checked; agreement's and
+    # compare's report.html too (test_scorer_named checks evaluate's).
+    assert SURFACES[job][0] in surfaces
+    if job in ("agreement", "compare"):
+      assert "report.html" in surfaces, (command, surfaces)
     checked += 1
   if page == "sck" and not checked:
     pytest.skip("the sck example needs the embedding model of the sck extra")
