@@ -37,6 +37,7 @@ import pytest
 
 from tests.support import startup
 from tests.support.example_runs import has_embedding_model, snapshot
+from tests.support.scorer_surfaces import check_scorer_named
 from tests.support.paths import PROJECT_ROOT
 
 ROOT = PROJECT_ROOT
@@ -286,6 +287,14 @@ def _run_hub_example(workspace, tmp_path, title: str, models: dict) -> None:
                   HF_HUB_CACHE=str(tmp_path / "hf_home" / "hub"))
   workspace.check_outputs(outputs, f"docs/scorers.md's {title} example")
   assert snapshot(EXAMPLES) == before, "an example command changed examples/"
+  # Every surface of each run names the family and the hub model at its
+  # commit (tests/support/scorer_surfaces.py), as test_scorer_named checks
+  # for the t5 family.
+  for argv in argvs:
+    output_dir = workspace.path / argv[argv.index("--output_dir") + 1]
+    check_scorer_named(argv[1], output_dir)
+    block = json.loads((output_dir / "run.json").read_text(encoding="utf-8"))["scorer"]
+    assert block["model"] == next(iter(models)) and block["model_commit"], block
 
 
 def test_hhem_example_runs(workspace, tmp_path):
