@@ -1,9 +1,10 @@
 """serve: an NLI scorer over HTTP, in the Vertex AI prediction format, for
 `--scorer remote` and Vertex AI; requests arriving together share model batches.
 
-    autoais serve --model DIR_OR_HUB_ID [--model_revision REV] [--scorer t5|nli-classifier]
-        [--tokenizer DIR_OR_HUB_ID]
-        [--positive_label NAME] [--host 127.0.0.1] [--port 8080]
+    autoais serve --model DIR_OR_HUB_ID [--model_revision REV]
+        [--scorer t5|nli-classifier|hhem|factcg|lettucedetect]
+        [--tokenizer DIR_OR_HUB_ID] [--positive_label NAME] [--language en]
+        [--host 127.0.0.1] [--port 8080]
         [--dtype float32|bfloat16] [--device cpu|cuda] [--max_input_tokens N]
         [--token_budget N] [--max_batch_windows 256] [--max_wait_ms 5]
         [--max_queue_windows 4096] [--max_instances 1024]
@@ -22,8 +23,11 @@ Routes (serve/http.py has their statuses):
                    model's description: {"status": "ok", "model": {...}}
     GET /live      liveness;   GET /metrics   Prometheus text (?format=json)
 
-`nli_score` is the family's score (models/t5_nli.py, models/nli_classifier.py),
-windows and all; the client decides auto_ais with its threshold. The model
+`nli_score` is the family's score (models/t5_nli.py, models/nli_classifier.py,
+...), windows and all; the client decides auto_ais with its threshold. A
+lettucedetect server reads an instance's optional "answer" (the answer a QA
+hypothesis asks about, whose characters its spans count) and adds
+"unsupported_spans" to each prediction (serve/http.py). The model
 loads once, before the port opens; one thread owns it and scores the
 instances of concurrent requests together (serve/batching.py). Every request
 is bounded before it reaches the model: body bytes, JSON depth, instances,
@@ -164,9 +168,12 @@ def load_served_model(args, model_path: str, tokenizer_path: Optional[str] = Non
   # pylint: disable=import-outside-toplevel
   from autoais.serve.batching import ServedModel
   from autoais.transforms.scoring.registry import FAMILIES
-  model, description = FAMILIES[args.scorer].serve(args, model_path, tokenizer_path)
+  family = FAMILIES[args.scorer]
+  model, description = family.serve(args, model_path, tokenizer_path)
   description = dict(description, scorer=args.scorer, model=model_path, dtype=args.dtype,
                      device=args.device)
+  if family.scorer.gives_spans:  # what `--scorer remote` reads spans by
+    description["unsupported_spans"] = True
   return ServedModel(model, args.scorer), description
 
 

@@ -25,7 +25,7 @@ how close it came (above 0.5), so that scores rank answers without a span too.
 An answer with no tokens, or too long to leave the prompt a token, is a
 ScoringFailure (dead letter)."""
 import string
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -133,6 +133,13 @@ def check_detector(model_path: str, tokenizer_path: Optional[str]) -> None:
                      "of two labels: --scorer lettucedetect reads LettuceDetect checkpoints")
 
 
+class EncodedAnswer(NamedTuple):
+  """An example's model inputs: (ids, offsets, answer tokens, cut) of each
+  chunk, or none and why (`failure`)."""
+  windows: List[Tuple[List[int], List[Tuple[int, int]], int, bool]]
+  failure: str = ""
+
+
 class LettuceDetectModel(TokenBudgetModel):
   """A loaded LettuceDetect: chunks, per-token probabilities, spans, scores."""
 
@@ -162,22 +169,22 @@ class LettuceDetectModel(TokenBudgetModel):
         used = size
     return groups if room > 0 else [list(passages)]
 
-  def score(self, examples: Sequence[AttributionExample], threshold: float = 0.5,
-            passages_of=None) -> List[Union[AttributionScore, ScoringFailure]]:
-    """Each example's score with its unsupported spans (`passages_of(example)`:
-    its passages, by default the premise alone)."""
-    inputs, plans = [], []
+  def encode_many(self, examples: Sequence[AttributionExample],
+                  passages_of=None) -> List[EncodedAnswer]:
+    """Each example's chunk inputs (`passages_of(example)`: its passages, by
+    default the premise alone); none, with the reason, for an answer that
+    cannot be scored."""
+    encoded = []
     for example in examples:
       question, answer = checked_text(example)
       answer_tokens = self._count(answer)
       if answer_tokens == 0 or answer_tokens + 4 > self.max_input_tokens:
-        plans.append(ScoringFailure(LOCAL_FAILURE, f"lettucedetect: the answer has "
-                                    f"{answer_tokens} tokens, the input {self.max_input_tokens}"))
+        encoded.append(EncodedAnswer([], f"lettucedetect: the answer has {answer_tokens} "
+                                     f"tokens, the input {self.max_input_tokens}"))
         continue
-      groups = self.chunks((passages_of or (lambda e: [e.premise]))(example), question,
-                           answer_tokens)
-      first = len(inputs)
-      for group in groups:
+      windows = []
+      for group in self.chunks((passages_of or (lambda e: [e.premise]))(example), question,
+                               answer_tokens):
         text = prompt(group, question, self.language)
         encoding = self.tokenizer(text, answer, truncation="only_first",
                                   max_length=self.max_input_tokens,
@@ -185,19 +192,36 @@ class LettuceDetectModel(TokenBudgetModel):
         ids = encoding["input_ids"]
         cut = (len(ids) == self.max_input_tokens
                and self._count(text) + answer_tokens + 3 > self.max_input_tokens)
-        inputs.append((ids, encoding["offset_mapping"], answer_tokens, cut))
-      plans.append((first, len(groups)))
-    probabilities = self._token_probabilities(inputs)
-    return [plan if isinstance(plan, ScoringFailure) else
-            self._detection(inputs, probabilities, threshold, *plan) for plan in plans]
+        windows.append((ids, encoding["offset_mapping"], answer_tokens, cut))
+      encoded.append(EncodedAnswer(windows))
+    return encoded
 
-  def _detection(self, inputs, probabilities, threshold: float, first: int,
-                 count: int) -> AttributionScore:
-    ids, offsets, answer_tokens, _ = inputs[first]
+  def score(self, examples: Sequence[AttributionExample], threshold: float = 0.5,
+            passages_of=None) -> List[Union[AttributionScore, ScoringFailure]]:
+    """Each example's score with its unsupported spans (see encode_many)."""
+    encoded = self.encode_many(examples, passages_of)
+    return self.window_scores(
+        encoded, self.probabilities([w for item in encoded for w in item.windows]), threshold)
+
+  def window_scores(self, encoded: Sequence[EncodedAnswer], probabilities,
+                    threshold: float) -> List[Union[AttributionScore, ScoringFailure]]:
+    """Each encoded example's score and spans from `probabilities` of all
+    their windows in order; a ScoringFailure for one without windows."""
+    scores, position = [], 0
+    for item in encoded:
+      count = len(item.windows)
+      scores.append(self._detection(item.windows, probabilities[position:position + count],
+                                    threshold) if count else
+                    ScoringFailure(LOCAL_FAILURE, item.failure))
+      position += count
+    return scores
+
+  @staticmethod
+  def _detection(windows, probabilities, threshold: float) -> AttributionScore:
+    ids, offsets, answer_tokens, _ = windows[0]
     start = len(ids) - answer_tokens - 1
-    stacked = np.stack([probabilities[first + k][0] for k in range(count)])
-    probability = stacked.max(axis=0)
-    unsupported = probabilities[first][1] if count == 1 else probability >= 0.5
+    probability = np.stack([found[0] for found in probabilities]).max(axis=0)
+    unsupported = probabilities[0][1] if len(windows) == 1 else probability >= 0.5
     base = offsets[start][0]
     spans, scored = [], []
     for k in range(answer_tokens):
@@ -213,11 +237,11 @@ class LettuceDetectModel(TokenBudgetModel):
       else:
         spans.append(UnsupportedSpan(begin - base, end - base, float(probability[k])))
     score = 1.0 - float(max(scored)) if scored else 1.0
-    truncated = any(inputs[first + k][3] for k in range(count))
-    return AttributionScore(score, score > threshold, count, truncated,
+    return AttributionScore(score, score > threshold, len(windows),
+                            any(window[3] for window in windows),
                             [span for span in spans if span is not None])
 
-  def _token_probabilities(self, inputs) -> List[Tuple[np.ndarray, np.ndarray]]:
+  def probabilities(self, inputs) -> List[Tuple[np.ndarray, np.ndarray]]:
     """(P(unsupported), argmax is unsupported) of each input's answer tokens."""
     torch = self._torch
     out: List[Any] = [None] * len(inputs)

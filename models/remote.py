@@ -13,6 +13,9 @@ Both speak the Vertex AI prediction format that `autoais serve` serves
       -> {"predictions": [{"nli_score": 0.93, "n_windows": 1,
                            "truncated": false}, ...]}
 
+Against a span server (lettucedetect: its /health model says unsupported_spans)
+`remote` sends each answer and reads each prediction's spans (malformed: dead letter).
+
 `remote` is a Beam ModelHandler written here on the standard library's HTTP
 client. A chunk of distinct examples (transforms/scoring/fanout.py) goes out in
 requests of --instances_per_request instances, one at a time per worker thread:
@@ -57,7 +60,7 @@ from apache_beam.io.components.adaptive_throttler import AdaptiveThrottler
 from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
-from autoais.schemas import AttributionExample, AttributionScore, ScoringFailure
+from autoais.schemas import AttributionExample, AttributionScore, ScoringFailure, UnsupportedSpan
 from autoais.schemas.errors import EndpointMisconfigured, ModelError, RequestFailed
 
 PREDICT_ROUTE = "/predict"
@@ -71,13 +74,37 @@ _MAX_BACKOFF_SECONDS = 60.0
 _THROTTLE_DELAY_SECONDS = 1.0
 
 
-def instance(example: AttributionExample) -> Dict[str, str]:
-  return {"premise": example.premise, "hypothesis": example.hypothesis}
+def instance(example: AttributionExample, answer: bool = False) -> Dict[str, str]:
+  """An example's instance; with `answer`, its answer too (a span server's
+  text checked: the answer its hypothesis asks about)."""
+  found = {"premise": example.premise, "hypothesis": example.hypothesis}
+  if answer and example.answer:
+    found["answer"] = example.answer
+  return found
 
 
-def score_from_prediction(prediction: Any, threshold: float) -> AttributionScore:
-  """A prediction of the serve format -> AttributionScore; ValueError if the
-  prediction is not one."""
+def _spans(prediction: Dict[str, Any]) -> List[UnsupportedSpan]:
+  """A span server's unsupported_spans, in order and apart; ValueError otherwise."""
+  found, spans = prediction.get("unsupported_spans"), []
+  if not isinstance(found, list):
+    raise ValueError(f"unsupported_spans must be a list (the endpoint's /health says it "
+                     f"gives spans), got {str(found)[:200]!r}")
+  for span in found:
+    start, end, probability = (span.get(key) for key in UnsupportedSpan._fields) if (
+        isinstance(span, dict)) else (None,) * 3
+    if not (all(type(v) is int for v in (start, end))  # pylint: disable=unidiomatic-typecheck
+            and type(probability) in (int, float)  # pylint: disable=unidiomatic-typecheck
+            and (spans[-1].end if spans else 0) <= start < end and 0 <= probability <= 1):
+      raise ValueError(f"an unsupported span must be {{start, end, probability}}, after "
+                       f"the one before, got {str(span)[:200]!r}")
+    spans.append(UnsupportedSpan(start, end, float(probability)))
+  return spans
+
+
+def score_from_prediction(prediction: Any, threshold: float,
+                          spans: bool = False) -> AttributionScore:
+  """A prediction of the serve format -> AttributionScore, with `spans` its
+  unsupported spans; ValueError if the prediction is not one."""
   if not isinstance(prediction, dict) or "nli_score" not in prediction:
     raise ValueError(f"a prediction must be an object with nli_score, got "
                      f"{str(prediction)[:200]!r}")
@@ -92,24 +119,26 @@ def score_from_prediction(prediction: Any, threshold: float) -> AttributionScore
   if not isinstance(truncated, bool):
     raise ValueError(f"truncated must be true or false, got {truncated!r}")
   score = float(score)
-  return AttributionScore(score, score > threshold, windows, truncated)
+  return AttributionScore(score, score > threshold, windows, truncated,
+                          _spans(prediction) if spans else None)
 
 
 def score_in_requests(examples: Sequence[AttributionExample], per_request: int,
                       send: Callable[[List[Dict[str, str]]], List[Any]],
-                      threshold: float) -> List[Any]:
+                      threshold: float, spans: bool = False) -> List[Any]:
   """Scores examples in requests of `per_request` instances through `send`
   (instances -> predictions, raising RequestFailed); each example gets an
-  AttributionScore or a ScoringFailure. Refused requests are split."""
+  AttributionScore (with `spans`, the answer's: sent with its answer) or a
+  ScoringFailure. Refused requests are split."""
   results: List[Any] = []
 
   def attempt(part: Sequence[AttributionExample]) -> None:
     try:
-      predictions = send([instance(example) for example in part])
+      predictions = send([instance(example, spans) for example in part])
       if not isinstance(predictions, list) or len(predictions) != len(part):
         raise RequestFailed(200, f"expected {len(part)} predictions, got "
                             f"{len(predictions) if isinstance(predictions, list) else 'none'}")
-      scores = [score_from_prediction(p, threshold) for p in predictions]
+      scores = [score_from_prediction(p, threshold, spans) for p in predictions]
     except ValueError as error:
       failure = ScoringFailure(200, f"malformed response: {error}")
       results.extend([failure] * len(part))
@@ -301,8 +330,9 @@ class RemoteNliModelHandler(ModelHandler[AttributionExample, PredictionResult,
 
   def __init__(self, endpoint: str, *, threshold: float = 0.5, timeout: float = 60.0,
                max_retries: int = 8, backoff: float = 1.0,
-               instances_per_request: int = 32):
+               instances_per_request: int = 32, spans: bool = False):
     super().__init__()
+    self._spans = spans  # read the answers' unsupported spans (a span server)
     self._endpoint = endpoint
     self._threshold = threshold
     self._timeout = timeout
@@ -316,7 +346,8 @@ class RemoteNliModelHandler(ModelHandler[AttributionExample, PredictionResult,
 
   def run_inference(self, batch: Sequence[AttributionExample], model: HttpClient,
                     inference_args: Optional[Dict[str, Any]] = None):
-    results = score_in_requests(batch, self._per_request, model.predict, self._threshold)
+    results = score_in_requests(batch, self._per_request, model.predict, self._threshold,
+                                self._spans)
     return [PredictionResult(example, result, self._endpoint)
             for example, result in zip(batch, results)]
 

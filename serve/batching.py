@@ -83,9 +83,9 @@ class Overloaded(Exception):
 
 
 class ServedModel:
-  """A loaded model of either family (T5NliModel, NliClassifierModel) with the
-  two halves of scoring apart: `encode` (windows, limits) and `score` (a batch
-  of encoded instances)."""
+  """A loaded model of a served family (its `encode_many`, `probabilities`,
+  `window_scores`) with the two halves of scoring apart: `encode` (windows,
+  limits) and `score` (a batch of encoded instances)."""
 
   def __init__(self, model, family: str, threshold: float = 0.5):
     self.model = model
@@ -111,10 +111,12 @@ class ServedModel:
   def _check_windows(self, index: int, item: Any, total: int, limits: Limits) -> int:
     """The request's windows up to instance `index`; BadRequest(413) where the
     instance or the request passes its limit, 400 where it has nothing to
-    score (factcg: a blank premise has no chunk)."""
+    score (factcg: a blank premise has no chunk; lettucedetect: an answer
+    without tokens, or too long for the input), with the model's reason."""
     count = len(item.windows)
     if not count:
-      raise BadRequest(400, f"instance {index}: a blank premise: nothing to score")
+      failure = self.model.window_scores([item], [], self._threshold)[0]
+      raise BadRequest(400, f"instance {index}: {failure.message}")
     if count > limits.max_instance_windows:
       raise BadRequest(413, f"instance {index}: its premise needs {count} windows of "
                        f"{self.model.max_input_tokens} tokens: at most "
@@ -130,7 +132,8 @@ class ServedModel:
 
   def score(self, encoded: Sequence[Any]) -> List[AttributionScore]:
     """The scores of encoded instances, in order: the model's probabilities of
-    all their windows in token-budget batches, the best window per instance."""
+    all their windows in token-budget batches, each instance's score from
+    its windows' (the best window; lettucedetect: each token's best)."""
     windows = [window for item in encoded for window in item.windows]
     return self.model.window_scores(encoded, self.model.probabilities(windows),
                                     self._threshold)

@@ -7,7 +7,11 @@ add their paths to /predict and /health):
 
     POST /predict  {"instances": [{"premise": ..., "hypothesis": ...}, ...]}
       200 {"predictions": [{"nli_score", "n_windows", "truncated"}, ...]}
-      400 not that body, or JSON nested deeper than --max_json_depth
+      (lettucedetect: an instance may add "answer", the answer its hypothesis
+      asks about, and each prediction adds "unsupported_spans": [{"start",
+      "end", "probability"}, ...], characters of the text checked)
+      400 not that body, JSON nested deeper than --max_json_depth, or an
+      instance the model has nothing to score in (the message says why)
       411 no Content-Length;  413 past a limit (bytes, instances, characters or
       windows of an instance, windows of the request: the message names the
       limit, its flag and the instance);  503 the queue is full or the server
@@ -44,7 +48,7 @@ from typing import Any, Callable, Deque, Dict, List, NamedTuple, Optional, Seque
 from aiohttp import web
 
 from autoais.serve.batching import Batcher, Limits, Overloaded, ServedModel, windows
-from autoais.schemas import AttributionExample
+from autoais.schemas import AttributionExample, AttributionScore
 from autoais.schemas.errors import BadRequest
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -113,8 +117,21 @@ def parse_instances(body: bytes, max_instances: int,
     for field in ("premise", "hypothesis"):
       if not isinstance(item.get(field), str):
         raise BadRequest(400, f"instance {index}: field '{field}' must be a string")
-    examples.append(AttributionExample(item["premise"], item["hypothesis"], "", ""))
+    if not isinstance(item.get("answer", ""), str):
+      raise BadRequest(400, f"instance {index}: field 'answer' must be a string")
+    examples.append(AttributionExample(item["premise"], item["hypothesis"],
+                                       item.get("answer", ""), ""))
   return examples
+
+
+def prediction(score: AttributionScore) -> Dict[str, Any]:
+  """An instance's prediction: its score, and the answer's unsupported spans
+  where the family finds them (lettucedetect)."""
+  found = {"nli_score": score.nli_score, "n_windows": score.n_windows,
+           "truncated": score.truncated}
+  if score.spans is not None:
+    found["unsupported_spans"] = [span._asdict() for span in score.spans]
+  return found
 
 
 class _Metrics:
@@ -215,9 +232,7 @@ class NliService:
     except Exception as error:  # pylint: disable=broad-except
       logging.exception("scoring failed")
       return _error(500, f"scoring failed: {type(error).__name__}: {error}")
-    return web.json_response({"predictions": [
-        {"nli_score": score.nli_score, "n_windows": score.n_windows,
-         "truncated": score.truncated} for score in scores]})
+    return web.json_response({"predictions": [prediction(score) for score in scores]})
 
   def not_ready(self) -> List[str]:
     """Why the server should get no traffic now (empty: ready)."""

@@ -27,12 +27,14 @@ def check_flags(options, local_run: bool) -> Dict[str, Any]:
     require(options, "endpoint")
     check_http_url("--endpoint", options.endpoint)
     check_retries(options)
-    if local_run:
-      fetch_health(options.endpoint, options.request_timeout)
+    # A span server (lettucedetect) says so in its model's description; where
+    # the launch cannot ask (a run elsewhere), spans are not read.
+    health = fetch_health(options.endpoint, options.request_timeout) if local_run else {}
+    spans = (health.get("model") or {}).get("unsupported_spans") is True
     return {"endpoint": options.endpoint, "timeout": options.request_timeout,
             "max_retries": options.max_retries, "backoff": options.retry_backoff,
             "instances_per_request": options.instances_per_request,
-            "score_cache": options.score_cache}
+            "score_cache": options.score_cache, **({"spans": True} if spans else {})}
   project = options.view_as(GoogleCloudOptions).project
   if not (options.endpoint_id and project and options.location):
     raise ConfigError("--scorer vertex needs --endpoint_id, --project and --location")
@@ -63,14 +65,18 @@ class RemoteScorer(Scorer):
 
   def __init__(self, endpoint: str, *, threshold: float = 0.5, timeout: float = 60.0,
                max_retries: int = 8, backoff: float = 1.0,
-               instances_per_request: int = 32, score_cache: Optional[str] = None):
+               instances_per_request: int = 32, score_cache: Optional[str] = None,
+               spans: bool = False):
     from autoais.models.remote import RemoteNliModelHandler  # pylint: disable=import-outside-toplevel
     options = {"endpoint": endpoint, "request_timeout": timeout,
                "max_retries": max_retries, "retry_backoff": backoff,
                "instances_per_request": instances_per_request, "threshold": threshold}
+    if spans:  # the served model's unsupported spans, read (check_flags)
+      options["unsupported_spans"] = True
+    self.gives_spans = spans
     handler = RemoteNliModelHandler(
         endpoint, threshold=threshold, timeout=timeout, max_retries=max_retries,
-        backoff=backoff, instances_per_request=instances_per_request)
+        backoff=backoff, instances_per_request=instances_per_request, spans=spans)
     self._configure(handler, endpoint, options, score_cache)
 
   def _describe_fn(self) -> beam.DoFn:
@@ -79,13 +85,17 @@ class RemoteScorer(Scorer):
 
   def cache_identity(self, model_info: Dict[str, Any]) -> Dict[str, Any]:
     """The served model's weights and settings where the server tells them
-    (`autoais serve` does), else the endpoint's URL."""
+    (`autoais serve` does), else the endpoint's URL; where spans are read,
+    that too and the prompt (a span server's language), so that scores
+    cached without spans are not read back as having none."""
     served = model_info.get("served_model") or {}
+    spans = {"unsupported_spans": True, "prompt": served.get("prompt")} if (
+        self.gives_spans) else {}
     if served.get("weights_sha256"):
       return {"scorer": REMOTE, "weights_sha256": served["weights_sha256"],
               "dtype": served.get("dtype"),
-              "max_input_tokens": served.get("max_input_tokens")}
-    return {"scorer": REMOTE, "endpoint": self._options["endpoint"]}
+              "max_input_tokens": served.get("max_input_tokens"), **spans}
+    return {"scorer": REMOTE, "endpoint": self._options["endpoint"], **spans}
 
 
 class VertexScorer(Scorer):

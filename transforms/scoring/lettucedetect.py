@@ -3,7 +3,9 @@
 premise, hypothesis) scored once per run, and with `--score_cache` once across
 runs. It takes the local families' flags, --max_input_tokens as the input
 length that passages are grouped into chunks under (4096 by default, as
-LettuceDetect's own code), and --language, the language of its prompt."""
+LettuceDetect's own code), and --language, the language of its prompt;
+`autoais serve --scorer lettucedetect` serves it (load_served), with the
+answers' unsupported spans in its predictions."""
 from typing import Any, Dict, Optional
 
 import apache_beam as beam
@@ -62,10 +64,20 @@ class LettuceDetectScorer(Scorer):
             "dtype": self._options["dtype"]}
 
 
+def load_served(options, model_path: str, tokenizer_path: Optional[str]):
+  """`autoais serve --scorer lettucedetect`: (the model loaded, its description)."""
+  from autoais.models import lettucedetect  # pylint: disable=import-outside-toplevel
+  model = lettucedetect.load_lettucedetect(
+      model_path, options.dtype, options.device, options.max_input_tokens,
+      options.token_budget, tokenizer_path=tokenizer_path, language=options.language)
+  return model, lettucedetect.describe_lettucedetect(model_path, options.max_input_tokens,
+                                                     tokenizer_path, options.language)
+
+
 LANGUAGE = Flag(
     "language", "LettuceDetect prompt language",
     "the language of LettuceDetect's prompt, one of its checkpoints' (default en).",
-    default="en", choices=LETTUCEDETECT_LANGUAGES)
+    default="en", choices=LETTUCEDETECT_LANGUAGES, served=True)
 INPUT_LENGTH_HELP = (
     "the model's input length: passages that do not fit beside the answer are grouped "
     "into chunks that do, each scored, a token taking its largest probability over "
@@ -75,4 +87,4 @@ FAMILY = Family(LETTUCEDETECT, "LettuceDetect's token classifier given by --mode
                 "unsupported spans of the answer",
                 tuple(flag._replace(help=INPUT_LENGTH_HELP) if flag.name == "max_input_tokens"
                       else flag for flag in LOCAL_MODEL) + (LANGUAGE, SCORE_CACHE),
-                check_flags, LettuceDetectScorer)
+                check_flags, LettuceDetectScorer, load_served)

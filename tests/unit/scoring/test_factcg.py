@@ -132,7 +132,7 @@ def test_serve_scores_as_in_process_and_refuses_a_blank_premise(ours, model_dir)
   np.testing.assert_allclose([s.nli_score for s in served.score(encoded)],
                              [s.nli_score for s in ours.score(examples, 0.5)],
                              rtol=0, atol=1e-6)
-  with pytest.raises(BadRequest, match="instance 1: a blank premise"):
+  with pytest.raises(BadRequest, match="instance 1: factcg: the document is blank"):
     served.encode(examples[:1] + [AttributionExample(" \n", "claim", "", "")],
                   Limits(64, 10 ** 6, 8, 512))
 

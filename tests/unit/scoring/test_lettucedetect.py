@@ -37,6 +37,7 @@ from tests.support.vocab import example_texts  # pylint: disable=wrong-import-po
 
 AGGREFACT = EXAMPLES / "agreement" / "aggrefact.csv"
 RAGTRUTH = EXAMPLES / "agreement" / "ragtruth" / "response.jsonl"
+RATINGS = EXAMPLES / "agreement" / "ratings.csv"
 
 
 @pytest.fixture(scope="module")
@@ -244,3 +245,129 @@ def test_ragtruth_spans_against_the_humans(checkpoint, tmp_path):
   assert page.count('<p class="answer">') == len(lines)
   assert page.count('<mark class="unsupported"') >= sum(bool(l["spans"]) for l in lines)
   assert page.count('<span class="human">') >= sum(bool(l["human_spans"]) for l in lines)
+
+
+# ----------------------------------------------------------------------------
+# `autoais serve --scorer lettucedetect`, and `--scorer remote` against it.
+
+
+@pytest.fixture(scope="module")
+def server(checkpoint):
+  """`autoais serve --scorer lettucedetect` in its own process (one a module)."""
+  from tests.support import serve_load  # pylint: disable=import-outside-toplevel
+  process, url = serve_load.start_server(["--scorer", "lettucedetect", "--model", checkpoint])
+  yield url
+  assert serve_load.stop_server(process) == 0
+
+
+def test_serve_scores_and_spans_as_in_process(checkpoint):
+  from autoais.beam_jobs.serve import load_served_model, parse_args  # pylint: disable=import-outside-toplevel
+  from autoais.schemas.errors import BadRequest  # pylint: disable=import-outside-toplevel
+  from autoais.serve.batching import Limits  # pylint: disable=import-outside-toplevel
+  served, description = load_served_model(parse_args(
+      ["--scorer", "lettucedetect", "--model", checkpoint, "--max_input_tokens", "400"]),
+                                          checkpoint, None)
+  assert description["unsupported_spans"] is True and description["max_input_tokens"] == 400
+  ours = load_lettucedetect(checkpoint, max_input_tokens=400, token_budget=4096)
+  passages, gold = _passages(), read_jsonl(EXAMPLES / "gold.jsonl")
+  examples = [AttributionExample(p[0], qa_hypothesis(q, a), a, "") for p, q, a in _qa()]
+  examples.append(AttributionExample(passages[1], "Mount Everest is in Nepal.", "", ""))
+  limits = Limits(64, 10 ** 6, 8, 512)
+  # A request carries one premise an instance, one chunk; the several chunks
+  # of passages (in-process only, encoded apart) batched with them.
+  several = ours.encode_many([AttributionExample(
+      "", qa_hypothesis(gold[0]["question"], "Everest, in Nepal."), "Everest, in Nepal.",
+      "")], lambda _: passages[:6])
+  assert len(several[0].windows) > 1
+  got = served.score(served.encode(examples, limits) + several)
+  expected = ours.score(examples) + ours.window_scores(
+      several, ours.probabilities(several[0].windows), 0.5)
+  np.testing.assert_allclose([s.nli_score for s in got], [s.nli_score for s in expected],
+                             rtol=0, atol=1e-6)
+  assert [[s[:2] for s in found.spans] for found in got] == [
+      [s[:2] for s in found.spans] for found in expected]
+  np.testing.assert_allclose([s.probability for found in got for s in found.spans],
+                             [s.probability for found in expected for s in found.spans],
+                             rtol=0, atol=1e-6)
+  assert sum(map(len, (found.spans for found in got))) > 3 and got[-1].n_windows > 1
+  # Nothing to score: 400 naming the instance; past a limit: 413.
+  for answer in ("", " ".join(passages)):
+    with pytest.raises(BadRequest, match=r"instance 1: lettucedetect: the answer has \d+ "
+                       "tokens, the input 400") as refused:
+      served.encode(examples[:1] + [AttributionExample(passages[0], answer, "", "")], limits)
+    assert refused.value.status == 400
+  with pytest.raises(BadRequest, match="instance 2: the request needs more than 2") as past:
+    served.encode(examples[:3], Limits(64, 10 ** 6, 8, 2))
+  assert past.value.status == 413
+  with pytest.raises(BadRequest, match=r"instance 0: \d+ characters.*\(--max_instance_chars\)"):
+    served.encode(examples[:1], Limits(64, 10, 8, 512))
+  german, _ = load_served_model(parse_args(
+      ["--scorer", "lettucedetect", "--model", checkpoint, "--language", "de"]), checkpoint,
+                                None)
+  assert german.model.language == "de"
+
+
+def test_remote_agreement_writes_the_spans_of_the_in_process_run(checkpoint, server,
+                                                                 tmp_path):
+  from tests.support.serve_load import post  # pylint: disable=import-outside-toplevel
+  status, body, _ = post(server, json.dumps({"instances": [
+      {"premise": _passages()[0], "hypothesis": "Everest is tall."}]}).encode(), 60)
+  assert status == 200 and set(body["predictions"][0]) == {
+      "nli_score", "n_windows", "truncated", "unsupported_spans"}
+  runs = {}
+  for name, flags in (("local", ("--model", checkpoint)), ("remote", ("--endpoint", server))):
+    runs[name] = tmp_path / name
+    assert run_job(agreement, "--input", RATINGS, "--format", "ratings", "--output_dir",
+                   runs[name], "--scorer", "lettucedetect" if name == "local" else name,
+                   *flags, "--bootstrap_samples", 20) == 0
+  remote_record = json.loads((runs["remote"] / "run.json").read_text())
+  assert remote_record["scorer"]["unsupported_spans"] is True
+  assert remote_record["scorer"]["served_model"]["unsupported_spans"] is True
+  lines = {name: [json.loads(line) for line in (run / "spans.jsonl").read_text().splitlines()]
+           for name, run in runs.items()}
+  # The server batches its requests, the in-process scorer its own calls:
+  # probabilities within float noise, all else identical.
+  probabilities = {name: [s.pop("probability") for line in found for s in line["spans"]]
+                   for name, found in lines.items()}
+  assert lines["remote"] == lines["local"] and sum(map(len, probabilities.values())) > 4
+  np.testing.assert_allclose(probabilities["remote"], probabilities["local"], rtol=0,
+                             atol=1e-6)
+  # Answers to questions: the question prompt, the spans in the answer's
+  # characters (the server was sent each instance's answer).
+  assert lines["local"][0]["text"] == next(csv.DictReader(RATINGS.open()))["answer"]
+
+
+def test_remote_reads_the_spans_of_a_span_server_only_and_fails_malformed_ones():
+  from types import SimpleNamespace  # pylint: disable=import-outside-toplevel
+  from unittest import mock  # pylint: disable=import-outside-toplevel
+  from autoais.models import remote  # pylint: disable=import-outside-toplevel
+  from autoais.schemas import UnsupportedSpan  # pylint: disable=import-outside-toplevel
+  from autoais.transforms.scoring import hosted  # pylint: disable=import-outside-toplevel
+  options = SimpleNamespace(scorer="remote", decision="threshold", endpoint="http://h:1",
+                            instances_per_request=8, request_timeout=1.0, max_retries=0,
+                            retry_backoff=1.0, score_cache=None)
+  for model, spans in (({"unsupported_spans": True}, True), ({"scorer": "t5"}, False)):
+    with mock.patch.object(remote, "fetch_health", return_value={"model": model}):
+      scorer = hosted.RemoteScorer(**hosted.check_flags(options, True))
+    assert scorer.gives_spans is spans
+    assert scorer.describe().get("unsupported_spans", False) is spans
+  example = AttributionExample("p", qa_hypothesis("q?", "an answer"), "an answer", "")
+  span = {"start": 3, "end": 9, "probability": 0.75}
+  good = {"nli_score": 0.25, "n_windows": 1, "truncated": False,
+          "unsupported_spans": [{"start": 0, "end": 2, "probability": 0.5}, span]}
+  sent = []
+
+  def score(prediction, spans=True):
+    return remote.score_in_requests([example], 8, lambda instances: sent.extend(
+        instances) or [prediction], 0.5, spans)[0]
+
+  assert score(good).spans == [UnsupportedSpan(0, 2, 0.5), UnsupportedSpan(3, 9, 0.75)]
+  assert sent.pop() == {"premise": "p", "hypothesis": example.hypothesis,
+                        "answer": "an answer"}
+  assert score(good, spans=False).spans is None and "answer" not in sent.pop()
+  for spans in (None, "0-2", [span, span], [dict(span, probability=1.5)],
+                [dict(span, start=True)], [dict(span, end=3)], [[3, 9, 0.75]]):
+    failure = score(dict(good, unsupported_spans=spans) if spans else
+                    {key: value for key, value in good.items() if key != "unsupported_spans"})
+    assert isinstance(failure, ScoringFailure) and failure.status == 200, spans
+    assert failure.message.startswith("malformed response: ") and "span" in failure.message

@@ -397,6 +397,7 @@ def test_remote_reads_the_model_of_a_server_that_is_not_ready():
     (["--request_deadline", "-1"], "--request_deadline -1.0: must be zero or more"),
     (["--port", "70000"], "--port 70000: must be in [0, 65535]"),
     (["--positive_label", "entailment"], "--positive_label is for --scorer nli-classifier"),
+    (["--language", "de"], "--language is for --scorer lettucedetect, not --scorer t5"),
     (["--model_revision", "main"], "--model_revision is for a model named by its "
                                    "Hugging Face hub id"),
 ])
