@@ -64,8 +64,6 @@ from autoais.transforms.scoring.flags import boolean_flag
 from autoais.transforms.stats.spans import SpanCounts
 from autoais.transforms.stats.agreement import METRICS
 
-# The rows of a span scorer report.html shows with their spans (the first by source).
-REPORT_SPAN_ROWS = 50
 OUTPUT_FILES = ("run.json", "agreement_rows.parquet", "agreement_rows.csv",
                 "agreement.json", "agreement.md", "report.html", "dead_letter.jsonl")
 
@@ -266,8 +264,7 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
           | "SumSpanCharacters" >> beam.CombineGlobally(
               lambda counts: sum(counts, SpanCounts())))
     spans = (input_spans
-             | "FirstSpanRows" >> beam.combiners.Top.Smallest(
-                 REPORT_SPAN_ROWS, key=lambda row: row[:3])
+             | "FirstSpanRows" >> span_rows.FirstSpanRows()
              | "WithSpanCounts" >> beam.Map(lambda shown, counts: (counts, shown),
                                             span_counts))
   else:

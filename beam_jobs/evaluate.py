@@ -19,8 +19,10 @@ column or `--human_ratings` (joined by system and question); where rows carry
 them, agreement with them is measured per system and across systems
 (transforms/stats/agreement.py). Outputs in --output_dir: ratings.csv and
 ratings.parquet, scores.txt, leaderboard.{csv,json,md}, agreement.json,
-report.html (when rows carry human ratings), dead_letter.jsonl and run.json,
-written last, whose counts reconcile: read = scored + rejected + unmatched.
+report.html (when rows carry human ratings), dead_letter.jsonl, with a scorer
+that finds unsupported spans (--scorer lettucedetect) spans.jsonl (one line per
+rated row, counts.span_rows = counts.scored), and run.json, written last, whose
+counts reconcile: read = scored + rejected + unmatched.
 """
 if __name__ == "__main__":
   # `python -m autoais.beam_jobs.evaluate`: run the package module instead of defining this
@@ -47,7 +49,9 @@ from autoais.transforms.evaluate.leaderboard import (WriteLeaderboard, no_gold_n
                                                     unanswered_rule)
 from autoais.transforms.evaluate.ratings import RatingsFold
 from autoais.transforms.evaluate.steps import (LISTED_PASSAGES_RULE, AttachHumanRatings,
-                                       AttachPassages, MatchGoldQuestions, ScoreAnswers)
+                                       AttachPassages, KeepRatedSpans, MatchGoldQuestions,
+                                       ScoreAnswers)
+from autoais.transforms.io import span_rows
 from autoais.transforms.io.gold import TFDS_PREFIX, ReadGold, check_gold_source
 from autoais.transforms.io.inputs import match_files
 from autoais.transforms.io.predictions import check_prediction_file, read_predictions
@@ -120,7 +124,8 @@ class _Plan:
     self.num_shards = row_table_shards(options)
     self.output = OutputDir(
         "evaluate", options.output_dir, row_table_files(
-            OUTPUT_FILES, (RatingsFold,), self.num_shards),
+            OUTPUT_FILES + ((span_rows.FILE_NAME,) if self.scorer.gives_spans else ()),
+            (RatingsFold,), self.num_shards),
         reads={"--predictions": self.prediction_files,
                "--gold": ([options.gold] if options.gold and
                           not options.gold.startswith(TFDS_PREFIX) else []),
@@ -168,7 +173,7 @@ class _EvaluateRecord(RunRecord):
   job = "evaluate"
   summed = ("read_counts", "gold_read_counts", "join_stats", "human_rating_counts",
             "passage_counts")
-  values = ("ratings", "leaderboard", "gold")
+  values = ("ratings", "leaderboard", "gold", "span_rows")
 
   def __init__(self, options: EvaluateOptions, plan: _Plan):
     super().__init__(plan.scorer.describe())
@@ -188,11 +193,15 @@ class _EvaluateRecord(RunRecord):
 
   def fields(self, read_counts, gold_read_counts, ratings, dead, join_stats,
              leaderboard, gold, scorer_stats, model_info, passage_counts,
-             human_rating_counts=None):
+             human_rating_counts=None, span_rows=None):
     counts = reconcile(read_counts.get("read", 0), ratings["scored"],
                        dead["predictions"])
     counts["unmatched_questions_discarded"] = counts["by_reason"].get(
         f"{UNMATCHED}:question_not_in_gold", 0)
+    if span_rows is not None:  # a line of spans.jsonl per rated (scored) row
+      counts["span_rows"] = span_rows
+      if span_rows != ratings["scored"]:
+        raise RuntimeError(f"{span_rows} lines of spans for {ratings['scored']} rated rows")
     join = dict(self._join, **join_stats)
     if join.get("corpus_bytes"):
       join["bytes_read_fraction"] = join.get("bytes_read", 0) / join["corpus_bytes"]
@@ -278,11 +287,21 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   ratings = scored["rows"] | "WriteRatings" >> WriteMergedRows(
       functools.partial(RatingsFold, options.corpus is not None), options.output_dir,
       work_dir, plan.num_shards)
+  counts["span_rows"], shown_spans = None, None
+  if plan.scorer.gives_spans:
+    # Each row ratings.csv rates (a later answer of a system to a question is
+    # rejected there, and its spans here); rows sharing a triple, scored once,
+    # each have their line.
+    rated_spans = scored["spans"] | "KeepRatedSpans" >> KeepRatedSpans(
+        ratings["dead_letter"])
+    counts["span_rows"] = rated_spans | "WriteSpans" >> span_rows.WriteSpanRows(
+        FileSystems.join(options.output_dir, span_rows.FILE_NAME), work_dir)
+    shown_spans = rated_spans | "FirstSpanRows" >> span_rows.FirstSpanRows()
   summary = ratings["outcomes"] | "SummarizeSystems" >> SummarizeSystems(
       gold_index, options.bootstrap_samples, options.seed)
   leaderboard = summary.rows | "WriteLeaderboard" >> WriteLeaderboard(
       options.output_dir, gold_index, summary, options.bootstrap_samples, options.seed,
-      plan.scorer.describe())
+      plan.scorer.describe(), shown_spans)
   dead_letters["predictions"] = (read.dead_letter, matched.unmatched,
                                  ratings["dead_letter"], scored["dead_letter"])
   _ = dict(counts, dead=dead_letters, join_stats=passages["stats"],

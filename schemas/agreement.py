@@ -102,22 +102,30 @@ AGREEMENT_ROW_SCHEMA = pa.schema([
 class SpanRow(NamedTuple):
   """One scored item's unsupported spans (spans.jsonl), where the scorer finds
   spans (--scorer lettucedetect): `text` is the text checked (the answer of a
-  question's hypothesis, else the hypothesis), the spans in its characters."""
+  question's hypothesis, else the hypothesis), the spans in its characters.
+  An agreement item is named by its `item_id`; an evaluate row, which has no
+  id, by its `system_name` and `question` (the key ratings.csv keeps a row
+  by), its item_id None."""
   source_file: str
   source_line: int
-  item_id: str
+  item_id: Optional[str]
   text: str
   spans: List[UnsupportedSpan]
   # The spans a human marked in the same text, where the format has them
   # (ragtruth's labels); None elsewhere.
   human_spans: Optional[List[TextSpan]] = None
+  # evaluate's rows; None in agreement's.
+  system_name: Optional[str] = None
+  question: Optional[str] = None
 
 
 SPAN_ROW_SCHEMA = pa.schema([
     pa.field("source_file", pa.string(), nullable=False),
     pa.field("source_line", pa.int64(), nullable=False),
-    pa.field("item_id", pa.string(), nullable=False),
+    pa.field("item_id", pa.string()),
     pa.field("text", pa.string(), nullable=False),
     pa.field("spans", pa.list_(pa.struct(list(UNSUPPORTED_SPAN_SCHEMA))), nullable=False),
     pa.field("human_spans", pa.list_(pa.struct(list(TEXT_SPAN_SCHEMA)))),
+    pa.field("system_name", pa.string()),
+    pa.field("question", pa.string()),
 ])

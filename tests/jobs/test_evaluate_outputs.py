@@ -108,6 +108,8 @@ def test_a_run_ends_with_its_leaderboard_then_its_output_directory(runs):
                "dead_letter.jsonl"):
     assert name in lines[-1]
   assert "report.html" not in lines[-1]  # not written: no human ratings
+  # No spans: string-match finds none (--scorer lettucedetect: test_lettucedetect.py).
+  assert "spans.jsonl" not in lines[-1] and not (output / "spans.jsonl").exists()
   table = (output / "leaderboard.md").read_text().rstrip("\n").split("\n")
   assert lines[-2 - len(table):-2] == table and lines[-2] == ""
 

@@ -180,7 +180,7 @@ class _WriteLeaderboardFilesFn(beam.DoFn):
     self._bootstrap = {"method": "percentile", "level": 0.95,
                        "samples": bootstrap_samples, "seed": seed}
 
-  def process(self, rows, gold, systems, reference_scores):
+  def process(self, rows, gold, systems, reference_scores, span_rows=()):
     rows = sorted_rows(rows)
     bootstrap = dict(self._bootstrap, unit=(
         "gold question, paired across systems" if gold.graded else
@@ -214,7 +214,8 @@ class _WriteLeaderboardFilesFn(beam.DoFn):
         ensure_ascii=False) + "\n")
     if overall.n:
       write_text_atomically(join(self._output_dir, "report.html"),
-                            leaderboard_report_html(rows, content, overall, scorer))
+                            leaderboard_report_html(rows, content, overall, scorer,
+                                                    span_rows))
     yield {"systems": len(rows), "human_rated_rows": overall.n}
 
 
@@ -224,19 +225,23 @@ class WriteLeaderboard(beam.PTransform):
   m} once the leaderboard files are written. `gold_index`: the singleton gold
   index; `summary`: SummarizeSystems' outputs (its agreement and
   reference_scores); `scorer`: the run's scorer block (Scorer.describe()), named
-  on every file."""
+  on every file; `span_rows`, where the scorer finds unsupported spans: a
+  singleton list of the SpanRows report.html shows."""
 
   def __init__(self, output_dir: str, gold_index, summary, bootstrap_samples: int,
-               seed: int, scorer: dict):
+               seed: int, scorer: dict, span_rows=None):
     super().__init__()
     self._fn = _WriteLeaderboardFilesFn(output_dir, bootstrap_samples, seed, scorer)
     self._gold_index = gold_index
     self._summary = summary
+    self._span_rows = span_rows
 
   def expand(self, rows):
+    spans = () if self._span_rows is None else (
+        beam.pvalue.AsSingleton(self._span_rows),)
     return (rows
             | "ListSystems" >> beam.combiners.ToList()
             | "WriteFiles" >> beam.ParDo(
                 self._fn, beam.pvalue.AsSingleton(self._gold_index),
                 beam.pvalue.AsList(self._summary.agreement),
-                beam.pvalue.AsList(self._summary.reference_scores)))
+                beam.pvalue.AsList(self._summary.reference_scores), *spans))

@@ -9,7 +9,7 @@ from typing import NamedTuple, Optional, Tuple
 import apache_beam as beam
 
 from autoais.schemas import (REJECTED, UNMATCHED, AttributionScore, DeadLetter, GoldMatch,
-                     RatingRow, ScoringFailure)
+                     RatingRow, ScoringFailure, SpanRow)
 from autoais.transforms.corpus import store
 from autoais.transforms.corpus.passages import ParsedPassage, display_passage, parse_passage
 from autoais.transforms.io.fields import rejected
@@ -265,6 +265,41 @@ def rating_row(match: GoldMatch, passage: Optional[str],
                    truncated, prediction.source_file, prediction.source_line)
 
 
+def span_row(rated: RatedMatch, score: Optional[AttributionScore]):
+  """The SpanRow of a row whose score carries spans (--scorer lettucedetect),
+  named by its source, system and question; its text the answer, which a span
+  scorer checks of a question's hypothesis (models/lettucedetect.py
+  checked_text). A row without a score (no passage) has none."""
+  if score is not None and score.spans is not None:
+    prediction = rated.match.prediction
+    yield SpanRow(prediction.source_file, prediction.source_line, None, prediction.answer,
+                  list(score.spans), None, prediction.system_name, prediction.question)
+
+
+def _source(row):
+  return row.source_file, row.source_line
+
+
+class KeepRatedSpans(beam.PTransform):
+  """PCollection[SpanRow] of the scored rows -> those of the rows ratings.csv
+  rates: a row RatingsFold rejects (a later answer of a system to a question
+  it answered: `duplicate_prediction`) has its spans dropped. `dead_letter`:
+  the fold's dead letters; a CoGroupByKey on each row's source (file, line)."""
+
+  def __init__(self, dead_letter):
+    super().__init__()
+    self._dead_letter = dead_letter
+
+  def expand(self, span_rows):
+    rejected = self._dead_letter | "KeyRejectedRows" >> beam.FlatMap(
+        lambda dead: [(_source(dead), None)] if dead.reason == "duplicate_prediction"
+        else [])
+    keyed = span_rows | "KeySpanRows" >> beam.Map(lambda row: (_source(row), row))
+    return ({"rows": keyed, "rejected": rejected}
+            | "JoinRejectedRows" >> beam.CoGroupByKey()
+            | "DropRejectedRows" >> beam.FlatMap(
+                lambda joined: [] if joined[1]["rejected"] else joined[1]["rows"]))
+
 
 class MatchGoldQuestions(beam.PTransform):
   """PCollection[Prediction] -> outputs matched (GoldMatch: the prediction with
@@ -286,7 +321,9 @@ class ScoreAnswers(beam.PTransform):
   PCollection[RatingRow] of every row the scorer answered (a row without a
   passage is rated N, unscored; a row that lists passages on the one
   _ChoosePassageFn chooses),
-  "dead_letter": rows the scorer could not score, "stats": its counters}; a
+  "dead_letter": rows the scorer could not score, "stats": its counters, and
+  with a scorer that gives spans "spans": PCollection[SpanRow] of each scored
+  row (span_row; of a row that lists passages, the chosen passage's)}; a
   model's examples are grouped in runs under `work_dir`."""
 
   def __init__(self, scorer, reference_premise: bool, work_dir: str):
@@ -322,4 +359,10 @@ class ScoreAnswers(beam.PTransform):
     failed = ((failed[0], chosen.failed)
               | "JoinScoringFailures" >> beam.Flatten()
               | "DeadLetterScoringFailures" >> beam.MapTuple(failed_row_dead_letter))
-    return {"rows": rows, "dead_letter": failed, "stats": scores["stats"]}
+    outputs = {"rows": rows, "dead_letter": failed, "stats": scores["stats"]}
+    if self._scorer.gives_spans:
+      outputs["spans"] = ((scored[0] | "MakeSpanRows" >> beam.FlatMapTuple(span_row),
+                           chosen.scored
+                           | "MakeListedSpanRows" >> beam.FlatMapTuple(span_row))
+                          | "JoinSpanRows" >> beam.Flatten())
+    return outputs

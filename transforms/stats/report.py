@@ -233,17 +233,31 @@ def highlighted(text: str, spans, human_spans=None) -> str:
 
 
 def spans_block(rows) -> str:
-  """Each row of `rows` (SpanRow) as a paragraph: where it came from, then its
-  text with the spans highlighted."""
+  """Each row of `rows` (SpanRow) as a paragraph: where it came from and what
+  names it (an item id, or a system and question), then its text with the
+  spans highlighted."""
   def spans_of(values, names):
     return [tuple(v[n] if isinstance(v, dict) else getattr(v, n) for n in names)
             for v in values or ()]
+
+  def name(row):
+    if row.item_id is not None:
+      return row.item_id
+    return f"{row.system_name}: {row.question}"
   return "".join(
       f'<p class="answer"><small>{html.escape(row.source_file.rsplit("/", 1)[-1])}:'
-      f'{row.source_line} {html.escape(row.item_id)}</small>'
+      f'{row.source_line} {html.escape(name(row))}</small>'
       + highlighted(row.text, spans_of(row.spans, ("start", "end", "probability")),
                     spans_of(row.human_spans, ("start", "end")))
       + "</p>" for row in rows)
+
+
+def spans_table(rows) -> Tuple[str, str]:
+  """The (caption, HTML) of a report's section showing `rows` (SpanRows, the
+  first by source) with their unsupported spans."""
+  return (f"Unsupported spans of the first {len(rows)} rows by source "
+          "(highlighted: the scorer's; underlined: the humans', where the input has "
+          "them)", spans_block(rows))
 
 
 def _page(title: str, intro: List[str], tables: List[Tuple[str, str]],
@@ -374,19 +388,18 @@ def agreement_report_html(content: Dict, overall: AgreementCounts,
         [(*spans["characters"].values(), _percent(spans["precision"]),
           _percent(spans["recall"]), _percent(spans["f1"]))])))
   if span_rows:
-    more_tables.append((
-        f"Unsupported spans of the first {len(span_rows)} rows by source "
-        "(highlighted: the scorer's; underlined: the humans', where the input has "
-        "them)", spans_block(span_rows)))
+    more_tables.append(spans_table(span_rows))
   return _page(f"Agreement with human labels: {content['format']}", intro, tables,
                figures, more_tables)
 
 
 def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts,
-                            scorer: Optional[Dict] = None) -> str:
+                            scorer: Optional[Dict] = None,
+                            span_rows: Sequence = ()) -> str:
   """The page of `autoais evaluate` with human ratings (rows: LeaderboardRows;
   content: agreement.json's; scorer: the run's scorer block, named at the top
-  and in every caption: transforms/scoring/label.py)."""
+  and in every caption: transforms/scoring/label.py; `span_rows`: the first
+  rated rows, by source, of a scorer that finds unsupported spans)."""
   measure = measure_name(scorer)
   ranked = sorted(rows, key=lambda row: (-row.autoais, row.system_name))
   level = content["system_level"]
@@ -441,6 +454,8 @@ def leaderboard_report_html(rows, content: Dict, overall: AgreementCounts,
                _percent(t["autoais_lower"]),
                t["only_higher"], t["only_lower"], _p_value(t["p_value"]))
               for t in level["neighbour_tests"]["pairs"]])))
+  if span_rows:
+    more_tables.append(spans_table(span_rows))
   over = (f"over {content['n_gold']} gold questions" if content["n_gold"] is not None
           else f"without gold ({measure} over each system's predicted questions)")
   intro = [scored_by(scorer), f"{len(rows)} systems {over}; "

@@ -177,6 +177,15 @@ def test_rows_round_trip_through_arrow(element_type):
     assert rows == [row, row]
 
 
+def test_an_evaluate_span_row_round_trips():
+  """evaluate's SpanRow has no item id: its system and question name it."""
+  row = schemas.SpanRow("p.jsonl", 4, None, "Peru", [schemas.UnsupportedSpan(0, 4, 0.75)],
+                        None, "sys", "q?")
+  back, = iter_rows(to_record_batch([row], schemas.SPAN_ROW_SCHEMA), schemas.SpanRow)
+  assert back._replace(spans=row.spans) == row
+  assert back.spans == [row.spans[0]._asdict()]
+
+
 def test_non_nullable_field_rejects_none():
   row = _example(schemas.RatingRow)._replace(auto_ais=None)
   with pytest.raises(ValueError, match="'auto_ais' is not nullable"):

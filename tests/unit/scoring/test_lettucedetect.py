@@ -12,7 +12,8 @@ without a question, another language; the score is one minus the largest
 unsupported probability of the answer's tokens (the reference's per-token
 probabilities, its trailing [SEP] aside). Every job that scores takes
 `--scorer lettucedetect`; a checkpoint that is not a two-label token
-classifier is refused.
+classifier is refused. agreement and evaluate write each row's spans to
+spans.jsonl (one run of each, its outputs read by several tests).
 """
 import csv
 import json
@@ -198,16 +199,118 @@ def test_refusals(checkpoint, tmp_path, capsys):
   assert "--language is for --scorer lettucedetect" in capsys.readouterr().err
 
 
-def test_evaluate_takes_it(checkpoint, tmp_path):
-  """A job whose rows are answers to questions (the question prompt); it
-  writes no spans yet (agreement does)."""
+def _evaluate_rows():
+  """Predictions for evaluate: the rated example rows (passages inline, human
+  ratings), one of them again under another system (the same triple: one
+  model call, two rows), a later answer of a system to a question it already
+  answered (rejected: no line), a row listing two passages, and a row
+  without a passage (unscored: no line)."""
+  with open(EXAMPLES / "agreement" / "ratings.csv", newline="", encoding="utf-8") as f:
+    rows = list(csv.DictReader(f))
+  first, second = rows[0], rows[1]
+  return rows + [
+      dict(first, system_name="copy-of-first"),
+      dict(second, answer="a later answer, rejected"),
+      {"system_name": "lister", "question": rows[2]["question"], "answer": rows[2]["answer"],
+       "passage": [rows[3]["passage"], rows[2]["passage"]], "human_rating": "Y"},
+      {"system_name": "lister", "question": rows[4]["question"], "answer": "no passage"},
+  ]
+
+
+@pytest.fixture(scope="module")
+def evaluated(checkpoint, tmp_path_factory):
+  """One evaluate run with --scorer lettucedetect over _evaluate_rows: its
+  output directory and input rows (by line)."""
   from autoais.beam_jobs import evaluate  # pylint: disable=import-outside-toplevel
-  output = tmp_path / "evaluate"
-  assert run_job(evaluate, "--predictions", EXAMPLES / "agreement" / "ratings.csv",
-                 "--output_dir", output, "--scorer", "lettucedetect", "--model", checkpoint,
+  root = tmp_path_factory.mktemp("evaluate_spans")
+  rows = _evaluate_rows()
+  predictions = root / "predictions.jsonl"
+  predictions.write_text("".join(json.dumps(row) + "\n" for row in rows))
+  output = root / "out"
+  assert run_job(evaluate, "--predictions", predictions, "--output_dir", output,
+                 "--scorer", "lettucedetect", "--model", checkpoint,
                  "--bootstrap_samples", 20) == 0
-  assert json.loads((output / "run.json").read_text())["scorer"]["family"] == "lettucedetect"
-  assert (output / "ratings.csv").exists() and not (output / "spans.jsonl").exists()
+  return output, dict(enumerate(rows, 1))
+
+
+def _passages_of(row):
+  passage = row.get("passage")
+  return passage if isinstance(passage, list) else [passage] if passage else []
+
+
+def _span_lines(output):
+  return [json.loads(line) for line in (output / "spans.jsonl").read_text().splitlines()]
+
+
+def test_evaluate_writes_the_spans_of_each_rated_row(evaluated, checkpoint):
+  """spans.jsonl: a line per rated row, in source order, named by its source,
+  system and question, its text the answer, its spans those the model gives
+  the same (passage, question, answer) directly; a row listing passages has
+  the spans of the passage it is rated on (the highest score)."""
+  from autoais.transforms.corpus.passages import parse_passage  # pylint: disable=import-outside-toplevel
+  output, rows = evaluated
+  lines = _span_lines(output)
+  with open(output / "ratings.csv", newline="", encoding="utf-8") as f:
+    rated = list(csv.DictReader(f))
+  assert sorted((line["system_name"], line["question"]) for line in lines) == sorted(
+      (row["system_name"], row["question"]) for row in rated)
+  assert [line["source_line"] for line in lines] == sorted(
+      line["source_line"] for line in lines)
+  model = load_lettucedetect(checkpoint, token_budget=4096)
+  listed = 0
+  for line in lines:
+    row = rows[line["source_line"]]
+    assert set(line) == {"source_file", "source_line", "system_name", "question", "text",
+                         "spans"}
+    assert line["source_file"].endswith("predictions.jsonl")
+    assert (line["system_name"], line["question"], line["text"]) == (
+        row["system_name"], row["question"], row["answer"])
+    passages = _passages_of(row)
+    direct = model.score([qa_example(row["question"], row["answer"], parse_passage(passage))
+                          for passage in passages])
+    best = max(direct, key=lambda found: found.nli_score)  # ties: the first
+    listed += len(passages) > 1
+    assert [(s["start"], s["end"]) for s in line["spans"]] == [
+        (s.start, s.end) for s in best.spans]
+    np.testing.assert_allclose([s["probability"] for s in line["spans"]],
+                               [s.probability for s in best.spans], rtol=0, atol=1e-5)
+    assert all(s["text"] == row["answer"][s["start"]:s["end"]] for s in line["spans"])
+  assert listed == 1
+  # Checked and nothing found is a line too, with no spans.
+  assert any(line["spans"] for line in lines) and any(not line["spans"] for line in lines)
+
+
+def test_evaluate_span_rows_reconcile(evaluated):
+  """counts.span_rows = counts.scored (the rows ratings.csv rates): a row
+  the same triple as another's (scored once) has its own line with the same
+  spans; a rejected later answer and a row without a passage have none."""
+  output, rows = evaluated
+  record = json.loads((output / "run.json").read_text())
+  lines = _span_lines(output)
+  assert record["counts"]["span_rows"] == record["counts"]["scored"] == len(lines)
+  by_system = {(line["system_name"], line["question"]): line for line in lines}
+  first = rows[1]
+  assert by_system[("copy-of-first", first["question"])]["spans"] == by_system[
+      (first["system_name"], first["question"])]["spans"]
+  # Scored once each: the copy's triple is the first row's (and the listed
+  # row's second passage makes the third row's triple).
+  examples = [(passage, row["question"], row["answer"]) for row in rows.values()
+              for passage in _passages_of(row)]
+  assert record["scorer"]["unique_triples"] == len(set(examples)) == len(examples) - 2
+  later, without = len(rows) - 2, len(rows)  # _evaluate_rows' lines
+  dead = {(d["source_line"], d["reason"]) for d in read_jsonl(output / "dead_letter.jsonl")}
+  assert (later, "duplicate_prediction") in dead and (without, "missing_attribution") in dead
+  assert {line["source_line"] for line in lines}.isdisjoint({later, without})
+  assert len(lines) == len(rows) - 2
+
+
+def test_evaluate_report_marks_the_spans(evaluated):
+  output, _ = evaluated
+  lines = _span_lines(output)
+  page = (output / "report.html").read_text()
+  assert "Unsupported spans of the first" in page
+  assert page.count('<p class="answer">') == len(lines)
+  assert page.count('<mark class="unsupported"') >= sum(bool(l["spans"]) for l in lines)
 
 
 def test_ragtruth_spans_against_the_humans(checkpoint, tmp_path):
