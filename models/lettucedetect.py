@@ -5,10 +5,11 @@ the prompt of its language (`--language`, the languages it ships) and gives
 each answer token the probability that it is unsupported.
 
 An example is (passages, question, answer): the passage is the premise; the
-question and the answer are read back out of a QA hypothesis
-(schemas.QA_HYPOTHESIS) where the hypothesis is one of the example's answer,
-else there is no question and the hypothesis is the text checked, in the
-prompt it has for text without a question. The prompt and the answer are
+question is the example's own where it carries one apart (a response checked
+as written: RAGTruth's QA items), else the question and the answer are read
+back out of a QA hypothesis (schemas.QA_HYPOTHESIS) where the hypothesis is one
+of the example's answer, else there is no question and the hypothesis is the
+text checked, in the prompt it has for text without a question. The prompt and the answer are
 encoded as a text pair, the prompt cut from its end where the pair passes
 `max_input_tokens` (4096 by default, as the reference). Passages that do not
 fit beside the answer are grouped greedily, in order, into chunks that do, each
@@ -111,7 +112,11 @@ def prompt(passages: Sequence[str], question: Optional[str], language: str) -> s
 
 
 def checked_text(example: AttributionExample) -> Tuple[Optional[str], str]:
-  """(question or None, the text checked) of an example (the module docstring)."""
+  """(question or None, the text checked) of an example (the module docstring):
+  an example that carries its question apart (AttributionExample.question:
+  RAGTruth's QA responses) is that question and its hypothesis as written."""
+  if example.question is not None:
+    return example.question, example.hypothesis
   head, tail = QA_HYPOTHESIS.split("{question}")
   tail = tail.format(answer=example.answer)
   text = example.hypothesis

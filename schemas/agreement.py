@@ -11,11 +11,12 @@ from autoais.schemas.common import (ATTRIBUTION_EXAMPLE_SCHEMA, UNSUPPORTED_SPAN
 
 
 class TextSpan(NamedTuple):
-  """A span of characters a human marked in a hypothesis (RAGTruth's `labels`):
+  """A span of characters a human marked in a hypothesis (RAGTruth's `labels`,
+  FaithBench's hallucinated annotations):
   text[start:end] of the response, in Python's string indices (code points)."""
   start: int
   end: int
-  label: Optional[str]  # the kind of span as written (RAGTruth: label_type)
+  label: Optional[str]  # as written (RAGTruth: label_type; FaithBench: its labels, ", ")
 
 
 TEXT_SPAN_SCHEMA = pa.schema([
@@ -42,7 +43,7 @@ class LabelledItem(NamedTuple):
   question: Optional[str] = None
   attribution: Optional[str] = None
   # The spans a human marked unsupported in the hypothesis, where the format
-  # has them (ragtruth), for span-level scoring; empty elsewhere.
+  # has them (ragtruth, faithbench), for span-level scoring; empty elsewhere.
   spans: List[TextSpan] = ()
 
 

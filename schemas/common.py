@@ -62,6 +62,12 @@ class AttributionExample(NamedTuple):
   hypothesis: str
   answer: str
   passage_text: str  # title, headings and text
+  # The question a response answers where the hypothesis is the response
+  # itself (RAGTruth's QA items), for a scorer whose prompt takes it apart
+  # (--scorer lettucedetect); None elsewhere. The other scorers read neither
+  # it nor anything derived from it; it is part of the example's key
+  # (transforms.scoring.examples.example_digest).
+  question: Optional[str] = None
 
 
 ATTRIBUTION_EXAMPLE_SCHEMA = pa.schema([
@@ -69,6 +75,7 @@ ATTRIBUTION_EXAMPLE_SCHEMA = pa.schema([
     pa.field("hypothesis", pa.string(), nullable=False),
     pa.field("answer", pa.string(), nullable=False),
     pa.field("passage_text", pa.string(), nullable=False),
+    pa.field("question", pa.string()),
 ])
 
 

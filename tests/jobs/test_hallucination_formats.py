@@ -3,6 +3,8 @@ field for field as each benchmark releases them (tests/support/hallucination_set
 read by the job itself: premises, hypotheses, labels and groups as documented
 (docs/agreement.md), RAGTruth's spans kept on the items, damaged records
 dead-lettered naming file, line and field, and run.json's counts reconciling.
+FaithBench's hallucinated annotations keep their summary spans on the items
+too.
 The string-match scorer keeps the runs cheap.
 """
 import collections
@@ -184,6 +186,15 @@ def test_faithbench_worst_label_and_sample_lines(tmp_path):
                                                          False]
   assert [item.item_id for item in items] == [f"batch_1:{i}" for i in range(5)]
   assert items[1].example.hypothesis == sets.FAITHBENCH_SAMPLES[1][0]["summary"]
+  # The summary spans of the Unwanted and Questionable annotations (Benign's
+  # are not kept), each annotator's as marked, overlapping ones too.
+  assert [[(item.example.hypothesis[s.start:s.end], s.label) for s in item.spans]
+          for item in items] == [
+              [], [],
+              [("the first suspension bridge in England", "Unwanted, Unwanted.Extrinsic"),
+               ("suspension bridge in England", "Unwanted.Extrinsic")],
+              [("built by", "Questionable")],
+              [("1823", "Unwanted, Unwanted.Intrinsic")]]
   output = tmp_path / "out"
   assert _run(output, [path], "faithbench") == 0
   rows, content, counts, _ = _outputs(output)
@@ -198,12 +209,27 @@ def test_faithbench_bad_sample_and_bad_file(tmp_path, capsys):
   samples = [dict(sample) for sample, _ in sets.FAITHBENCH_SAMPLES]
   samples[2]["annotations"] = [dict(samples[2]["annotations"][0], label=["Wrong"])]
   samples[3]["summary"] = 7
+  # Spans of hallucinated annotations that the summary does not hold: past
+  # its end; offsets whose text is not summary_span. A Benign span is not read.
+  summary = samples[4]["summary"]
+  first = samples[4]["annotations"][0]
+  samples[4]["annotations"] = [dict(first, summary_end=len(summary) + 1)]
+  year = samples[0]["summary"].index("1832")
+  samples[0]["annotations"] = [dict(first, summary_start=year, summary_end=year + 4)]
+  samples[1]["annotations"] = [dict(samples[1]["annotations"][0], summary_start=None)]
   path = sets.write_faithbench(tmp_path / "batch_2.json", samples)
   lines = [line for line, _ in faithbench_samples(str(path))]
   dead = [d for d in read_faithbench(str(path)) if not hasattr(d, "example")]
   assert [(d.source_line, d.reason, d.field) for d in dead] == [
-      (lines[2], "invalid_value", "annotations"), (lines[3], "wrong_type", "summary")]
-  assert f"{path}:{lines[2]}: field 'annotations'" in dead[0].message
+      (lines[0], "invalid_value", "annotations"),
+      (lines[2], "invalid_value", "annotations"), (lines[3], "wrong_type", "summary"),
+      (lines[4], "invalid_value", "annotations")]
+  assert f"{path}:{lines[2]}: field 'annotations'" in dead[1].message
+  assert (f"annotations[0]: the summary's characters {year}-{year + 4} are "
+          "'1832', not its summary_span '1823'") in dead[0].message
+  start = summary.index("1823")
+  assert (f"annotations[0]: span {start}-{len(summary) + 1} is not within the "
+          f"summary's {len(summary)} characters") in dead[3].message
   broken = tmp_path / "batch_3.json"
   broken.write_text('{\n  "samples": [\n    {"sample_id": 0,\n', encoding="utf-8")
   assert _run(tmp_path / "out", [broken], "faithbench") == 2

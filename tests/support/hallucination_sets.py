@@ -243,7 +243,8 @@ def _sample(sample_id, summary, annotations, summarizer):
           "metadata": _metadata(summarizer, 40 + sample_id)}
 
 
-# (sample, the worst label kind: the sample's human label)
+# (sample, the worst label kind: the sample's human label). The spans of its
+# Unwanted and Questionable annotations are the item's spans (the reader).
 FAITHBENCH_SAMPLES = [
     (_sample(0, "Marlow Bridge, a suspension bridge over the Thames, was completed in "
                 "1832 to William Tierney Clark's design.", [],
@@ -257,7 +258,10 @@ FAITHBENCH_SAMPLES = [
              [("the first suspension bridge in England", ["Unwanted",
                                                           "Unwanted.Extrinsic"],
                "Not in the source."),
-              ("crossed", ["Benign"], "Tense.")],
+              ("crossed", ["Benign"], "Tense."),
+              # A second annotator's span over the first's.
+              ("suspension bridge in England", ["Unwanted.Extrinsic"],
+               "The source says nothing of the first.", "5e0c9a7713d84b21")],
              "openai/gpt-4o"), "Unwanted"),
     (_sample(3, "Marlow Bridge in England is a suspension bridge built by William "
                 "Tierney Clark in 1832.",

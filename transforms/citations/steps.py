@@ -32,7 +32,7 @@ from autoais.transforms.io.counts import SumInBundles
 from autoais.transforms.io.spilled_groups import SpilledCoGroupByKey
 from autoais.transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             scoring_failed)
-from autoais.transforms.scoring.examples import claim_example, example_digest
+from autoais.transforms.scoring.examples import claim_example, digest_of
 
 RECALL, CLAIM, ALONE, WITHOUT = "recall", "claim", "alone", "without"
 
@@ -99,7 +99,7 @@ def _supported(outcome) -> bool:
 
 
 def _key_by_digest(pair):
-  return example_digest(pair[1].premise, pair[1].hypothesis), pair
+  return digest_of(pair[1]), pair
 
 
 # What a distinct pair and a pair an earlier round answered add to a round's

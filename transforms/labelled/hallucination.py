@@ -8,6 +8,9 @@ release it, for `autoais agreement --format ragtruth|halubench|faithbench`:
               (QA: the `passages`; Summary: the news text; Data2txt: the
               business record as JSON); hypothesis: the `response`. Attributable
               (human label "1") when the response has no span label, else "0".
+              A QA item's question is on the item and on its example
+              (AttributionExample.question: read by --scorer lettucedetect
+              alone, whose QA prompt takes it).
               Groups: `task_type` (the data set), then `model`. The spans are kept
               on the item (LabelledItem.spans) for span-level scoring.
   halubench   HaluBench's rows (`id, passage, question, answer, label,
@@ -22,7 +25,11 @@ release it, for `autoais agreement --format ragtruth|halubench|faithbench`:
               (Unwanted, then Questionable, then Benign), as the release's
               scripts/binarize.py does; Unwanted and Questionable are
               hallucinated, Benign or no annotation consistent. Group the
-              summarizer (metadata.summarizer).
+              summarizer (metadata.summarizer). The summary span of each
+              hallucinated annotation (summary_start, summary_end: characters
+              of the summary, checked against summary_span) is kept on the
+              item (LabelledItem.spans), as RAGTruth's are; annotators' spans
+              may overlap (span agreement counts their union).
 
 Every bad record is dead-lettered naming its file, line and field (a FaithBench
 sample: the line where its object starts); a file that cannot be read at all
@@ -115,6 +122,18 @@ def _ragtruth_sources(source_file: str) -> Dict[str, tuple]:
   return sources
 
 
+def span_problem(start, end, where: str, fields: str, text: str, name: str
+                 ) -> Optional[str]:
+  """Why (start, end) are not the offsets of a span of `text` (Python string
+  indices: integers, start <= end within it), or None."""
+  if (not isinstance(start, int) or not isinstance(end, int) or
+      isinstance(start, bool) or isinstance(end, bool)):
+    return f"{where}: {fields} must be integers"
+  if not 0 <= start <= end <= len(text):
+    return f"{where}: span {start}-{end} is not within the {name}'s {len(text)} characters"
+  return None
+
+
 def ragtruth_spans(labels, response: str) -> Union[List[TextSpan], str]:
   """RAGTruth's `labels` as TextSpans of the response, or why they are not:
   each an object with integer `start` <= `end` within the response."""
@@ -125,12 +144,10 @@ def ragtruth_spans(labels, response: str) -> Union[List[TextSpan], str]:
     if not isinstance(label, dict):
       return f"labels[{index}] is not an object"
     start, end = label.get("start"), label.get("end")
-    if (not isinstance(start, int) or not isinstance(end, int) or
-        isinstance(start, bool) or isinstance(end, bool)):
-      return f"labels[{index}]: start and end must be integers"
-    if not 0 <= start <= end <= len(response):
-      return (f"labels[{index}]: span {start}-{end} is not within the response's "
-              f"{len(response)} characters")
+    problem = span_problem(start, end, f"labels[{index}]", "start and end", response,
+                           "response")
+    if problem is not None:
+      return problem
     kind = label.get("label_type")
     spans.append(TextSpan(start, end, kind if isinstance(kind, str) else None))
   return spans
@@ -164,8 +181,11 @@ def read_ragtruth(path: str, scenario=None) -> Iterator[Union[LabelledItem, Dead
                       json_record(fields), "source_id")
     premise, question = source[2:]
     attributable = not spans
+    # The QA question rides on the example for a scorer whose prompt takes it
+    # (lettucedetect); the others score the same (premise, response) pair.
+    example = claim_example(premise, response)._replace(question=question)
     return LabelledItem(values["id"] or default_item_id(path, line), task_type,
-                        stripped(values["model"]), claim_example(premise, response),
+                        stripped(values["model"]), example,
                         "1" if attributable else "0", attributable, path, line,
                         question, None, spans)
 
@@ -285,24 +305,49 @@ def check_faithbench_file(path: str) -> None:
     break
 
 
-def _faithbench_worst(annotations) -> Union[str, Tuple[str, str]]:
-  """The worst label kind over the annotations (FAITHBENCH_NO_ANNOTATION where
-  none has a label), or (reason, message) of a bad annotation."""
+def faithbench_span(annotation, index: int, summary: str) -> Union[TextSpan, str]:
+  """The summary span of a hallucinated annotation as a TextSpan (its labels
+  as written, joined by ", "), or why it is not one: integer `summary_start`
+  <= `summary_end` within the summary, and where `summary_span` is given, the
+  very text at those offsets."""
+  start, end = annotation.get("summary_start"), annotation.get("summary_end")
+  where = f"annotations[{index}]"
+  problem = span_problem(start, end, where, "summary_start and summary_end", summary,
+                         "summary")
+  if problem is not None:
+    return problem
+  text = annotation.get("summary_span")
+  if isinstance(text, str) and summary[start:end] != text:
+    return (f"{where}: the summary's characters {start}-{end} are "
+            f"{summary[start:end]!r}, not its summary_span {text!r}")
+  return TextSpan(start, end, ", ".join(annotation["label"]))
+
+
+def _faithbench_annotations(annotations, summary: str
+                            ) -> Union[Tuple[str, List[TextSpan]], Tuple[str, str, None]]:
+  """(the worst label kind over the annotations, FAITHBENCH_NO_ANNOTATION where
+  none has a label; the summary spans of the hallucinated ones), or (reason,
+  message, None) of a bad annotation."""
   if not isinstance(annotations, list):
-    return ("wrong_type", "expected a list of annotations")
-  worst = None
+    return ("wrong_type", "expected a list of annotations", None)
+  worst, spans = None, []
   for index, annotation in enumerate(annotations):
     labels = annotation.get("label") if isinstance(annotation, dict) else None
     if not isinstance(labels, list):
-      return ("wrong_type", f"annotations[{index}].label is not a list")
-    for label in labels:
-      kind = faithbench_label(label)
+      return ("wrong_type", f"annotations[{index}].label is not a list", None)
+    kinds = [faithbench_label(label) for label in labels]
+    for label, kind in zip(labels, kinds):
       if kind is None:
         return ("invalid_value", f"annotations[{index}].label holds {label!r}: "
-                "expected Unwanted (or Unwanted.*), Questionable or Benign")
+                "expected Unwanted (or Unwanted.*), Questionable or Benign", None)
       if worst is None or FAITHBENCH_SEVERITY[kind] > FAITHBENCH_SEVERITY[worst]:
         worst = kind
-  return worst or FAITHBENCH_NO_ANNOTATION
+    if any(kind in FAITHBENCH_HALLUCINATED for kind in kinds):
+      span = faithbench_span(annotation, index, summary)
+      if isinstance(span, str):
+        return ("invalid_value", span, None)
+      spans.append(span)
+  return worst or FAITHBENCH_NO_ANNOTATION, spans
 
 
 def read_faithbench(path: str, scenario=None) -> Iterator[Union[LabelledItem, DeadLetter]]:
@@ -321,10 +366,12 @@ def read_faithbench(path: str, scenario=None) -> Iterator[Union[LabelledItem, De
     if isinstance(values, DeadLetter):
       yield values
       continue
-    worst = _faithbench_worst(sample.get("annotations", []))
-    if isinstance(worst, tuple):
-      yield rejected(path, line, worst[0], worst[1], json_record(sample), "annotations")
+    annotated = _faithbench_annotations(sample.get("annotations", []), values["summary"])
+    if annotated[-1] is None:
+      yield rejected(path, line, annotated[0], annotated[1], json_record(sample),
+                     "annotations")
       continue
+    worst, spans = annotated
     metadata = sample.get("metadata")
     summarizer = metadata.get("summarizer") if isinstance(metadata, dict) else None
     sample_id = sample.get("sample_id")
@@ -332,4 +379,5 @@ def read_faithbench(path: str, scenario=None) -> Iterator[Union[LabelledItem, De
             not isinstance(sample_id, bool) else default_item_id(path, line))
     yield LabelledItem(item, summarizer if isinstance(summarizer, str) else None, None,
                        claim_example(values["source"], values["summary"]), worst,
-                       worst not in FAITHBENCH_HALLUCINATED, path, line)
+                       worst not in FAITHBENCH_HALLUCINATED, path, line, None, None,
+                       spans)

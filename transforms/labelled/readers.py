@@ -595,5 +595,5 @@ FORMATS: Dict[str, LabelledFormat] = {
     "faithbench": LabelledFormat(read_faithbench, ("summarizer",),
                                  "no annotation worse than Benign (the worst label "
                                  "Unwanted or Questionable is hallucinated)", (),
-                                 check=check_faithbench_file),
+                                 check=check_faithbench_file, span_labels=True),
 }

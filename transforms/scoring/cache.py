@@ -17,7 +17,8 @@ model; the endpoint for a remote one), known only on a worker (the weights are
 read there), so the directory is listed and read inside the pipeline. The key
 is the first 24 hex digits of the sha256 of the identity's canonical JSON.
 
-Entries are keyed by transforms.scoring.examples.example_digest(premise, hypothesis).
+Entries are keyed by transforms.scoring.examples.digest_of(example): its
+(premise, hypothesis), and its question where it carries one apart.
 Each run writes its new entries in `WRITE_SHARDS` files (by the digest's first
 byte), each sorted by digest and written atomically: a run that fails keeps
 what it wrote, and a concurrent reader never sees half a file. Lookups read

@@ -8,7 +8,8 @@
           "failed": PCollection[(key, ScoringFailure)],
           "stats": PCollection[dict]}  (one dict: the counts below)
 
-Examples are grouped by a digest of (premise, hypothesis) (the model is the
+Examples are grouped by a digest of (premise, hypothesis), and the question
+where an example carries one apart (examples.digest_of; the model is the
 same for the whole transform), so a leaderboard whose systems share answers and
 passages makes one model call per distinct triple. A None example (no passage)
 passes through unscored. With a score cache (transforms/scoring/cache.py),
@@ -81,7 +82,7 @@ from autoais.transforms.io.counts import SumCountsWhereMade
 from autoais.transforms.io.spilled_groups import (SpilledFirstByKey, SpilledFlatten,
                                                   SpilledGroupByKey, SpillKeyedRuns,
                                                   merge_groups, merge_tagged_groups)
-from autoais.transforms.scoring.examples import example_digest
+from autoais.transforms.scoring.examples import digest_of
 
 LENGTH_BAND_CHARS = 512
 DEFAULT_CHUNK_CHARS = 256 * 1024
@@ -114,7 +115,7 @@ class _KeyByExampleFn(beam.DoFn):
     if example is None:
       yield beam.pvalue.TaggedOutput("unscored", (key, None))
     else:
-      digest = example_digest(example.premise, example.hypothesis)
+      digest = digest_of(example)
       yield beam.pvalue.TaggedOutput("row_keys", (digest, key))
       yield digest, example
 

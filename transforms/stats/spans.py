@@ -1,11 +1,13 @@
 """Character-level agreement of predicted hallucination spans with the spans a
-human marked (RAGTruth's `labels`, LabelledItem.spans): precision, recall and F1
+human marked (RAGTruth's `labels`, FaithBench's annotations' summary spans:
+LabelledItem.spans): precision, recall and F1
 of the characters, counted over every item of a set (micro-averaged), so that a
 long response weighs by its characters.
 
 Spans are (start, end) character offsets, end exclusive; overlapping or touching
-spans of one side count their characters once. `agreement --format ragtruth`
-with a span scorer (--scorer lettucedetect) reports them (span_agreement).
+spans of one side count their characters once (FaithBench's annotators'
+overlapping spans: their union). `agreement --format ragtruth|faithbench` with
+a span scorer (--scorer lettucedetect) reports them (span_agreement).
 """
 from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple
 

@@ -20,6 +20,7 @@ import json
 import shutil
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -29,6 +30,7 @@ from autoais.beam_jobs import agreement  # pylint: disable=wrong-import-position
 from autoais.models.lettucedetect import checked_text, load_lettucedetect  # pylint: disable=wrong-import-position
 from autoais.schemas import AttributionExample, AttributionScore, ScoringFailure  # pylint: disable=wrong-import-position
 from autoais.transforms.scoring.examples import qa_example, qa_hypothesis  # pylint: disable=wrong-import-position
+from tests.support import hallucination_sets as sets  # pylint: disable=wrong-import-position
 from tests.support.files import read_jsonl  # pylint: disable=wrong-import-position
 from tests.support.jobs import run_job  # pylint: disable=wrong-import-position
 from tests.support.lettucedetect_models import build_tiny_lettucedetect  # pylint: disable=wrong-import-position
@@ -144,6 +146,15 @@ def test_the_question_and_answer_of_an_example(checkpoint):
   assert checked_text(example) == ("who said 'yes' is 'no'?", "it is 'x'")
   claim = AttributionExample(passage, "A claim.", "A claim.", passage)
   assert checked_text(claim) == (None, "A claim.")
+  # A question carried apart (RAGTruth's QA): the hypothesis is the text checked.
+  asked = claim._replace(question="what is it?")
+  assert checked_text(asked) == ("what is it?", "A claim.")
+  # The key of an example: its question in it where it has one, the key it
+  # always had where it has none (the score cache's entries stay valid).
+  from autoais.transforms.scoring.examples import digest_of, example_digest  # pylint: disable=import-outside-toplevel
+  assert digest_of(claim) == example_digest(passage, "A claim.")
+  assert len({digest_of(claim), digest_of(asked),
+              digest_of(claim._replace(question="why?"))}) == 3
   model = load_lettucedetect(checkpoint)
   found = model.score([claim, AttributionExample(passage, "", "", "")], 0.5)
   assert isinstance(found[1], ScoringFailure) and "the answer has 0 tokens" in found[1].message
@@ -313,18 +324,102 @@ def test_evaluate_report_marks_the_spans(evaluated):
   assert page.count('<mark class="unsupported"') >= sum(bool(l["spans"]) for l in lines)
 
 
+def test_ragtruth_tasks_in_their_prompts_equal_the_reference(checkpoint, monkeypatch,
+                                                             tmp_path):
+  """RAGTruth's QA responses are checked in LettuceDetect's QA prompt with
+  their question (carried on AttributionExample.question: the response stays
+  the hypothesis every other scorer reads), Summary and Data2txt responses in
+  its prompt without one: each score and its spans equal the reference's
+  TransformerDetector given (context=[the premise], question or None, the
+  response)."""
+  from autoais.transforms.labelled.hallucination import read_ragtruth  # pylint: disable=import-outside-toplevel
+  from autoais.transforms.scoring.examples import claim_example  # pylint: disable=import-outside-toplevel
+  items = list(read_ragtruth(str(sets.write_ragtruth(tmp_path / "dataset"))))
+  assert [item.group for item in items] == ["QA", "QA", "Summary", "Summary", "Data2txt"]
+  ours = load_lettucedetect(checkpoint, token_budget=4096)
+  reference = reference_detector(monkeypatch, checkpoint)
+  found = ours.score([item.example for item in items])
+  for item, result in zip(items, found):
+    question = item.question if item.group == "QA" else None
+    assert item.example.question == question
+    # What the other scorers read is the claim example of (premise, response).
+    assert item.example._replace(question=None) == claim_example(
+        item.example.premise, item.example.hypothesis)
+    assert checked_text(item.example) == (question, item.example.hypothesis)
+    score, spans = _reference_result(reference, [item.example.premise], question,
+                                     item.example.hypothesis)
+    assert abs(result.nli_score - score) <= 1e-5
+    assert [(s.start, s.end) for s in result.spans] == [s[:2] for s in spans]
+    if question is not None:  # the question changes what the model reads
+      probabilities = [[token["prob"] for token in reference.predict(
+          [item.example.premise], item.example.hypothesis, asked, output_format="tokens")]
+                       for asked in (question, None)]
+      assert np.abs(np.subtract(*probabilities)).max() > 1e-4
+  print(f"lettucedetect ragtruth: {len(items)} responses (2 QA prompts) equal the "
+        "reference")
+
+
+def _ragtruth_with_a_second_question(directory):
+  """The bundled RAGTruth files, a second QA source (the same passages, another
+  question) and one short response to each of the two QA sources, word for
+  word the same: the same (premise, hypothesis) pair twice."""
+  sources, responses = (read_jsonl(RAGTRUTH.parent / "source_info.jsonl"),
+                        read_jsonl(RAGTRUTH))
+  first = next(source for source in sources if source["task_type"] == "QA")
+  info = dict(first["source_info"], question="can a starter live in the refrigerator")
+  sources.append(dict(first, source_id="15022", source_info=info))
+  twin = next(response for response in responses if response["id"] == "20301")
+  for response_id, source_id in (("20307", "15021"), ("20308", "15022")):
+    responses.append(dict(twin, id=response_id, source_id=source_id,
+                          response="Feed it once a day."))
+  return sets.write_ragtruth(directory, responses, sources)
+
+
+def _check_span_agreement(output, lines):
+  """agreement.json's span_agreement: the characters of spans.jsonl's spans
+  against its human_spans (each side's union), summed over the lines."""
+  from autoais.transforms.stats.spans import SpanCounts, span_counts  # pylint: disable=import-outside-toplevel
+  expected = sum((span_counts([(s["start"], s["end"]) for s in line["human_spans"]],
+                              [(s["start"], s["end"]) for s in line["spans"]])
+                  for line in lines), SpanCounts())
+  found = json.loads((output / "agreement.json").read_text())["span_agreement"]
+  assert found["characters"] == expected._asdict() and expected.predicted > 0
+  assert (found["precision"], found["recall"], found["f1"]) == (
+      expected.precision(), expected.recall(), expected.f1())
+  return expected
+
+
 def test_ragtruth_spans_against_the_humans(checkpoint, tmp_path):
   """agreement --format ragtruth: the human's spans beside ours in spans.jsonl,
   and agreement.json's span_agreement their characters' precision, recall
-  and F1 (transforms/stats/spans.py), summed over the items."""
-  from autoais.transforms.stats.spans import SpanCounts, span_counts  # pylint: disable=import-outside-toplevel
-  output = tmp_path / "ragtruth"
-  assert run_job(agreement, "--input", RAGTRUTH, "--format", "ragtruth", "--output_dir",
+  and F1 (transforms/stats/spans.py), summed over the items. Two responses
+  with the same passages and text and different questions are two examples:
+  scored apart within the run and in the score cache."""
+  output, cache = tmp_path / "ragtruth", tmp_path / "cache"
+  path = _ragtruth_with_a_second_question(tmp_path / "dataset")
+  assert run_job(agreement, "--input", path, "--format", "ragtruth", "--output_dir",
                  output, "--scorer", "lettucedetect", "--model", checkpoint,
-                 "--bootstrap_samples", 20) == 0
+                 "--score_cache", cache, "--bootstrap_samples", 20) == 0
   lines = [json.loads(line) for line in (output / "spans.jsonl").read_text().splitlines()]
-  labelled = read_jsonl(RAGTRUTH)
-  counts = json.loads((output / "run.json").read_text())["counts"]
+  labelled = read_jsonl(path)
+  record = json.loads((output / "run.json").read_text())
+  counts = record["counts"]
+  rows = {row["item_id"]: row for row in pq.read_table(
+      output / "agreement_rows.parquet").to_pylist()}
+  assert rows["20307"]["hypothesis"] == rows["20308"]["hypothesis"]
+  assert rows["20307"]["premise_digest"] == rows["20308"]["premise_digest"]
+  # Every item its own example: the twins were not merged into one (the
+  # tiny model barely reads the question, so their scores are near equal).
+  assert record["scorer"]["unique_triples"] == counts["items"] == len(rows)
+  again = tmp_path / "again"
+  assert run_job(agreement, "--input", path, "--format", "ragtruth", "--output_dir",
+                 again, "--scorer", "lettucedetect", "--model", checkpoint,
+                 "--score_cache", cache, "--bootstrap_samples", 20) == 0
+  # A cache hit a distinct key: one entry shared by the twins would be 1 hit less.
+  assert json.loads((again / "run.json").read_text())["scorer"]["cache_hits"] == len(rows)
+  assert {row["item_id"]: row["nli_score"] for row in pq.read_table(
+      again / "agreement_rows.parquet").to_pylist()} == {
+          item: row["nli_score"] for item, row in rows.items()}
   # One response's source is not in source_info.jsonl: a dead letter, no line.
   assert counts["span_rows"] == counts["items"] == len(lines) == len(labelled) - 1
   assert all("human_spans" in line for line in lines)
@@ -333,13 +428,7 @@ def test_ragtruth_spans_against_the_humans(checkpoint, tmp_path):
   for line in lines:
     assert [(s["start"], s["end"]) for s in line["human_spans"]] == [
         (s["start"], s["end"]) for s in by_id[line["item_id"]]["labels"]]
-  expected = sum((span_counts([(s["start"], s["end"]) for s in line["human_spans"]],
-                              [(s["start"], s["end"]) for s in line["spans"]])
-                  for line in lines), SpanCounts())
-  found = json.loads((output / "agreement.json").read_text())["span_agreement"]
-  assert found["characters"] == expected._asdict() and expected.predicted > 0
-  assert (found["precision"], found["recall"], found["f1"]) == (
-      expected.precision(), expected.recall(), expected.f1())
+  _check_span_agreement(output, lines)
   assert "Unsupported spans against the spans the humans marked" in (
       output / "agreement.md").read_text()
   # report.html: the figures, and every row's text with its spans marked.
@@ -348,6 +437,32 @@ def test_ragtruth_spans_against_the_humans(checkpoint, tmp_path):
   assert page.count('<p class="answer">') == len(lines)
   assert page.count('<mark class="unsupported"') >= sum(bool(l["spans"]) for l in lines)
   assert page.count('<span class="human">') >= sum(bool(l["human_spans"]) for l in lines)
+
+
+def test_faithbench_spans_against_the_humans(checkpoint, tmp_path):
+  """agreement --format faithbench: the summary spans of the Unwanted and
+  Questionable annotations beside ours in spans.jsonl, and span_agreement
+  over them, two annotators' overlapping spans counted as their union."""
+  from autoais.transforms.labelled.hallucination import read_faithbench  # pylint: disable=import-outside-toplevel
+  path = sets.write_faithbench(tmp_path / "data_for_release" / "batch_1.json")
+  output = tmp_path / "faithbench"
+  assert run_job(agreement, "--input", path, "--format", "faithbench", "--output_dir",
+                 output, "--scorer", "lettucedetect", "--model", checkpoint,
+                 "--bootstrap_samples", 20) == 0
+  lines = [json.loads(line) for line in (output / "spans.jsonl").read_text().splitlines()]
+  items = {item.item_id: item for item in read_faithbench(str(path))}
+  assert [line["item_id"] for line in lines] == list(items)
+  for line in lines:
+    item = items[line["item_id"]]
+    assert line["text"] == item.example.hypothesis  # the summary
+    assert [(s["start"], s["end"], s["label"]) for s in line["human_spans"]] == [
+        tuple(span) for span in item.spans]
+  overlapping = items["batch_1:2"].spans
+  assert len(overlapping) == 2 and overlapping[0].end == overlapping[1].end
+  expected = _check_span_agreement(output, lines)
+  assert expected.gold == sum(span.end - span.start for item in items.values()
+                              for span in item.spans) - (
+                                  overlapping[1].end - overlapping[1].start)
 
 
 # ----------------------------------------------------------------------------
