@@ -3,9 +3,10 @@ scores agree with the human labels.
 
     autoais agreement --input PATH --format FORMAT --output_dir OUT \
         [--scorer string-match|t5 --model DIR ...] [--threshold 0.5] \
-        [--scenario in-language|in-english] \
-        [--calibrate_on PATH] [--calibrate_metric accuracy|balanced_accuracy] \
-        [--calibrate_per_dataset] [--bootstrap_samples 1000] [--seed 0] [Beam options]
+        [--scenario in-language|in-english] [--split train|test] \
+        [--calibrate_on PATH] [--calibrate_split train|test] \
+        [--calibrate_metric accuracy|balanced_accuracy] [--calibrate_per_dataset] \
+        [--bootstrap_samples 1000] [--seed 0] [Beam options]
     python -m autoais.beam_jobs.agreement ...
 
 Formats (transforms/labelled/readers.py): ratings, attributionbench, begin, wice,
@@ -30,7 +31,8 @@ sorted by source file, line and item id), agreement.json, agreement.md,
 report.html, dead_letter.jsonl, with a scorer that finds unsupported spans
 (--scorer lettucedetect) spans.jsonl (one line per item, counts.span_rows),
 and run.json, written last, whose counts reconcile: read = scored + rejected +
-unmatched (records: WiCE chunks count one each).
+unmatched (records: WiCE chunks count one each), + other_split with --split
+(RAGTruth responses of another split, read and left out).
 """
 if __name__ == "__main__":
   # Run the package module (Beam pickles DoFns by reference).
@@ -55,7 +57,7 @@ from autoais.transforms.agreement.summary import (MEAN_GROUPINGS, Calibrate, Row
                                           SummarizeAgreement, apply_threshold)
 from autoais.transforms.io import span_rows
 from autoais.transforms.io.inputs import match_files
-from autoais.transforms.io.input_records import ReadRecords
+from autoais.transforms.io.input_records import ReadRecords, left_out_counts
 from autoais.transforms.labelled.readers import (FORMATS, SCENARIOS, check_labelled_file,
                                          labelled_reader)
 from autoais.transforms.rows.merge import WriteMergedRows, row_table_files
@@ -85,9 +87,16 @@ class AgreementOptions(ViewsKept, PipelineOptions):
     group.add_argument("--scenario", default=None,
                        help="xor-attriqa only: in-language (default) or in-english "
                        "picks the premise and hypothesis fields.")
+    group.add_argument("--split", default=None,
+                       help="ragtruth only: score the responses of this `split` (train "
+                       "or test); the others are read and left out, counted in "
+                       "run.json (counts.other_split).")
     group.add_argument("--calibrate_on", default=None,
                        help="A labelled set of the same format on which to choose the "
                        "threshold.")
+    group.add_argument("--calibrate_split", default=None,
+                       help="ragtruth only: --split for --calibrate_on (the same file "
+                       "may hold both: calibrate on train, score test).")
     group.add_argument("--calibrate_metric", default="accuracy",
                        help="What the calibrated threshold maximises: accuracy "
                        "(default) or balanced_accuracy.")
@@ -119,6 +128,11 @@ class _Plan:
       require_choice("--scenario", self.scenario, SCENARIOS)
     elif self.scenario is not None:
       raise ConfigError("--scenario applies to --format xor-attriqa only")
+    self.split = self._split(options, "--split", options.split)
+    self.calibrate_split = self._split(options, "--calibrate_split",
+                                       options.calibrate_split)
+    if self.calibrate_split is not None and not options.calibrate_on:
+      raise ConfigError("--calibrate_split picks the rows of --calibrate_on: give it")
     require_choice("--calibrate_metric", options.calibrate_metric, METRICS)
     if options.bootstrap_samples < 1:
       raise ConfigError("--bootstrap_samples must be positive")
@@ -155,6 +169,19 @@ class _Plan:
       check_labelled_file(options.format, path, self.scenario)
 
 
+  def _split(self, options: AgreementOptions, flag: str, value):
+    """A --split value: one of the format's splits; refused for a format
+    whose rows name none."""
+    if value is None:
+      return None
+    if not self.format.splits:
+      with_splits = [name for name, spec in FORMATS.items() if spec.splits]
+      raise ConfigError(f"{flag}: the rows of --format {options.format} name no split "
+                        f"(formats whose do: {', '.join(with_splits)})")
+    require_choice(flag, value, self.format.splits)
+    return value
+
+
 class _AgreementRecord(RunRecord):
   job = "agreement"
   summed = ("read_counts", "calibration_read_counts", "calibration_rows")
@@ -169,10 +196,14 @@ class _AgreementRecord(RunRecord):
                     "scenario": plan.scenario,
                     "calibrate_on": plan.calibration_files or None,
                     "calibrate_per_dataset": plan.per_dataset}
+    # Only where given: the run.json of a run without them is as it was.
+    self._inputs.update({name: value for name, value in (
+        ("split", plan.split), ("calibrate_split", plan.calibrate_split))
+                         if value is not None})
 
   def fields(self, read_counts, rows, dead, scorer_stats, model_info, summary_info,
              span_rows=None, calibration_read_counts=None, calibration_rows=None):
-    counts = reconcile(read_counts.get("read", 0), rows.get("records", 0), dead[INPUT])
+    counts = _reconciled(read_counts, rows, dead[INPUT])
     counts["items"] = rows["items"]
     if span_rows is not None:  # a line of spans.jsonl per item
       counts["span_rows"] = span_rows
@@ -181,8 +212,7 @@ class _AgreementRecord(RunRecord):
     manifest = {"counts": counts}
     if calibration_rows is not None:
       manifest["calibration_counts"] = dict(
-          reconcile(calibration_read_counts.get("read", 0),
-                    calibration_rows.get("records", 0), dead[CALIBRATION]),
+          _reconciled(calibration_read_counts, calibration_rows, dead[CALIBRATION]),
           items=calibration_rows.get("items", 0))
     manifest.update({
         "groups": summary_info["groups"],
@@ -190,6 +220,18 @@ class _AgreementRecord(RunRecord):
         "scorer": self.scorer_fields(model_info, scorer_stats),
     })
     return manifest
+
+
+def _reconciled(read_counts, rows, dead):
+  """The counts block of one set: read = scored + rejected + unmatched, and
+  where the reader left records out (--split: another split's responses),
+  + those, each reason a count of its own (other_split)."""
+  left_out = left_out_counts(read_counts)
+  scored = rows.get("records", 0)
+  counts = reconcile(read_counts.get("read", 0), scored + sum(left_out.values()), dead)
+  counts["scored"] = scored
+  counts.update(left_out)
+  return counts
 
 
 def _count_rows(row: AgreementRow):
@@ -202,8 +244,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   plan = _Plan(options, pipeline.runner)
   record = _AgreementRecord(options, plan)
   work_dir = plan.output.claim()
-  reader = labelled_reader(options.format, plan.scenario,
-                           options.view_as(ScorerOptions).decision == "decode")
+  decode = options.view_as(ScorerOptions).decision == "decode"
+  reader = labelled_reader(options.format, plan.scenario, decode, plan.split)
   calibrating = bool(plan.calibration_files)
   roles = (INPUT, CALIBRATION) if calibrating else (INPUT,)
   threshold = options.view_as(ScorerOptions).threshold
@@ -212,7 +254,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   items = read.records | "TagInput" >> beam.Map(lambda item: (INPUT, item))
   if calibrating:
     calibration_read = pipeline | "ReadCalibrationSet" >> ReadRecords(
-        plan.calibration_files, reader)
+        plan.calibration_files,
+        labelled_reader(options.format, plan.scenario, decode, plan.calibrate_split))
     # One scoring step for both sets: the model loads once per worker.
     items = ((items, calibration_read.records
               | "TagCalibration" >> beam.Map(lambda item: (CALIBRATION, item)))
@@ -251,6 +294,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
       "threshold": threshold,
       "decision": options.view_as(ScorerOptions).decision,
   }
+  if plan.split is not None:
+    header["split"] = plan.split
   spans = None
   if plan.scorer.gives_spans:
     input_spans = scored["spans"] | "InputSpanRows" >> beam.FlatMapTuple(

@@ -36,7 +36,8 @@ def _outputs(output):
           if (output / "dead_letter.jsonl").stat().st_size else [])
   counts = manifest["counts"]
   assert counts["reconciled"]
-  assert counts["read"] == counts["scored"] + counts["rejected"] + counts["unmatched"]
+  assert counts["read"] == (counts["scored"] + counts.get("other_split", 0) +
+                            counts["rejected"] + counts["unmatched"])
   assert counts["rejected"] + counts["unmatched"] == len(dead)
   return rows, content, counts, dead
 
@@ -121,8 +122,76 @@ def test_ragtruth_bad_source_names_the_source_line(tmp_path):
       dead[0].message)
 
 
-def test_ragtruth_without_source_info_is_refused_at_launch(tmp_path, capsys):
+def _with_splits(responses, train):
+  return [dict(response, split="train" if response["id"] in train else "test")
+          for response in responses]
+
+
+def test_ragtruth_split_scores_one_split_and_counts_the_others(tmp_path):
+  """--split test scores the test responses; --calibrate_split train
+  calibrates on the train ones of the same file. The other split's rows are
+  read and counted (other_split), neither scored nor dead-lettered (a damaged
+  row of the other split is not read further)."""
+  responses = _with_splits(sets.RAGTRUTH_RESPONSES + sets.RAGTRUTH_DAMAGED,
+                           {"20302", "20304", "20305"})
+  path = sets.write_ragtruth(tmp_path / "dataset", responses)
+  output = tmp_path / "out"
+  assert _run(output, [path], "ragtruth", "--split", "test", "--calibrate_on", path,
+              "--calibrate_split", "train") == 0
+  rows, content, counts, dead = _outputs(output)
+  assert sorted(row["item_id"] for row in rows) == ["20301", "20303"]
+  assert (counts["read"], counts["scored"], counts["other_split"], counts["rejected"],
+          counts["unmatched"]) == (7, 2, 3, 1, 1)
+  assert sorted(entry["source_line"] for entry in dead) == [6, 7]  # test rows only
+  manifest = json.loads((output / "run.json").read_text())
+  calibration = manifest["calibration_counts"]
+  assert (calibration["read"], calibration["scored"], calibration["other_split"],
+          calibration["rejected"], calibration["unmatched"], calibration["items"]) == (
+              7, 3, 4, 0, 0, 3)
+  assert calibration["reconciled"] and manifest["status"] == "complete"
+  assert (manifest["inputs"]["split"], manifest["inputs"]["calibrate_split"]) == (
+      "test", "train")
+  assert content["split"] == "test"
+  # Without --split every row is read, whatever its split.
+  assert len([item for item in read_ragtruth(str(path))]) == 7
+  # A file none of whose rows is of the split yields no row: empty_inputs.
+  only_train = sets.write_ragtruth(tmp_path / "train", _with_splits(
+      sets.RAGTRUTH_RESPONSES, {r["id"] for r in sets.RAGTRUTH_RESPONSES}))
+  assert _run(tmp_path / "empty", [only_train], "ragtruth", "--split", "test") == 3
+  manifest = json.loads((tmp_path / "empty" / "run.json").read_text())
+  assert manifest["empty_inputs"] == [{
+      "file": str(only_train), "flag": "--input", "read": 5, "rejected": 0,
+      "unmatched": 0, "main_reason": "left_out:other_split", "left_out": 5}]
+
+
+def test_ragtruth_split_in_the_reader(tmp_path):
+  """A row without a `split` string is rejected naming the field; rows of
+  the other split are LeftOut before anything else of theirs is read."""
+  from autoais.transforms.io.input_records import LeftOut  # pylint: disable=import-outside-toplevel
+  responses = _with_splits(sets.RAGTRUTH_RESPONSES, {"20305"})
+  del responses[0]["split"]
+  responses[1]["split"] = 1
+  responses[4]["response"] = 5  # train: left out unread
+  path = sets.write_ragtruth(tmp_path / "dataset", responses)
+  found = list(read_ragtruth(str(path), split="test"))
+  assert [(d.source_line, d.reason, d.field) for d in found[:2]] == [
+      (1, "missing_field", "split"), (2, "wrong_type", "split")]
+  assert [item.item_id for item in found[2:4]] == ["20303", "20304"]
+  assert found[4] == LeftOut("other_split")
+
+
+def test_ragtruth_refusals_at_launch(tmp_path, capsys):
   path = sets.write_ragtruth(tmp_path / "dataset")
+  faithbench = sets.write_faithbench(tmp_path / "batch_1.json")
+  for inputs, fmt, flags, message in [
+      (path, "ragtruth", ("--split", "dev"), "--split"),
+      (faithbench, "faithbench", ("--split", "test"),
+       "--split: the rows of --format faithbench name no split (formats whose do: "
+       "ragtruth)"),
+      (path, "ragtruth", ("--calibrate_split", "train"),
+       "--calibrate_split picks the rows of --calibrate_on: give it")]:
+    assert _run(tmp_path / "out", [inputs], fmt, *flags) == 2
+    assert message in capsys.readouterr().err
   (tmp_path / "dataset" / "source_info.jsonl").unlink()
   assert _run(tmp_path / "out", [path], "ragtruth") == 2
   assert "source_info.jsonl is not beside it" in capsys.readouterr().err

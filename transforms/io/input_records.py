@@ -17,7 +17,7 @@ import contextlib
 import csv
 import io
 import json
-from typing import Iterator, List, NamedTuple, Optional, Sequence, Union
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Union
 
 import apache_beam as beam
 import pyarrow as pa
@@ -323,6 +323,14 @@ def records(path: str, columns: Sequence[str]) -> Iterator[Union[tuple, DeadLett
 # The Beam transform around the readers.
 
 
+class LeftOut(NamedTuple):
+  """What a reader yields for a record it read and leaves out at the user's
+  choice (agreement --split: a RAGTruth response of another split): neither
+  an element nor a dead letter (nothing is wrong with it), counted by
+  ReadRecords as read and under `left_out`."""
+  reason: str
+
+
 class _ReadRecordsFn(beam.DoFn):
 
   def __init__(self, read_file):
@@ -330,28 +338,45 @@ class _ReadRecordsFn(beam.DoFn):
 
   def start_bundle(self):
     self._read = collections.Counter()
+    self._left_out = collections.defaultdict(collections.Counter)
 
   def process(self, path):
     for item in self._read_file(path):
       self._read[path] += 1
-      if isinstance(item, DeadLetter):
+      if isinstance(item, LeftOut):
+        self._left_out[path][item.reason] += 1
+      elif isinstance(item, DeadLetter):
         yield beam.pvalue.TaggedOutput("dead_letter", item)
       else:
         yield item
 
   def finish_bundle(self):
     if self._read:
+      counts = {"read": sum(self._read.values()), "by_file": dict(self._read)}
+      if self._left_out:
+        counts["left_out"] = {path: dict(reasons) for path, reasons in
+                              self._left_out.items()}
       yield beam.pvalue.TaggedOutput("counts", WindowedValue(
-          {"read": sum(self._read.values()), "by_file": dict(self._read)},
-          MIN_TIMESTAMP, [GlobalWindow()]))
+          counts, MIN_TIMESTAMP, [GlobalWindow()]))
       self._read = collections.Counter()
+      self._left_out.clear()
+
+
+def left_out_counts(read_counts) -> Dict[str, int]:
+  """{reason: records} a reader left out (LeftOut), over every file of
+  ReadRecords' summed counts."""
+  total = collections.Counter()
+  for reasons in (read_counts or {}).get("left_out", {}).values():
+    total.update(reasons)
+  return dict(total)
 
 
 class ReadRecords(beam.PTransform):
   """Reads files record by record with `read_file(path)` (read_predictions,
   read_corpus_source). Outputs: main (parsed elements), 'dead_letter' and
   'counts' (per-bundle {'read': n, 'by_file': {path: n}}: every record, parsed
-  or not)."""
+  or not; where a reader left records out (LeftOut), also 'left_out': {path:
+  {reason: n}})."""
 
   def __init__(self, paths: Sequence[str], read_file):
     super().__init__()

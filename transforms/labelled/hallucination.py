@@ -12,7 +12,9 @@ release it, for `autoais agreement --format ragtruth|halubench|faithbench`:
               (AttributionExample.question: read by --scorer lettucedetect
               alone, whose QA prompt takes it).
               Groups: `task_type` (the data set), then `model`. The spans are kept
-              on the item (LabelledItem.spans) for span-level scoring.
+              on the item (LabelledItem.spans) for span-level scoring. With
+              --split, only the responses of that `split` are read, the
+              others left out (counted, not dead-lettered).
   halubench   HaluBench's rows (`id, passage, question, answer, label,
               source_ds`; the hub's Parquet, or CSV / JSONL with those fields).
               Premise `passage`; hypothesis the QA hypothesis of `question` and
@@ -44,7 +46,7 @@ from apache_beam.io.filesystems import FileSystems
 from autoais.schemas import AttributionExample, DeadLetter, LabelledItem, TextSpan
 from autoais.schemas.errors import InputError
 from autoais.transforms.io.fields import json_record, rejected
-from autoais.transforms.io.input_records import jsonl_records, records
+from autoais.transforms.io.input_records import LeftOut, jsonl_records, records
 from autoais.transforms.io.inputs import (check_input_file, open_input, system_name_from_path,
                                           uncompressed_name)
 from autoais.transforms.labelled.items import (default_item_id, parse_label, parse_records,
@@ -56,6 +58,8 @@ from autoais.transforms.scoring.examples import claim_example, qa_hypothesis
 RAGTRUTH_FIELDS = ("id", "source_id", "model", "labels", "response")
 RAGTRUTH_SOURCE_FILE = "source_info.jsonl"
 RAGTRUTH_TASKS = ("QA", "Summary", "Data2txt")
+RAGTRUTH_SPLITS = ("train", "test")  # response.jsonl's `split`
+RAGTRUTH_OTHER_SPLIT = "other_split"  # the LeftOut reason of another split's row
 
 
 def ragtruth_source_file(path: str) -> str:
@@ -153,14 +157,24 @@ def ragtruth_spans(labels, response: str) -> Union[List[TextSpan], str]:
   return spans
 
 
-def read_ragtruth(path: str, scenario=None) -> Iterator[Union[LabelledItem, DeadLetter]]:
+def read_ragtruth(path: str, scenario=None, split: Optional[str] = None
+                  ) -> Iterator[Union[LabelledItem, DeadLetter, LeftOut]]:
   """RAGTruth's response.jsonl, each response joined to its source in the
-  source_info.jsonl beside it."""
+  source_info.jsonl beside it. With `split` (agreement --split), the responses
+  of another `split` are left out (LeftOut "other_split"), before anything
+  else of theirs is read; a response without a `split` string is rejected."""
   del scenario
   source_file = ragtruth_source_file(path)
   sources = _ragtruth_sources(source_file)
+  split_field = ("split",) if split is not None else ()
 
   def parse(line, fields):
+    if split is not None:
+      values = text_fields(fields, split_field, split_field, split_field, path, line)
+      if isinstance(values, DeadLetter):
+        return values
+      if values["split"] != split:
+        return LeftOut(RAGTRUTH_OTHER_SPLIT)
     values = text_fields(fields, ("id", "source_id", "model", "response"),
                          ("source_id", "response"), ("source_id", "response"), path,
                          line)

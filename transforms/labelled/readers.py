@@ -67,8 +67,8 @@ from autoais.transforms.io.input_records import Columns, read_columns, records
 from autoais.transforms.labelled.expertqa import (EXPERTQA_FIELDS, evidence_text,
                                           read_expertqa)
 from autoais.transforms.labelled.hallucination import (
-    HALUBENCH_FIELDS, RAGTRUTH_FIELDS, check_faithbench_file, check_ragtruth_file,
-    read_faithbench, read_halubench, read_ragtruth)
+    HALUBENCH_FIELDS, RAGTRUTH_FIELDS, RAGTRUTH_SPLITS, check_faithbench_file,
+    check_ragtruth_file, read_faithbench, read_halubench, read_ragtruth)
 from autoais.transforms.labelled.items import (default_item_id, parse_label, parse_records,
                                                stripped, text_fields, unmatched)
 from autoais.transforms.scoring.examples import claim_example, qa_example, qa_hypothesis
@@ -140,6 +140,9 @@ class LabelledFormat(NamedTuple):
   number_columns: Tuple[str, ...] = ()  # required columns that are not text
   check: Optional[Callable[[str], None]] = None  # a further launch check of a file
   span_labels: bool = False  # items carry the spans a human marked (LabelledItem.spans)
+  # The values of a `split` field its rows carry, that agreement --split
+  # keeps one of (the reader takes `split`); empty: the format has none.
+  splits: Tuple[str, ...] = ()
 
 
 def _require_columns(path: str, required, number_columns=()) -> None:
@@ -168,12 +171,15 @@ def check_labelled_file(format_name: str, path: str,
 
 
 def labelled_reader(format_name: str, scenario: Optional[str] = None,
-                    reference_premise: bool = False):
+                    reference_premise: bool = False, split: Optional[str] = None):
   """The read_file function (path -> items) of a format, for ReadRecords.
   `reference_premise` (--decision decode) builds Attributed QA premises as its
-  script does; only the ratings format has them."""
+  script does; only the ratings format has them. `split` (--split): the rows
+  of that split only, for a format with LabelledFormat.splits."""
   if format_name == "ratings":
     return functools.partial(_read_ratings, reference_premise=reference_premise)
+  if split is not None:
+    return functools.partial(FORMATS[format_name].read, scenario=scenario, split=split)
   return functools.partial(FORMATS[format_name].read, scenario=scenario)
 
 
@@ -589,7 +595,7 @@ FORMATS: Dict[str, LabelledFormat] = {
                                "no span label in `labels` (human label 1; a response "
                                "with any is 0)", RAGTRUTH_FIELDS,
                                number_columns=("labels",), check=check_ragtruth_file,
-                               span_labels=True),
+                               span_labels=True, splits=RAGTRUTH_SPLITS),
     "halubench": LabelledFormat(read_halubench, ("dataset",),
                                 "label PASS (FAIL is not)", HALUBENCH_FIELDS[1:5]),
     "faithbench": LabelledFormat(read_faithbench, ("summarizer",),

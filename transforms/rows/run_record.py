@@ -173,17 +173,25 @@ class RunRecord:
       if not files:  # an optional input not given
         continue
       read = (side_inputs.get(counts) or {}).get("by_file", {})
+      left_out = (side_inputs.get(counts) or {}).get("left_out", {})
       dead = side_inputs["dead"][role].get("by_file", {})
       for path in files:
         file_dead = dead.get(path, {REJECTED: 0, UNMATCHED: 0, "by_reason": {}})
-        if read.get(path, 0) > file_dead[REJECTED] + file_dead[UNMATCHED]:
+        file_left_out = left_out.get(path, {})
+        if read.get(path, 0) > (file_dead[REJECTED] + file_dead[UNMATCHED] +
+                                sum(file_left_out.values())):
           continue
-        reasons = file_dead["by_reason"]
-        empty.append({
+        # Records a reader left out (input_records.LeftOut) count as reasons too.
+        reasons = dict(file_dead["by_reason"], **{f"left_out:{reason}": n for reason, n
+                                                   in file_left_out.items()})
+        entry = {
             "file": path, "flag": flag, "read": read.get(path, 0),
             REJECTED: file_dead[REJECTED], UNMATCHED: file_dead[UNMATCHED],
             "main_reason": (max(sorted(reasons), key=reasons.get) if reasons
-                            else "no_records")})
+                            else "no_records")}
+        if file_left_out:
+          entry["left_out"] = sum(file_left_out.values())
+        empty.append(entry)
     return empty
 
   def scorer_fields(self, model_info: dict, scorer_stats: dict) -> Dict[str, Any]:
