@@ -76,10 +76,14 @@ _THROTTLE_DELAY_SECONDS = 1.0
 
 def instance(example: AttributionExample, answer: bool = False) -> Dict[str, str]:
   """An example's instance; with `answer`, its answer too (a span server's
-  text checked: the answer its hypothesis asks about)."""
+  text checked: the answer its hypothesis asks about), and its question where
+  it carries one apart (AttributionExample.question: RAGTruth's QA responses,
+  which the server's prompt takes as the in-process scorer's does)."""
   found = {"premise": example.premise, "hypothesis": example.hypothesis}
   if answer and example.answer:
     found["answer"] = example.answer
+  if answer and example.question is not None:
+    found["question"] = example.question
   return found
 
 

@@ -8,7 +8,9 @@ add their paths to /predict and /health):
     POST /predict  {"instances": [{"premise": ..., "hypothesis": ...}, ...]}
       200 {"predictions": [{"nli_score", "n_windows", "truncated"}, ...]}
       (lettucedetect: an instance may add "answer", the answer its hypothesis
-      asks about, and each prediction adds "unsupported_spans": [{"start",
+      asks about, or "question", the question a hypothesis that is the
+      response itself answers (AttributionExample.question), and each
+      prediction adds "unsupported_spans": [{"start",
       "end", "probability"}, ...], characters of the text checked)
       400 not that body, JSON nested deeper than --max_json_depth, or an
       instance the model has nothing to score in (the message says why)
@@ -119,8 +121,10 @@ def parse_instances(body: bytes, max_instances: int,
         raise BadRequest(400, f"instance {index}: field '{field}' must be a string")
     if not isinstance(item.get("answer", ""), str):
       raise BadRequest(400, f"instance {index}: field 'answer' must be a string")
+    if not isinstance(item.get("question", ""), str):
+      raise BadRequest(400, f"instance {index}: field 'question' must be a string")
     examples.append(AttributionExample(item["premise"], item["hypothesis"],
-                                       item.get("answer", ""), ""))
+                                       item.get("answer", ""), "", item.get("question")))
   return examples
 
 

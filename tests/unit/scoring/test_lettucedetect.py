@@ -540,6 +540,23 @@ def test_remote_agreement_writes_the_spans_of_the_in_process_run(checkpoint, ser
       {"premise": _passages()[0], "hypothesis": "Everest is tall."}]}).encode(), 60)
   assert status == 200 and set(body["predictions"][0]) == {
       "nli_score", "n_windows", "truncated", "unsupported_spans"}
+  # A response with its question apart (RAGTruth's QA): the server reads the
+  # question as the in-process scorer does.
+  from autoais.models.remote import instance  # pylint: disable=import-outside-toplevel
+  response = "Mount Everest is the highest mountain in Nepal."
+  asked = AttributionExample(_passages()[0], response, response, "", "how tall is Everest?")
+  status, body, _ = post(server, json.dumps({"instances": [instance(asked, True)]}).encode(),
+                         60)
+  local = load_lettucedetect(checkpoint).score([asked, asked._replace(question=None)])
+  served = body["predictions"][0]["unsupported_spans"]
+  assert status == 200 and [(s["start"], s["end"]) for s in served] == [
+      (s.start, s.end) for s in local[0].spans]
+  # Within float noise of the in-process scorer's, clear of the prompt without
+  # the question's (the tiny model reads the question, if faintly).
+  probabilities = [[s.probability for s in found.spans] for found in local]
+  np.testing.assert_allclose([s["probability"] for s in served], probabilities[0], rtol=0,
+                             atol=1e-6)
+  assert np.abs(np.subtract(*probabilities)).max() > 1e-4
   runs = {}
   for name, flags in (("local", ("--model", checkpoint)), ("remote", ("--endpoint", server))):
     runs[name] = tmp_path / name
@@ -591,6 +608,11 @@ def test_remote_reads_the_spans_of_a_span_server_only_and_fails_malformed_ones()
   assert sent.pop() == {"premise": "p", "hypothesis": example.hypothesis,
                         "answer": "an answer"}
   assert score(good, spans=False).spans is None and "answer" not in sent.pop()
+  # A question carried apart goes to a span server only.
+  asked = example._replace(question="q?")
+  assert remote.instance(asked, True)["question"] == "q?"
+  assert "question" not in remote.instance(asked) and "question" not in remote.instance(
+      example, True)
   for spans in (None, "0-2", [span, span], [dict(span, probability=1.5)],
                 [dict(span, start=True)], [dict(span, end=3)], [[3, 9, 0.75]]):
     failure = score(dict(good, unsupported_spans=spans) if spans else
