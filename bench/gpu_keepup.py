@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/gpu_keepup.py --pipeline_pairs_per_cpu_s N [--mfu 0.4]
         [--tokens 256]
+    .venv/bin/python bench/gpu_keepup.py --device_busy DEVICE_BUSY_OUTPUT [--checkout after]
 
 For each scorer family at its published size, the forward FLOPs of scoring one
 (premise, hypothesis) pair of `--tokens` input tokens, computed from the
@@ -11,6 +12,17 @@ would answer at a model FLOPs utilisation of `--mfu` of its dense bf16 peak,
 and how many CPUs of the pipeline around the model (measured by
 bench/pipeline_cost.py as distinct pairs per CPU second with an instant model)
 that rate takes. Prints one JSON line, and the table with --markdown.
+
+With `--device_busy`, the host's side is measured instead of assumed: the
+file is bench/device_busy.py's output (its JSON lines, one per family @ rate,
+job and mode), each giving the host CPU per distinct pair of the whole run
+(every process) and the pairs per busy second of the card the rate was
+measured on. Per line and accelerator: that card's pairs per second scaled
+by the accelerators' bf16 peaks (arithmetic: the same model at the same
+utilisation), times the host CPU per pair, is the CPUs a worker needs for
+the device never to wait; and the smallest one-accelerator worker with that
+many vCPUs (launch/presets/ choose from this table). The host CPU is this
+machine's; a Dataflow vCPU is a hyperthread, so read the figures as a floor.
 
 This script measures no GPU: the rates are arithmetic from FLOPs and datasheet
 peaks. bench/gpu_families.py measures them on a GPU (bench/README.md, "On a
@@ -27,6 +39,11 @@ ACCELERATORS = {
     "A100": 312.0,
     "L4": 121.0,
 }
+
+# The cards of the simulated accelerator's rates (models/simulated_device.py
+# RATES: the first part of a rate's name) and their dense bf16 peaks: the H200
+# has the H100 SXM's compute (with more and faster memory).
+RATE_CARDS = {"h100": 989.0, "h200": 989.0}
 
 # Dataflow worker shapes with one accelerator: vCPUs of the smallest shape, and
 # of the shapes beside it, from Compute Engine's machine families.
@@ -104,16 +121,75 @@ def markdown(rows, pipeline_rate: float) -> str:
   return "\n".join(lines)
 
 
+def measured_rows(lines, checkout: str = "after"):
+  """device_busy.py's output lines -> per (family @ rate, job, mode) and
+  accelerator: the host CPU ms per pair, the pairs per second that card
+  answers, the CPUs that keep it busy and the smallest worker with them."""
+  rows = []
+  for line in lines:
+    if not line.startswith("{"):
+      continue
+    result = json.loads(line)
+    figures = result[checkout]
+    card_peak = RATE_CARDS[result["rate"].split("-")[0]]
+    host_s_per_pair = figures["host_cpu_ms_per_pair"] / 1000
+    for accelerator, peak in ACCELERATORS.items():
+      pairs = figures["device_pairs_per_busy_s"] * peak / card_peak
+      cpus = host_s_per_pair * pairs
+      fitting = [name for name, vcpus in WORKER_SHAPES[accelerator] if vcpus >= cpus]
+      rows.append({"family": result["family"], "rate": result["rate"],
+                   "job": result["job"], "mode": result["mode"],
+                   "host_cpu_ms_per_pair": figures["host_cpu_ms_per_pair"],
+                   "accelerator": accelerator, "pairs_per_s": round(pairs),
+                   "pipeline_cpus": round(cpus, 2),
+                   "smallest_worker": fitting[0] if fitting else None})
+  return rows
+
+
+def measured_markdown(rows) -> str:
+  """One line per family @ rate, job and mode; per accelerator the CPUs that
+  keep it busy and the smallest one-accelerator worker with them."""
+  accelerators = list(ACCELERATORS)
+  lines = ["| family @ rate | job | mode | host CPU ms / pair | "
+           + " | ".join(f"{name}: CPUs (worker)" for name in accelerators) + " |",
+           "|---|---|---|---:|" + "---|" * len(accelerators)]
+  cases = {}
+  for row in rows:
+    cases.setdefault((row["family"], row["rate"], row["job"], row["mode"]), {})[
+        row["accelerator"]] = row
+  for (family, rate, job, mode), by_accelerator in cases.items():
+    first = next(iter(by_accelerator.values()))
+    cells = [f"{by_accelerator[name]['pipeline_cpus']} "
+             f"({by_accelerator[name]['smallest_worker'] or 'none'})"
+             for name in accelerators]
+    lines.append(f"| {family} @ {rate} | {job} | {mode} | "
+                 f"{first['host_cpu_ms_per_pair']:.2f} | " + " | ".join(cells) + " |")
+  return "\n".join(lines)
+
+
 def main():
   parser = argparse.ArgumentParser(description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-  parser.add_argument("--pipeline_pairs_per_cpu_s", type=float, required=True,
+  source = parser.add_mutually_exclusive_group(required=True)
+  source.add_argument("--pipeline_pairs_per_cpu_s", type=float,
                       help="distinct pairs per CPU second of the pipeline with an "
                       "instant model (bench/pipeline_cost.py), the slowest job's")
+  source.add_argument("--device_busy", help="bench/device_busy.py's output: the host CPU "
+                      "per pair measured beside the simulated accelerator")
+  parser.add_argument("--checkout", default="after",
+                      help="with --device_busy: whose figures (after, or before)")
   parser.add_argument("--mfu", type=float, default=0.4)
   parser.add_argument("--tokens", type=int, default=256)
   parser.add_argument("--markdown", action="store_true")
   args = parser.parse_args()
+  if args.device_busy:
+    with open(args.device_busy, encoding="utf-8") as f:
+      rows = measured_rows(f, args.checkout)
+    print(json.dumps({"device_busy": args.device_busy, "checkout": args.checkout,
+                      "rows": rows}))
+    if args.markdown:
+      print(measured_markdown(rows))
+    return
   rows = table(args.pipeline_pairs_per_cpu_s, args.mfu, args.tokens)
   print(json.dumps({"mfu": args.mfu, "tokens": args.tokens,
                     "pipeline_pairs_per_cpu_s": args.pipeline_pairs_per_cpu_s,

@@ -221,8 +221,9 @@ FLEX_ENVIRONMENT_FIELDS = {
     "sdkContainerImage", "diskSizeGb", "autoscalingAlgorithm", "dumpHeapOnOom",
     "saveHeapDumpsToGcsPath", "launcherMachineType",
     "enableLauncherVmSerialPortLogging"}
-PRESETS = {name: json.loads((LAUNCH / "presets" / f"{name}.json").read_text())
-           for name in ("cpu", "gpu")}
+PRESETS = {path.stem: json.loads(path.read_text())
+           for path in sorted((LAUNCH / "presets").glob("*.json"))}
+GPU_PRESETS = [name for name in PRESETS if name.startswith("gpu")]
 
 
 def _accepts(param, value):
@@ -248,12 +249,24 @@ def test_presets_are_real_options_saying_the_same_twice(name):
     assert key in params and _accepts(params[key], value), (key, value)
 
 
-def test_gpu_preset_asks_for_a_gpu_and_the_cpu_one_does_not():
-  gpu, cpu = PRESETS["gpu"], PRESETS["cpu"]
-  (accelerator,) = gpu["flex_template_environment"]["additionalExperiments"]
-  assert accelerator.startswith("worker_accelerator=type:") and accelerator.endswith(
-      ";install-nvidia-driver")
-  assert gpu["job_parameters"]["device"] == "cuda"
+# Compute Engine attaches each accelerator to one machine series only: a preset
+# asking for another is refused when Dataflow starts its first worker.
+ACCELERATOR_MACHINES = {"nvidia-a100-80gb": "a2-ultragpu-", "nvidia-tesla-a100": "a2-highgpu-",
+                        "nvidia-h100-80gb": "a3-highgpu-", "nvidia-l4": "g2-standard-"}
+
+
+def test_gpu_presets_ask_for_a_gpu_and_the_cpu_one_does_not():
+  assert sorted(GPU_PRESETS) == ["gpu", "gpu-classifier"]
+  for name in GPU_PRESETS:
+    gpu = PRESETS[name]
+    (accelerator,) = gpu["flex_template_environment"]["additionalExperiments"]
+    assert accelerator.startswith("worker_accelerator=type:") and accelerator.endswith(
+        ";install-nvidia-driver"), name
+    kind = accelerator[len("worker_accelerator=type:"):].split(";")[0]
+    assert gpu["flex_template_environment"]["machineType"].startswith(
+        ACCELERATOR_MACHINES[kind]), name
+    assert gpu["job_parameters"]["device"] == "cuda", name
+  cpu = PRESETS["cpu"]
   assert "additionalExperiments" not in cpu["flex_template_environment"]
   assert cpu["job_parameters"]["device"] == "cpu"
 
