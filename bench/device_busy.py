@@ -24,9 +24,12 @@ start to its last batch's end, every process's batches; the window spans a
 job's rounds of scoring and what the pipeline does between them), distinct
 pairs per wall second of the whole run, the host's CPU milliseconds per pair
 (every process: the launcher and its worker processes, the model's server
-among them), and the cores a GPU worker needs to keep this card busy: the
-host's CPU seconds per pair times the pairs the card scores per second of
-its busy time. `--code` runs another checkout beside this one ("before"),
+among them), and that times the pairs the card scores per second of its
+busy time (cores_to_keep_device_busy). Both are of the whole run, so they
+carry each process's start-up (imports, the model's load, building the
+pipeline) and overstate the cores a worker needs, most in small runs and
+with worker processes: bench/gpu_keepup.py --device_busy_small takes the
+marginal between two scales. `--code` runs another checkout beside this one ("before"),
 alternating run by run; medians over `--rounds`. The last line is a
 markdown table of every figure, before -> after.
 """

@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/gpu_keepup.py --pipeline_pairs_per_cpu_s N [--mfu 0.4]
         [--tokens 256]
-    .venv/bin/python bench/gpu_keepup.py --device_busy DEVICE_BUSY_OUTPUT [--checkout after]
+    .venv/bin/python bench/gpu_keepup.py --device_busy DEVICE_BUSY_OUTPUT
+        [--device_busy_small ITS_OUTPUT_AT_A_SMALLER_SCALE] [--checkout after]
 
 For each scorer family at its published size, the forward FLOPs of scoring one
 (premise, hypothesis) pair of `--tokens` input tokens, computed from the
@@ -21,8 +22,15 @@ measured on. Per line and accelerator: that card's pairs per second scaled
 by the accelerators' bf16 peaks (arithmetic: the same model at the same
 utilisation), times the host CPU per pair, is the CPUs a worker needs for
 the device never to wait; and the smallest one-accelerator worker with that
-many vCPUs (launch/presets/ choose from this table). The host CPU is this
-machine's; a Dataflow vCPU is a hyperthread, so read the figures as a floor.
+many vCPUs. A run's host CPU per pair carries what each process pays once
+(imports, the model's load, building the pipeline), which a small run
+spreads over few pairs and worker processes pay each: give
+`--device_busy_small`, the same cases at a smaller --scale, and the CPUs
+come from the marginal host CPU per pair between the two, where those costs
+cancel. The host CPU is this machine's; a Dataflow vCPU is a hyperthread.
+CPUs are not the whole story: one process's host work runs on one thread
+between batches and rounds, so a card can wait with CPUs to spare (the
+busy column).
 
 This script measures no GPU: the rates are arithmetic from FLOPs and datasheet
 peaks. bench/gpu_families.py measures them on a GPU (bench/README.md, "On a
@@ -121,27 +129,59 @@ def markdown(rows, pipeline_rate: float) -> str:
   return "\n".join(lines)
 
 
-def measured_rows(lines, checkout: str = "after"):
+def _results(lines, checkout: str):
+  """{(family, rate, job, mode): that checkout's figures} of device_busy.py's
+  output lines."""
+  results = {}
+  for line in lines:
+    if line.startswith("{"):
+      result = json.loads(line)
+      results[(result["family"], result["rate"], result["job"], result["mode"])] = (
+          result[checkout])
+  return results
+
+
+def measured_rows(lines, checkout: str = "after", small_lines=None):
   """device_busy.py's output lines -> per (family @ rate, job, mode) and
   accelerator: the host CPU ms per pair, the pairs per second that card
-  answers, the CPUs that keep it busy and the smallest worker with them."""
+  answers, the CPUs that keep it busy and the smallest worker with them.
+
+  A run's host CPU per pair carries what the run pays once (imports, loading
+  the model, building the pipeline; in each worker process), which a small
+  run spreads over few pairs. With `small_lines`, the output of the same
+  cases at a smaller --scale, the CPUs come from the marginal host CPU per
+  pair between the two runs, where those costs cancel."""
+  full = _results(lines, checkout)
+  small = _results(small_lines, checkout) if small_lines is not None else {}
   rows = []
-  for line in lines:
-    if not line.startswith("{"):
-      continue
-    result = json.loads(line)
-    figures = result[checkout]
-    card_peak = RATE_CARDS[result["rate"].split("-")[0]]
-    host_s_per_pair = figures["host_cpu_ms_per_pair"] / 1000
+  for (family, rate, job, mode), figures in full.items():
+    whole_ms = figures["host_cpu_ms_per_pair"]
+    host_ms, readable = whole_ms, True
+    if small:
+      other = small[(family, rate, job, mode)]
+      pairs, fewer = figures["distinct_pairs"], other["distinct_pairs"]
+      if pairs <= fewer:
+        raise SystemExit(f"{family} @ {rate} {job} {mode}: the small run has "
+                         f"{fewer} pairs, the full one {pairs}")
+      total = whole_ms * pairs
+      added = total - other["host_cpu_ms_per_pair"] * fewer
+      host_ms = added / (pairs - fewer)
+      # Two single runs: where the full run's host CPU is within a tenth of
+      # the small one's, what the pairs add is not told apart from noise.
+      readable = added >= 0.1 * total
+    card_peak = RATE_CARDS[rate.split("-")[0]]
     for accelerator, peak in ACCELERATORS.items():
-      pairs = figures["device_pairs_per_busy_s"] * peak / card_peak
-      cpus = host_s_per_pair * pairs
-      fitting = [name for name, vcpus in WORKER_SHAPES[accelerator] if vcpus >= cpus]
-      rows.append({"family": result["family"], "rate": result["rate"],
-                   "job": result["job"], "mode": result["mode"],
-                   "host_cpu_ms_per_pair": figures["host_cpu_ms_per_pair"],
-                   "accelerator": accelerator, "pairs_per_s": round(pairs),
-                   "pipeline_cpus": round(cpus, 2),
+      pairs_per_s = figures["device_pairs_per_busy_s"] * peak / card_peak
+      cpus = host_ms / 1000 * pairs_per_s if readable else None
+      fitting = [name for name, vcpus in WORKER_SHAPES[accelerator]
+                 if cpus is not None and vcpus >= cpus]
+      rows.append({"family": family, "rate": rate, "job": job, "mode": mode,
+                   "busy_share": figures["device_busy_share"],
+                   "whole_run_host_cpu_ms_per_pair": whole_ms,
+                   "host_cpu_ms_per_pair": round(host_ms, 3),
+                   "marginal": bool(small),
+                   "accelerator": accelerator, "pairs_per_s": round(pairs_per_s),
+                   "pipeline_cpus": None if cpus is None else round(cpus, 2),
                    "smallest_worker": fitting[0] if fitting else None})
   return rows
 
@@ -150,9 +190,10 @@ def measured_markdown(rows) -> str:
   """One line per family @ rate, job and mode; per accelerator the CPUs that
   keep it busy and the smallest one-accelerator worker with them."""
   accelerators = list(ACCELERATORS)
-  lines = ["| family @ rate | job | mode | host CPU ms / pair | "
+  lines = ["| family @ rate | job | mode | busy | host CPU ms / pair (whole run"
+           + (", marginal" if rows and rows[0]["marginal"] else "") + ") | "
            + " | ".join(f"{name}: CPUs (worker)" for name in accelerators) + " |",
-           "|---|---|---|---:|" + "---|" * len(accelerators)]
+           "|---|---|---|---:|---:|" + "---|" * len(accelerators)]
   cases = {}
   for row in rows:
     cases.setdefault((row["family"], row["rate"], row["job"], row["mode"]), {})[
@@ -161,9 +202,14 @@ def measured_markdown(rows) -> str:
     first = next(iter(by_accelerator.values()))
     cells = [f"{by_accelerator[name]['pipeline_cpus']} "
              f"({by_accelerator[name]['smallest_worker'] or 'none'})"
+             if by_accelerator[name]["pipeline_cpus"] is not None else "within noise"
              for name in accelerators]
-    lines.append(f"| {family} @ {rate} | {job} | {mode} | "
-                 f"{first['host_cpu_ms_per_pair']:.2f} | " + " | ".join(cells) + " |")
+    host = f"{first['whole_run_host_cpu_ms_per_pair']:.2f}"
+    if first["marginal"]:
+      host += (f", {first['host_cpu_ms_per_pair']:.2f}" if first["pipeline_cpus"] is not None
+               else ", within noise")
+    lines.append(f"| {family} @ {rate} | {job} | {mode} | {first['busy_share']:.3f} | "
+                 f"{host} | " + " | ".join(cells) + " |")
   return "\n".join(lines)
 
 
@@ -176,6 +222,9 @@ def main():
                       "instant model (bench/pipeline_cost.py), the slowest job's")
   source.add_argument("--device_busy", help="bench/device_busy.py's output: the host CPU "
                       "per pair measured beside the simulated accelerator")
+  parser.add_argument("--device_busy_small",
+                      help="with --device_busy: its output for the same cases at a smaller "
+                      "--scale; the CPUs then come from the marginal host CPU per pair")
   parser.add_argument("--checkout", default="after",
                       help="with --device_busy: whose figures (after, or before)")
   parser.add_argument("--mfu", type=float, default=0.4)
@@ -183,8 +232,12 @@ def main():
   parser.add_argument("--markdown", action="store_true")
   args = parser.parse_args()
   if args.device_busy:
+    small = None
+    if args.device_busy_small:
+      with open(args.device_busy_small, encoding="utf-8") as f:
+        small = f.readlines()
     with open(args.device_busy, encoding="utf-8") as f:
-      rows = measured_rows(f, args.checkout)
+      rows = measured_rows(f, args.checkout, small)
     print(json.dumps({"device_busy": args.device_busy, "checkout": args.checkout,
                       "rows": rows}))
     if args.markdown:

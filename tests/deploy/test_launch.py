@@ -256,7 +256,7 @@ ACCELERATOR_MACHINES = {"nvidia-a100-80gb": "a2-ultragpu-", "nvidia-tesla-a100":
 
 
 def test_gpu_presets_ask_for_a_gpu_and_the_cpu_one_does_not():
-  assert sorted(GPU_PRESETS) == ["gpu", "gpu-classifier"]
+  assert GPU_PRESETS == ["gpu"]
   for name in GPU_PRESETS:
     gpu = PRESETS[name]
     (accelerator,) = gpu["flex_template_environment"]["additionalExperiments"]
