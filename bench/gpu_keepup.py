@@ -102,6 +102,11 @@ def pair_flops(shape, tokens: int) -> float:
   return encoder + decoder
 
 
+def smallest_worker(accelerator: str, cpus: float):
+  """The smallest one-accelerator worker shape with at least `cpus` vCPUs, or None."""
+  return next((name for name, vcpus in WORKER_SHAPES[accelerator] if vcpus >= cpus), None)
+
+
 def table(pipeline_rate: float, mfu: float, tokens: int):
   rows = []
   for family, shape in FAMILIES.items():
@@ -109,12 +114,11 @@ def table(pipeline_rate: float, mfu: float, tokens: int):
     for accelerator, peak in ACCELERATORS.items():
       pairs = peak * 1e12 * mfu / flops
       cpus = pairs / pipeline_rate
-      fitting = [name for name, vcpus in WORKER_SHAPES[accelerator] if vcpus >= cpus]
       rows.append({"family": family, "accelerator": accelerator,
                    "tflop_per_pair": round(flops / 1e12, 4),
                    "pairs_per_s": round(pairs), "pipeline_cpus": round(cpus, 2),
                    "pipeline_cpus_ceil": math.ceil(cpus),
-                   "smallest_worker": fitting[0] if fitting else None})
+                   "smallest_worker": smallest_worker(accelerator, cpus)})
   return rows
 
 
@@ -173,8 +177,6 @@ def measured_rows(lines, checkout: str = "after", small_lines=None):
     for accelerator, peak in ACCELERATORS.items():
       pairs_per_s = figures["device_pairs_per_busy_s"] * peak / card_peak
       cpus = host_ms / 1000 * pairs_per_s if readable else None
-      fitting = [name for name, vcpus in WORKER_SHAPES[accelerator]
-                 if cpus is not None and vcpus >= cpus]
       rows.append({"family": family, "rate": rate, "job": job, "mode": mode,
                    "busy_share": figures["device_busy_share"],
                    "whole_run_host_cpu_ms_per_pair": whole_ms,
@@ -182,7 +184,8 @@ def measured_rows(lines, checkout: str = "after", small_lines=None):
                    "marginal": bool(small),
                    "accelerator": accelerator, "pairs_per_s": round(pairs_per_s),
                    "pipeline_cpus": None if cpus is None else round(cpus, 2),
-                   "smallest_worker": fitting[0] if fitting else None})
+                   "smallest_worker": (None if cpus is None
+                                       else smallest_worker(accelerator, cpus))})
   return rows
 
 

@@ -39,7 +39,7 @@ raises InputError at launch.
 """
 import json
 import posixpath
-from typing import Dict, Iterator, List, Optional, Tuple, Union
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -337,29 +337,35 @@ def faithbench_span(annotation, index: int, summary: str) -> Union[TextSpan, str
   return TextSpan(start, end, ", ".join(annotation["label"]))
 
 
+class _BadAnnotations(NamedTuple):
+  reason: str
+  message: str
+
+
 def _faithbench_annotations(annotations, summary: str
-                            ) -> Union[Tuple[str, List[TextSpan]], Tuple[str, str, None]]:
+                            ) -> Union[Tuple[str, List[TextSpan]], _BadAnnotations]:
   """(the worst label kind over the annotations, FAITHBENCH_NO_ANNOTATION where
-  none has a label; the summary spans of the hallucinated ones), or (reason,
-  message, None) of a bad annotation."""
+  none has a label; the summary spans of the hallucinated ones), or why an
+  annotation is bad."""
   if not isinstance(annotations, list):
-    return ("wrong_type", "expected a list of annotations", None)
+    return _BadAnnotations("wrong_type", "expected a list of annotations")
   worst, spans = None, []
   for index, annotation in enumerate(annotations):
     labels = annotation.get("label") if isinstance(annotation, dict) else None
     if not isinstance(labels, list):
-      return ("wrong_type", f"annotations[{index}].label is not a list", None)
+      return _BadAnnotations("wrong_type", f"annotations[{index}].label is not a list")
     kinds = [faithbench_label(label) for label in labels]
     for label, kind in zip(labels, kinds):
       if kind is None:
-        return ("invalid_value", f"annotations[{index}].label holds {label!r}: "
-                "expected Unwanted (or Unwanted.*), Questionable or Benign", None)
+        return _BadAnnotations(
+            "invalid_value", f"annotations[{index}].label holds {label!r}: "
+            "expected Unwanted (or Unwanted.*), Questionable or Benign")
       if worst is None or FAITHBENCH_SEVERITY[kind] > FAITHBENCH_SEVERITY[worst]:
         worst = kind
     if any(kind in FAITHBENCH_HALLUCINATED for kind in kinds):
       span = faithbench_span(annotation, index, summary)
       if isinstance(span, str):
-        return ("invalid_value", span, None)
+        return _BadAnnotations("invalid_value", span)
       spans.append(span)
   return worst or FAITHBENCH_NO_ANNOTATION, spans
 
@@ -381,8 +387,8 @@ def read_faithbench(path: str, scenario=None) -> Iterator[Union[LabelledItem, De
       yield values
       continue
     annotated = _faithbench_annotations(sample.get("annotations", []), values["summary"])
-    if annotated[-1] is None:
-      yield rejected(path, line, annotated[0], annotated[1], json_record(sample),
+    if isinstance(annotated, _BadAnnotations):
+      yield rejected(path, line, annotated.reason, annotated.message, json_record(sample),
                      "annotations")
       continue
     worst, spans = annotated
