@@ -14,15 +14,29 @@ TEST_FLAGS ?= --durations=25
 
 .PHONY: run test bench install install-test clean
 
+# pip installs without compiling the packages' modules, and compileall then
+# compiles the same files on every core: pip's own compile step runs on one
+# (79 of install-test's 138 s on the 2-core machine; compileall -j 0 took 40).
+# Leaving them to compile at first import cost the suite more than it saved
+# (each test process compiled the modules it imported). A few files are
+# written for newer Pythons (torch's py312_intrinsics.py) and compile on none
+# older, for pip either: compileall's errors are not failures.
+PIP_INSTALL := $(PY) -m pip install -q --no-compile
+COMPILE_ALL = $(PY) -m compileall -q -j 0 \
+    "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" \
+    >/dev/null || true
+
 $(VENV)/.installed-base: setup.py
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e .
+	$(PIP_INSTALL) --upgrade pip
+	$(PIP_INSTALL) "$(TORCH_SPEC)"
+	$(PIP_INSTALL) -e .
+	$(COMPILE_ALL)
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed-base
-	$(PY) -m pip install -q -e '.[test,tf,sck,finetune]'
+	$(PIP_INSTALL) -e '.[test,tf,sck,finetune]'
+	$(COMPILE_ALL)
 	touch $@
 
 install: $(VENV)/.installed-base

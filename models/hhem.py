@@ -13,7 +13,7 @@ from typing import List, Optional, Sequence, Tuple
 from autoais.models import checkpoints, hub, nli_classifier, simulated_device
 from autoais.models.t5_nli import FLOAT16_REFUSED
 from autoais.models.token_budget import (DEFAULT_TOKEN_BUDGET, LocalModelHandler,
-                                         attention_kwargs, check_device, check_dtype,
+                                         check_device, check_dtype, load_weights,
                                          resolve_max_input_tokens)
 from autoais.schemas import AttributionExample
 from autoais.schemas.errors import ModelError
@@ -85,23 +85,21 @@ def load_hhem(model_path: str, dtype: str = "float32", device: str = "cpu",
               tokenizer_path: Optional[str] = None) -> HhemModel:
   """Loads an HHEM checkpoint: every tensor of the token classifier from its
   weights, in the shape of the foundation's T5 config (others refused)."""
-  import torch  # pylint: disable=import-outside-toplevel
   from transformers import T5Config, T5ForTokenClassification  # pylint: disable=import-outside-toplevel
   check_dtype(dtype, FLOAT16_REFUSED)
   check_device(device)
   prompt, foundation = check_hhem(model_path, tokenizer_path)
   foundation_dir, tokenizer = checkpoints.open_tokenizer(model_path, foundation)
   local_dir = checkpoints.local_model_dir(model_path)
-  model, loading = T5ForTokenClassification.from_pretrained(
-      local_dir, config=T5Config.from_pretrained(foundation_dir), key_mapping={r"^t5\.": ""}, use_safetensors=True,
-      trust_remote_code=False, output_loading_info=True, ignore_mismatched_sizes=True,
-      dtype=getattr(torch, dtype), **attention_kwargs(dtype, device))
+  model, loading = load_weights(
+      T5ForTokenClassification, local_dir, dtype, device,
+      config=T5Config.from_pretrained(foundation_dir), key_mapping={r"^t5\.": ""},
+      output_loading_info=True, ignore_mismatched_sizes=True)
   wrong = {kind: sorted(map(str, loading[kind])) for kind in
            ("missing_keys", "unexpected_keys", "mismatched_keys") if loading[kind]}
   if wrong:
     raise ModelError(f"--model {model_path}: its weights are not those of a "
                      f"T5ForTokenClassification of {foundation}'s shape: {wrong}")
-  model.to(device).eval()
   loaded = HhemModel(model, tokenizer, device, token_budget or DEFAULT_TOKEN_BUDGET[device],
                      prompt)
   loaded.simulated_device = simulated_device.simulated(local_dir, device)

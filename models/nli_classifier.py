@@ -40,9 +40,9 @@ import numpy as np
 
 from autoais.models import checkpoints, simulated_device
 from autoais.models.token_budget import (DEFAULT_TOKEN_BUDGET, LocalModelHandler,
-                                         TextCache, TokenBudgetModel,
-                                         attention_kwargs, check_device,
-                                         check_dtype, resolve_max_input_tokens)
+                                         TextCache, TokenBudgetModel, check_device,
+                                         check_dtype, load_weights,
+                                         resolve_max_input_tokens)
 from autoais.schemas import AttributionExample, AttributionScore
 from autoais.schemas.errors import ConfigError, ModelError
 
@@ -319,7 +319,6 @@ def load_nli_classifier(model_path: str, dtype: str = "float32", device: str = "
   family reads it otherwise); the supporting label is `positive_id`
   where given (a head whose labels name no class: MiniCheck's, label 1), else
   resolved from id2label or `positive_label`."""
-  import torch  # pylint: disable=import-outside-toplevel
   from transformers import AutoModelForSequenceClassification  # pylint: disable=import-outside-toplevel
   check_dtype(dtype)
   check_device(device)
@@ -332,11 +331,7 @@ def load_nli_classifier(model_path: str, dtype: str = "float32", device: str = "
   local_dir = checkpoints.local_model_dir(model_path)
   _, tokenizer = checkpoints.open_tokenizer(model_path, tokenizer_path,
                                        CLASSIFIER_TOKENIZER_FILES)
-  model = AutoModelForSequenceClassification.from_pretrained(
-      local_dir, use_safetensors=True, trust_remote_code=False,
-      dtype=getattr(torch, dtype), **attention_kwargs(dtype, device))
-  model.to(device)
-  model.eval()
+  model = load_weights(AutoModelForSequenceClassification, local_dir, dtype, device)
   loaded = model_class(model, tokenizer, device,
                        resolve_max_input_tokens(tokenizer, max_input_tokens),
                        token_budget or DEFAULT_TOKEN_BUDGET[device], positive)

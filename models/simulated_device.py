@@ -14,7 +14,8 @@ A file in the model directory, not a scorer flag: it reaches every job and
 runner that loads the model (workers read the directory, not the launcher's
 flags) without a flag in every family's table; never ignored: run.json's
 model description names it, and what it cannot simulate is refused
-(`--device cuda`, `--decision decode`, an unknown rate or key).
+(`--device cuda`, `--decision decode`, `--scorer lettucedetect`, an unknown
+rate or key).
 """
 import json
 import os

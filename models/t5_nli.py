@@ -45,8 +45,8 @@ from autoais.models.checkpoints import (check_model_and_tokenizer, checkpoint_ch
 from autoais.models import simulated_device, t5_inputs
 from autoais.models.t5_inputs import EncodedExample
 from autoais.models.token_budget import (DEFAULT_TOKEN_BUDGET, LocalModelHandler,
-                                         TokenBudgetModel, attention_kwargs,
-                                         check_device, check_dtype,
+                                         TokenBudgetModel, check_device,
+                                         check_dtype, load_weights,
                                          resolve_max_input_tokens)
 from autoais.schemas import AttributionExample, AttributionScore
 from autoais.schemas.errors import ModelError
@@ -281,7 +281,6 @@ def load_t5_nli(model_path: str, dtype: str = "float32", device: str = "cpu",
                 decoder_start_id: Optional[int] = None) -> T5NliModel:
   """Loads a T5/mT5 NLI model for scoring (see the module docstring);
   `label_ids` and `decoder_start_id` as T5NliModel takes them."""
-  import torch  # pylint: disable=import-outside-toplevel
   from transformers import AutoConfig, AutoModelForSeq2SeqLM  # pylint: disable=import-outside-toplevel
   check_dtype(dtype, FLOAT16_REFUSED)
   check_device(device)
@@ -292,15 +291,9 @@ def load_t5_nli(model_path: str, dtype: str = "float32", device: str = "cpu",
     raise ModelError(f"--model {model_path}: model type {config.model_type!r} is not "
                      f"one of {', '.join(SUPPORTED_MODEL_TYPES)}")
   _, tokenizer = open_tokenizer(model_path, tokenizer_path)
-  # safetensors files are memory-mapped and each tensor is cast to `dtype` as
-  # it is read: float32 weights load into bfloat16 without a float32 copy.
-  model = AutoModelForSeq2SeqLM.from_pretrained(
-      local_dir, use_safetensors=True, trust_remote_code=False,
-      dtype=getattr(torch, dtype), **attention_kwargs(dtype, device))
+  model = load_weights(AutoModelForSeq2SeqLM, local_dir, dtype, device)
   if decision == "decode":
     refuse_sampling(model.generation_config.do_sample, model_path)
-  model.to(device)
-  model.eval()
   loaded = T5NliModel(model, tokenizer, model_path, device,
                       resolve_max_input_tokens(tokenizer, max_input_tokens),
                       token_budget or DEFAULT_TOKEN_BUDGET[device], label_ids,

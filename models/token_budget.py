@@ -1,9 +1,9 @@
 """What the local model families (models/t5_nli.py, models/nli_classifier.py,
-models/minicheck.py) share once loaded: the dtype and device checks, the model
-input length, TokenBudgetModel (a torch model and its locked tokenizer on a
-device, sequences batched by padded tokens) and LocalModelHandler, the base of
-their RunInference handlers (one model per worker, or per machine with
-`--large_model`; `--torch_threads`).
+models/minicheck.py, ...) share: the dtype and device checks, their weights
+loaded one way (load_weights), the model input length, TokenBudgetModel (a
+torch model and its locked tokenizer on a device, sequences batched by padded
+tokens) and LocalModelHandler, the base of their RunInference handlers (one
+model per worker, or per machine with `--large_model`; `--torch_threads`).
 """
 import collections
 import contextlib
@@ -43,6 +43,21 @@ def attention_kwargs(dtype: str, device: str) -> Dict[str, str]:
       and not torch.backends.cpu.get_cpu_capability().startswith("AVX512")):
     return {"attn_implementation": "eager"}
   return {}
+
+
+def load_weights(model_class, local_dir: str, dtype: str, device: str, **kwargs):
+  """`model_class.from_pretrained(local_dir)` as every local family loads its
+  weights: safetensors only, never remote code, each tensor cast to `dtype`
+  as it is read from the memory-mapped files (float32 weights load into
+  bfloat16 without a float32 copy: bench/model_load.py), attention as
+  attention_kwargs chooses; moved to `device`, in eval mode. `kwargs` go to
+  from_pretrained (with output_loading_info: (model, loading info))."""
+  import torch  # pylint: disable=import-outside-toplevel
+  loaded = model_class.from_pretrained(local_dir, use_safetensors=True,
+                                       trust_remote_code=False, dtype=getattr(torch, dtype),
+                                       **attention_kwargs(dtype, device), **kwargs)
+  (loaded[0] if isinstance(loaded, tuple) else loaded).to(device).eval()
+  return loaded
 
 
 def check_device(device: str) -> None:

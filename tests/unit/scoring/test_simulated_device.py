@@ -18,10 +18,12 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from autoais.beam_jobs import evaluate  # pylint: disable=wrong-import-position
-from autoais.models import minicheck, nli_classifier, simulated_device, t5_nli  # pylint: disable=wrong-import-position
+from autoais.models import (lettucedetect, minicheck, nli_classifier,  # pylint: disable=wrong-import-position
+                            simulated_device, t5_nli)
 from autoais.schemas import AttributionExample  # pylint: disable=wrong-import-position
 from autoais.schemas.errors import ModelError  # pylint: disable=wrong-import-position
 from tests.support.jobs import run_job  # pylint: disable=wrong-import-position
+from tests.support.lettucedetect_models import build_tiny_lettucedetect  # pylint: disable=wrong-import-position
 from tests.support.nli_classifiers import build_tiny_classifier  # pylint: disable=wrong-import-position
 from tests.support.paths import EXAMPLES  # pylint: disable=wrong-import-position
 from tests.support.t5_models import build_random_t5  # pylint: disable=wrong-import-position
@@ -143,6 +145,12 @@ def test_a_marker_is_refused_where_it_cannot_simulate(models, tmp_path):
       json.dumps({"rate": RATE, "cards": 2}))
   with pytest.raises(ModelError, match="unknown keys"):
     t5_nli.load_t5_nli(marked)
+  # A family whose model gives a probability per answer token refuses the
+  # marker rather than loading the real model beside it.
+  detector = _marked(build_tiny_lettucedetect(str(tmp_path / "detector"), example_texts()),
+                     tmp_path, "marked_detector")
+  with pytest.raises(ModelError, match="cannot use"):
+    lettucedetect.load_lettucedetect(detector)
 
 
 def test_busy_share_counts_overlapping_batches_once():

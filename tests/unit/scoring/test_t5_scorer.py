@@ -455,6 +455,40 @@ def test_bfloat16_on_cpu_below_avx512_kernels_takes_eager_attention(
       {"attn_implementation": "eager"} if eager else {})
 
 
+def test_every_family_loads_its_weights_through_load_weights():
+  # One place says how weights load (safetensors only, never remote code): a
+  # family that called from_pretrained on a model class itself could drop
+  # either. Configs and tokenizers are read elsewhere (checkpoints.py).
+  import ast  # pylint: disable=import-outside-toplevel
+  import torch  # pylint: disable=import-outside-toplevel
+  from autoais.models import token_budget  # pylint: disable=import-outside-toplevel
+  readers = {"AutoConfig", "AutoTokenizer", "T5Config", "model_class"}
+  others = []
+  for path in sorted((PROJECT_ROOT / "models").glob("*.py")):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+      if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+          and node.func.attr == "from_pretrained"
+          and ast.unparse(node.func.value) not in readers):
+        others.append(f"{path.name}:{node.lineno} {ast.unparse(node.func)}")
+  assert not others, others
+
+  class Recorder:  # pylint: disable=too-few-public-methods
+    """A model class that records how it is asked to load."""
+    asked = {}
+
+    @classmethod
+    def from_pretrained(cls, directory, **kwargs):
+      cls.asked = dict(kwargs, directory=directory)
+      return torch.nn.Linear(2, 2).train()
+
+  model = token_budget.load_weights(Recorder, "DIR", "bfloat16", "cpu", key_mapping={})
+  assert {key: Recorder.asked[key] for key in
+          ("directory", "use_safetensors", "trust_remote_code", "dtype", "key_mapping")} == {
+              "directory": "DIR", "use_safetensors": True, "trust_remote_code": False,
+              "dtype": torch.bfloat16, "key_mapping": {}}
+  assert not model.training
+
+
 # ----------------------------------------------------------------------------
 # End to end, and errors.
 
