@@ -159,7 +159,7 @@ def main():
       first = found[0]
       result[name] = {"pairs": first["pairs"], "windows": first["windows"],
                       "premises": first["premises"],
-                      "plain_premises": first["plain_premises"],
+                      "ascii_premises": first["ascii_premises"],
                       "cpu_s": round(cpu, 3),
                       "cpu_s_all": [round(run["cpu_s"], 3) for run in found],
                       "pairs_per_cpu_s": round(first["pairs"] / cpu, 1),
