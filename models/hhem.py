@@ -94,7 +94,7 @@ def load_hhem(model_path: str, dtype: str = "float32", device: str = "cpu",
   model, loading = load_weights(
       T5ForTokenClassification, local_dir, dtype, device,
       config=T5Config.from_pretrained(foundation_dir), key_mapping={r"^t5\.": ""},
-      output_loading_info=True, ignore_mismatched_sizes=True)
+      output_loading_info=True, ignore_mismatched_sizes=True, takes_simulated_device=True)
   wrong = {kind: sorted(map(str, loading[kind])) for kind in
            ("missing_keys", "unexpected_keys", "mismatched_keys") if loading[kind]}
   if wrong:

@@ -30,7 +30,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from autoais.models import checkpoints, simulated_device
+from autoais.models import checkpoints
 from autoais.models.nli_classifier import CLASSIFIER_TOKENIZER_FILES
 from autoais.models.token_budget import (DEFAULT_TOKEN_BUDGET, LocalModelHandler,
                                          TokenBudgetModel, check_device, check_dtype,
@@ -277,17 +277,11 @@ def load_lettucedetect(model_path: str, dtype: str = "float32", device: str = "c
   check_detector(model_path, tokenizer_path)
   if language not in PROMPTS:
     raise ModelError(f"--language {language!r}: choose from {', '.join(LANGUAGES)}")
-  local_dir = checkpoints.local_model_dir(model_path)
-  if simulated_device.read_marker(local_dir) is not None:
-    # The simulated device answers one score per input; this family reads a
-    # probability per answer token. Loading the real model instead would
-    # ignore the marker.
-    raise ModelError(f"--model {model_path}: it holds {simulated_device.MARKER} (a "
-                     "simulated device), which --scorer lettucedetect cannot use: it "
-                     "reads a probability per answer token, not one score per input")
   _, tokenizer = checkpoints.open_tokenizer(model_path, tokenizer_path,
                                             CLASSIFIER_TOKENIZER_FILES)
-  model = load_weights(AutoModelForTokenClassification, local_dir, dtype, device)
+  # A probability per answer token: the simulated device's marker is refused.
+  model = load_weights(AutoModelForTokenClassification,
+                       checkpoints.local_model_dir(model_path), dtype, device)
   return LettuceDetectModel(model, tokenizer, device,
                             max_input_tokens or DEFAULT_MAX_INPUT_TOKENS,
                             token_budget or DEFAULT_TOKEN_BUDGET[device], language)

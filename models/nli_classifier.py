@@ -331,7 +331,8 @@ def load_nli_classifier(model_path: str, dtype: str = "float32", device: str = "
   local_dir = checkpoints.local_model_dir(model_path)
   _, tokenizer = checkpoints.open_tokenizer(model_path, tokenizer_path,
                                        CLASSIFIER_TOKENIZER_FILES)
-  model = load_weights(AutoModelForSequenceClassification, local_dir, dtype, device)
+  model = load_weights(AutoModelForSequenceClassification, local_dir, dtype, device,
+                       takes_simulated_device=True)
   loaded = model_class(model, tokenizer, device,
                        resolve_max_input_tokens(tokenizer, max_input_tokens),
                        token_budget or DEFAULT_TOKEN_BUDGET[device], positive)

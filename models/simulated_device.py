@@ -14,8 +14,9 @@ A file in the model directory, not a scorer flag: it reaches every job and
 runner that loads the model (workers read the directory, not the launcher's
 flags) without a flag in every family's table; never ignored: run.json's
 model description names it, and what it cannot simulate is refused
-(`--device cuda`, `--decision decode`, `--scorer lettucedetect`, an unknown
-rate or key).
+(`--device cuda`, `--decision decode`, a family whose model's outputs are not
+one score per input, lettucedetect's: token_budget.load_weights refuses the
+marker for every family that does not take it; an unknown rate or key).
 """
 import json
 import os

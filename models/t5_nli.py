@@ -291,7 +291,8 @@ def load_t5_nli(model_path: str, dtype: str = "float32", device: str = "cpu",
     raise ModelError(f"--model {model_path}: model type {config.model_type!r} is not "
                      f"one of {', '.join(SUPPORTED_MODEL_TYPES)}")
   _, tokenizer = open_tokenizer(model_path, tokenizer_path)
-  model = load_weights(AutoModelForSeq2SeqLM, local_dir, dtype, device)
+  model = load_weights(AutoModelForSeq2SeqLM, local_dir, dtype, device,
+                       takes_simulated_device=True)
   if decision == "decode":
     refuse_sampling(model.generation_config.do_sample, model_path)
   loaded = T5NliModel(model, tokenizer, model_path, device,

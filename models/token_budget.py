@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
+from autoais.models import simulated_device
 from autoais.models.checkpoints import LockedTokenizer
 from autoais.schemas import AttributionExample, AttributionScore
 from autoais.schemas.errors import ModelError
@@ -45,14 +46,25 @@ def attention_kwargs(dtype: str, device: str) -> Dict[str, str]:
   return {}
 
 
-def load_weights(model_class, local_dir: str, dtype: str, device: str, **kwargs):
+def load_weights(model_class, local_dir: str, dtype: str, device: str, *,
+                 takes_simulated_device: bool = False, **kwargs):
   """`model_class.from_pretrained(local_dir)` as every local family loads its
   weights: safetensors only, never remote code, each tensor cast to `dtype`
   as it is read from the memory-mapped files (float32 weights load into
   bfloat16 without a float32 copy: bench/model_load.py), attention as
   attention_kwargs chooses; moved to `device`, in eval mode. `kwargs` go to
-  from_pretrained (with output_loading_info: (model, loading info))."""
+  from_pretrained (with output_loading_info: (model, loading info)).
+
+  A directory holding the simulated device's marker is refused unless the
+  family `takes_simulated_device` (it attaches simulated_device.simulated to
+  the loaded model): a family that does not would load the real model and
+  leave the marker unused."""
   import torch  # pylint: disable=import-outside-toplevel
+  if not takes_simulated_device and simulated_device.read_marker(local_dir) is not None:
+    raise ModelError(f"--model {local_dir}: it holds {simulated_device.MARKER} (a "
+                     "simulated device), which this scorer cannot use: the simulated "
+                     "device answers one score per input, and this model's outputs are "
+                     "read otherwise")
   loaded = model_class.from_pretrained(local_dir, use_safetensors=True,
                                        trust_remote_code=False, dtype=getattr(torch, dtype),
                                        **attention_kwargs(dtype, device), **kwargs)
