@@ -111,6 +111,7 @@ class HhemModelHandler(LocalModelHandler):
 
   metrics_namespace = "autoais_hhem"
   load = staticmethod(load_hhem)
+  float16_refused = FLOAT16_REFUSED
 
 
 def describe_hhem(model_path: str, tokenizer_path: Optional[str] = None) -> dict:

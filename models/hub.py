@@ -3,25 +3,16 @@
     autoais evaluate ... --scorer t5 --model google/t5_xxl_true_nli_mixture \
         [--model_revision BRANCH|TAG|COMMIT]
 
-`--model` (and `--tokenizer`) take a local directory, a gs:// directory or a
-hub id. A hub id is resolved with `huggingface_hub` into its cache, in two steps:
-
-* at launch, `pin` resolves the revision (default: the repository's `main`) to
-  a commit, from the hub, or from the cache's `refs/` where HF_HUB_OFFLINE is
-  set or the hub cannot be reached, and the model travels to the workers pinned
-  as `org/name@<commit>`: every worker loads the same files, whatever is pushed
-  to the branch meanwhile. The launch checks (config.json, the weights' index,
-  the tokenizer) list the commit's files and read its small files only;
-* on a worker, `snapshot_dir` downloads the files the model loads from (the
-  configs, the safetensors weights, the tokenizer; never pickle checkpoints)
-  into the cache, once per machine, and every later step (checksums, loading)
-  reads that snapshot as it reads a local directory.
-
-The cache is huggingface_hub's (HF_HUB_CACHE, else HF_HOME/hub, else
-~/.cache/huggingface/hub), read from the environment at each call. A gated or
-private model's token is the environment's (HF_TOKEN) or the cache's login,
-never a flag. Local paths win: a directory that exists is a directory, even if
-its name looks like `org/name`.
+A hub id is resolved with `huggingface_hub` into its cache in two steps: at
+launch, `pin` resolves the revision to a commit (from the hub, or from the
+cache's `refs/` offline or where the hub cannot be reached), and the model
+travels to the workers as `org/name@<commit>`, so that every worker loads the
+same files; on a worker, `snapshot_dir` downloads the files loading reads
+(never pickle checkpoints) into the cache, once per machine. The cache is
+read from the environment at each call (_cache_dir); a token is the
+environment's (HF_TOKEN) or the cache's login, never a flag; a local
+directory wins over an id it looks like. The contract: docs/scorers.md,
+"Models by hub id".
 """
 import os
 import re

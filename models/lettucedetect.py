@@ -1,30 +1,17 @@
 """LettuceDetect (`--scorer lettucedetect`) as a Beam ModelHandler: a token
 classifier (ModernBERT, EuroBERT, any `*ForTokenClassification` of two labels,
 label 1 unsupported) that reads the passages, the question and the answer in
-the prompt of its language (`--language`, the languages it ships) and gives
-each answer token the probability that it is unsupported.
+the prompt of its language (`--language`) and gives each answer token the
+probability that it is unsupported.
 
-An example is (passages, question, answer): the passage is the premise; the
-question is the example's own where it carries one apart (a response checked
-as written: RAGTruth's QA items), else the question and the answer are read
-back out of a QA hypothesis (schemas.QA_HYPOTHESIS) where the hypothesis is one
-of the example's answer, else there is no question and the hypothesis is the
-text checked, in the prompt it has for text without a question. The prompt and the answer are
-encoded as a text pair, the prompt cut from its end where the pair passes
-`max_input_tokens` (4096 by default, as the reference). Passages that do not
-fit beside the answer are grouped greedily, in order, into chunks that do, each
-chunk in the whole prompt; an answer token's probability is its largest over
-the chunks. A token is unsupported where its probability wins (argmax) with one
-chunk, where it is 0.5 or more with several, as the reference decides; runs of
-unsupported tokens are the spans, in characters of the answer counted from its
-first token's start, each with its tokens' largest probability.
-
-The score is one minus the largest probability of any answer token (a token
-with characters): where the answer has unsupported spans, one minus the
-probability of the most certain one; where it has none, still a measure of
-how close it came (above 0.5), so that scores rank answers without a span too.
-An answer with no tokens, or too long to leave the prompt a token, is a
-ScoringFailure (dead letter)."""
+An example's question and answer are checked_text's; passages that do not fit
+beside the answer within `max_input_tokens` (4096, as the reference) are
+grouped into chunks that do (LettuceDetectModel.chunks), a token taking its
+largest probability over them. Runs of unsupported tokens are the spans, in
+characters of the answer; the score is one minus the largest probability of
+any answer token, so that scores rank answers without a span too. An answer
+with no tokens, or too long to leave the prompt a token, is a ScoringFailure
+(dead letter). The contract: docs/scorers.md, "LettuceDetect"."""
 import string
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -112,9 +99,12 @@ def prompt(passages: Sequence[str], question: Optional[str], language: str) -> s
 
 
 def checked_text(example: AttributionExample) -> Tuple[Optional[str], str]:
-  """(question or None, the text checked) of an example (the module docstring):
-  an example that carries its question apart (AttributionExample.question:
-  RAGTruth's QA responses) is that question and its hypothesis as written."""
+  """(question or None, the text checked) of an example: its own question
+  and its hypothesis as written where it carries one apart
+  (AttributionExample.question: RAGTruth's QA responses); the question and
+  the answer read back out of a QA hypothesis (schemas.QA_HYPOTHESIS) of the
+  example's answer; else no question, the hypothesis checked (the prompt
+  for text without a question)."""
   if example.question is not None:
     return example.question, example.hypothesis
   head, tail = QA_HYPOTHESIS.split("{question}")

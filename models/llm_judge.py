@@ -9,35 +9,17 @@ transforms/scoring/llm_judge.py).
         [--chunk_size 32468] [--judge_concurrency 16] \\
         [--request_timeout 60] [--max_retries 8] [--retry_backoff 1]
 
-What MiniCheck does (minicheck/inference.py of github.com/Liyan06/MiniCheck,
-LLMCheck), and
-so what this does, for a premise (document) and a hypothesis (claim):
-
-  * the document is split into sentences per line (a line break is its own
-    block), and the sentences packed into chunks of at most `chunk_size`
-    tokens of the judge's tokenizer (a sentence longer than that is a chunk of
-    its own); default 32768 - 300, MiniCheck's;
-  * the claim is split into sentences too, and every (chunk, claim sentence)
-    is a prompt: MiniCheck's system prompt and its user prompt with the chunk
-    and the sentence put in, under the judge's chat template;
-  * one token is generated (temperature 0) with the top 5 log-probs; a
-    prompt's support probability is the sum of exp(log-prob) over the top
-    tokens whose text, lower-cased, is "yes" ("No" is not read; where no
-    "yes" is among them the probability is 0, as MiniCheck has it);
-  * the score is the minimum over claim sentences of the maximum over chunks.
-
-The chat API (`--judge_api chat`) sends the two messages and the server
-applies the model's chat template; the completions API sends the prompt
-text rendered here with the tokenizer's chat template, as MiniCheck hands
-vLLM. The tokenizer (`--tokenizer`: the judge's tokenizer.json and
-tokenizer_config.json, local or gs://) counts the chunks' tokens either way.
-
-Requests go through models/remote.py's HttpClient (timeouts, retries with
-backoff on 5xx, 429 and dropped connections, client-side throttling), one
-prompt a request, up to `--judge_concurrency` at once per worker (the server
-batches them). An example whose prompt fails for good, or is answered
-without usable log-probs, becomes a ScoringFailure (dead letter
-`scoring_failed`); 401/403/404/405 stop the job.
+As LLMCheck (minicheck/inference.py of github.com/Liyan06/MiniCheck): every
+(document chunk, claim sentence) is a prompt (document_chunks,
+claim_sentences, messages); one token is generated with its top log-probs,
+whose "yes" probabilities are summed (support_probability); the score is the
+minimum over claim sentences of the maximum over chunks (combine). The
+judge's tokenizer (`--tokenizer`) counts the chunks' tokens, and renders the
+prompt for the completions API. Requests go through models/remote.py's
+HttpClient, up to `--judge_concurrency` at once per worker; an example whose
+prompt fails for good, or is answered without usable log-probs, becomes a
+ScoringFailure (dead letter `scoring_failed`). The contract: docs/scorers.md,
+"LLM judges".
 """
 import concurrent.futures
 import hashlib

@@ -5,34 +5,20 @@ them (`minicheck/inference.py` of github.com/Liyan06/MiniCheck).
 
     autoais agreement ... --scorer minicheck --model DIR [--chunk_size N]
 
-The architecture named in the checkpoint's config.json picks the variant
-(VARIANTS): its input, its default input length and chunk size.
-
-* Flan-T5 (`T5ForConditionalGeneration`): `predict: {doc}{eos}{claim}`, one
-  decoder step from start id 0, softmax over the logits of ids 3 and 209 (the
-  ids MiniCheck reads: `▁` and `▁1` in T5's vocabulary), P(support) = id 209's.
-  The one step is models/t5_nli.py's T5NliModel, given those ids.
-* RoBERTa / DeBERTa (`*ForSequenceClassification`, two labels):
-  `{doc}{eos}{claim}` as one text, softmax over the head, P(label 1), through
-  models/nli_classifier.py's NliClassifierModel.
-
-The document is chunked first: split into line-break blocks, each block into
-sentences (models/sentences.py), a line break kept as a sentence of its own;
-sentences packed greedily into chunks of `chunk_size` (whitespace words for
-Flan-T5, tokens for the classifiers), chunks joined by a space, line breaks
-restored and blank chunks dropped; every chunk is paired with the whole claim
-and the score is the max over chunks. An input longer than the input length
-is cut at its end, as MiniCheck's tokenizer call cuts it (`truncated`). A blank
-document gives no chunk, which MiniCheck's Inferencer cannot score either: it
-comes back as a ScoringFailure (the row goes to dead letter). Chunks of all the
-examples of a call are scored together, in token-budget batches.
+config.json's architecture picks the variant (VARIANTS: its input, input
+length and chunk size). The document is cut into chunks of sentences
+(models/sentences.py), each chunk paired with the whole claim; the score is
+the best chunk's, from models/t5_nli.py's one-step T5NliModel (Flan-T5, given
+MiniCheck's label ids) or models/nli_classifier.py's NliClassifierModel (the
+classifiers). A blank document gives no chunk, which MiniCheck's Inferencer
+cannot score either: a ScoringFailure (the row goes to dead letter). The
+contract: docs/scorers.md, "MiniCheck checkers".
 """
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from autoais.models import checkpoints, nli_classifier, simulated_device, t5_nli
 from autoais.models.sentences import SentenceSplitter, pack_sentences, sentence_splitter
-from autoais.models.token_budget import (LocalModelHandler, TextCache, TokenBudgetModel,
-                                         check_dtype)
+from autoais.models.token_budget import LocalModelHandler, TextCache, TokenBudgetModel
 from autoais.schemas import LOCAL_FAILURE, AttributionExample, AttributionScore, ScoringFailure
 from autoais.schemas.errors import ConfigError, ModelError
 
@@ -261,17 +247,6 @@ class MiniCheckModelHandler(LocalModelHandler):
 
   metrics_namespace = "autoais_minicheck"
   load = staticmethod(load_minicheck)
-
-  def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
-               threshold: float = 0.5, max_input_tokens: Optional[int] = None,
-               token_budget: Optional[int] = None, max_batch_size: int = 512,
-               large_model: bool = False, torch_threads: int = 0,
-               tokenizer_path: Optional[str] = None, chunk_size: Optional[int] = None):
-    check_dtype(dtype)
-    super().__init__(model_path, threshold, max_batch_size, large_model, torch_threads,
-                     dtype=dtype, device=device, max_input_tokens=max_input_tokens,
-                     token_budget=token_budget, tokenizer_path=tokenizer_path,
-                     chunk_size=chunk_size)
 
 
 def describe_minicheck(model_path: str, max_input_tokens: Optional[int],

@@ -4,34 +4,14 @@ NLI head (RoBERTa / DeBERTa / BERT MNLI-style, three-way or two-way).
 
     autoais evaluate ... --scorer nli-classifier --model DIR [--positive_label NAME]
 
-The model reads the (premise, hypothesis) pair as its tokenizer encodes a text
-pair (`tokenizer(premise, hypothesis)`: `[CLS] premise [SEP] hypothesis [SEP]`,
-`<s> premise </s></s> hypothesis </s>`, ...). `nli_score` is the softmax
-probability of the supporting label over all the head's labels. A call's
-distinct premises and hypotheses are tokenised once each, in one batch
-(premises kept across calls), and each pair put together from their ids
-where the tokenizer's pair encoding is a template around them, checked at
-load (NliClassifierModel): the same inputs as the tokenizer's own pair
-encoding, without a tokenizer call per pair. The supporting
-label is `--positive_label` where given, else the one label of
-`config.id2label` that is one of SUPPORTING_LABELS (case-insensitive); none or
-several is a ConfigError at launch that lists the labels.
-
-A pair longer than `max_input_tokens` is never cut in the hypothesis: the
-premise's tokens are split into windows of `size` tokens (what is left of the
-input length after the hypothesis and the special tokens), window k starting at
-token k * (size - overlap) with overlap = size // 4, until a window reaches the
-premise's end; each window is paired with the whole hypothesis, every window is
-scored and the example takes the highest score (`n_windows` > 1,
-`truncated`). Only where the hypothesis leaves fewer than
-_MIN_WINDOW_TOKENS tokens for the premise are both cut to fit (one window,
-`truncated`).
-
-Checkpoints load as published, with every family's checks (models/checkpoints.py):
-config.json, `model.safetensors` or shards named by
-`model.safetensors.index.json`, pickle-only weights refused with the conversion
-hint, never trust_remote_code; the tokenizer from any of CLASSIFIER_TOKENIZER_FILES
-(fast tokenizers only; transformers converts a slow vocabulary once per worker).
+The (premise, hypothesis) pair is encoded as its tokenizer encodes a text
+pair; `nli_score` is the softmax probability of the supporting label
+(positive_index) over all the head's labels. Only the premise is ever cut: a
+pair past `max_input_tokens` is scored window by window of the premise, each
+beside the whole hypothesis, and takes the best window. Pairs are put together
+from their texts' ids where the tokenizer's pair encoding is a template around
+them (NliClassifierModel). The contract: docs/scorers.md,
+"Sequence-classification NLI models".
 """
 import array
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
@@ -346,18 +326,6 @@ class NliClassifierModelHandler(LocalModelHandler):
 
   metrics_namespace = "autoais_nli_classifier"
   load = staticmethod(load_nli_classifier)
-
-  def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
-               threshold: float = 0.5, max_input_tokens: Optional[int] = None,
-               token_budget: Optional[int] = None, max_batch_size: int = 512,
-               large_model: bool = False, torch_threads: int = 0,
-               tokenizer_path: Optional[str] = None,
-               positive_label: Optional[str] = None):
-    check_dtype(dtype)
-    super().__init__(model_path, threshold, max_batch_size, large_model, torch_threads,
-                     dtype=dtype, device=device, max_input_tokens=max_input_tokens,
-                     token_budget=token_budget, tokenizer_path=tokenizer_path,
-                     positive_label=positive_label)
 
 
 def describe_classifier(model_path: str, max_input_tokens: Optional[int],

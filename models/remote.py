@@ -13,38 +13,15 @@ Both speak the Vertex AI prediction format that `autoais serve` serves
       -> {"predictions": [{"nli_score": 0.93, "n_windows": 1,
                            "truncated": false}, ...]}
 
-Against a span server (lettucedetect: its /health model says unsupported_spans)
-`remote` sends each answer and reads each prediction's spans (malformed: dead letter).
-
-`remote` is a Beam ModelHandler written here on the standard library's HTTP
-client. A chunk of distinct examples (transforms/scoring/fanout.py) goes out in
-requests of --instances_per_request instances, one at a time per worker thread:
-
-  * every request has a timeout (--request_timeout);
-  * 5xx, 429, a timeout or a dropped connection is retried up to
-    --max_retries times, after a delay that doubles from --retry_backoff
-    seconds (with jitter, and never shorter than a Retry-After header);
-  * client-side throttling (Beam's AdaptiveThrottler, the SRE book's rule):
-    when the endpoint has been refusing requests over the last minute, a
-    request is held back on the client (one second, or --retry_backoff if
-    shorter) with the probability (requests - 2 x accepted) / (requests + 1)
-    before it is sent, rather than sent into the overload; the delay is
-    counted in the Beam counters `throttling-msecs` and
-    `cumulativeThrottlingSeconds` (which Dataflow's autoscaler reads);
-  * a request that fails for good answers each of its instances with a
-    ScoringFailure carrying the HTTP status (0: no response); a 400, 413 or
-    422 (the endpoint refuses the content) is split in halves and retried
-    until the instance it refuses is alone, so one bad instance does not take
-    its neighbours to dead letter. 401, 403, 404 and 405 mean the endpoint
-    or the route is wrong for every row: the job fails with the message.
-
-`vertex` goes through Beam's own VertexAIModelHandlerJSON (google-cloud-
-aiplatform; retries on 5xx and 429 and client-side throttling are Beam's);
-this module maps examples to instances and predictions to scores, and turns a
-request that still fails into ScoringFailures with its status. Constructing it
-checks that the endpoint exists and has a model deployed (at launch).
-
-`auto_ais` is decided on the client: nli_score > --threshold.
+`remote` posts through HttpClient (the standard library's HTTP client: a
+timeout per request, retries with backoff, client-side throttling), which
+models/llm_judge.py shares; a request refused for its content is split
+(score_in_requests) until the instance refused is alone, and a request that
+fails for good fails each of its instances (ScoringFailure with the status).
+Against a span server (lettucedetect) it sends each answer and reads each
+prediction's spans. `vertex` goes through Beam's own VertexAIModelHandlerJSON.
+`auto_ais` is decided on the client: nli_score > --threshold. The contract:
+docs/scorers.md, "Hosted models".
 """
 import http.client
 import json

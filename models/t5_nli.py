@@ -4,35 +4,16 @@
         [--dtype float32|bfloat16] [--device cpu|cuda]
         [--decision threshold|decode] [--threshold 0.5]
 
-The model reads `premise: {premise} hypothesis: {hypothesis}` and was trained to
-answer "1" (entailed) or "0". `nli_score` is P(first label piece of "1")
-renormalised over the first pieces of "1" and "0", from one encoder pass and one
-decoder step, in batches formed by token budget over length-sorted examples
-(little padding). The label pieces are the *first* piece of the tokenizer's
-encoding of each label, resolved at load time, never assumed: T5's vocabulary
-has `▁1` (id 209) but no `▁0`, so "0" is `▁` (id 3) then `0` (id 632) and the
-pair is (209, 3), as MiniCheck's Flan-T5 code reads it.
-
-Decision modes: `threshold` (auto_ais = nli_score > threshold; premises past
-the model's length are windowed, see below) and `decode` (the Attributed QA
-script's rule, for parity: the whole input however long, `generate()` with the
-model's own generation config, decoded text == "1").
-
-Inputs and premise windows: models/t5_inputs.py (the tokenizer's own
-encodings). In threshold mode an input longer than the model's length is
-never cut in the hypothesis: every premise window is scored beside it, and
-the row takes the best window and is flagged.
-
-Checkpoints load as they are published (models/checkpoints.py):
-`model.safetensors`, or shards named by `model.safetensors.index.json` (every
-shard must be present); the tokenizer from `tokenizer.json`, or from
-`spiece.model` + `tokenizer_config.json` alone (transformers builds the fast
-tokenizer from it, once per worker), or from another directory (`--tokenizer`).
-Local directories or gs:// (copied once per machine to a local cache);
-safetensors only, without trust_remote_code; float16 is refused (T5 activations
-overflow in float16). Weights stored in float32 load into `--dtype bfloat16`
-tensor by tensor from the memory-mapped files: no float32 copy of the model is
-held (bench/model_load.py measures it).
+The model reads `premise: {premise} hypothesis: {hypothesis}` and answers "1"
+(entailed) or "0". `nli_score` is P(first piece of "1") renormalised over the
+first pieces of "1" and "0", from one encoder pass and one decoder step
+(label_logits), in token-budget batches. The pieces are read from the
+tokenizer at load, never assumed (label_pieces: T5's "0" is `▁` then `0`).
+`--decision decode` is the Attributed QA script's rule, for parity: the whole
+input, `generate()` with the model's generation config, decoded text == "1".
+Inputs and premise windows: models/t5_inputs.py; checkpoint files and their
+checks: models/checkpoints.py. The contract: docs/scorers.md, "The T5 NLI
+scorer".
 """
 import os
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
@@ -307,24 +288,18 @@ def load_t5_nli(model_path: str, dtype: str = "float32", device: str = "cpu",
 
 
 class T5NliModelHandler(LocalModelHandler):
-  """RunInference handler of the T5 family (see LocalModelHandler)."""
+  """RunInference handler of the T5 family (see LocalModelHandler); `decision`
+  (threshold or decode) is one of its settings."""
 
   metrics_namespace = "autoais_t5_nli"
   load = staticmethod(load_t5_nli)
+  float16_refused = FLOAT16_REFUSED
 
-  def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
-               decision: str = "threshold", threshold: float = 0.5,
-               max_input_tokens: Optional[int] = None,
-               token_budget: Optional[int] = None, max_batch_size: int = 512,
-               large_model: bool = False, torch_threads: int = 0,
-               tokenizer_path: Optional[str] = None):
-    check_dtype(dtype, FLOAT16_REFUSED)
+  def __init__(self, model_path: str, **settings):
+    decision = settings.setdefault("decision", DECISIONS[0])
     if decision not in DECISIONS:
       raise ModelError(f"--decision {decision!r}: choose from {', '.join(DECISIONS)}")
-    super().__init__(model_path, threshold, max_batch_size, large_model, torch_threads,
-                     dtype=dtype, device=device, max_input_tokens=max_input_tokens,
-                     token_budget=token_budget, tokenizer_path=tokenizer_path,
-                     decision=decision)
+    super().__init__(model_path, **settings)
 
   def _score(self, batch: Sequence[AttributionExample],
              model: T5NliModel) -> List[AttributionScore]:

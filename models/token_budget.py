@@ -252,10 +252,16 @@ class LocalModelHandler(ModelHandler[AttributionExample, PredictionResult, Any])
 
   metrics_namespace = "autoais_model"
   load: Any = None  # the family's load function, a staticmethod
+  # The family's refusal of --dtype float16 (check_dtype), where it overflows.
+  float16_refused: Optional[str] = None
 
-  def __init__(self, model_path: str, threshold: float, max_batch_size: int,
-               large_model: bool, torch_threads: int, **settings):
+  def __init__(self, model_path: str, *, threshold: float = 0.5, max_batch_size: int = 512,
+               large_model: bool = False, torch_threads: int = 0, **settings):
+    """`settings` are the keyword arguments of the family's `load` (dtype,
+    device, max_input_tokens, token_budget, tokenizer_path and the family's
+    own); the dtype is checked here, before any worker loads."""
     super().__init__()
+    check_dtype(settings.get("dtype", DTYPES[0]), self.float16_refused)
     self._model_path = model_path
     self._threshold = threshold
     self._max_batch_size = max_batch_size

@@ -6,12 +6,10 @@ words) are its Inferencer's own, so a length given would change its scores
 into another scorer's, and is refused instead."""
 from typing import Any, Dict, Optional
 
-import apache_beam as beam
-
 from autoais.transforms.scoring.checks import check_threshold_model, local_model_settings
 from autoais.transforms.scoring.flags import LOCAL_MODEL, SCORE_CACHE, Family
 from autoais.transforms.scoring.names import FACTCG
-from autoais.transforms.scoring.scorer import CallDescribe, Scorer
+from autoais.transforms.scoring.scorer import OWN_LENGTH_SETTINGS, LocalModelScorer
 
 
 def check_flags(options, local_run: bool) -> Dict[str, Any]:
@@ -24,28 +22,16 @@ def check_flags(options, local_run: bool) -> Dict[str, Any]:
   return settings
 
 
-class FactcgScorer(Scorer):
+class FactcgScorer(LocalModelScorer):
 
   name = FACTCG
+  settings = OWN_LENGTH_SETTINGS
+  describe_settings = ("tokenizer_path",)
 
-  def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
-               threshold: float = 0.5, token_budget: Optional[int] = None,
-               large_model: bool = False, torch_threads: int = 0,
-               tokenizer_path: Optional[str] = None, score_cache: Optional[str] = None,
-               revisions: Optional[Dict[str, Optional[str]]] = None):
-    from autoais.models.factcg import FactcgModelHandler  # pylint: disable=import-outside-toplevel
-    options = {"dtype": dtype, "device": device, "token_budget": token_budget,
-               "tokenizer_path": tokenizer_path}
-    handler = FactcgModelHandler(model_path, threshold, 512, large_model, torch_threads,
-                                 **options)
-    self._configure(handler, model_path, {
-        "model": model_path, "threshold": threshold, "large_model": large_model,
-        "torch_threads": torch_threads, **options}, score_cache, revisions)
-
-  def _describe_fn(self) -> beam.DoFn:
-    from autoais.models.factcg import describe_factcg  # pylint: disable=import-outside-toplevel
-    return CallDescribe(describe_factcg, self._options["model"],
-                        self._options["tokenizer_path"])
+  @staticmethod
+  def _model():
+    from autoais.models import factcg  # pylint: disable=import-outside-toplevel
+    return factcg.FactcgModelHandler, factcg.describe_factcg
 
   def cache_identity(self, model_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The family, the weights and what changes a score computed from them:

@@ -5,12 +5,10 @@ but --max_input_tokens: the whole input is scored, as HHEM's own code scores
 it, so an input length would be ignored, and is refused instead."""
 from typing import Any, Dict, Optional
 
-import apache_beam as beam
-
 from autoais.transforms.scoring.checks import check_threshold_model, local_model_settings
 from autoais.transforms.scoring.flags import LOCAL_MODEL, SCORE_CACHE, Family
 from autoais.transforms.scoring.names import HHEM
-from autoais.transforms.scoring.scorer import CallDescribe, Scorer
+from autoais.transforms.scoring.scorer import OWN_LENGTH_SETTINGS, LocalModelScorer
 
 
 def check_flags(options, local_run: bool) -> Dict[str, Any]:
@@ -28,30 +26,16 @@ def check_flags(options, local_run: bool) -> Dict[str, Any]:
   return settings
 
 
-class HhemScorer(Scorer):
+class HhemScorer(LocalModelScorer):
 
   name = HHEM
+  settings = OWN_LENGTH_SETTINGS
+  describe_settings = ("tokenizer_path",)
 
-  def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
-               threshold: float = 0.5, token_budget: Optional[int] = None,
-               large_model: bool = False, torch_threads: int = 0,
-               tokenizer_path: Optional[str] = None, score_cache: Optional[str] = None,
-               revisions: Optional[Dict[str, Optional[str]]] = None):
-    from autoais.models.hhem import HhemModelHandler  # pylint: disable=import-outside-toplevel
-    settings = {"dtype": dtype, "device": device, "token_budget": token_budget,
-                "tokenizer_path": tokenizer_path}
-    handler = HhemModelHandler(model_path, threshold, 512, large_model, torch_threads,
-                               **settings)
-    self._configure(handler, model_path, {
-        "model": model_path, "dtype": dtype, "device": device, "threshold": threshold,
-        "token_budget": token_budget, "large_model": large_model,
-        "torch_threads": torch_threads, "tokenizer_path": tokenizer_path},
-                    score_cache, revisions)
-
-  def _describe_fn(self) -> beam.DoFn:
-    from autoais.models.hhem import describe_hhem  # pylint: disable=import-outside-toplevel
-    return CallDescribe(describe_hhem, self._options["model"],
-                        self._options["tokenizer_path"])
+  @staticmethod
+  def _model():
+    from autoais.models import hhem  # pylint: disable=import-outside-toplevel
+    return hhem.HhemModelHandler, hhem.describe_hhem
 
   def cache_identity(self, model_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The family, the weights and what changes a score computed from them:

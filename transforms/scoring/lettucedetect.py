@@ -8,13 +8,11 @@ LettuceDetect's own code), and --language, the language of its prompt;
 answers' unsupported spans in its predictions."""
 from typing import Any, Dict, Optional
 
-import apache_beam as beam
-
 from autoais.schemas.errors import require_choice
 from autoais.transforms.scoring.checks import check_threshold_model, local_model_settings
 from autoais.transforms.scoring.flags import LOCAL_MODEL, SCORE_CACHE, Family, Flag
 from autoais.transforms.scoring.names import LETTUCEDETECT, LETTUCEDETECT_LANGUAGES
-from autoais.transforms.scoring.scorer import CallDescribe, Scorer
+from autoais.transforms.scoring.scorer import LOCAL_SETTINGS, LocalModelScorer
 
 
 def check_flags(options, local_run: bool) -> Dict[str, Any]:
@@ -27,32 +25,17 @@ def check_flags(options, local_run: bool) -> Dict[str, Any]:
   return {"language": options.language, **local_model_settings(options, references)}
 
 
-class LettuceDetectScorer(Scorer):
+class LettuceDetectScorer(LocalModelScorer):
 
   name = LETTUCEDETECT
   gives_spans = True
+  settings = dict(LOCAL_SETTINGS, language="en")
+  describe_settings = ("max_input_tokens", "tokenizer_path", "language")
 
-  def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
-               threshold: float = 0.5, max_input_tokens: Optional[int] = None,
-               token_budget: Optional[int] = None, large_model: bool = False,
-               torch_threads: int = 0, tokenizer_path: Optional[str] = None,
-               language: str = "en", score_cache: Optional[str] = None,
-               revisions: Optional[Dict[str, Optional[str]]] = None):
-    from autoais.models.lettucedetect import LettuceDetectModelHandler  # pylint: disable=import-outside-toplevel
-    settings = {"dtype": dtype, "device": device, "max_input_tokens": max_input_tokens,
-                "token_budget": token_budget, "tokenizer_path": tokenizer_path,
-                "language": language}
-    handler = LettuceDetectModelHandler(model_path, threshold, 512, large_model,
-                                        torch_threads, **settings)
-    self._configure(handler, model_path, {
-        "model": model_path, "threshold": threshold, "large_model": large_model,
-        "torch_threads": torch_threads, **settings}, score_cache, revisions)
-
-  def _describe_fn(self) -> beam.DoFn:
-    from autoais.models.lettucedetect import describe_lettucedetect  # pylint: disable=import-outside-toplevel
-    return CallDescribe(describe_lettucedetect, self._options["model"],
-                        self._options["max_input_tokens"], self._options["tokenizer_path"],
-                        self._options["language"])
+  @staticmethod
+  def _model():
+    from autoais.models import lettucedetect  # pylint: disable=import-outside-toplevel
+    return lettucedetect.LettuceDetectModelHandler, lettucedetect.describe_lettucedetect
 
   def cache_identity(self, model_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The family, the weights and what changes a score computed from them:

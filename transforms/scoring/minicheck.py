@@ -4,12 +4,10 @@ premise, hypothesis) scored once per run, and with `--score_cache` once across
 runs. A blank premise is a scoring failure (its row goes to dead letter)."""
 from typing import Any, Dict, Optional
 
-import apache_beam as beam
-
 from autoais.transforms.scoring.checks import check_threshold_model, local_model_settings
 from autoais.transforms.scoring.flags import CHUNK_SIZE, LOCAL_MODEL, SCORE_CACHE, Family
 from autoais.transforms.scoring.names import MINICHECK
-from autoais.transforms.scoring.scorer import CallDescribe, Scorer
+from autoais.transforms.scoring.scorer import LOCAL_SETTINGS, LocalModelScorer
 
 
 def check_flags(options, local_run: bool) -> Dict[str, Any]:
@@ -21,30 +19,16 @@ def check_flags(options, local_run: bool) -> Dict[str, Any]:
   return {"chunk_size": options.chunk_size, **local_model_settings(options, references)}
 
 
-class MiniCheckScorer(Scorer):
+class MiniCheckScorer(LocalModelScorer):
 
   name = MINICHECK
+  settings = dict(LOCAL_SETTINGS, chunk_size=None)
+  describe_settings = ("max_input_tokens", "tokenizer_path", "chunk_size")
 
-  def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
-               threshold: float = 0.5, max_input_tokens: Optional[int] = None,
-               token_budget: Optional[int] = None, large_model: bool = False,
-               torch_threads: int = 0, tokenizer_path: Optional[str] = None,
-               chunk_size: Optional[int] = None, score_cache: Optional[str] = None,
-               revisions: Optional[Dict[str, Optional[str]]] = None):
-    from autoais.models.minicheck import MiniCheckModelHandler  # pylint: disable=import-outside-toplevel
-    options = {
-        "dtype": dtype, "device": device, "threshold": threshold,
-        "max_input_tokens": max_input_tokens, "token_budget": token_budget,
-        "large_model": large_model, "torch_threads": torch_threads,
-        "tokenizer_path": tokenizer_path, "chunk_size": chunk_size}
-    self._configure(MiniCheckModelHandler(model_path, **options), model_path,
-                    {"model": model_path, **options}, score_cache, revisions)
-
-  def _describe_fn(self) -> beam.DoFn:
-    from autoais.models.minicheck import describe_minicheck  # pylint: disable=import-outside-toplevel
-    return CallDescribe(describe_minicheck, self._options["model"],
-                        self._options["max_input_tokens"],
-                        self._options["tokenizer_path"], self._options["chunk_size"])
+  @staticmethod
+  def _model():
+    from autoais.models import minicheck  # pylint: disable=import-outside-toplevel
+    return minicheck.MiniCheckModelHandler, minicheck.describe_minicheck
 
   def cache_identity(self, model_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The family and variant, the weights and what changes a score computed

@@ -4,12 +4,10 @@ premise, hypothesis) scored once per run, and with `--score_cache` once across
 runs."""
 from typing import Any, Dict, Optional
 
-import apache_beam as beam
-
 from autoais.transforms.scoring.checks import check_threshold_model, local_model_settings
 from autoais.transforms.scoring.flags import LOCAL_MODEL, SCORE_CACHE, Family, Flag
 from autoais.transforms.scoring.names import NLI_CLASSIFIER
-from autoais.transforms.scoring.scorer import CallDescribe, Scorer
+from autoais.transforms.scoring.scorer import LOCAL_SETTINGS, LocalModelScorer
 
 
 def check_flags(options, local_run: bool) -> Dict[str, Any]:
@@ -22,31 +20,16 @@ def check_flags(options, local_run: bool) -> Dict[str, Any]:
           **local_model_settings(options, references)}
 
 
-class NliClassifierScorer(Scorer):
+class NliClassifierScorer(LocalModelScorer):
 
   name = NLI_CLASSIFIER
+  settings = dict(LOCAL_SETTINGS, positive_label=None)
+  describe_settings = ("max_input_tokens", "tokenizer_path", "positive_label")
 
-  def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
-               threshold: float = 0.5, max_input_tokens: Optional[int] = None,
-               token_budget: Optional[int] = None, large_model: bool = False,
-               torch_threads: int = 0, tokenizer_path: Optional[str] = None,
-               positive_label: Optional[str] = None,
-               score_cache: Optional[str] = None,
-               revisions: Optional[Dict[str, Optional[str]]] = None):
-    from autoais.models.nli_classifier import NliClassifierModelHandler  # pylint: disable=import-outside-toplevel
-    options = {
-        "dtype": dtype, "device": device, "threshold": threshold,
-        "max_input_tokens": max_input_tokens, "token_budget": token_budget,
-        "large_model": large_model, "torch_threads": torch_threads,
-        "tokenizer_path": tokenizer_path, "positive_label": positive_label}
-    self._configure(NliClassifierModelHandler(model_path, **options), model_path,
-                    {"model": model_path, **options}, score_cache, revisions)
-
-  def _describe_fn(self) -> beam.DoFn:
-    from autoais.models.nli_classifier import describe_classifier  # pylint: disable=import-outside-toplevel
-    return CallDescribe(describe_classifier, self._options["model"],
-                        self._options["max_input_tokens"],
-                        self._options["tokenizer_path"], self._options["positive_label"])
+  @staticmethod
+  def _model():
+    from autoais.models import nli_classifier  # pylint: disable=import-outside-toplevel
+    return nli_classifier.NliClassifierModelHandler, nli_classifier.describe_classifier
 
   def cache_identity(self, model_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The family, the weights and what changes a score computed from them:

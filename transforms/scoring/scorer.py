@@ -15,7 +15,7 @@ transforms.scoring.attribution.ScoreAttribution, which supplies an empty "failed
 scorers that never fail, and send it to their dead letter (reason
 `scoring_failed`).
 """
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import apache_beam as beam
 
@@ -111,6 +111,55 @@ class Scorer:
     from model_info's dict (on a worker). None: the scorer is not cached."""
     del model_info
     return None
+
+
+# The settings every family of a model run in the job's workers takes besides
+# its threshold, threads and sharing (checks.local_model_settings), as the
+# handler's `load` takes them, with their defaults.
+LOCAL_SETTINGS = {"dtype": "float32", "device": "cpu", "max_input_tokens": None,
+                  "token_budget": None, "tokenizer_path": None}
+# Those of a family whose input length is its own (hhem, factcg): a length
+# given would be ignored, and --max_input_tokens is refused instead.
+OWN_LENGTH_SETTINGS = {name: value for name, value in LOCAL_SETTINGS.items()
+                       if name != "max_input_tokens"}
+
+
+class LocalModelScorer(Scorer):
+  """The Scorer of a family whose model runs in the job's workers: its
+  handler (a models.token_budget.LocalModelHandler) made from `settings`
+  (LOCAL_SETTINGS and the family's own, with their defaults: any other is a
+  TypeError), which run.json records after the model; a worker describes the
+  model with the family's describe function, given the model and
+  `describe_settings`. A family says which handler and describe function
+  (`_model`, imported when called: a string-match run imports no model)."""
+
+  settings: Dict[str, Any] = LOCAL_SETTINGS
+  describe_settings: Tuple[str, ...] = ("max_input_tokens", "tokenizer_path")
+
+  def __init__(self, model_path: str, *, threshold: float = 0.5, large_model: bool = False,
+               torch_threads: int = 0, score_cache: Optional[str] = None,
+               revisions: Optional[Dict[str, Optional[str]]] = None, **given):
+    unknown = sorted(set(given) - set(self.settings))
+    if unknown:
+      raise TypeError(f"{type(self).__name__} takes no setting {', '.join(unknown)}")
+    settings = {**self.settings, **given}
+    handler_class, _ = self._model()
+    handler = handler_class(model_path, threshold=threshold, large_model=large_model,
+                            torch_threads=torch_threads, **settings)
+    self._configure(handler, model_path, {
+        "model": model_path, **settings, "threshold": threshold,
+        "large_model": large_model, "torch_threads": torch_threads},
+                    score_cache, revisions)
+
+  @staticmethod
+  def _model() -> Tuple[type, Callable[..., Dict[str, Any]]]:
+    """(the family's ModelHandler class, its describe function)."""
+    raise NotImplementedError
+
+  def _describe_fn(self) -> beam.DoFn:
+    _, describe = self._model()
+    return CallDescribe(describe, self._options["model"],
+                        *(self._options[name] for name in self.describe_settings))
 
 
 def with_hub_references(block: Dict[str, Any],

@@ -3,15 +3,13 @@ interface, each distinct (model, premise, hypothesis) scored once per run, and
 with `--score_cache` once across runs."""
 from typing import Any, Dict, Optional
 
-import apache_beam as beam
-
 from autoais.models import checkpoints
 from autoais.schemas.errors import require_choice
 from autoais.transforms.scoring.checks import (check_cuda, check_local_model,
                                                local_model_settings, readable_here)
 from autoais.transforms.scoring.flags import LOCAL_MODEL, SCORE_CACHE, Family
 from autoais.transforms.scoring.names import T5
-from autoais.transforms.scoring.scorer import CallDescribe, Scorer
+from autoais.transforms.scoring.scorer import LOCAL_SETTINGS, LocalModelScorer
 
 
 def check_flags(options, local_run: bool) -> Dict[str, Any]:
@@ -35,31 +33,15 @@ def check_flags(options, local_run: bool) -> Dict[str, Any]:
   return {"decision": options.decision, **local_model_settings(options, references)}
 
 
-class T5Scorer(Scorer):
+class T5Scorer(LocalModelScorer):
 
   name = T5
+  settings = dict(LOCAL_SETTINGS, decision="threshold")
 
-  def __init__(self, model_path: str, *, dtype: str = "float32", device: str = "cpu",
-               decision: str = "threshold", threshold: float = 0.5,
-               max_input_tokens: Optional[int] = None,
-               token_budget: Optional[int] = None,
-               large_model: bool = False, torch_threads: int = 0,
-               tokenizer_path: Optional[str] = None,
-               score_cache: Optional[str] = None,
-               revisions: Optional[Dict[str, Optional[str]]] = None):
-    from autoais.models.t5_nli import T5NliModelHandler  # pylint: disable=import-outside-toplevel
-    handler_options = {
-        "dtype": dtype, "device": device, "decision": decision, "threshold": threshold,
-        "max_input_tokens": max_input_tokens, "token_budget": token_budget,
-        "large_model": large_model, "torch_threads": torch_threads,
-        "tokenizer_path": tokenizer_path}
-    self._configure(T5NliModelHandler(model_path, **handler_options), model_path,
-                    {"model": model_path, **handler_options}, score_cache, revisions)
-
-  def _describe_fn(self) -> beam.DoFn:
-    from autoais.models.t5_nli import describe_model  # pylint: disable=import-outside-toplevel
-    return CallDescribe(describe_model, self._options["model"],
-                        self._options["max_input_tokens"], self._options["tokenizer_path"])
+  @staticmethod
+  def _model():
+    from autoais.models import t5_nli  # pylint: disable=import-outside-toplevel
+    return t5_nli.T5NliModelHandler, t5_nli.describe_model
 
   def cache_identity(self, model_info: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     """The weights, and what changes a score computed from them: the
