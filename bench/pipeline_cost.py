@@ -10,7 +10,8 @@ instant model.
 (the default, `--scorer t5`), nli-classifier-roberta and
 nli-classifier-deberta (`--scorer nli-classifier` with a RoBERTa byte-level
 BPE or a DeBERTa-v3 SentencePiece tokenizer), minicheck-roberta,
-minicheck-deberta and minicheck-flan-t5 (`--scorer minicheck`). Every
+minicheck-deberta and minicheck-flan-t5 (`--scorer minicheck`), factcg
+(`--scorer factcg`, tests/support's FactCG-DeBERTa fixture). Every
 family's tokenizer is trained here on the synthetic passages with 4,000
 pieces, its model random and tiny; its input length is the published
 checkpoint's (512 tokens; MiniCheck's variants set their own).
@@ -444,6 +445,7 @@ FAMILIES = {
     "minicheck-roberta": ("minicheck", "roberta"),
     "minicheck-deberta": ("minicheck", "deberta-v2"),
     "minicheck-flan-t5": ("minicheck", "flan-t5"),
+    "factcg": ("factcg", "factcg"),
 }
 
 
@@ -456,7 +458,11 @@ def build_family_model(family: str, work: str, words: Words) -> list:
   else:
     model = os.path.join(work, f"model-{family}")
   if not os.path.isdir(model):
-    if kind in ("t5", "flan-t5"):
+    if kind == "factcg":
+      # FactCG-DeBERTa's published layout (tests/support/factcg_models.py).
+      from tests.support.factcg_models import build_tiny_factcg  # pylint: disable=import-outside-toplevel
+      build_tiny_factcg(model, texts)
+    elif kind in ("t5", "flan-t5"):
       from tests.support.t5_models import build_random_t5  # pylint: disable=import-outside-toplevel
       # MiniCheck-Flan-T5 is a T5 v1.1 (untied output layer).
       build_random_t5(model, texts, vocab_size=4000, seed=5,

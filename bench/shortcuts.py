@@ -61,7 +61,7 @@ def _through_transformers(tokenizer, texts, add_special_tokens=True, offsets=Fal
 
 def switch(name: str) -> None:
   # pylint: disable=import-outside-toplevel
-  from autoais.models import checkpoints, minicheck, nli_classifier, t5_inputs
+  from autoais.models import checkpoints, factcg, minicheck, nli_classifier, t5_inputs
   from autoais.models.token_budget import TextCache
   classifier = nli_classifier.NliClassifierModel
   if name == "tokenizer-backend":
@@ -76,6 +76,8 @@ def switch(name: str) -> None:
       "classifier-template": (classifier, _set(_template=None)),
       # MiniCheck's cache of each document line's sentences.
       "minicheck-block-cache": (minicheck.MiniCheckModel, _set(_blocks=lambda: TextCache(0))),
+      # FactCG's cache of each document's chunks.
+      "factcg-chunk-cache": (factcg.FactcgModel, _set(_chunks=lambda: TextCache(0))),
   }
   cls, change = switches[name]
   _after_init(cls, change)
@@ -85,7 +87,7 @@ def switch(name: str) -> None:
 # and word caches of the t5 family, its strategy switch and its tokenising
 # apart) were switched by this script as of commit 74f3c87.
 VARIANTS = ("all", "t5-word-cache", "tokenizer-backend", "classifier-premise-cache",
-            "classifier-template", "minicheck-block-cache")
+            "classifier-template", "minicheck-block-cache", "factcg-chunk-cache")
 
 
 def run(variant: str, job: str, flags: list, argv: list, output: str, model_cost: str,
