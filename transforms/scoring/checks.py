@@ -61,14 +61,27 @@ def check_threshold_model(options, local_run: bool,
   return references
 
 
+# The settings every family of a model run in the job's workers takes besides
+# its threshold, threads and sharing, as the handler's `load` takes them, with
+# their defaults (scorer.LocalModelScorer's table).
+LOCAL_SETTINGS = {"dtype": "float32", "device": "cpu", "max_input_tokens": None,
+                  "token_budget": None, "tokenizer_path": None}
+# Those of a family whose input length is its own (hhem, factcg): a length
+# given would be ignored, and --max_input_tokens is refused instead.
+OWN_LENGTH_SETTINGS = {name: value for name, value in LOCAL_SETTINGS.items()
+                       if name != "max_input_tokens"}
+
+
 def local_model_settings(options, references: ModelReferences) -> Dict[str, Any]:
-  """The settings every scorer of a model run in the workers takes (t5,
-  nli-classifier, minicheck)."""
-  return {"model_path": references.model, "dtype": options.dtype, "device": options.device,
-          "max_input_tokens": options.max_input_tokens,
-          "token_budget": options.token_budget, "large_model": options.large_model,
-          "torch_threads": options.torch_threads, "tokenizer_path": references.tokenizer,
-          "score_cache": options.score_cache, "revisions": references.revisions}
+  """The settings every scorer of a model run in the workers takes: those of
+  LOCAL_SETTINGS (the tokenizer as the workers load it), its threads and
+  sharing, the score cache and the hub revisions asked for."""
+  return {"model_path": references.model,
+          **{name: getattr(options, name) for name in LOCAL_SETTINGS
+             if name != "tokenizer_path"},
+          "tokenizer_path": references.tokenizer, "large_model": options.large_model,
+          "torch_threads": options.torch_threads, "score_cache": options.score_cache,
+          "revisions": references.revisions}
 
 
 def readable_here(path: str) -> bool:

@@ -6,10 +6,11 @@ words) are its Inferencer's own, so a length given would change its scores
 into another scorer's, and is refused instead."""
 from typing import Any, Dict, Optional
 
-from autoais.transforms.scoring.checks import check_threshold_model, local_model_settings
+from autoais.transforms.scoring.checks import (OWN_LENGTH_SETTINGS, check_threshold_model,
+                                               local_model_settings)
 from autoais.transforms.scoring.flags import LOCAL_MODEL, SCORE_CACHE, Family
 from autoais.transforms.scoring.names import FACTCG
-from autoais.transforms.scoring.scorer import OWN_LENGTH_SETTINGS, LocalModelScorer
+from autoais.transforms.scoring.scorer import LocalModelScorer
 
 
 def check_flags(options, local_run: bool) -> Dict[str, Any]:

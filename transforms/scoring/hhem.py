@@ -5,10 +5,11 @@ but --max_input_tokens: the whole input is scored, as HHEM's own code scores
 it, so an input length would be ignored, and is refused instead."""
 from typing import Any, Dict, Optional
 
-from autoais.transforms.scoring.checks import check_threshold_model, local_model_settings
+from autoais.transforms.scoring.checks import (OWN_LENGTH_SETTINGS, check_threshold_model,
+                                               local_model_settings)
 from autoais.transforms.scoring.flags import LOCAL_MODEL, SCORE_CACHE, Family
 from autoais.transforms.scoring.names import HHEM
-from autoais.transforms.scoring.scorer import OWN_LENGTH_SETTINGS, LocalModelScorer
+from autoais.transforms.scoring.scorer import LocalModelScorer
 
 
 def check_flags(options, local_run: bool) -> Dict[str, Any]:

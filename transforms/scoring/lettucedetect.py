@@ -9,10 +9,11 @@ answers' unsupported spans in its predictions."""
 from typing import Any, Dict, Optional
 
 from autoais.schemas.errors import require_choice
-from autoais.transforms.scoring.checks import check_threshold_model, local_model_settings
+from autoais.transforms.scoring.checks import (LOCAL_SETTINGS, check_threshold_model,
+                                               local_model_settings)
 from autoais.transforms.scoring.flags import LOCAL_MODEL, SCORE_CACHE, Family, Flag
 from autoais.transforms.scoring.names import LETTUCEDETECT, LETTUCEDETECT_LANGUAGES
-from autoais.transforms.scoring.scorer import LOCAL_SETTINGS, LocalModelScorer
+from autoais.transforms.scoring.scorer import LocalModelScorer
 
 
 def check_flags(options, local_run: bool) -> Dict[str, Any]:

@@ -4,10 +4,11 @@ premise, hypothesis) scored once per run, and with `--score_cache` once across
 runs. A blank premise is a scoring failure (its row goes to dead letter)."""
 from typing import Any, Dict, Optional
 
-from autoais.transforms.scoring.checks import check_threshold_model, local_model_settings
+from autoais.transforms.scoring.checks import (LOCAL_SETTINGS, check_threshold_model,
+                                               local_model_settings)
 from autoais.transforms.scoring.flags import CHUNK_SIZE, LOCAL_MODEL, SCORE_CACHE, Family
 from autoais.transforms.scoring.names import MINICHECK
-from autoais.transforms.scoring.scorer import LOCAL_SETTINGS, LocalModelScorer
+from autoais.transforms.scoring.scorer import LocalModelScorer
 
 
 def check_flags(options, local_run: bool) -> Dict[str, Any]:

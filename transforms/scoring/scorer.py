@@ -21,6 +21,7 @@ import apache_beam as beam
 
 from autoais.models import hub
 from autoais.transforms.scoring.cache import ScoreCache, identity_key
+from autoais.transforms.scoring.checks import LOCAL_SETTINGS
 
 
 class Scorer:
@@ -111,17 +112,6 @@ class Scorer:
     from model_info's dict (on a worker). None: the scorer is not cached."""
     del model_info
     return None
-
-
-# The settings every family of a model run in the job's workers takes besides
-# its threshold, threads and sharing (checks.local_model_settings), as the
-# handler's `load` takes them, with their defaults.
-LOCAL_SETTINGS = {"dtype": "float32", "device": "cpu", "max_input_tokens": None,
-                  "token_budget": None, "tokenizer_path": None}
-# Those of a family whose input length is its own (hhem, factcg): a length
-# given would be ignored, and --max_input_tokens is refused instead.
-OWN_LENGTH_SETTINGS = {name: value for name, value in LOCAL_SETTINGS.items()
-                       if name != "max_input_tokens"}
 
 
 class LocalModelScorer(Scorer):

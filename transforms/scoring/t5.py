@@ -5,11 +5,11 @@ from typing import Any, Dict, Optional
 
 from autoais.models import checkpoints
 from autoais.schemas.errors import require_choice
-from autoais.transforms.scoring.checks import (check_cuda, check_local_model,
+from autoais.transforms.scoring.checks import (LOCAL_SETTINGS, check_cuda, check_local_model,
                                                local_model_settings, readable_here)
 from autoais.transforms.scoring.flags import LOCAL_MODEL, SCORE_CACHE, Family
 from autoais.transforms.scoring.names import T5
-from autoais.transforms.scoring.scorer import LOCAL_SETTINGS, LocalModelScorer
+from autoais.transforms.scoring.scorer import LocalModelScorer
 
 
 def check_flags(options, local_run: bool) -> Dict[str, Any]:
