@@ -61,16 +61,13 @@ def _through_transformers(tokenizer, texts, add_special_tokens=True, offsets=Fal
 
 def switch(name: str) -> None:
   # pylint: disable=import-outside-toplevel
-  from autoais.models import checkpoints, factcg, minicheck, nli_classifier, t5_inputs
+  from autoais.models import checkpoints, factcg, minicheck, nli_classifier
   from autoais.models.token_budget import TextCache
   classifier = nli_classifier.NliClassifierModel
   if name == "tokenizer-backend":
     checkpoints.LockedTokenizer.input_ids = _through_transformers
     return
   switches = {
-      # T5's plain texts from the cache of words' ids: every text to the
-      # tokenizer whole instead.
-      "t5-word-cache": (t5_inputs.Pieces, _set(_specials=None)),
       "classifier-premise-cache": (classifier, _set(_premises=lambda: TextCache(0))),
       # The pair template: the tokenizer's own pair encoding, pair by pair.
       "classifier-template": (classifier, _set(_template=None)),
@@ -83,10 +80,11 @@ def switch(name: str) -> None:
   _after_init(cls, change)
 
 
-# The shortcuts removed after their measurement (the premise, encoding, line
-# and word caches of the t5 family, its strategy switch and its tokenising
-# apart) were switched by this script as of commit 74f3c87.
-VARIANTS = ("all", "t5-word-cache", "tokenizer-backend", "classifier-premise-cache",
+# The shortcuts removed after their measurement were switched by this script
+# as of commit 74f3c87 (the premise, encoding, line and word caches of the t5
+# family, its strategy switch and its tokenising apart) and of a53819f (the
+# t5 family's cache of words' ids, variant t5-word-cache).
+VARIANTS = ("all", "tokenizer-backend", "classifier-premise-cache",
             "classifier-template", "minicheck-block-cache", "factcg-chunk-cache")
 
 

@@ -119,7 +119,6 @@ class T5NliModel(TokenBudgetModel):
     # scale_decoder_outputs, earlier releases in tie_word_embeddings).
     self._scales_decoder_output = config.model_type == "t5" and getattr(
         config, "scale_decoder_outputs", config.tie_word_embeddings)
-    self.pieces = t5_inputs.Pieces(self.tokenizer)
     self._check_first_step()
 
   def _check_first_step(self) -> None:
@@ -154,7 +153,7 @@ class T5NliModel(TokenBudgetModel):
 
   def encode_many(self, examples: Sequence[AttributionExample],
                   windowed: bool = True) -> List[EncodedExample]:
-    return t5_inputs.encode_many(self.pieces, self.max_input_tokens, examples, windowed)
+    return t5_inputs.encode_many(self.tokenizer, self.max_input_tokens, examples, windowed)
 
   # -- scoring --------------------------------------------------------------
 

@@ -25,7 +25,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from autoais.beam_jobs import evaluate  # pylint: disable=wrong-import-position
-from autoais.models import checkpoints, t5_inputs, t5_nli  # pylint: disable=wrong-import-position
+from autoais.models import checkpoints, t5_nli  # pylint: disable=wrong-import-position
 from tests.support.t5_models import build_random_t5, save_model  # pylint: disable=wrong-import-position
 from autoais.schemas import AttributionExample  # pylint: disable=wrong-import-position
 from tests.support.files import read_jsonl  # pylint: disable=wrong-import-position
@@ -388,36 +388,6 @@ def test_inputs_of_odd_texts_equal_the_tokenizers(tiny_model):
                                   verbose=False)["input_ids"]], False) for e in part]
     assert model.encode_many(part) == [_windows_tokenised_whole(model, e) for e in part]
   assert sum(not text.isascii() for text in texts) > 70
-
-
-def test_plain_texts_are_put_together_from_a_cache_of_words(tiny_model):
-  """T5's tokenizer (as transformers builds it from spiece.model) cuts plain
-  text at its white space into words tokenised alike wherever they stand
-  (its own normaliser and pre-tokeniser, checked at load): a plain text's
-  ids are put together from its words', each distinct word tokenised once
-  while it is kept; a text that is not plain goes to the tokenizer whole.
-  The ids are the tokenizer's either way."""
-  model = t5_nli.load_t5_nli(tiny_model)
-  assert t5_inputs._words_apart(model.tokenizer)  # pylint: disable=protected-access
-  asked = []
-  real = model.tokenizer.input_ids
-
-  def counted(texts, add_special_tokens=True, offsets=False):
-    asked.append(list(texts))
-    return real(texts, add_special_tokens, offsets)
-
-  model.tokenizer.input_ids = counted
-  texts = ["premise: the cat sat. hypothesis: a cat", "the  cat\tsat\nagain", "caf\u00e9 noir",
-           "</s> in text", ""]
-  expected = real(texts)
-  assert model.pieces.ids(texts) == expected
-  assert sorted(asked[0]) == sorted({"premise:", "the", "cat", "sat.", "hypothesis:", "a",
-                                     "sat", "again", "</s>", "in", "text"})
-  assert asked[1:] == [["caf\u00e9 noir"]]
-  asked.clear()
-  assert model.pieces.ids(texts[::-1]) == expected[::-1]
-  assert asked == [["caf\u00e9 noir"]]  # the words were kept
-  assert model.pieces.ids(texts, special_tokens=False) == real(texts, False)
 
 
 def test_claim_level_examples_are_scored(loaded):
