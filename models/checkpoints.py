@@ -410,32 +410,3 @@ class LockedTokenizer:
         return value(*args, **kwargs)
 
     return locked
-
-
-def special_tokens_around(tokenizer, texts: Sequence[str]) -> Optional[tuple]:
-  """Where the tokenizer's own post-processor puts its special tokens around
-  `texts` (one text, or a pair) tokenised alone: ([(ids, token types) of the
-  specials before, between and after the texts], [each text's one token
-  type]). The ids of any text (pair) are then its texts' ids in that
-  template. None where the fast backend has no post-processor, or its
-  specials fall inside a text's ids or a text's ids change."""
-  backend = getattr(tokenizer, "backend_tokenizer", None)
-  if backend is None or backend.post_processor is None:
-    return None
-  parts = backend.encode_batch(list(texts), add_special_tokens=False)
-  whole = backend.post_processor.process(*parts, add_special_tokens=True)
-  ids, types = whole.ids, whole.type_ids
-  texts_at = [i for i, special in enumerate(whole.special_tokens_mask) if not special]
-  if [ids[i] for i in texts_at] != [i for part in parts for i in part.ids]:
-    return None
-  edges, text_types = [0], []
-  for part in parts:
-    span, texts_at = texts_at[:len(part.ids)], texts_at[len(part.ids):]
-    if not span or span[-1] - span[0] != len(span) - 1 or len(
-        {types[i] for i in span}) != 1:
-      return None
-    edges += [span[0], span[-1] + 1]
-    text_types.append(types[span[0]])
-  edges.append(len(ids))
-  return ([(ids[start:end], types[start:end])
-           for start, end in zip(edges[::2], edges[1::2])], text_types)

@@ -135,18 +135,35 @@ _TEMPLATE_PROBES = (("premise", "hypothesis"),
 
 def pair_template(tokenizer) -> Optional[PairTemplate]:
   """The template of `tokenizer`'s pair encoding as its own post-processor
-  lays it out (checkpoints.special_tokens_around), token types included
-  where the model reads them; None where it has none: such a tokenizer is
-  called pair by pair."""
-  found = checkpoints.special_tokens_around(tokenizer, ["premise", "hypothesis"])
-  if found is None:
+  lays it out around a pair tokenised alone, token types included where the
+  model reads them; None where the fast backend has no post-processor, or
+  its special tokens fall inside a text's ids or change them: such a
+  tokenizer is called pair by pair."""
+  backend = getattr(tokenizer, "backend_tokenizer", None)
+  if backend is None or backend.post_processor is None:
     return None
-  (prefix, prefix_types), (middle, middle_types), (suffix, suffix_types) = found[0]
+  parts = backend.encode_batch(["premise", "hypothesis"], add_special_tokens=False)
+  whole = backend.post_processor.process(*parts, add_special_tokens=True)
+  ids, types = whole.ids, whole.type_ids
+  texts_at = [i for i, special in enumerate(whole.special_tokens_mask) if not special]
+  if [ids[i] for i in texts_at] != [i for part in parts for i in part.ids]:
+    return None
+  edges, text_types = [0], []
+  for part in parts:
+    span, texts_at = texts_at[:len(part.ids)], texts_at[len(part.ids):]
+    if not span or span[-1] - span[0] != len(span) - 1 or len(
+        {types[i] for i in span}) != 1:
+      return None
+    edges += [span[0], span[-1] + 1]
+    text_types.append(types[span[0]])
+  edges.append(len(ids))
+  specials = list(zip(edges[::2], edges[1::2]))  # before, between and after the texts
+  prefix, middle, suffix = (ids[start:end] for start, end in specials)
   if "token_type_ids" not in tokenizer.model_input_names:
     return PairTemplate(prefix, middle, suffix, None)
-  first, second = found[1]
+  before, between, after = (types[start:end] for start, end in specials)
   return PairTemplate(prefix, middle, suffix,
-                      (prefix_types, first, middle_types, second, suffix_types))
+                      (before, text_types[0], between, text_types[1], after))
 
 
 class NliClassifierModel(TokenBudgetModel):
