@@ -7,9 +7,10 @@ TORCH_SPEC ?= torch==2.13.0
 EXAMPLE_OUT ?= build/example
 # pytest-xdist processes for `make test` (TEST_WORKERS=0 runs the suite in one).
 # Three on the 2-core machine: with two, its cores were busy 1.7 of 2 on
-# average (tests wait on the processes and servers they start); one clean
-# clone, the machine otherwise idle, ran the suite in 652 s with three just
-# after 770 s with two (other runs with two: 665 and 749 s).
+# average (tests wait on the processes and servers they start). Clean clones,
+# the machine otherwise idle, 2026-12-01: the suite took 652 and 726 s with
+# three, 665, 749 and 770 s with two (the same CPU seconds either way): a
+# small gain beside run-to-run noise of 16%.
 TEST_WORKERS ?= 3
 # The slowest tests are listed at the end of each run (--durations): what to
 # look at first when the suite grows slow. (--dist worksteal and loadgroup were
