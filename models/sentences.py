@@ -15,10 +15,8 @@ minicheck` and `--scorer llm-judge`).
 """
 import importlib.metadata
 import importlib.util
-import os
 import re
-import sys
-from typing import Callable, List, NamedTuple, Optional, Sequence
+from typing import Callable, List, NamedTuple, Sequence
 
 NLTK_PUNKT = "nltk-punkt"
 SYNTOK = "syntok"
@@ -71,45 +69,10 @@ def syntok_sentences(block: str) -> List[str]:
   return [piece for piece in pieces if piece]
 
 
-def _nltk_default_paths() -> Optional[List[str]]:
-  """The places NLTK (3.9) searches for data unless a program changes
-  nltk.data.path: $NLTK_DATA's entries, ~/nltk_data, then nltk_data under
-  sys.prefix, its share/ and lib/, and under /usr/share, /usr/local/share,
-  /usr/lib and /usr/local/lib. None on Windows and App Engine, whose lists
-  differ (NLTK is then asked itself). A test holds this list against NLTK's."""
-  if sys.platform.startswith("win") or "APPENGINE_RUNTIME" in os.environ:
-    return None
-  paths = [entry for entry in os.environ.get("NLTK_DATA", "").split(os.pathsep) if entry]
-  home = os.path.expanduser("~/")
-  if home != "~/":
-    paths.append(os.path.join(home, "nltk_data"))
-  for base in (sys.prefix, os.path.join(sys.prefix, "share"),
-               os.path.join(sys.prefix, "lib"), "/usr/share", "/usr/local/share",
-               "/usr/lib", "/usr/local/lib"):
-    paths.append(os.path.join(base, "nltk_data"))
-  return paths
-
-
-def _may_hold_tokenizers(path: str) -> bool:
-  """Whether NLTK could find a tokenizer's data under `path` (a data
-  directory, or a zip file as an entry of its path)."""
-  return (os.path.isfile(path) or os.path.exists(os.path.join(path, "tokenizers"))
-          or os.path.exists(os.path.join(path, "tokenizers.zip")))
-
-
 def punkt_installed() -> bool:
-  """Whether NLTK's English punkt parameters are found where NLTK looks.
-
-  Importing NLTK costs about 1.6 CPU seconds, once per worker process: where
-  NLTK is not imported yet and none of the places it would search holds any
-  tokenizer data, the answer is no without importing it; anywhere else NLTK's
-  own lookup decides."""
+  """Whether NLTK's own lookup finds its English punkt parameters."""
   if importlib.util.find_spec("nltk") is None:
     return False
-  if "nltk" not in sys.modules:
-    paths = _nltk_default_paths()
-    if paths is not None and not any(_may_hold_tokenizers(path) for path in paths):
-      return False
   try:
     import nltk  # pylint: disable=import-outside-toplevel
     nltk.data.find(_PUNKT_RESOURCE)
