@@ -11,7 +11,7 @@ from typing import List, Optional, Sequence
 from autoais.models import checkpoints, nli_classifier, simulated_device
 from autoais.models.sentences import sentence_splitter
 from autoais.models.token_budget import LocalModelHandler, TextCache
-from autoais.schemas import LOCAL_FAILURE, AttributionExample, ScoringFailure
+from autoais.schemas import AttributionExample
 from autoais.schemas.errors import ModelError
 
 ARCHITECTURE = "DebertaV2ForSequenceClassification"
@@ -73,16 +73,9 @@ class FactcgModel(nli_classifier.NliClassifierModel):
       cut = [len(item) > MAX_INPUT_TOKENS for item in windows]
       encoded.append(nli_classifier.EncodedPair(
           [{"input_ids": item[:MAX_INPUT_TOKENS - 1] + item[-1:] if long else item}
-           for item, long in zip(windows, cut)], len(windows) > 1 or any(cut)))
+           for item, long in zip(windows, cut)], len(windows) > 1 or any(cut),
+          nli_classifier.BLANK_DOCUMENT.format(family="factcg", reference="FactCG")))
     return encoded
-
-  def window_scores(self, encoded, probabilities, threshold: float, decoded=None):
-    """As the base's, a ScoringFailure for an example without chunks."""
-    scores = iter(super().window_scores([e for e in encoded if e.windows], probabilities,
-                                        threshold))
-    return [next(scores) if item.windows else ScoringFailure(
-        LOCAL_FAILURE, "factcg: the document is blank (no chunk to check the claim "
-        "against; FactCG's Inferencer cannot score it either)") for item in encoded]
 
 
 def load_factcg(model_path: str, dtype: str = "float32", device: str = "cpu",

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 from autoais.models import checkpoints, nli_classifier, simulated_device, t5_nli
 from autoais.models.sentences import SentenceSplitter, pack_sentences, sentence_splitter
 from autoais.models.token_budget import LocalModelHandler, TextCache, TokenBudgetModel
-from autoais.schemas import LOCAL_FAILURE, AttributionExample, AttributionScore, ScoringFailure
+from autoais.schemas import AttributionExample, AttributionScore, ScoringFailure
 from autoais.schemas.errors import ConfigError, ModelError
 
 # The vocabulary ids whose first-step logits MiniCheck's Flan-T5 reads
@@ -203,19 +203,14 @@ class MiniCheckModel:
       texts.extend(f"{prefix}{chunk}{eos}{example.hypothesis}" for chunk in chunks)
       counts.append(len(chunks))
     inputs, cut = self.encode(texts)
-    probabilities = self.probabilities(inputs) if inputs else []
-    scores, position = [], 0
+    encoded, position = [], 0
     for count in counts:
-      if not count:
-        scores.append(ScoringFailure(LOCAL_FAILURE, "minicheck: the document is blank (no chunk "
-                                     "to check the claim against; MiniCheck's "
-                                     "Inferencer cannot score it either)"))
-        continue
-      value = float(max(probabilities[position:position + count]))
-      truncated = count > 1 or any(cut[position:position + count])
-      scores.append(AttributionScore(value, value > threshold, count, truncated))
+      encoded.append(nli_classifier.EncodedPair(
+          inputs[position:position + count], count > 1 or any(cut[position:position + count]),
+          nli_classifier.BLANK_DOCUMENT.format(family="minicheck", reference="MiniCheck")))
       position += count
-    return scores
+    return self.scorer.window_scores(encoded, self.probabilities(inputs) if inputs else [],
+                                     threshold)
 
 
 def load_minicheck(model_path: str, dtype: str = "float32", device: str = "cpu",

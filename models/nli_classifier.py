@@ -105,6 +105,12 @@ def check_classifier(model_path: str, tokenizer_path: Optional[str],
 class EncodedPair(NamedTuple):
   windows: List[Dict[str, List[int]]]  # model inputs of each window
   truncated: bool
+  failure: str = ""  # why there is no window to score, where there is none
+
+
+# A document without chunks (MiniCheck's and FactCG's Inferencers fail on it).
+BLANK_DOCUMENT = ("{family}: the document is blank (no chunk to check the claim against; "
+                  "{reference}'s Inferencer cannot score it either)")
 
 
 class PairTemplate(NamedTuple):

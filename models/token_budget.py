@@ -11,14 +11,14 @@ import hashlib
 import itertools
 import threading
 import weakref
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
 from autoais.models import simulated_device
 from autoais.models.checkpoints import LockedTokenizer
-from autoais.schemas import AttributionExample, AttributionScore
+from autoais.schemas import LOCAL_FAILURE, AttributionExample, AttributionScore, ScoringFailure
 from autoais.schemas.errors import ModelError
 
 DTYPES = ("float32", "bfloat16")
@@ -169,13 +169,18 @@ class TokenBudgetModel:
 
   @staticmethod
   def window_scores(encoded: Sequence[Any], probabilities: np.ndarray, threshold: float,
-                    decoded: Optional[np.ndarray] = None) -> List[AttributionScore]:
+                    decoded: Optional[np.ndarray] = None
+                    ) -> List[Union[AttributionScore, ScoringFailure]]:
     """One AttributionScore per encoded example (its `windows`, `truncated`),
     from the probabilities of all their windows in order: the best window's
-    score; attributable above `threshold`, or where a window decoded "1"."""
+    score; attributable above `threshold`, or where a window decoded "1". An
+    example without windows is a ScoringFailure (its `failure` says why)."""
     scores, position = [], 0
     for item in encoded:
       count = len(item.windows)
+      if not count:
+        scores.append(ScoringFailure(LOCAL_FAILURE, item.failure))
+        continue
       score = float(probabilities[position:position + count].max())
       if decoded is None:
         attributable = score > threshold
