@@ -57,7 +57,7 @@ PACKAGES = ["autoais"] + [
 EXTRAS = {
     "test": [
         "pytest>=8",
-        # `make test` runs the suite in two processes (`-n`), about half the time.
+        # `make test` runs the suite in pytest-xdist processes (TEST_WORKERS).
         "pytest-xdist>=3.5",
         "psutil>=5.9",
         "gcp-storage-emulator>=2024.0",
