@@ -22,6 +22,7 @@ MAX_INPUT_TOKENS, CHUNK_WORDS, SUPPORTED_LABEL_ID = 2048, 550, 1
 # evaluate run on a simulated DeBERTa-v3-large: bench/README.md).
 CHUNK_CACHE_CHARS = 1 << 23
 _FILES = nli_classifier.CLASSIFIER_TOKENIZER_FILES
+_BLANK = nli_classifier.BLANK_DOCUMENT.format(family="factcg", reference="FactCG")
 
 
 def check_factcg(model_path: str, tokenizer_path: Optional[str]) -> None:
@@ -73,8 +74,7 @@ class FactcgModel(nli_classifier.NliClassifierModel):
       cut = [len(item) > MAX_INPUT_TOKENS for item in windows]
       encoded.append(nli_classifier.EncodedPair(
           [{"input_ids": item[:MAX_INPUT_TOKENS - 1] + item[-1:] if long else item}
-           for item, long in zip(windows, cut)], len(windows) > 1 or any(cut),
-          nli_classifier.BLANK_DOCUMENT.format(family="factcg", reference="FactCG")))
+           for item, long in zip(windows, cut)], len(windows) > 1 or any(cut), _BLANK))
     return encoded
 
 

@@ -32,6 +32,7 @@ WORDS, TOKENS = "words", "tokens"
 # The characters of recent blocks whose sentences are kept across calls
 # (about 8 MiB of text, twice that with the sentences).
 BLOCK_CACHE_CHARS = 1 << 23
+_BLANK = nli_classifier.BLANK_DOCUMENT.format(family="minicheck", reference="MiniCheck")
 
 
 class Variant(NamedTuple):
@@ -207,10 +208,9 @@ class MiniCheckModel:
     for count in counts:
       encoded.append(nli_classifier.EncodedPair(
           inputs[position:position + count], count > 1 or any(cut[position:position + count]),
-          nli_classifier.BLANK_DOCUMENT.format(family="minicheck", reference="MiniCheck")))
+          _BLANK))
       position += count
-    return self.scorer.window_scores(encoded, self.probabilities(inputs) if inputs else [],
-                                     threshold)
+    return self.scorer.window_scores(encoded, self.probabilities(inputs), threshold)
 
 
 def load_minicheck(model_path: str, dtype: str = "float32", device: str = "cpu",

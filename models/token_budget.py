@@ -202,9 +202,9 @@ class TokenBudgetModel:
 class TextCache:
   """What a model found of recent texts (a premise's ids, a document line's
   sentences and their sizes, a document's chunks), at most `max_chars`
-  characters of texts in all, the least recently used dropped first; shared by a worker's threads (one lock). It
-  counts one unit, the characters of the texts kept: what is kept of a text
-  grows with the text. Chunks are cut by pair digest, so a text that many
+  characters of texts in all, the least recently used dropped first; shared
+  by a worker's threads (one lock). It counts one unit, the characters of the
+  texts kept: what is kept of a text grows with the text. Chunks are cut by pair digest, so a text that many
   pairs share reaches many calls of a run."""
 
   def __init__(self, max_chars: int):

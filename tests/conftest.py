@@ -110,9 +110,10 @@ def model_scorer(request):
 # scheduling (--dist load) hands each worker a run of consecutive tests to
 # start with (a quarter of its share: about 100 tests with three workers), so
 # all of these start on one worker and each fixture is built once, while the
-# other workers take the many short ones. (--dist loadgroup was tried for the docs' commands,
-# issue 47: it schedules every other test alone, and module fixtures were built
-# on both workers: a whole-suite run took 1,236 s against 1,068 s.)
+# other workers take the many short ones. (--dist loadgroup was tried for the
+# docs' commands, issue 47: it schedules every other test alone, and module
+# fixtures were built on both workers: a whole-suite run took 1,236 s against
+# 1,068 s.)
 _FIRST = "tests/jobs/test_reference_parity.py::"
 _SECOND = "example_runs"
 
