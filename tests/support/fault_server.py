@@ -13,6 +13,7 @@ up, on every `every`-th request (bounded in count; "timeout" sleeps `delay`
 seconds, bounded in time):
 
   "500", "502", "503"  that status;  "429"  Too Many Requests, Retry-After: 0;
+  "429:N"    Too Many Requests, Retry-After: N (seconds);
   "timeout"  answers after `delay` seconds (past the client's timeout);
   "drop"     closes the connection without an answer.
 
@@ -97,8 +98,9 @@ class FaultHandler(http.server.BaseHTTPRequestHandler):
     elif fault == "timeout":
       time.sleep(self.server.delay)
       self.close_connection = True  # the client gave up long ago
-    elif fault == "429":
-      self._reply(429, {"error": "too many requests"}, [("Retry-After", "0")])
+    elif fault.startswith("429"):
+      after = fault.partition(":")[2] or "0"
+      self._reply(429, {"error": "too many requests"}, [("Retry-After", after)])
     else:
       self._reply(int(fault), {"error": f"injected {fault}"})
     return True

@@ -260,6 +260,28 @@ def test_retries_exhausted_fail_the_request_rows_with_the_last_status():
                                         hash_score("p2", "h2") > 0.5, 1, False)
 
 
+
+def test_a_retry_waits_as_long_as_the_servers_retry_after(monkeypatch):
+  """A 429's Retry-After sets the wait before the retry where it is longer
+  than the backoff; a 503 without one waits the backoff alone. (Beam's
+  RemoteModelHandler retries with its own backoff only: docs/architecture.md.)"""
+  slept = []
+  monkeypatch.setattr(remote, "time", mock.Mock(time=time.time, sleep=slept.append))
+  server = FaultServer(faults=["429:7", "503"])
+  try:
+    handler = remote.RemoteNliModelHandler(server.url, max_retries=2, backoff=0.01)
+    client = handler.load_model()
+    client.throttle_delay = 0.0  # so that the throttler's waits, if any, are told apart
+    example = AttributionExample("p", "h", "", "")
+    (result,) = [r.inference for r in handler.run_inference([example], client)]
+  finally:
+    server.close()
+  assert result == AttributionScore(hash_score("p", "h"), hash_score("p", "h") > 0.5, 1, False)
+  assert [entry for entry, _ in server.log] == ["429:7", "503", "ok"]
+  # The second retry's backoff: 0.01 * 2, times a jitter in [0.5, 1.5).
+  waits = [seconds for seconds in slept if seconds > 0]
+  assert len(waits) == 2 and waits[0] == 7.0 and 0.01 <= waits[1] < 0.03
+
 def test_misconfigured_endpoint_fails_the_job():
   server = FaultServer(faults=["404"])
   try:
