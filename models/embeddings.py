@@ -20,7 +20,6 @@ by the data, so the vectors are byte-identical whatever the runner.
 import ctypes
 import ctypes.util
 import functools
-import hashlib
 import importlib.util
 import json
 import os
@@ -87,12 +86,6 @@ def _read_files(model_dir: Optional[str]) -> Dict[str, bytes]:
     raise ModelError(f"the package {PACKAGE} is not installed on this worker")
   with zipfile.ZipFile(path) as archive:
     return {name: archive.read(name) for name in _FILES}
-
-
-def weights_sha256(model_dir: Optional[str]) -> str:
-  digest = hashlib.sha256()
-  digest.update(_read_files(model_dir)["model.safetensors"])
-  return digest.hexdigest()
 
 
 @functools.lru_cache(maxsize=1)

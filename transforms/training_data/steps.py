@@ -7,7 +7,6 @@ import json
 from typing import NamedTuple
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 
 from autoais.schemas import (SPLITS, TRAINING_EXAMPLE_SCHEMA, UNMATCHED, DeadLetter,
                              TrainingExample)
@@ -201,8 +200,3 @@ class ExamplesFold(RowFold):
     for split in self._splits.values():
       split["by_source"] = dict(sorted(split["by_source"].items()))
     return dict(self._counts, splits=self._splits)
-
-
-def split_files(output_dir: str):
-  """{split: path of its Parquet table}."""
-  return {split: FileSystems.join(output_dir, f"{split}.parquet") for split in SPLITS}
