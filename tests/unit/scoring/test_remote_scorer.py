@@ -260,7 +260,6 @@ def test_retries_exhausted_fail_the_request_rows_with_the_last_status():
                                         hash_score("p2", "h2") > 0.5, 1, False)
 
 
-
 def test_a_retry_waits_as_long_as_the_servers_retry_after(monkeypatch):
   """A 429's Retry-After sets the wait before the retry where it is longer
   than the backoff; a 503 without one waits the backoff alone. (Beam's
@@ -281,6 +280,7 @@ def test_a_retry_waits_as_long_as_the_servers_retry_after(monkeypatch):
   # The second retry's backoff: 0.01 * 2, times a jitter in [0.5, 1.5).
   waits = [seconds for seconds in slept if seconds > 0]
   assert len(waits) == 2 and waits[0] == 7.0 and 0.01 <= waits[1] < 0.03
+
 
 def test_misconfigured_endpoint_fails_the_job():
   server = FaultServer(faults=["404"])
