@@ -131,18 +131,17 @@ class _Plan:
 class _SckRecord(RunRecord):
   job = "sck"
   summed = ("read_counts", "kg_read_counts", "embedding_stats")
-  values = ("kg_loaded", "graph", "written", "summary")
+  values = ("kg_loaded", "graph", "written", "summary", "embedding_model")
 
   def __init__(self, plan: _Plan, weights: dict):
     super().__init__(plan.scorer.describe())
     # The knowledge graph is looked up, as a corpus is: no row is read from it.
     self.rows_from("answers", "read_counts", "--input", plan.files)
     self._inputs = {"input": plan.files, "kg": plan.kg_files}
-    self._embedding = plan.embedding_model
     self._weights = weights
 
   def fields(self, read_counts, kg_read_counts, kg_loaded, graph, written, dead,
-               summary, scorer_stats, embedding_stats, model_info):
+               summary, scorer_stats, embedding_stats, embedding_model, model_info):
     counts = reconcile(read_counts.get("read", 0), written["scored"], dead["answers"])
     kg_read = kg_read_counts.get("read", 0)
     kg_counts = {"read": kg_read, "loaded": kg_loaded,
@@ -158,7 +157,7 @@ class _SckRecord(RunRecord):
         "inputs": dict(self._inputs),
         "weights": self._weights,
         "scorer": self.scorer_fields(model_info, scorer_stats),
-        "embedding": {"model": self._embedding,
+        "embedding": {**embedding_model,
                       "texts": embedding_stats.get("rows_scored_by_model", 0),
                       "distinct_texts": embedding_stats.get("unique_triples", 0)},
     }
@@ -167,7 +166,8 @@ class _SckRecord(RunRecord):
 def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputDir:
   """Validates the options, claims the output directory, then adds the sck steps
   to `pipeline`; returns the claimed OutputDir."""
-  from autoais.models.embeddings import EmbeddingModelHandler  # pylint: disable=import-outside-toplevel
+  # pylint: disable-next=import-outside-toplevel
+  from autoais.models.embeddings import EmbeddingModelHandler, describe_embedding_model
   from autoais.transforms.sck.steps import ScoreAnswers  # pylint: disable=import-outside-toplevel
   from autoais.transforms.scoring.fanout import ScoreUniqueExamples  # pylint: disable=import-outside-toplevel
   options = options.view_as(SckOptions)
@@ -198,6 +198,10 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
        "read_counts": read.counts, "kg_read_counts": kg.counts,
        "embedding_stats": scored["embedding_stats"],
        "kg_loaded": kg.records | "CountKgStatements" >> beam.combiners.Count.Globally(),
+       # Its checksums are read on a worker, as a scorer's model_info is.
+       "embedding_model": (
+           pipeline | "NameEmbeddingModel" >> beam.Create([options.embedding_model])
+           | "DescribeEmbeddingModel" >> beam.Map(describe_embedding_model)),
        "graph": graph["stats"], "written": written["stats"], "summary": summary,
        "scorer_stats": scored["scorer_stats"]} | "WriteRunRecord" >> WriteRunRecord(
            options.output_dir, work_dir, record, scorer=plan.scorer)

@@ -20,6 +20,8 @@ by the data, so the vectors are byte-identical whatever the runner.
 import ctypes
 import ctypes.util
 import functools
+import hashlib
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -86,6 +88,21 @@ def _read_files(model_dir: Optional[str]) -> Dict[str, bytes]:
     raise ModelError(f"the package {PACKAGE} is not installed on this worker")
   with zipfile.ZipFile(path) as archive:
     return {name: archive.read(name) for name in _FILES}
+
+
+def describe_embedding_model(model_dir: Optional[str]) -> Dict[str, Any]:
+  """What run.json records of the embedding model, read on a worker: its name
+  (check_embedding_model), the package's version where it is the packaged
+  model, and the sha256 of its weights, tokenizer and config, so that two runs
+  naming the same directory or package say whether they embedded alike."""
+  files = _read_files(model_dir)
+  described: Dict[str, Any] = {"model": check_embedding_model(model_dir)}
+  if not model_dir:
+    described["package_version"] = importlib.metadata.version(PACKAGE)
+  for name, key in (("model.safetensors", "weights_sha256"),
+                    ("tokenizer.json", "tokenizer_sha256"), ("config.json", "config_sha256")):
+    described[key] = hashlib.sha256(files[name]).hexdigest()
+  return described
 
 
 @functools.lru_cache(maxsize=1)

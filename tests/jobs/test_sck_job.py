@@ -3,8 +3,12 @@ Figure 5) through the job, a 1k-row synthetic set on the in-process and the
 multi-process DirectRunner (byte-identical outputs, reconciled counts), the
 refusals, and the embedding model against sentence-transformers."""
 import csv
+import hashlib
+import importlib.metadata
 import json
 import random
+import shutil
+import zipfile
 
 import numpy as np
 import pyarrow as pa
@@ -113,6 +117,19 @@ def test_seed_examples_through_the_job(tmp_path, monkeypatch):
   assert manifest["counts"]["read"] == manifest["counts"]["scored"] == 3
   assert manifest["kg"]["loaded"] == len(sck_kg.ALL_KG)
   assert manifest["scorer"]["name"] == "test-pairs"
+  # The embedding model is named and its files' checksums recorded (read on a worker).
+  with zipfile.ZipFile(embeddings.packaged_model_zip()) as archive:
+    packaged = {name: hashlib.sha256(archive.read(name)).hexdigest()
+                for name in ("model.safetensors", "tokenizer.json", "config.json")}
+  assert manifest["embedding"] == {
+      "model": embeddings.PACKAGED_MODEL,
+      "package_version": importlib.metadata.version(embeddings.PACKAGE),
+      "weights_sha256": packaged["model.safetensors"],
+      "tokenizer_sha256": packaged["tokenizer.json"],
+      "config_sha256": packaged["config.json"],
+      "texts": manifest["embedding"]["texts"],
+      "distinct_texts": manifest["embedding"]["distinct_texts"]}
+  assert manifest["embedding"]["distinct_texts"] > 0
 
 
 # ----------------------------------------------------------------------------
@@ -325,9 +342,28 @@ def test_refusals_write_nothing(tmp_path, monkeypatch, capsys):
 
 
 @needs_embedding_model
+def test_embedding_models_are_told_apart_by_their_files(tmp_path):
+  with zipfile.ZipFile(embeddings.packaged_model_zip()) as archive:
+    archive.extractall(tmp_path / "model")
+  packaged = embeddings.describe_embedding_model(None)
+  directory = embeddings.describe_embedding_model(str(tmp_path / "model"))
+  assert directory.pop("model") == str(tmp_path / "model")
+  assert "package_version" not in directory
+  assert directory == {key: packaged[key] for key in
+                       ("weights_sha256", "tokenizer_sha256", "config_sha256")}
+  # The same directory name with another config is another model.
+  shutil.copytree(tmp_path / "model", tmp_path / "other")
+  config = json.loads((tmp_path / "other" / "config.json").read_text())
+  config["layer_norm_eps"] = 1e-6
+  (tmp_path / "other" / "config.json").write_text(json.dumps(config))
+  other = embeddings.describe_embedding_model(str(tmp_path / "other"))
+  assert other["config_sha256"] != directory["config_sha256"]
+  assert other["weights_sha256"] == directory["weights_sha256"]
+
+
+@needs_embedding_model
 def test_embeddings_equal_sentence_transformers(tmp_path):
   st = pytest.importorskip("sentence_transformers")
-  import zipfile  # pylint: disable=import-outside-toplevel
   with zipfile.ZipFile(embeddings.packaged_model_zip()) as archive:
     archive.extractall(tmp_path / "model")
   texts = [sck_kg.OBAMA_QUESTION, "head of state", "A much longer text " * 40, "x"]
