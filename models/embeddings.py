@@ -95,8 +95,9 @@ def describe_embedding_model(model_dir: Optional[str]) -> Dict[str, Any]:
   (check_embedding_model), the package's version where it is the packaged
   model, and the sha256 of its weights, tokenizer and config, so that two runs
   naming the same directory or package say whether they embedded alike."""
-  files = _read_files(model_dir)
+  # Checked first: a missing file is named as the launch check names it.
   described: Dict[str, Any] = {"model": check_embedding_model(model_dir)}
+  files = _read_files(model_dir)
   if not model_dir:
     described["package_version"] = importlib.metadata.version(PACKAGE)
   for name, key in (("model.safetensors", "weights_sha256"),
