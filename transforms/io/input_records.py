@@ -30,6 +30,7 @@ from autoais.schemas.errors import InputError
 from autoais.transforms.io.fields import has_surrogates, json_record, raw_record, rejected
 from autoais.transforms.io.inputs import (DAMAGED_DATA_ERRORS, UTF8_BOM, data_format, open_input,
                                   open_parquet)
+from autoais.transforms.io.untyped_output import UntypedOutputDoFn
 
 # A quoted CSV field may run over this many physical lines; past it, the record
 # is taken for an unclosed quote, rejected, and reading resumes on its next line.
@@ -331,7 +332,7 @@ class LeftOut(NamedTuple):
   reason: str
 
 
-class _ReadRecordsFn(beam.DoFn):
+class _ReadRecordsFn(UntypedOutputDoFn):
 
   def __init__(self, read_file):
     self._read_file = read_file

@@ -36,6 +36,7 @@ from apache_beam.utils.timestamp import MIN_TIMESTAMP
 from apache_beam.utils.windowed_value import WindowedValue
 
 from autoais.schemas import schema_of, to_record_batch
+from autoais.transforms.io.untyped_output import UntypedOutputDoFn
 
 # Rows per Arrow batch in a run file, at most, and bytes per batch, at most
 # (about: wide rows make batches of fewer rows). A merge holds one decoded batch
@@ -374,7 +375,7 @@ def heap_bytes(row: tuple) -> int:
   return 56 + 8 * len(row) + sum(_value_bytes(value) for value in row)
 
 
-class _SpillRunsFn(beam.DoFn):
+class _SpillRunsFn(UntypedOutputDoFn):
   """Buffers a bounded number of rows, then writes them sorted, one run per shard."""
 
   def __init__(self, work_dir: str, element_type: Type[tuple],
