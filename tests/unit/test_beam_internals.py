@@ -132,6 +132,8 @@ def test_beam_infers_any_for_the_dofns_whose_output_is_declared_any(example_corp
     flags = [example_corpus if flag == jobs.EXAMPLES / "corpus" else flag for flag in flags]
     assert jobs.run_job(importlib.import_module(JOBS[job]), *flags,
                         "--output_dir", tmp_path / job) == 0, job
-  assert {type(fn).__name__ for fn, _ in applied} == {"_ReadRecordsFn", "_SpillRunsFn"}
+  assert {type(fn).__name__ for fn, _ in applied} == {
+      "_ReadRecordsFn", "_SpillRunsFn", "_CombineBundleFn", "_WriteLeaderboardFilesFn",
+      "_AssembleItemFn"}
   for fn, input_type in applied:
     assert beam.DoFn.infer_output_type(fn, input_type) == typehints.Any, (fn, input_type)

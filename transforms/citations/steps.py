@@ -30,6 +30,7 @@ from autoais.schemas import (AttributionScore, CitationItem, CitationItemRow,
 from autoais.transforms.citations import alce
 from autoais.transforms.io.counts import SumInBundles
 from autoais.transforms.io.spilled_groups import SpilledCoGroupByKey
+from autoais.transforms.io.untyped_output import UntypedOutputDoFn
 from autoais.transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             scoring_failed)
 from autoais.transforms.scoring.examples import claim_example, digest_of
@@ -311,7 +312,7 @@ def assemble_item(item: CitationItem, answers: Dict[tuple, AttributionScore],
   return rows, row
 
 
-class _AssembleItemFn(beam.DoFn):
+class _AssembleItemFn(UntypedOutputDoFn):
   """(item id, {"item": [(CitationItem, units)], "answers": [(kind, where,
   outcome)]}) -> its CitationSentenceRows, its CitationItemRow on "items", or its dead
   letter where scoring one of its pairs failed."""

@@ -11,6 +11,7 @@ from apache_beam.io.filesystems import FileSystems
 from autoais.schemas import LEADERBOARD_SCHEMA
 from autoais.transforms.io.atomic import atomic_create, write_text_atomically
 from autoais.transforms.io.tables import csv_bytes
+from autoais.transforms.io.untyped_output import UntypedOutputDoFn
 from autoais.transforms.rows.summary import percent
 from autoais.transforms.scoring.label import measure_name, named_figures, scored_by, scorer_id
 from autoais.transforms.stats.agreement import (AUC_METHOD, AgreementCounts, agreement_statistics,
@@ -172,7 +173,7 @@ def scores_text(scores, scorer: Optional[dict] = None) -> str:
   return "\n".join(blocks)
 
 
-class _WriteLeaderboardFilesFn(beam.DoFn):
+class _WriteLeaderboardFilesFn(UntypedOutputDoFn):
 
   def __init__(self, output_dir: str, bootstrap_samples: int, seed: int, scorer: dict):
     self._output_dir = output_dir

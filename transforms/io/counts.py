@@ -9,6 +9,8 @@ from typing import Sequence
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
+from autoais.transforms.io.untyped_output import UntypedOutputDoFn
+
 
 class SumCounts(beam.CombineFn):
   """Sums dicts of counts key by key (values may be nested dicts of counts);
@@ -37,7 +39,7 @@ class SumCounts(beam.CombineFn):
     return accumulator
 
 
-class _CombineBundleFn(beam.DoFn):
+class _CombineBundleFn(UntypedOutputDoFn):
   """A bundle's elements added to one accumulator of `combine_fn`, emitted
   (as an accumulator, not extracted) once, at the bundle's end."""
 

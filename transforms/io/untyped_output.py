@@ -3,15 +3,16 @@ without reading the bytecode of its process method.
 
 When a pipeline is built, Beam infers each DoFn's output type from process's
 bytecode (apache_beam.typehints.trivial_inference, following the calls it
-makes a few levels deep) unless the DoFn declares it. For the stages that
-every job applies several times (ReadRecords' reader, SortedRuns' spiller)
-that walk concludes Any, the type the PCollection gets in any case, and was
-the largest part of building a pipeline: about 0.1 s of CPU of the 1.0 to
-1.3 s of a whole evaluate run on the bundled example, paid again in every
-test that builds one. DoFn.infer_output_type is the hook Beam names for
+makes a few levels deep) unless the DoFn declares it. For the stages every job
+applies several times (ReadRecords' reader, SortedRuns' spiller, the per-bundle
+summing of counts.py) and for evaluate's leaderboard writer and citations'
+item assembly, that walk concludes Any, the type their PCollections get in any
+case, and it was the largest part of building a pipeline, paid again in every
+test that runs a job (bench/pipeline_build.py: 8.5% of the CPU of the six
+scoring jobs on their examples). DoFn.infer_output_type is the hook Beam names for
 setting the type; tests/unit/test_beam_internals.py holds that Beam's own
-inference still concludes Any for each subclass, so the PCollections' types
-(and their coders) are what they were.
+inference still concludes Any for each subclass, with the input types every
+scoring job gives them, so the PCollections' types (and coders) are unchanged.
 """
 import apache_beam as beam
 from apache_beam import typehints
