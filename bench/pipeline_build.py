@@ -40,15 +40,13 @@ def main() -> None:
   corpus = os.path.join(work, "corpus")
   assert jobs.run_job(build_corpus, "--input", jobs.EXAMPLES / "corpus" / "*.jsonl",
                       "--output", corpus, "--num_shards", 2) == 0
-  runs = [0]
 
   def six_jobs() -> float:
     started = time.process_time()
-    for job, flags in jobs.SCORING_JOBS.items():
-      runs[0] += 1
-      flags = [corpus if flag == jobs.EXAMPLES / "corpus" else flag for flag in flags]
-      assert jobs.run_job(importlib.import_module(JOBS[job]), *flags, "--output_dir",
-                          os.path.join(work, f"run{runs[0]}")) == 0, job
+    for job in jobs.SCORING_JOBS:
+      assert jobs.run_job(importlib.import_module(JOBS[job]),
+                          *jobs.scoring_job_flags(job, corpus), "--output_dir",
+                          tempfile.mkdtemp(dir=work)) == 0, job
     return time.process_time() - started
 
   declared = UntypedOutputDoFn.infer_output_type

@@ -1,5 +1,6 @@
 """Running jobs in-process; SCORING_JOBS, each job that scores with the
-flags that run it on its bundled example (all but the scorer's)."""
+flags that run it on its bundled example (all but the scorer's), and
+scoring_job_flags, the same with a built corpus for audit."""
 from tests.support.paths import EXAMPLES
 
 _AGGREFACT = EXAMPLES / "agreement" / "aggrefact.csv"
@@ -13,6 +14,12 @@ SCORING_JOBS = {
               EXAMPLES / "audit" / "topics.tsv", "--corpus", EXAMPLES / "corpus"),
     "sck": ("--input", EXAMPLES / "sck" / "answers.csv", "--kg", EXAMPLES / "sck" / "kg.csv"),
 }
+
+
+def scoring_job_flags(job: str, corpus) -> list:
+  """SCORING_JOBS[job] with the built `corpus` in place of examples/corpus
+  (audit reads a built corpus; its example names the passages' sources)."""
+  return [corpus if flag == EXAMPLES / "corpus" else flag for flag in SCORING_JOBS[job]]
 
 
 def run_job(module, *args) -> int:

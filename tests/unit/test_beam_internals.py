@@ -127,10 +127,9 @@ def test_beam_infers_any_for_the_dofns_whose_output_is_declared_any(example_corp
     return typehints.Any
 
   monkeypatch.setattr(UntypedOutputDoFn, "infer_output_type", recorded)
-  for job, flags in jobs.SCORING_JOBS.items():
-    # Audit reads a built corpus (its example names the passages' sources).
-    flags = [example_corpus if flag == jobs.EXAMPLES / "corpus" else flag for flag in flags]
-    assert jobs.run_job(importlib.import_module(JOBS[job]), *flags,
+  for job in jobs.SCORING_JOBS:
+    assert jobs.run_job(importlib.import_module(JOBS[job]),
+                        *jobs.scoring_job_flags(job, example_corpus),
                         "--output_dir", tmp_path / job) == 0, job
   assert {type(fn).__name__ for fn, _ in applied} == {
       "_ReadRecordsFn", "_SpillRunsFn", "_CombineBundleFn", "_WriteLeaderboardFilesFn",
