@@ -45,8 +45,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.options import (JobArguments, RowTableOptions, ScorerOptions,
-                                       ViewsKept, row_table_shards, scorer_from_options,
-                                       scorer_read_dirs)
+                                       ViewsKept, given_flags, row_table_shards,
+                                       scorer_from_options, scorer_read_dirs)
 from autoais.beam_jobs.running import is_local_runner, run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import AgreementRow
@@ -112,7 +112,13 @@ class AgreementOptions(ViewsKept, PipelineOptions):
                        "data sets (formats aggrefact, true, ragtruth, halubench; "
                        "default 1000).")
     group.add_argument("--seed", type=int, default=0,
-                       help="Bootstrap seed (default 0).")
+                       help="Bootstrap seed (the same formats; default 0).")
+
+
+def _dataset_formats():
+  """The formats whose groups are data sets (means over them, per-data-set
+  thresholds)."""
+  return [name for name, spec in FORMATS.items() if spec.groupings[:1] == MEAN_GROUPINGS[:1]]
 
 
 class _Plan:
@@ -134,10 +140,23 @@ class _Plan:
     if self.calibrate_split is not None and not options.calibrate_on:
       raise ConfigError("--calibrate_split picks the rows of --calibrate_on: give it")
     require_choice("--calibrate_metric", options.calibrate_metric, METRICS)
+    given = given_flags(options, AgreementOptions)
+    if "calibrate_metric" in given and not options.calibrate_on:
+      raise ConfigError("--calibrate_metric is what the threshold chosen on "
+                        "--calibrate_on maximises: give it")
     if options.bootstrap_samples < 1:
       raise ConfigError("--bootstrap_samples must be positive")
     if options.seed < 0:
       raise ConfigError("--seed must be a non-negative integer")
+    over_datasets = self.format.groupings[:1] == MEAN_GROUPINGS[:1]
+    unused = [f"--{name}" for name in ("bootstrap_samples", "seed") if name in given]
+    if unused and not over_datasets:
+      # The bootstrap is of the means over data sets: without them nothing
+      # is resampled.
+      raise ConfigError(f"{' and '.join(unused)}: the bootstrap resamples the means "
+                        f"over data sets, and the groups of --format {options.format} "
+                        f"are not data sets (formats whose are: "
+                        f"{', '.join(_dataset_formats())})")
     self.scorer = scorer_from_options(options, is_local_runner(runner))
     self.input_files = match_files(options.input)
     if not self.input_files:
@@ -151,12 +170,10 @@ class _Plan:
     if self.per_dataset and not self.calibration_files:
       raise ConfigError("--calibrate_per_dataset tunes thresholds on --calibrate_on: "
                         "give it")
-    if self.per_dataset and self.format.groupings[:1] != MEAN_GROUPINGS[:1]:
-      dataset_formats = [name for name, spec in FORMATS.items()
-                         if spec.groupings[:1] == MEAN_GROUPINGS[:1]]
+    if self.per_dataset and not over_datasets:
       raise ConfigError(f"--calibrate_per_dataset: the groups of --format "
                         f"{options.format} are not data sets (formats whose are: "
-                        f"{', '.join(dataset_formats)})")
+                        f"{', '.join(_dataset_formats())})")
     self.num_shards = row_table_shards(options)
     self.output = OutputDir(
         "agreement", options.output_dir, row_table_files(

@@ -105,6 +105,10 @@ class _Plan:
     require_choice("--candidates_from", options.candidates_from, CANDIDATE_SOURCES)
     if options.top_k is not None and options.top_k < 1:
       raise ConfigError("--top_k must be positive")
+    if options.top_k is not None and options.candidates_from == ARTICLE:
+      raise ConfigError("--top_k: with --candidates_from article an answer's candidates "
+                        "are the passages of its top-1 candidate's article, whatever K "
+                        "keeps of the run; drop one of them")
     if options.bootstrap_samples < 1:
       raise ConfigError("--bootstrap_samples must be positive")
     self.scorer = scorer_from_options(options, is_local_runner(runner))

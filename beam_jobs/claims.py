@@ -40,13 +40,14 @@ from autoais.beam_jobs.running import is_local_runner, run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas.errors import ConfigError, require, require_choice
 from autoais.transforms.claims.readers import CLAIM_FIELDS, read_claims_jsonl
-from autoais.transforms.claims.steps import EVIDENCE_MODES, ScoreClaims
+from autoais.transforms.claims.steps import EVIDENCE_MODES, RERANK, ScoreClaims
 from autoais.transforms.claims.tables import ClaimsFold, SummarizeClaims
 from autoais.transforms.io.inputs import check_input_file, data_format, match_files
 from autoais.transforms.io.input_records import ReadRecords, read_columns
 from autoais.transforms.labelled.expertqa import EXPERTQA_FIELDS, read_expertqa
 from autoais.transforms.rows.merge import WriteMergedRows, row_table_files
 from autoais.transforms.rows.run_record import RunRecord, WriteRunRecord, reconcile
+from autoais.transforms.scoring.names import STRING_MATCH
 
 OUTPUT_FILES = ("run.json", "claims_rows.parquet", "claims_rows.csv", "claims.csv",
                 "claims.json", "claims.md", "dead_letter.jsonl")
@@ -90,6 +91,16 @@ class _Plan:
     require_choice("--format", self.format, sorted(FORMATS))
     require_choice("--evidence_mode", options.evidence_mode, EVIDENCE_MODES)
     self.scorer = scorer_from_options(options, is_local_runner(runner))
+    if options.evidence_mode == RERANK:
+      # Rerank acts on claims whose input the scorer had to cut (rows
+      # `truncated`); these two scorers never cut one, so it would score as concat.
+      never_cut = ("string-match cuts no input" if self.scorer.name == STRING_MATCH
+                   else "--decision decode scores each whole input"
+                   if self.scorer.describe().get("decision") == "decode" else None)
+      if never_cut:
+        raise ConfigError(f"--evidence_mode rerank chooses evidence sentences for a claim "
+                          f"whose input is longer than the model's, and {never_cut}: "
+                          "no claim would be reranked (use concat)")
     if options.bootstrap_samples < 1:
       raise ConfigError("--bootstrap_samples must be positive")
     self.files = match_files(options.input)

@@ -61,6 +61,7 @@ from autoais.transforms.rows.merge import row_table_parts
 from autoais.transforms.rows.run_record import REGRESSION, RunRecord, WriteRunRecord
 from autoais.transforms.scoring.flags import boolean_flag
 from autoais.transforms.scoring.label import compared_measure, measure_name, named_figures
+from autoais.transforms.scoring.scorer import SCORE_IDENTITY
 
 OUTPUT_FILES = ("run.json", "compare.csv", "compare.parquet", "compare_systems.csv",
                 "compare.json", "compare.md", "report.html", "dead_letter.jsonl")
@@ -121,8 +122,20 @@ def _row_table_files(kind: RowKind, flag: str, directory: str) -> List[str]:
 
 
 def _scorer_differences(baseline: Dict, candidate: Dict) -> List[str]:
-  return [f"{field}: {baseline.get(field)!r} -> {candidate.get(field)!r}"
-          for field in SCORER_FIELDS if baseline.get(field) != candidate.get(field)]
+  """What differs between two scorer blocks: SCORER_FIELDS, and where both
+  runs record it, each field of their score identity (what names the scores:
+  the weights or endpoint and every setting that changes a score; runs made
+  before it was recorded are compared by SCORER_FIELDS alone)."""
+  differences = [f"{field}: {baseline.get(field)!r} -> {candidate.get(field)!r}"
+                 for field in SCORER_FIELDS if baseline.get(field) != candidate.get(field)]
+  identities = [run.get(SCORE_IDENTITY) for run in (baseline, candidate)]
+  if all(isinstance(identity, dict) for identity in identities):
+    before, after = identities
+    differences += [f"{SCORE_IDENTITY}.{key}: {before.get(key)!r} -> {after.get(key)!r}"
+                    for key in sorted(set(before) | set(after))
+                    if before.get(key) != after.get(key)
+                    and key not in SCORER_FIELDS + ("scorer",)]
+  return differences
 
 
 # What makes two citations runs' sentences and decisions comparable: how the
@@ -182,6 +195,8 @@ class _Plan:
     require(options, "baseline", "candidate", "output_dir")
     if options.bootstrap_samples < 1:
       raise ConfigError("--bootstrap_samples must be positive")
+    if options.seed < 0:
+      raise ConfigError("--seed must be a non-negative integer")
     if options.fail_on_regression is not None and options.fail_on_regression < 0:
       raise ConfigError("--fail_on_regression must be 0 or more points")
     self.dirs = {"baseline": options.baseline.rstrip("/"),

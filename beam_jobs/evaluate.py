@@ -38,8 +38,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.options import (JobArguments, RowTableOptions, ScorerOptions,
-                                       ViewsKept, row_table_shards, scorer_from_options,
-                                       scorer_read_dirs)
+                                       ViewsKept, given_flags, row_table_shards,
+                                       scorer_from_options, scorer_read_dirs)
 from autoais.beam_jobs.running import is_local_runner, run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import UNMATCHED
@@ -151,6 +151,10 @@ class _Plan:
       self.join, self.join_reason = self._choose_join(options, local)
     elif not carry_passages:
       raise ConfigError("--corpus is required: the predictions have no passage column")
+    elif "join" in given_flags(options, EvaluateOptions):
+      raise ConfigError(f"--join {options.join} chooses how predictions are joined to "
+                        "--corpus: without a corpus the passages come from the "
+                        "predictions and nothing is joined")
 
   def _choose_join(self, options, local):
     if options.join != "auto":

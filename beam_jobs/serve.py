@@ -141,12 +141,14 @@ def _served_flags():
 def _check(args) -> None:
   # pylint: disable=import-outside-toplevel
   from autoais.serve.http import MAX_JSON_DEPTH_LIMIT
+  from autoais.transforms.scoring.checks import check_model_sizes
   from autoais.transforms.scoring.config import refuse_flags_not_taken
   if not args.model:
     raise ConfigError("missing required option --model")
   refuse_flags_not_taken({flag.name for flag, _ in _served_flags()
                           if getattr(args, flag.name) != flag.default},
                          args.scorer, f"--scorer {args.scorer}")
+  check_model_sizes(args)
   if not 0 <= args.port < 65536:
     raise ConfigError(f"--port {args.port}: must be in [0, 65535]")
   for name in ("max_batch_windows", "max_queue_windows", "max_instances",
@@ -157,9 +159,14 @@ def _check(args) -> None:
   if args.max_json_depth > MAX_JSON_DEPTH_LIMIT:
     raise ConfigError(f"--max_json_depth {args.max_json_depth}: at most "
                       f"{MAX_JSON_DEPTH_LIMIT} (Python's parser stops near a thousand)")
-  for name in ("max_wait_ms", "request_deadline", "stuck_seconds", "drain_seconds"):
+  for name in ("max_wait_ms", "drain_seconds"):
     if not getattr(args, name) >= 0:
       raise ConfigError(f"--{name} {getattr(args, name)}: must be zero or more")
+  # At 0 every request would pass its deadline (504) and every batch count as
+  # stuck (/health 503): the server would answer nothing.
+  for name in ("request_deadline", "stuck_seconds"):
+    if not getattr(args, name) > 0:
+      raise ConfigError(f"--{name} {getattr(args, name)}: must be positive")
 
 
 def load_served_model(args, model_path: str, tokenizer_path: Optional[str] = None):

@@ -124,10 +124,12 @@ class _Plan:
     if options.negatives_per_positive < 0:
       raise ConfigError("--negatives_per_positive must be 0 or more")
     self.inputs = {}  # format -> files
+    takes_format = False  # an entry without a FORMAT: prefix reads --format
     for entry in (part.strip() for part in options.input.split(",")):
       if not entry:
         continue
       format_name, pattern = parse_input_spec(entry, options.format, FORMATS)
+      takes_format |= pattern == entry
       if format_name is None:
         raise ConfigError(f"--input {entry!r}: no format: prefix it FORMAT: or give "
                           f"--format (one of {', '.join(FORMATS)})")
@@ -138,6 +140,9 @@ class _Plan:
       self.inputs[format_name] = sorted(set(self.inputs[format_name]) | set(files))
     if not self.inputs:
       raise ConfigError("--input names no file")
+    if options.format is not None and not takes_format:
+      raise ConfigError(f"--format {options.format}: every --input entry names its own "
+                        "format (FORMAT:PATH), so --format would read none; drop it")
     every_file = [path for files in self.inputs.values() for path in files]
     if len(every_file) != len(set(every_file)):
       raise ConfigError("--input names a file under two formats")

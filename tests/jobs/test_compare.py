@@ -22,7 +22,7 @@ import pytest
 from autoais.beam_jobs import agreement, citations, claims, compare, evaluate
 from tests.support.citations import SYSTEMS as CITING_SYSTEMS, alce_items, write_alce
 from tests.support.nq import nq_oracle_records
-from tests.support.paths import shared_file
+from tests.support.paths import EXAMPLES, shared_file
 from tests.support.scorers import HashScorer
 from tests.support.jobs import run_job
 
@@ -223,6 +223,44 @@ def test_runs_scored_or_graded_differently_are_refused(runs, tmp_path, capsys):
   # Not an evaluate run.
   assert run_job(compare, *args, tmp_path / "d", "--candidate", runs["out"]) == 2
   assert "compare reads runs of evaluate or claims" in capsys.readouterr().err
+
+
+def test_runs_whose_score_identities_differ_are_refused(tiny_t5, example_corpus, tmp_path,
+                                                        capsys):
+  """Two runs of the tiny T5 that differ only in --max_input_tokens (other
+  premise windows, other scores) differ in none of SCORER_FIELDS: they are
+  told apart by their score identity (what names a run's scores, as the score
+  cache names them), which run.json records with or without a cache. A run
+  recorded before it was (no score_identity) is compared by the fields alone."""
+  common = ["--predictions", EXAMPLES / "predictions" / "*.csv", "--corpus",
+            example_corpus, "--gold", EXAMPLES / "gold.jsonl", "--scorer", "t5",
+            "--model", tiny_t5, "--bootstrap_samples", 20]
+  assert run_job(evaluate, *common, "--output_dir", tmp_path / "whole") == 0
+  assert run_job(evaluate, *common, "--max_input_tokens", 32,
+                 "--output_dir", tmp_path / "windowed") == 0
+  windows = {name: {row["n_windows"] for row in _read_csv(tmp_path / name / "ratings.csv")}
+             for name in ("whole", "windowed")}
+  assert windows["whole"] == {"1"} and windows["windowed"] != {"1"}
+  identity = json.loads((tmp_path / "whole" / "run.json").read_text())["scorer"][
+      "score_identity"]
+  assert identity["scorer"] == "t5" and len(identity["weights_sha256"]) == 64
+  args = ["--baseline", tmp_path / "whole", "--candidate"]
+  assert run_job(compare, *args, tmp_path / "windowed", "--output_dir",
+                 tmp_path / "refused") == 2
+  difference = f"score_identity.max_input_tokens: {identity['max_input_tokens']} -> 32"
+  assert difference in capsys.readouterr().err
+  assert not (tmp_path / "refused").exists()
+  assert run_job(compare, *args, tmp_path / "windowed", "--output_dir",
+                 tmp_path / "allowed", "--allow_changed_scorer", "true") == 0
+  document = json.loads((tmp_path / "allowed" / "compare.json").read_text())
+  assert document["scorer_changed"] == [difference]
+  same = _altered_copy(tmp_path / "whole", tmp_path / "again", lambda run: None)
+  assert run_job(compare, *args, same, "--output_dir", tmp_path / "same") == 0
+
+  def recorded_before(run):
+    del run["scorer"]["score_identity"]
+  older = _altered_copy(tmp_path / "windowed", tmp_path / "older", recorded_before)
+  assert run_job(compare, *args, older, "--output_dir", tmp_path / "older_compare") == 0
 
 
 CLAIMS_CHANGED = 25  # attributable claims whose evidence the candidate removes

@@ -414,7 +414,7 @@ _EMPTY_INPUTS = {
         ["--input", f"{EXAMPLES / 'agreement' / 'ratings.csv'},{d / 'none.csv'}",
          "--calibrate_on",
          f"{EXAMPLES / 'agreement' / 'calibration.csv'},{d / 'nothing.csv'}",
-         "--format", "ratings", "--bootstrap_samples", 10],
+         "--format", "ratings"],
         [("--input", d / "none.csv", 0, "no_records"),
          ("--calibrate_on", d / "nothing.csv", 0, "no_records")])),
     "ais-annotations": (ais_annotations, lambda d, c: (

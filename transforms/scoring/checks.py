@@ -35,12 +35,21 @@ def check_local_model(options) -> ModelReferences:
   references = ModelReferences(options)
   require(options, "model")
   require_choice("--device", options.device, token_budget.DEVICES)
-  if options.token_budget is not None and options.token_budget < 1:
-    raise ConfigError("--token_budget must be positive")
+  check_model_sizes(options)
   if options.torch_threads < 0:
     raise ConfigError(f"--torch_threads must be 0 (torch's default) or more, got "
                       f"{options.torch_threads}")
   return references
+
+
+def check_model_sizes(options) -> None:
+  """--max_input_tokens and --token_budget, where given, are positive (jobs
+  and `autoais serve`): a loader reads 0 as its default, which would leave the
+  value given unused, and a negative input length would cut every input."""
+  for name in ("max_input_tokens", "token_budget"):
+    value = getattr(options, name, None)
+    if value is not None and value < 1:
+      raise ConfigError(f"--{name} must be positive, got {value}")
 
 
 def check_threshold_model(options, local_run: bool,

@@ -94,6 +94,12 @@ def scorer_config(options, given: FrozenSet[str], local_run: bool) -> ScorerConf
   if options.scorer in CARD_FAMILIES:
     _, threshold_from = _card_threshold(options, given)
   settings = FAMILIES[options.scorer].check_flags(options, local_run)
+  if options.decision == "decode" and "threshold" in given:
+    # Only a family that decodes gets here (the others refuse decode).
+    raise ConfigError(f"--threshold {options.threshold} is not used with --decision "
+                      "decode: a decision is whether the generated text reads '1', as "
+                      "the Attributed QA script decides, whatever nli_score is; drop "
+                      "one of them")
   return ScorerConfig(options.scorer, options.threshold, types.MappingProxyType(settings),
                       threshold_from)
 

@@ -82,7 +82,7 @@ class Scorer:
     describe_fn = self._describe_fn()
     if describe_fn is None:
       return beam.Create([{}])
-    return DescribeScorer(describe_fn, self if self._options.get("score_cache") else None)
+    return DescribeScorer(describe_fn, self, cache_key=bool(self._options.get("score_cache")))
 
   def _configure(self, handler, model_id: str, options: Dict[str, Any],
                  score_cache: Optional[str],
@@ -168,27 +168,45 @@ def with_hub_references(block: Dict[str, Any],
   return described
 
 
+# run.json's scorer block: what names the run's scores (Scorer.cache_identity:
+# the weights or endpoint and the settings that change a score), recorded with
+# or without a score cache, so that `autoais compare` can tell two runs scored
+# alike from two scored otherwise.
+SCORE_IDENTITY = "score_identity"
+
+
 class DescribeScorer(beam.PTransform):
   """PBegin -> a singleton dict from `describe_fn` (a DoFn run once, on a
-  worker: what only a worker can tell of the model); with `scorer`, the key of
-  its score cache identity added as `score_cache_key`."""
+  worker: what only a worker can tell of the model); with `scorer`, its
+  score identity added as SCORE_IDENTITY, and with `cache_key` the key of
+  its score cache (the subdirectory) as `score_cache_key`."""
 
-  def __init__(self, describe_fn: beam.DoFn, scorer: Optional[Scorer] = None):
+  def __init__(self, describe_fn: beam.DoFn, scorer: Optional[Scorer] = None,
+               cache_key: bool = False):
     super().__init__()
     self._describe_fn = describe_fn
     self._scorer = scorer
+    self._cache_key = cache_key
 
   def expand(self, pbegin):
     info = (pbegin
             | "StartModelInfo" >> beam.Create([None])
             | "ReadModelInfo" >> beam.ParDo(self._describe_fn))
     if self._scorer is not None:
-      info = info | "AddCacheKey" >> beam.Map(_with_cache_key, self._scorer)
+      info = info | "AddScoreIdentity" >> beam.Map(_with_identity, self._scorer,
+                                                   self._cache_key)
     return info
 
 
-def _with_cache_key(described: Dict[str, Any], scorer: Scorer) -> Dict[str, Any]:
-  return dict(described, score_cache_key=identity_key(scorer.cache_identity(described)))
+def _with_identity(described: Dict[str, Any], scorer: Scorer,
+                   cache_key: bool) -> Dict[str, Any]:
+  identity = scorer.cache_identity(described)
+  if identity is None:
+    return described
+  described = dict(described, **{SCORE_IDENTITY: identity})
+  if cache_key:
+    described["score_cache_key"] = identity_key(identity)
+  return described
 
 
 def score_cache_for(scorer: Scorer, directory: Optional[str], describe_fn: beam.DoFn,

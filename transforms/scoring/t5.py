@@ -4,7 +4,7 @@ with `--score_cache` once across runs."""
 from typing import Any, Dict, Optional
 
 from autoais.models import checkpoints
-from autoais.schemas.errors import require_choice
+from autoais.schemas.errors import ConfigError, require_choice
 from autoais.transforms.scoring.checks import (LOCAL_SETTINGS, check_cuda, check_local_model,
                                                local_model_settings, readable_here)
 from autoais.transforms.scoring.flags import LOCAL_MODEL, SCORE_CACHE, Family
@@ -24,6 +24,12 @@ def check_flags(options, local_run: bool) -> Dict[str, Any]:
   require_choice("--decision", options.decision, t5_nli.DECISIONS)
   checkpoints.check_model_and_tokenizer(references.model, references.tokenizer)
   if options.decision == "decode":
+    if options.max_input_tokens is not None:
+      # Decode mode scores each whole input, however long (the reference
+      # script's rule): an input length would change nothing.
+      raise ConfigError(f"--max_input_tokens {options.max_input_tokens} is not used with "
+                        "--decision decode, which scores each whole input as the "
+                        "Attributed QA script does (no premise windows); drop one of them")
     t5_nli.check_decode_generation(references.model)
   if local_run and readable_here(references.tokenizer or references.model):
     t5_nli.label_pieces(checkpoints.load_tokenizer(

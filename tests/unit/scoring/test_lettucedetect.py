@@ -455,8 +455,7 @@ def test_faithbench_spans_against_the_humans(checkpoint, tmp_path):
   path = sets.write_faithbench(tmp_path / "data_for_release" / "batch_1.json")
   output = tmp_path / "faithbench"
   assert run_job(agreement, "--input", path, "--format", "faithbench", "--output_dir",
-                 output, "--scorer", "lettucedetect", "--model", checkpoint,
-                 "--bootstrap_samples", 20) == 0
+                 output, "--scorer", "lettucedetect", "--model", checkpoint) == 0
   lines = [json.loads(line) for line in (output / "spans.jsonl").read_text().splitlines()]
   items = {item.item_id: item for item in read_faithbench(str(path))}
   assert [line["item_id"] for line in lines] == list(items)
@@ -562,7 +561,7 @@ def test_remote_agreement_writes_the_spans_of_the_in_process_run(checkpoint, ser
     runs[name] = tmp_path / name
     assert run_job(agreement, "--input", RATINGS, "--format", "ratings", "--output_dir",
                    runs[name], "--scorer", "lettucedetect" if name == "local" else name,
-                   *flags, "--bootstrap_samples", 20) == 0
+                   *flags) == 0
   remote_record = json.loads((runs["remote"] / "run.json").read_text())
   assert remote_record["scorer"]["unsupported_spans"] is True
   assert remote_record["scorer"]["served_model"]["unsupported_spans"] is True

@@ -394,7 +394,13 @@ def test_remote_reads_the_model_of_a_server_that_is_not_ready():
 @pytest.mark.parametrize("flags,message", [
     (["--max_json_depth", "600"], "--max_json_depth 600: at most 500"),
     (["--max_batch_windows", "0"], "--max_batch_windows 0: must be positive"),
-    (["--request_deadline", "-1"], "--request_deadline -1.0: must be zero or more"),
+    (["--max_wait_ms", "-1"], "--max_wait_ms -1.0: must be zero or more"),
+    # At 0 every request would be answered 504, every batch count as stuck.
+    (["--request_deadline", "0"], "--request_deadline 0.0: must be positive"),
+    (["--stuck_seconds", "0"], "--stuck_seconds 0.0: must be positive"),
+    # A loader reads 0 as its default; a negative length would cut every input.
+    (["--max_input_tokens", "0"], "--max_input_tokens must be positive, got 0"),
+    (["--token_budget", "-5"], "--token_budget must be positive, got -5"),
     (["--port", "70000"], "--port 70000: must be in [0, 65535]"),
     (["--positive_label", "entailment"], "--positive_label is for --scorer nli-classifier"),
     (["--language", "de"], "--language is for --scorer lettucedetect, not --scorer t5"),
