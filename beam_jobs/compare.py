@@ -87,7 +87,8 @@ class CompareOptions(ViewsKept, PipelineOptions):
     group.add_argument("--fail_on_regression", type=float, default=None,
                        help="Exit 3 (run.json status \"regression\") when a system's "
                        "AutoAIS (citations: citation recall; agreement runs: a "
-                       "group's balanced accuracy) fell "
+                       "group's balanced accuracy, its accuracy where the items hold "
+                       "one label) fell "
                        "by more than this many points with a 95%% interval below 0.")
     group.add_argument("--bootstrap_samples", type=int, default=1000,
                        help="Bootstrap resamples for 95%% CIs (default 1000).")
@@ -247,6 +248,8 @@ class _Plan:
         "regression_on": named_figures(
             "balanced_accuracy" if labelled else "autoais (citation recall)"
             if self.kind.precision else "autoais", measure),
+        **({"regression_on_one_label": "accuracy (a group whose items hold one label "
+                                       "has no balanced accuracy)"} if labelled else {}),
         "mcnemar": ("whether each decision agrees with the human label" if labelled
                     else "the paired decisions"),
         "baseline": self.dirs["baseline"], "candidate": self.dirs["candidate"],

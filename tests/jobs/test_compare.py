@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from autoais.beam_jobs import agreement, citations, claims, compare, evaluate
+from autoais.transforms.compare.steps import QuestionPair, system_change
 from tests.support.citations import SYSTEMS as CITING_SYSTEMS, alce_items, write_alce
 from tests.support.nq import nq_oracle_records
 from tests.support.paths import EXAMPLES, shared_file
@@ -497,6 +498,36 @@ def test_agreement_changes_per_group_equal_an_independent_computation(agreement_
   assert run["paired_questions"] == len(baseline)
   assert run["regressions"] == sorted(regressions)
   assert run["status"] == ("regression" if regressions else "complete")
+
+
+def test_a_group_of_one_label_regresses_in_accuracy():
+  """A group whose items all hold one human label has no balanced accuracy;
+  its fall is judged on the accuracy (that label's recall), so that
+  --fail_on_regression is not left unused for it. A group of both labels is
+  judged on balanced accuracy, as before."""
+  def pairs(labels, baseline_right, candidate_right):
+    """An item a pair, each run's decision the label where it is right."""
+    return [QuestionPair(f"item{i}", 0.0, 0.0, None, (label == baseline_right[i],),
+                         (label == candidate_right[i],), (label,))
+            for i, label in enumerate(labels)]
+  n = 40
+  one_label = pairs([True] * n, [True] * n, [False] * 10 + [True] * (n - 10))
+  empty = {"baseline": {}, "candidate": {}}
+  row = system_change("dataset=one", one_label, {"baseline": n, "candidate": n}, 200, 0,
+                      5.0, empty)
+  assert row.balanced_accuracy_change is None and row.accuracy_change == -25.0
+  assert row.regression
+  assert not system_change("dataset=one", one_label, {"baseline": n, "candidate": n}, 200,
+                           0, None, empty).regression
+  assert not system_change("dataset=one", one_label, {"baseline": n, "candidate": n}, 200,
+                           0, 30.0, empty).regression
+  # Both labels: the candidate wrong on half the positives, balanced accuracy
+  # -25 points.
+  both = pairs([True, False] * (n // 2), [True] * n,
+               [i % 2 == 1 or i >= n // 2 for i in range(n)])
+  row = system_change("dataset=both", both, {"baseline": n, "candidate": n}, 200, 0, 5.0,
+                      empty)
+  assert row.balanced_accuracy_change == -25.0 and row.regression
 
 
 def test_agreement_runs_of_other_sets_are_refused(agreement_runs, tmp_path, capsys):

@@ -290,9 +290,13 @@ def system_change(system: str, questions: Sequence[QuestionPair],
   p_value = mcnemar_exact(tested[1], tested[0])["p_value"] if len(tested[0]) else None
   change, (low, high) = changes[0], intervals[0]
   if labelled:
-    change, low, high = agreement[-3:]  # a scorer regresses in balanced accuracy
+    # A scorer regresses in balanced accuracy. Where the items hold one label
+    # it is undefined, and the recall of that label, the accuracy, is what is
+    # left of it (as scikit-learn's balanced_accuracy_score averages the labels
+    # present): without it, no fall of such a group could fail the run.
+    change, low, high = agreement[-3:] if agreement[-3] is not None else agreement[2:5]
   regression = bool(fail_points is not None and change is not None
-                    and change < -fail_points and high < 0)
+                    and change < -fail_points and high is not None and high < 0)
   return CompareSystemRow(
       system, BOTH, n_rows.get("baseline", 0), n_rows.get("candidate", 0), n,
       _rounded(100.0 * base_y.mean()) if n else None,
