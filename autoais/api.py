@@ -447,6 +447,14 @@ def load_scorer(family: str, **flags) -> LoadedScorer:
     # refuse a job's flag here rather than let it be ignored.
     raise ConfigError(f"load_scorer takes scorer flags only, not "
                       f"{', '.join(f'{name}=' for name in unknown)}")
+  unused = sorted(set(flags) & {"threshold", "score_cache", "large_model"})
+  if unused:
+    # score() returns nli_scores from a model loaded in this process: no
+    # decision is taken, no cache read, no model shared across processes.
+    raise ConfigError(f"load_scorer's score() returns each pair's nli_score from the "
+                      f"model loaded here, so {', '.join(f'{name}=' for name in unused)} "
+                      "would change nothing (decide with nli_score > threshold; the score "
+                      "cache and a shared model are the jobs')")
   try:
     options = parse_options(flags_to_argv(dict(scorer=family, **flags)), ScorerOptions)
     scorer = scorer_from_options(options.view_as(PipelineOptions), local_run=True)

@@ -45,8 +45,9 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.options import (JobArguments, RowTableOptions, ScorerOptions,
-                                       ViewsKept, given_flags, row_table_shards,
-                                       scorer_from_options, scorer_read_dirs)
+                                       ViewsKept, check_bootstrap_flags, given_flags,
+                                       row_table_shards, scorer_from_options,
+                                       scorer_read_dirs)
 from autoais.beam_jobs.running import is_local_runner, run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import AgreementRow
@@ -144,10 +145,7 @@ class _Plan:
     if "calibrate_metric" in given and not options.calibrate_on:
       raise ConfigError("--calibrate_metric is what the threshold chosen on "
                         "--calibrate_on maximises: give it")
-    if options.bootstrap_samples < 1:
-      raise ConfigError("--bootstrap_samples must be positive")
-    if options.seed < 0:
-      raise ConfigError("--seed must be a non-negative integer")
+    check_bootstrap_flags(options)
     over_datasets = self.format.groupings[:1] == MEAN_GROUPINGS[:1]
     unused = [f"--{name}" for name in ("bootstrap_samples", "seed") if name in given]
     if unused and not over_datasets:

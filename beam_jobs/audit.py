@@ -44,8 +44,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.options import (JobArguments, RowTableOptions, ScorerOptions,
-                                       ViewsKept, row_table_shards, scorer_from_options,
-                                       scorer_read_dirs)
+                                       ViewsKept, check_bootstrap_flags, row_table_shards,
+                                       scorer_from_options, scorer_read_dirs)
 from autoais.beam_jobs.running import is_local_runner, run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas.errors import ConfigError, require, require_choice
@@ -109,8 +109,7 @@ class _Plan:
       raise ConfigError("--top_k: with --candidates_from article an answer's candidates "
                         "are the passages of its top-1 candidate's article, whatever K "
                         "keeps of the run; drop one of them")
-    if options.bootstrap_samples < 1:
-      raise ConfigError("--bootstrap_samples must be positive")
+    check_bootstrap_flags(options)
     self.scorer = scorer_from_options(options, is_local_runner(runner))
     self.answer_files = self._files(options.answers, "--answers")
     has_query_ids = False

@@ -43,8 +43,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.options import (JobArguments, RowTableOptions, ScorerOptions,
-                                       ViewsKept, row_table_shards, scorer_from_options,
-                                       scorer_read_dirs)
+                                       ViewsKept, check_bootstrap_flags, row_table_shards,
+                                       scorer_from_options, scorer_read_dirs)
 from autoais.beam_jobs.running import is_local_runner, run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas.errors import ConfigError, require, require_choice
@@ -135,8 +135,7 @@ class _Plan:
     require_choice("--qampari", options.qampari, tuple(QAMPARI))
     if options.at_most_citations < 1:
       raise ConfigError("--at_most_citations must be positive")
-    if options.bootstrap_samples < 1:
-      raise ConfigError("--bootstrap_samples must be positive")
+    check_bootstrap_flags(options)
     self.scorer = scorer_from_options(options, is_local_runner(runner))
     self.files = match_files(options.input)
     if not self.files:

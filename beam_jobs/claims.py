@@ -34,8 +34,8 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.options import (JobArguments, RowTableOptions, ScorerOptions,
-                                       ViewsKept, row_table_shards, scorer_from_options,
-                                       scorer_read_dirs)
+                                       ViewsKept, check_bootstrap_flags, row_table_shards,
+                                       scorer_from_options, scorer_read_dirs)
 from autoais.beam_jobs.running import is_local_runner, run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas.errors import ConfigError, require, require_choice
@@ -101,8 +101,7 @@ class _Plan:
         raise ConfigError(f"--evidence_mode rerank chooses evidence sentences for a claim "
                           f"whose input is longer than the model's, and {never_cut}: "
                           "no claim would be reranked (use concat)")
-    if options.bootstrap_samples < 1:
-      raise ConfigError("--bootstrap_samples must be positive")
+    check_bootstrap_flags(options)
     self.files = match_files(options.input)
     if not self.files:
       raise ConfigError(f"--input {options.input!r} matches no files")

@@ -49,7 +49,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.options import JobArguments, ViewsKept
+from autoais.beam_jobs.options import JobArguments, ViewsKept, check_bootstrap_flags
 from autoais.beam_jobs.running import run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import DeadLetter
@@ -194,10 +194,7 @@ class _Plan:
 
   def __init__(self, options: CompareOptions):
     require(options, "baseline", "candidate", "output_dir")
-    if options.bootstrap_samples < 1:
-      raise ConfigError("--bootstrap_samples must be positive")
-    if options.seed < 0:
-      raise ConfigError("--seed must be a non-negative integer")
+    check_bootstrap_flags(options)
     if options.fail_on_regression is not None and options.fail_on_regression < 0:
       raise ConfigError("--fail_on_regression must be 0 or more points")
     self.dirs = {"baseline": options.baseline.rstrip("/"),

@@ -38,8 +38,9 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from autoais.beam_jobs.options import (JobArguments, RowTableOptions, ScorerOptions,
-                                       ViewsKept, given_flags, row_table_shards,
-                                       scorer_from_options, scorer_read_dirs)
+                                       ViewsKept, check_bootstrap_flags, given_flags,
+                                       row_table_shards, scorer_from_options,
+                                       scorer_read_dirs)
 from autoais.beam_jobs.running import is_local_runner, run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import UNMATCHED
@@ -111,8 +112,7 @@ class _Plan:
     require(options, "predictions", "output_dir")
     local = is_local_runner(runner)
     self.scorer = scorer_from_options(options, local)
-    if options.bootstrap_samples < 1:
-      raise ConfigError("--bootstrap_samples must be positive")
+    check_bootstrap_flags(options)
     self.prediction_files = match_files(options.predictions)
     if not self.prediction_files:
       raise ConfigError(f"--predictions {options.predictions!r} matches no files")

@@ -129,6 +129,16 @@ class RunOptions(PipelineOptions):
                        "none. Dataflow shows the same counters as job metrics.")
 
 
+def check_bootstrap_flags(options) -> None:
+  """--bootstrap_samples positive and --seed not negative, for every job with
+  bootstrap intervals: numpy's generators refuse a negative seed, which failed
+  the run after its rows were scored."""
+  if options.bootstrap_samples < 1:
+    raise ConfigError("--bootstrap_samples must be positive")
+  if options.seed < 0:
+    raise ConfigError("--seed must be a non-negative integer")
+
+
 class RowTableOptions(PipelineOptions):
   """How a job writes its row tables, for every job that merges rows
   (transforms/rows/merge.py)."""

@@ -10,6 +10,7 @@ rule is beam_jobs/output_dir.py.
 import contextlib
 import contextvars
 import logging
+import math
 import shutil
 import sys
 import tempfile
@@ -118,6 +119,16 @@ def quiet_beam_noise() -> None:
     logging.getLogger(name).setLevel(logging.WARNING)
 
 
+def check_progress_interval(options: PipelineOptions) -> None:
+  """--progress_interval 0 (none) or a positive number of seconds: a negative
+  one read as 0, NaN printed a line on every turn of the loop, and infinity
+  failed in the progress thread."""
+  interval = options.view_as(RunOptions).progress_interval
+  if not (interval == 0 or 0 < interval < math.inf):
+    raise ConfigError(f"--progress_interval {interval}: seconds between progress "
+                      "lines, positive, or 0 for none")
+
+
 def run_job(job_name: str, argv: Optional[List[str]],
             options_class: Type[PipelineOptions],
             build_pipeline: Callable[[beam.Pipeline, PipelineOptions], object]) -> int:
@@ -135,6 +146,7 @@ def run_job(job_name: str, argv: Optional[List[str]],
       print(job_help(job_name, argv, options_class), end="")
       return 0
     options = parse_options(argv, options_class)
+    check_progress_interval(options)
     check_gcs_flags(options)
     check_scratch_codec()
     pipeline = beam.Pipeline(runner=local_runner_or_none(options), options=options)

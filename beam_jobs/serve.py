@@ -167,6 +167,10 @@ def _check(args) -> None:
   for name in ("request_deadline", "stuck_seconds"):
     if not getattr(args, name) > 0:
       raise ConfigError(f"--{name} {getattr(args, name)}: must be positive")
+  if args.max_wait_ms / 1000 >= args.request_deadline:
+    raise ConfigError(f"--max_wait_ms {args.max_wait_ms:g}: a request alone would wait "
+                      f"past --request_deadline {args.request_deadline:g} s for others "
+                      "to share its batch (504)")
 
 
 def load_served_model(args, model_path: str, tokenizer_path: Optional[str] = None):

@@ -43,7 +43,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.options import JobArguments, ViewsKept
+from autoais.beam_jobs.options import JobArguments, ViewsKept, given_flags
 from autoais.beam_jobs.running import run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import FAMILIES, SPLITS
@@ -123,6 +123,14 @@ class _Plan:
       raise ConfigError("--seed must be a non-negative integer")
     if options.negatives_per_positive < 0:
       raise ConfigError("--negatives_per_positive must be 0 or more")
+    if ("seed" in given_flags(options, TrainingDataOptions)
+        and options.validation_fraction == options.test_fraction == 0
+        and not options.negatives_per_positive):
+      # Only the split and the negatives are drawn: the seed would change nothing
+      # but the task's name.
+      raise ConfigError("--seed draws the validation and test splits and the negatives: "
+                        "with --validation_fraction 0, --test_fraction 0 and no "
+                        "--negatives_per_positive nothing is drawn")
     self.inputs = {}  # format -> files
     takes_format = False  # an entry without a FORMAT: prefix reads --format
     for entry in (part.strip() for part in options.input.split(",")):

@@ -74,12 +74,15 @@ def positive_index(labels: Dict[int, str], positive_label: Optional[str],
   """The head index of the supporting label: `positive_label`'s, else the one
   label among SUPPORTING_LABELS. ConfigError, listing the labels, otherwise."""
   listed = ", ".join(f"{index}: {name!r}" for index, name in sorted(labels.items()))
-  wanted = ((positive_label.strip().lower(),) if positive_label else SUPPORTING_LABELS)
+  # An empty --positive_label asks for a label named "" (refused below), not
+  # for the flag's default.
+  given = positive_label is not None
+  wanted = (positive_label.strip().lower(),) if given else SUPPORTING_LABELS
   found = [index for index, name in sorted(labels.items())
            if name.strip().lower() in wanted]
   if len(found) == 1:
     return found[0]
-  if positive_label:
+  if given:
     raise ConfigError(f"--positive_label {positive_label!r}: the head of --model "
                       f"{model_path} has {'no' if not found else 'several'} such "
                       f"label(s); its labels are {{{listed}}}")

@@ -15,7 +15,17 @@ and comparing outputs (2026-12-04), every output file equal.
   * audit's --top_k with --candidates_from article (the top-1 candidate's
     article, whatever K keeps);
   * training-data's --format where every --input entry names its own;
-  * compare's negative --seed (refused at launch, not failing mid-run).
+  * a negative --seed of any job with bootstrap intervals (refused at launch,
+    not failing mid-run once the rows were scored);
+  * --progress_interval negative (read as 0), NaN (a line on every turn) or
+    infinite (failing in the progress thread);
+  * a hosted scorer's --request_timeout past a day or infinite (the standard
+    library's timeouts overflow), --retry_backoff NaN (taken as the longest);
+  * an empty --positive_label (read as the flag left out);
+  * training-data's --seed where nothing is drawn.
+Second round, the same day: every hosted and local family, the run flags and
+the Python API (tests/unit/test_api.py: load_scorer's threshold=, score_cache=
+and large_model=, which its score() leaves unused).
 """
 import pytest
 
@@ -81,6 +91,29 @@ _CASES = {
         "--input", f"aggrefact:{EXAMPLES / 'agreement' / 'aggrefact.csv'}", "--family",
         "nli-classifier", "--format", "begin"),
         "--format begin: every --input entry names its own format"),
+    "seed-of-nothing-drawn": (training_data, lambda c, m: (
+        "--input", EXAMPLES / "agreement" / "aggrefact.csv", "--format", "aggrefact",
+        "--family", "nli-classifier", "--validation_fraction", "0", "--test_fraction",
+        "0", "--seed", "5"), "--seed draws the validation and test splits and the "
+                             "negatives"),
+    "negative-seed": (evaluate, lambda c, m: (
+        "--predictions", PREDICTIONS, "--corpus", c, "--gold", GOLD, "--seed", "-1"),
+        "--seed must be a non-negative integer"),
+    "negative-seed-of-claims": (claims, lambda c, m: (
+        "--input", EXAMPLES / "claims" / "expertqa.jsonl", "--seed", "-1"),
+        "--seed must be a non-negative integer"),
+    **{f"progress-interval-{value}": (claims, lambda c, m, value=value: (
+        "--input", EXAMPLES / "claims" / "expertqa.jsonl", "--progress_interval", value),
+        f"--progress_interval {float(value)}: seconds between progress lines, positive, "
+        "or 0 for none") for value in ("nan", "-5", "inf")},
+    "request-timeout-past-a-day": (agreement, lambda c, m: (
+        "--input", RATINGS, "--format", "ratings", "--scorer", "remote", "--endpoint",
+        "http://127.0.0.1:9", "--request_timeout", "1e10"),
+        "--request_timeout must be positive and at most 86400 s"),
+    "retry-backoff-nan": (agreement, lambda c, m: (
+        "--input", RATINGS, "--format", "ratings", "--scorer", "remote", "--endpoint",
+        "http://127.0.0.1:9", "--retry_backoff", "nan"),
+        "--retry_backoff a number of seconds not negative"),
 }
 
 
@@ -91,6 +124,16 @@ def test_a_flag_the_run_would_leave_unused_is_refused(case, example_corpus, tiny
   output = tmp_path / "out"
   assert run_job(job, *arguments(example_corpus, tiny_t5), "--output_dir", output) == 2
   assert message in capsys.readouterr().err
+  assert not output.exists()
+
+
+def test_an_empty_positive_label_is_refused(tiny_nli_classifier, tmp_path, capsys):
+  """Read as the flag left out before: the head's own supporting label scored."""
+  output = tmp_path / "out"
+  assert run_job(agreement, "--input", RATINGS, "--format", "ratings", "--scorer",
+                 "nli-classifier", "--model", tiny_nli_classifier, "--positive_label", "",
+                 "--output_dir", output) == 2
+  assert "--positive_label '': the head of --model" in capsys.readouterr().err
   assert not output.exists()
 
 

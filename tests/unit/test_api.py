@@ -78,6 +78,10 @@ def test_load_scorer_refuses_what_it_would_ignore(tiny_t5_dirs):
     autoais.load_scorer("t5", model=tiny_t5_dirs[3], endpoint="http://127.0.0.1:9")
   with pytest.raises(autoais.ConfigError, match="scores an answer against a passage"):
     autoais.load_scorer("string-match")
+  for unused in ({"threshold": 0.9}, {"score_cache": "cache"}, {"large_model": True}):
+    with pytest.raises(autoais.ConfigError, match=f"so {next(iter(unused))}= would change "
+                       "nothing"):
+      autoais.load_scorer("t5", model=tiny_t5_dirs[3], **unused)
 
 
 def test_flags_become_the_commands_flags():

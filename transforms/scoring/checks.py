@@ -4,6 +4,7 @@ cheaply (listing and small files only: models load on the workers): a model's
 token budget, threads and dtype, a hosted one's URL and retries, the
 score-cache directory. Each family's module calls those it needs from its
 check_flags."""
+import math
 import os
 import urllib.parse
 from typing import Any, Callable, Dict
@@ -112,11 +113,19 @@ def check_http_url(flag: str, url: str) -> None:
     raise ConfigError(f"{flag} {url!r}: expected an http:// or https:// URL")
 
 
+# A day: past ~9e9 s the standard library's socket and thread timeouts overflow.
+MAX_REQUEST_TIMEOUT = 86400.0
+
+
 def check_retries(options) -> None:
-  if options.request_timeout <= 0 or options.retry_backoff < 0 or (
-      options.max_retries < 0):
-    raise ConfigError("--request_timeout must be positive, --retry_backoff and "
-                      "--max_retries not negative")
+  """--request_timeout in (0, a day], --retry_backoff a finite number of
+  seconds, --max_retries not negative (NaN compares false to every bound, and
+  was taken: a backoff of NaN waited the longest)."""
+  if not (0 < options.request_timeout <= MAX_REQUEST_TIMEOUT
+          and 0 <= options.retry_backoff < math.inf) or options.max_retries < 0:
+    raise ConfigError(f"--request_timeout must be positive and at most "
+                      f"{MAX_REQUEST_TIMEOUT:g} s, --retry_backoff a number of seconds "
+                      "not negative, --max_retries not negative")
 
 
 def check_cache_dir(path: str) -> None:

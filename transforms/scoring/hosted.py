@@ -84,17 +84,21 @@ class RemoteScorer(Scorer):
                         self._options["request_timeout"])
 
   def cache_identity(self, model_info: Dict[str, Any]) -> Dict[str, Any]:
-    """The served model's weights and settings where the server tells them
-    (`autoais serve` does), else the endpoint's URL; where spans are read,
-    that too and the prompt (a span server's language), so that scores
-    cached without spans are not read back as having none."""
+    """The served model as the server describes it where it tells its weights
+    (`autoais serve` does: its family's description, as run.json records a
+    model in process, with the tokenizer's checksum, the supporting label, the
+    window overlap, the foundation, the prompt), but where its files lie and
+    the device (see T5Scorer); else the endpoint's URL. Where spans are read,
+    that too, so that scores cached without spans are not read back as having
+    none. Before, only the weights, dtype and input length named them: a server
+    restarted with another --positive_label read back the other label's scores."""
     served = model_info.get("served_model") or {}
     spans = {"unsupported_spans": True, "prompt": served.get("prompt")} if (
         self.gives_spans) else {}
     if served.get("weights_sha256"):
-      return {"scorer": REMOTE, "weights_sha256": served["weights_sha256"],
-              "dtype": served.get("dtype"),
-              "max_input_tokens": served.get("max_input_tokens"), **spans}
+      return {"scorer": REMOTE, "served_model": {
+          key: value for key, value in served.items()
+          if key not in ("model", "device", "tokenizer_source")}, **spans}
     return {"scorer": REMOTE, "endpoint": self._options["endpoint"], **spans}
 
 

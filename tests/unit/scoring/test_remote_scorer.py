@@ -24,6 +24,7 @@ from autoais.models import remote
 from autoais.schemas import AttributionExample, AttributionScore, ScoringFailure
 from autoais.schemas.errors import EndpointMisconfigured
 from autoais.transforms.scoring import hosted
+from autoais.transforms.scoring.cache import identity_key
 from autoais.models import embeddings
 from tests.support import sck_kg
 from tests.support.fault_server import FaultServer
@@ -355,6 +356,31 @@ def test_vertex_handler_maps_requests_and_responses(fake_vertex):
       "projects/my-project/locations/us-central1/endpoints/1234")
   assert scorer.cache_identity({"vertex_endpoint": "e"}) == {"scorer": "vertex",
                                                              "endpoint": "e"}
+
+
+def test_a_remote_score_identity_is_the_served_models_description():
+  """What the server says of its model names a remote run's scores (the score
+  cache, compare): a server restarted with another supporting label or
+  tokenizer is another scorer; the same model served from another directory or
+  device is not. Before, only the weights, dtype and input length counted, and
+  a cache read back the other label's scores (2026-12-04: 16 cache hits)."""
+  scorer = hosted.RemoteScorer("http://127.0.0.1:9")
+  served = {"scorer": "nli-classifier", "weights_sha256": "a" * 64,
+            "tokenizer_sha256": "b" * 64, "dtype": "float32", "max_input_tokens": 128,
+            "window_overlap": 0.25, "positive_label": "entailment",
+            "positive_label_id": 2, "model": "/srv/nli", "device": "cpu",
+            "tokenizer_source": "/srv/nli"}
+
+  def identity(**changed):
+    return identity_key(scorer.cache_identity({"served_model": dict(served, **changed)}))
+  assert identity(positive_label="contradiction", positive_label_id=0) != identity()
+  assert identity(tokenizer_sha256="c" * 64) != identity()
+  assert identity(window_overlap=0.5) != identity()
+  assert identity(model="/elsewhere/nli", device="cuda",
+                  tokenizer_source="/elsewhere/nli") == identity()
+  # A server that tells no weights: its URL names its scores.
+  assert scorer.cache_identity({"served_model": {}}) == {"scorer": "remote",
+                                                         "endpoint": "http://127.0.0.1:9"}
 
 
 def test_evaluate_with_vertex_scorer(fake_vertex, example_corpus, tmp_path):

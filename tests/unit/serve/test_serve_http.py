@@ -398,6 +398,8 @@ def test_remote_reads_the_model_of_a_server_that_is_not_ready():
     # At 0 every request would be answered 504, every batch count as stuck.
     (["--request_deadline", "0"], "--request_deadline 0.0: must be positive"),
     (["--stuck_seconds", "0"], "--stuck_seconds 0.0: must be positive"),
+    (["--max_wait_ms", "120000", "--request_deadline", "5"],
+     "--max_wait_ms 120000: a request alone would wait past --request_deadline 5 s"),
     # A loader reads 0 as its default; a negative length would cut every input.
     (["--max_input_tokens", "0"], "--max_input_tokens must be positive, got 0"),
     (["--token_budget", "-5"], "--token_budget must be positive, got -5"),
