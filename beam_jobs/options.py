@@ -152,8 +152,9 @@ class RowTableOptions(PipelineOptions):
     group.add_argument(
         "--num_shards", type=int,
         help="Write each row table as N files, {table}-SSSSS-of-NNNNN.parquet and "
-        ".csv, merged and written on N workers: a system's rows in one shard, "
-        "picked by a hash of its name, so every file's bytes depend on the "
+        ".csv, merged and written on N workers: a system's rows in one shard "
+        "(agreement: an input file's), picked by a hash of its name, so every "
+        "file's bytes depend on the "
         "inputs alone (default 1: one file per table, merged on one worker; "
         "see docs/scale.md for when to shard).")
 

@@ -69,7 +69,18 @@ def _route(value: Optional[str], default: str) -> tuple:
 
 
 def parse_args(argv):
-  return argument_parser().parse_args(argv)
+  """serve's flags, with `given`: the scorer flags the command line gave, with
+  any value (a flag of another family given at its default is refused too)."""
+  parser = argument_parser()
+  args = parser.parse_args(argv)
+  # argparse sets a default only where the namespace lacks the attribute: a
+  # flag that still holds the marker after a parse was not given.
+  left_out = object()
+  names = [flag.name for flag, _ in _served_flags()]
+  marked = argparse.Namespace(**dict.fromkeys(names, left_out))
+  parser.parse_known_args(argv, namespace=marked)
+  args.given = frozenset(name for name in names if getattr(marked, name) is not left_out)
+  return args
 
 
 def argument_parser() -> argparse.ArgumentParser:
@@ -145,9 +156,7 @@ def _check(args) -> None:
   from autoais.transforms.scoring.config import refuse_flags_not_taken
   if not args.model:
     raise ConfigError("missing required option --model")
-  refuse_flags_not_taken({flag.name for flag, _ in _served_flags()
-                          if getattr(args, flag.name) != flag.default},
-                         args.scorer, f"--scorer {args.scorer}")
+  refuse_flags_not_taken(args.given, args.scorer, f"--scorer {args.scorer}")
   check_model_sizes(args)
   if not 0 <= args.port < 65536:
     raise ConfigError(f"--port {args.port}: must be in [0, 65535]")

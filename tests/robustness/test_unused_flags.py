@@ -22,6 +22,8 @@ and comparing outputs (2026-12-04), every output file equal.
   * a hosted scorer's --request_timeout past a day or infinite (the standard
     library's timeouts overflow), --retry_backoff NaN (taken as the longest);
   * an empty --positive_label (read as the flag left out);
+  * --instances_per_request past the 512 examples of one call to the model
+    (recorded, never reached);
   * training-data's --seed where nothing is drawn.
 Second round, the same day: every hosted and local family, the run flags and
 the Python API (tests/unit/test_api.py: load_scorer's threshold=, score_cache=
@@ -110,6 +112,10 @@ _CASES = {
         "--input", RATINGS, "--format", "ratings", "--scorer", "remote", "--endpoint",
         "http://127.0.0.1:9", "--request_timeout", "1e10"),
         "--request_timeout must be positive and at most 86400 s"),
+    "instances-past-a-call": (agreement, lambda c, m: (
+        "--input", RATINGS, "--format", "ratings", "--scorer", "remote", "--endpoint",
+        "http://127.0.0.1:9", "--instances_per_request", "600"),
+        "--instances_per_request 600: from 1 to 512, the most examples of one call"),
     "retry-backoff-nan": (agreement, lambda c, m: (
         "--input", RATINGS, "--format", "ratings", "--scorer", "remote", "--endpoint",
         "http://127.0.0.1:9", "--retry_backoff", "nan"),

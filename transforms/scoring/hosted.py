@@ -21,8 +21,15 @@ def check_flags(options, local_run: bool) -> Dict[str, Any]:
   if options.decision != "threshold":
     raise ConfigError(f"--decision decode needs the model in process (--scorer t5); "
                       f"--scorer {options.scorer} decides by --threshold")
-  if options.instances_per_request < 1:
-    raise ConfigError("--instances_per_request must be positive")
+  # pylint: disable=import-outside-toplevel
+  # (imported by the pipeline of any scorer of a model in any case)
+  from autoais.transforms.scoring.fanout import DEFAULT_MAX_EXAMPLES_PER_CALL
+  if not 1 <= options.instances_per_request <= DEFAULT_MAX_EXAMPLES_PER_CALL:
+    # Requests are cut from the job's calls, of at most that many examples: a
+    # larger value would be recorded and never reached.
+    raise ConfigError(f"--instances_per_request {options.instances_per_request}: from 1 "
+                      f"to {DEFAULT_MAX_EXAMPLES_PER_CALL}, the most examples of one "
+                      "call to the model")
   if options.scorer == REMOTE:
     require(options, "endpoint")
     check_http_url("--endpoint", options.endpoint)
@@ -138,7 +145,8 @@ ENDPOINT = Flag(
     regexes=(r"^https?://[^\s/]+(/[^\s]*)?$",))
 INSTANCES_PER_REQUEST = Flag(
     "instances_per_request", "Instances per request",
-    "instances per prediction request (Vertex AI public endpoints take 1.5 MB). "
+    "instances per prediction request at most (Vertex AI public endpoints take "
+    "1.5 MB; requests are cut from calls of at most 512 examples and 256 KiB). "
     "Default 32.", type=int, default=32, regexes=(POSITIVE,))
 
 REMOTE_FAMILY = Family(REMOTE, "an `autoais serve` endpoint given by --endpoint",

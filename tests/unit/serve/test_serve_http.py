@@ -406,6 +406,8 @@ def test_remote_reads_the_model_of_a_server_that_is_not_ready():
     (["--port", "70000"], "--port 70000: must be in [0, 65535]"),
     (["--positive_label", "entailment"], "--positive_label is for --scorer nli-classifier"),
     (["--language", "de"], "--language is for --scorer lettucedetect, not --scorer t5"),
+    # Given at its default, as much a flag t5 would leave unused.
+    (["--language", "en"], "--language is for --scorer lettucedetect, not --scorer t5"),
     (["--model_revision", "main"], "--model_revision is for a model named by its "
                                    "Hugging Face hub id"),
 ])
