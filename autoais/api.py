@@ -171,6 +171,12 @@ def run(job: str, verbose: bool = False, **flags) -> Optional[JobResult]:
       code = module.run(flags_to_argv(flags))
   except CONFIGURATION_ERRORS as error:
     raise _from_here(error) from None
+  except SystemExit as exit_:
+    # argparse refuses a value it cannot parse by exiting, its message on
+    # stderr: raised as every other refusal is, with that message.
+    said = [line for line in console.getvalue().splitlines() if "error:" in line]
+    raise ConfigError(said[-1] if said else f"autoais {job}: a flag was refused "
+                      f"(exit {exit_.code}; its message is above)") from None
   if code in (1, 2):  # serve reports its errors itself, as the command does
     raise (JobFailed if code == 1 else ConfigError)(
         f"autoais {job} exited with code {code} (its message is above)")

@@ -84,6 +84,13 @@ def test_load_scorer_refuses_what_it_would_ignore(tiny_t5_dirs):
       autoais.load_scorer("t5", model=tiny_t5_dirs[3], **unused)
 
 
+def test_a_value_argparse_refuses_raises_config_error_with_its_message(tmp_path):
+  """Before, SystemExit(2), the message left in the redirected console."""
+  with pytest.raises(autoais.ConfigError, match="--bootstrap_samples: invalid int value"):
+    autoais.evaluate(predictions=tmp_path / "p.csv", output_dir=tmp_path / "out",
+                     bootstrap_samples="many")
+
+
 def test_flags_become_the_commands_flags():
   from autoais.api import flags_to_argv  # pylint: disable=import-outside-toplevel
   assert flags_to_argv({"predictions": ["a.csv", "b.csv"], "large_model": True,
