@@ -198,13 +198,19 @@ def given_flags(options: PipelineOptions,
   value (its default's too): a flag's default cannot tell "given" from "left
   out". Read from the flags the options were parsed from (Beam keeps them in
   _flags: its public get_all_options gives values only)."""
+  return dests_given(options_parser(options_class), getattr(options, "_flags", None) or [],
+                     option_dests(options_class))
+
+
+def dests_given(parser: argparse.ArgumentParser, argv, dests) -> FrozenSet[str]:
+  """Those of `dests` that `argv` gives to `parser`, with any value (its
+  default's too); `autoais serve`'s parser is asked the same way."""
   # argparse sets a flag's default only where the namespace lacks the attribute:
   # one that still holds the marker after the parse was not given.
   left_out = object()
-  namespace = argparse.Namespace(**dict.fromkeys(option_dests(options_class), left_out))
-  flags = getattr(options, "_flags", None) or []
-  options_parser(options_class).parse_known_args(list(flags), namespace=namespace)
-  return frozenset(dest for dest, value in vars(namespace).items() if value is not left_out)
+  namespace = argparse.Namespace(**dict.fromkeys(dests, left_out))
+  parser.parse_known_args(list(argv), namespace=namespace)
+  return frozenset(dest for dest in dests if getattr(namespace, dest) is not left_out)
 
 
 def scorer_from_options(options: PipelineOptions, local_run: bool) -> Scorer:

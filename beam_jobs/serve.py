@@ -71,15 +71,10 @@ def _route(value: Optional[str], default: str) -> tuple:
 def parse_args(argv):
   """serve's flags, with `given`: the scorer flags the command line gave, with
   any value (a flag of another family given at its default is refused too)."""
+  from autoais.beam_jobs.options import dests_given  # pylint: disable=import-outside-toplevel
   parser = argument_parser()
   args = parser.parse_args(argv)
-  # argparse sets a default only where the namespace lacks the attribute: a
-  # flag that still holds the marker after a parse was not given.
-  left_out = object()
-  names = [flag.name for flag, _ in _served_flags()]
-  marked = argparse.Namespace(**dict.fromkeys(names, left_out))
-  parser.parse_known_args(argv, namespace=marked)
-  args.given = frozenset(name for name in names if getattr(marked, name) is not left_out)
+  args.given = dests_given(parser, argv, [flag.name for flag, _ in _served_flags()])
   return args
 
 
