@@ -101,6 +101,28 @@ def resolve_max_input_tokens(tokenizer, requested: Optional[int]) -> int:
 
 
 
+def position_table(model) -> Optional[Tuple[str, int]]:
+  """(name, longest input) of the learned table of absolute positions in a
+  torch model, or None where it has none (T5's relative buckets, DeBERTa-v3's
+  relative attention, rotary positions: these take any length). An input past
+  the table fails inside the model, on the worker ("index 66 is out of
+  bounds"). RoBERTa-style tables count from the padding index plus one,
+  BART-style ones from their `offset`."""
+  named_modules = getattr(model, "named_modules", None)
+  tables = []
+  for name, module in (named_modules() if named_modules is not None else ()):
+    if name.endswith(("position_embeddings", "embed_positions")) and hasattr(
+        module, "num_embeddings"):
+      start = getattr(module, "offset", 0) or 0
+      if getattr(module, "padding_idx", None) is not None:
+        start += module.padding_idx + 1
+      tables.append((module.num_embeddings - start, name))
+  if not tables:
+    return None
+  longest, name = min(tables)
+  return name, longest
+
+
 def token_batches(lengths: Sequence[int], budget: int):
   """Index lists of the sequences of `lengths`, sorted by length, each within
   `budget` tokens once padded to its longest (a longer sequence alone)."""
@@ -148,6 +170,13 @@ class TokenBudgetModel:
     self.max_input_tokens = max_input_tokens
     self.token_budget = token_budget
     self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    table = position_table(model)
+    if table is not None and max_input_tokens > table[1]:
+      raise ModelError(
+          f"--max_input_tokens: inputs of up to {max_input_tokens} tokens (the flag, else "
+          f"the family's or the tokenizer's length), but the model's position table "
+          f"({table[0]}) takes at most {table[1]}; give --max_input_tokens {table[1]} "
+          "or less")
     # A SimulatedDevice (models/simulated_device.py) that answers the padded
     # batches in place of the torch model, where the model directory asks.
     self.simulated_device = None

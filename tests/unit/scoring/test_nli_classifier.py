@@ -347,3 +347,70 @@ def test_handlers_of_the_same_settings_share_one_model_and_identifier(models):
   assert _model_identifier(first) == _model_identifier(second) == first.model_identifier()
   assert first.model_identifier() != other.model_identifier()
   assert _model_identifier(object()) is None
+
+
+# Inputs past a model's learned position table.
+
+
+def _tiny(config_class, model_class, **fields):
+  config = config_class(vocab_size=100, num_hidden_layers=1, num_attention_heads=2,
+                        **fields)
+  return model_class(config).eval()
+
+
+def _forward_takes(model, length: int) -> bool:
+  ids = torch.full((1, length), 5)
+  ids[0, -1] = 2  # an end token: BART's head reads the last </s>
+  try:
+    with torch.no_grad():
+      model(input_ids=ids, attention_mask=torch.ones_like(ids))
+  except (IndexError, RuntimeError):
+    return False
+  return True
+
+
+def test_the_position_table_read_from_the_model_is_what_its_forward_takes():
+  """BERT counts positions from 0, RoBERTa-style tables from the padding index
+  plus one, BART's from a fixed offset; each longest input is checked against
+  the model's own forward pass, one token past it failing."""
+  from autoais.models.token_budget import position_table
+  built = {
+      "bert": _tiny(transformers.BertConfig, transformers.BertForSequenceClassification,
+                    hidden_size=16, intermediate_size=16, max_position_embeddings=40),
+      "xlm-roberta": _tiny(transformers.XLMRobertaConfig,
+                           transformers.XLMRobertaForSequenceClassification, hidden_size=16,
+                           intermediate_size=16, max_position_embeddings=40, pad_token_id=1),
+      "bart": _tiny(transformers.BartConfig, transformers.BartForSequenceClassification,
+                    d_model=16, encoder_layers=1, decoder_layers=1,
+                    encoder_attention_heads=2, decoder_attention_heads=2,
+                    encoder_ffn_dim=16, decoder_ffn_dim=16, max_position_embeddings=40,
+                    eos_token_id=2),
+  }
+  limits = {kind: position_table(model) for kind, model in built.items()}
+  assert {kind: limit[1] for kind, limit in limits.items()} == {
+      "bert": 40, "xlm-roberta": 38, "bart": 40}
+  for kind, model in built.items():
+    assert _forward_takes(model, limits[kind][1]), kind
+    assert not _forward_takes(model, limits[kind][1] + 1), kind
+
+
+def test_inputs_past_the_position_table_are_refused_at_load(models, example_corpus,
+                                                             tmp_path, capsys):
+  """A RoBERTa of 66 positions takes 64 tokens: asking for 65 stops at load
+  with the flag named, where it used to fail inside the model on the first
+  long window ("index 66 is out of bounds"). DeBERTa-v3's relative positions
+  take any length."""
+  from autoais.models.token_budget import position_table
+  from autoais.schemas.errors import ModelError
+  assert load_nli_classifier(models["roberta"], max_input_tokens=MAX_TOKENS)
+  with pytest.raises(ModelError) as refused:
+    load_nli_classifier(models["roberta"], max_input_tokens=MAX_TOKENS + 1)
+  assert (f"--max_input_tokens: inputs of up to {MAX_TOKENS + 1} tokens" in str(refused.value)
+          and "(roberta.embeddings.position_embeddings) takes at most 64" in str(refused.value))
+  deberta = load_nli_classifier(models["deberta-v2"], max_input_tokens=4 * MAX_TOKENS)
+  assert position_table(deberta.model) is None
+  assert _evaluate(models["roberta"], example_corpus, tmp_path / "out",
+                   "--max_input_tokens", MAX_TOKENS + 2) == 1
+  err = capsys.readouterr().err
+  assert "give --max_input_tokens 64 or less" in err, err
+  assert "out of bounds" not in err
