@@ -150,14 +150,15 @@ def _duration(seconds: float) -> str:
 def progress_line(job: str, totals: Dict[str, int], elapsed: float,
                   model_rate: Optional[float]) -> str:
   """One console line: rows and model examples done, rates, time left."""
-  rows_in = totals.get("rows_to_score", 0)
-  scored = totals.get("rows_scored", 0)
-  # Of the rows that reached the scorer, not of those read: rows rejected or
-  # not in gold never reach it, and run.json reconciles every row read.
-  parts = [f"{job}: {_duration(elapsed)}",
-           f"rows {scored:,} scored of {rows_in:,} at the scorer"]
-  if elapsed > 0:
-    parts[-1] += f" ({scored / elapsed:,.0f}/s)"
+  parts = [f"{job}: {_duration(elapsed)}"]
+  if "rows_to_score" in totals or "rows_scored" in totals:
+    # Of the rows that reached the scorer, not of those read: rows rejected or
+    # not in gold never reach it, and run.json reconciles every row read.
+    scored = totals.get("rows_scored", 0)
+    parts.append(f"rows {scored:,} scored of {totals.get('rows_to_score', 0):,} "
+                 "at the scorer")
+    if elapsed > 0:
+      parts[-1] += f" ({scored / elapsed:,.0f}/s)"
   queued = totals.get("model_queued", 0)
   done = totals.get("model_examples", 0)
   if queued or done:
@@ -171,6 +172,8 @@ def progress_line(job: str, totals: Dict[str, int], elapsed: float,
   for name in ("cache_hits", "dead_lettered"):
     if totals.get(name):
       parts.append(f"{name.replace('_', ' ')} {totals[name]:,}")
+  if len(parts) == 1:  # nothing has reached a scorer (or the job has none)
+    parts.append("running")
   return " | ".join(parts)
 
 

@@ -31,6 +31,16 @@ def test_progress_line_reports_rates_and_time_left():
       "x", {"model_queued": 5000, "model_examples": 0}, 1.0, 1.0)
 
 
+def test_progress_line_of_a_run_with_no_row_at_a_scorer():
+  """A job that scores nothing (build-corpus, compare), or one still reading
+  its inputs, says it is running, not "rows 0 scored of 0 at the scorer"."""
+  assert progress.progress_line("build-corpus", {}, 20.0, None) == "build-corpus: 20s | running"
+  assert progress.progress_line("compare", {"dead_lettered": 3}, 5.0, None) == (
+      "compare: 5s | dead lettered 3")
+  assert progress.progress_line("evaluate", {"rows_to_score": 10}, 2.0, None) == (
+      "evaluate: 2s | rows 0 scored of 10 at the scorer (0/s)")
+
+
 class _Console(io.StringIO):
   """The console the progress lines go to: once a line shows the model's work
   part done with an ETA, it creates `release_file`, which lets the held model
