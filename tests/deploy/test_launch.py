@@ -134,6 +134,11 @@ def test_metadata_regexes_reject_bad_values():
   assert not accepts("threshold", "1.5") and not accepts("threshold", "-0.1")
   assert not accepts("join", "hash")
   assert not accepts("seed", "-1") and not accepts("bootstrap_samples", "0")
+  # Requests are cut from calls of at most DEFAULT_MAX_EXAMPLES_PER_CALL examples.
+  from autoais.transforms.scoring.fanout import DEFAULT_MAX_EXAMPLES_PER_CALL
+  assert [value for value in range(0, 1200) if accepts("instances_per_request", str(value))
+          ] == list(range(1, DEFAULT_MAX_EXAMPLES_PER_CALL + 1))
+  assert not accepts("instances_per_request", "032")
 
 
 @pytest.mark.parametrize("job", JOBS)

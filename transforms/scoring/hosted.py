@@ -8,7 +8,7 @@ from apache_beam.options.pipeline_options import GoogleCloudOptions
 
 from autoais.schemas.errors import ConfigError, require
 from autoais.transforms.scoring.checks import check_http_url, check_retries
-from autoais.transforms.scoring.flags import POSITIVE, RETRIES, SCORE_CACHE, Family, Flag
+from autoais.transforms.scoring.flags import RETRIES, SCORE_CACHE, Family, Flag
 from autoais.transforms.scoring.names import REMOTE, VERTEX
 from autoais.transforms.scoring.scorer import CallDescribe, Scorer
 
@@ -147,7 +147,9 @@ INSTANCES_PER_REQUEST = Flag(
     "instances_per_request", "Instances per request",
     "instances per prediction request at most (Vertex AI public endpoints take "
     "1.5 MB; requests are cut from calls of at most 512 examples and 256 KiB). "
-    "Default 32.", type=int, default=32, regexes=(POSITIVE,))
+    # 1 to 512 (fanout.DEFAULT_MAX_EXAMPLES_PER_CALL; check_flags refuses more).
+    "Default 32.", type=int, default=32,
+    regexes=(r"^([1-9][0-9]?|[1-4][0-9][0-9]|50[0-9]|51[0-2])$",))
 
 REMOTE_FAMILY = Family(REMOTE, "an `autoais serve` endpoint given by --endpoint",
                        (ENDPOINT,) + RETRIES + (INSTANCES_PER_REQUEST, SCORE_CACHE),
