@@ -189,6 +189,9 @@ class _AuditRecord(RunRecord):
     if topic_reads is not None:
       counts["topics"] = reconcile(topic_reads.get("read", 0), topics_kept,
                                    dead["topics"])
+      # Where every candidate carries its question, or answers match by query
+      # id, no candidate needs a topic: 0 says so.
+      counts["topics"]["candidates_matched"] = steps.get("matched_through_topics", 0)
     if gold_reads is not None:
       counts["gold"] = reconcile(gold_reads.get("read", 0), gold_questions,
                                  dead["gold"])

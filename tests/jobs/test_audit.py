@@ -155,6 +155,10 @@ def test_every_line_is_accounted_for(audit_inputs, string_match_audit):
   dead = read_jsonl(string_match_audit / "dead_letter.jsonl")
   assert len(dead) == 2 + unknown + repeated + 2
   assert manifest["counts"]["topics"]["read"] == n + 1
+  # Every candidate line matched (all but the malformed one and the one no
+  # answer asks for; duplicates are rejected after) reached its answer through
+  # its topic's question: the answers have no query_id.
+  assert manifest["counts"]["topics"]["candidates_matched"] == lines - 2
   assert manifest["join"]["lookups"] == lines - 2
 
 
@@ -373,10 +377,14 @@ def test_unnamed_answers_take_the_run_tag_and_ids_match(audit_inputs, tmp_path):
   run.write_text("".join(
       f"q{i} Q0 {oracle_passage_id(i, r['ctxs'][0]['title'])} 1 1.0 bm25\n"
       for i, r in enumerate(oracle)))
+  # Topics given, but the answers' query ids match every candidate: run.json
+  # says no candidate was matched through them.
+  topics = tmp_path / "topics.tsv"
+  topics.write_text("".join(f"q{i}\t{r['question']}\n" for i, r in enumerate(oracle)))
   assert run_job(audit, "--answers", answers, "--candidates",
                  f"{tmp_path / 'inline.jsonl'},{run}", "--corpus",
                  audit_inputs["corpus"], "--output_dir", tmp_path / "out",
-                 "--bootstrap_samples", 20) == 0
+                 "--bootstrap_samples", 20, "--topics", topics) == 0
   table = _answers_table(tmp_path / "out")
   assert {system for system, _ in table} == {"inline-run", "bm25"}
   assert len(table) == 6
@@ -384,6 +392,8 @@ def test_unnamed_answers_take_the_run_tag_and_ids_match(audit_inputs, tmp_path):
   assert manifest["counts"]["answers"]["scored"] == 3
   assert manifest["counts"]["answers"]["audited_as_system_answers"] == 6
   assert manifest["join"]["lookups"] == 3
+  assert manifest["counts"]["topics"] == dict(manifest["counts"]["topics"], read=3,
+                                              candidates_matched=0)
 
 
 def test_bad_configurations_exit_2_before_writing(audit_inputs, tmp_path):

@@ -71,7 +71,10 @@ class AnswerIndex:
   def kept_answer(self, answer: AuditAnswer) -> AuditAnswer:
     return self._by_key[answer_key(answer)][answer.system_name]
 
-  def match(self, candidate: Candidate, topics: Dict[str, str]) -> Optional[AuditAnswer]:
+  def match(self, candidate: Candidate, topics: Dict[str, str]
+            ) -> Tuple[Optional[AuditAnswer], bool]:
+    """(the answer a candidate is for or None, whether it was found through a
+    question that `topics` gave the candidate's query id)."""
     keys = []
     if candidate.query_id is not None:
       keys.append(("id", candidate.query_id))
@@ -83,8 +86,8 @@ class AnswerIndex:
       if systems:
         answer = systems.get(candidate.system_name) or systems.get(None)
         if answer is not None:
-          return answer
-    return None
+          return answer, key[0] == "question" and candidate.question is None
+    return None, False
 
 
 class BuildAnswerIndex(beam.CombineFn):
@@ -219,7 +222,9 @@ class MatchCandidatesFn(beam.DoFn):
     if self._top_k is not None and candidate.rank > self._top_k:
       yield beam.pvalue.TaggedOutput("stats", {"beyond_top_k": 1})
       return
-    answer = index.match(candidate, topics)
+    answer, through_topics = index.match(candidate, topics)
+    if through_topics:
+      yield beam.pvalue.TaggedOutput("stats", {"matched_through_topics": 1})
     if answer is None:
       yield beam.pvalue.TaggedOutput("dead_letter", DeadLetter(
           candidate.source_file, candidate.source_line, UNMATCHED, "no_answer",
