@@ -32,12 +32,13 @@ if __name__ == "__main__":
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from autoais.beam_jobs.options import JobArguments, ViewsKept
+from autoais.beam_jobs.options import JobArguments, ViewsKept, given_flags
 from autoais.beam_jobs.running import run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas.errors import ConfigError, require
 from autoais.transforms.ais_annotations import readers, shares
-from autoais.transforms.ais_annotations.paper import PAPER, SAMPLED_ITEMS, SIGNIFICANCE_LEVEL
+from autoais.transforms.ais_annotations.paper import (PAPER, SAMPLED_ITEMS,
+                                                      SIGNIFICANCE_LEVEL, TABLES)
 from autoais.transforms.ais_annotations.tables import WriteAisTables
 from autoais.transforms.io.inputs import match_files
 from autoais.transforms.io.input_records import ReadRecords
@@ -88,6 +89,14 @@ class _Plan:
                           f"{dataset!r} (named by the file); give each data set once")
       datasets[dataset] = path
     self.datasets = datasets
+    if ("sampled_outputs" in given_flags(options, AisAnnotationsOptions)
+        and not set(datasets) & set(TABLES)):
+      # It explains where our cells differ from the paper's: without a paper
+      # table there is no cell to explain.
+      raise ConfigError(
+          f"--sampled_outputs explains the cells that differ from the paper's tables, "
+          f"and none of the data sets read ({', '.join(sorted(datasets))}, named by "
+          f"the files) has one (the paper's: {', '.join(sorted(TABLES))}); drop it")
 
 
 class _AisAnnotationsRecord(RunRecord):

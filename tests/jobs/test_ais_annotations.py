@@ -358,7 +358,7 @@ def test_damaged_rows_are_dead_lettered_and_counts_reconcile(tmp_path):
 
 
 @pytest.mark.parametrize("case", ["missing_column", "same_dataset_twice", "bad_alpha",
-                                  "no_files", "missing_option"])
+                                  "no_files", "missing_option", "sampled_without_paper"])
 def test_bad_configuration_exits_2_and_writes_nothing(tmp_path, capsys, case):
   good = tmp_path / "a" / "ann_toy.csv"
   good.parent.mkdir()
@@ -378,6 +378,12 @@ def test_bad_configuration_exits_2_and_writes_nothing(tmp_path, capsys, case):
   elif case == "bad_alpha":
     args += ["--alpha", "1.5"]
     expected = "--alpha must be in (0, 1)"
+  elif case == "sampled_without_paper":
+    # ann_toy.csv is no data set of the paper: no cell of it is explained.
+    args += ["--sampled_outputs", "200"]
+    expected = ("--sampled_outputs explains the cells that differ from the paper's "
+                "tables, and none of the data sets read (toy, named by the files) has "
+                "one (the paper's: cnn_dm, qrecc, totto, wow); drop it")
   elif case == "no_files":
     args = ["--input", tmp_path / "none_*.csv"]
     expected = "matches no files"
@@ -439,3 +445,17 @@ def test_a_mark_the_paper_prints_without_a_test_here_is_explained(cell, why):
                                  0.05)
   assert text.startswith("AIS mark: the paper marks this cell; no Fisher's exact test")
   assert f"model-a {why}" in text
+
+
+def test_sampled_outputs_is_taken_where_a_data_set_is_the_papers(tmp_path):
+  """Beside a paper data set (named by its file), --sampled_outputs is taken,
+  whatever else is read with it."""
+  paper = tmp_path / "in" / "ann_qrecc.csv"
+  paper.parent.mkdir()
+  paper.write_text(HEADER + _row("m", 1, 1, 0, 5, 5), encoding="utf-8")
+  other = tmp_path / "in" / "ann_toy.csv"
+  other.write_text(HEADER + _row("m", 1, 1, 0, 5, 5), encoding="utf-8")
+  out = tmp_path / "out"
+  assert run_job(ais_annotations, "--input", f"{paper},{other}", "--output_dir", out,
+                 "--sampled_outputs", 150) == 0
+  assert json.loads((out / "run.json").read_text())["settings"]["sampled_outputs"] == 150
