@@ -182,11 +182,18 @@ def load_served_model(args, model_path: str, tokenizer_path: Optional[str] = Non
   name, loaded by its family (transforms/scoring/registry.py)."""
   # pylint: disable=import-outside-toplevel
   from autoais.serve.batching import ServedModel
+  from autoais.transforms.scoring.config import CARD_FAMILIES, card_threshold
   from autoais.transforms.scoring.registry import FAMILIES
   family = FAMILIES[args.scorer]
   model, description = family.serve(args, model_path, tokenizer_path)
   description = dict(description, scorer=args.scorer, model=model_path, dtype=args.dtype,
                      device=args.device)
+  if args.scorer in CARD_FAMILIES:
+    # A model `autoais finetune` trained: `--scorer remote` decides at its
+    # card's threshold, as the family in process does.
+    threshold = card_threshold(model_path, model_path)
+    if threshold is not None:
+      description["card_threshold"] = threshold
   if family.scorer.gives_spans:  # what `--scorer remote` reads spans by
     description["unsupported_spans"] = True
   return ServedModel(model, args.scorer), description

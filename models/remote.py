@@ -311,9 +311,13 @@ class RemoteNliModelHandler(ModelHandler[AttributionExample, PredictionResult,
 
   def __init__(self, endpoint: str, *, threshold: float = 0.5, timeout: float = 60.0,
                max_retries: int = 8, backoff: float = 1.0,
-               instances_per_request: int = 32, spans: bool = False):
+               instances_per_request: int = 32, spans: bool = False,
+               refuse_served_card: bool = False):
     super().__init__()
     self._spans = spans  # read the answers' unsupported spans (a span server)
+    # The launch could not ask the endpoint for the served model's card
+    # threshold: a model served with one is refused (load_model).
+    self._refuse_served_card = refuse_served_card
     self._endpoint = endpoint
     self._threshold = threshold
     self._timeout = timeout
@@ -322,6 +326,15 @@ class RemoteNliModelHandler(ModelHandler[AttributionExample, PredictionResult,
     self._per_request = instances_per_request
 
   def load_model(self) -> HttpClient:
+    if self._refuse_served_card:
+      served = fetch_health(self._endpoint, self._timeout).get("model") or {}
+      if served.get("card_threshold") is not None:
+        raise ModelError(
+            f"--endpoint {self._endpoint}: the served model carries the threshold "
+            f"calibrated with it ({served['card_threshold']}, its model card), which "
+            f"this run, launched where the endpoint could not be asked, would not "
+            f"decide at; give --threshold (the card's, or {self._threshold} to keep "
+            "the default)")
     return HttpClient(self._endpoint, self._timeout, self._max_retries, self._backoff,
                        self.get_metrics_namespace())
 

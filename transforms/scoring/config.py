@@ -13,13 +13,13 @@ check_flags (registry.FAMILIES), with the checks several share
 """
 import dataclasses
 import types
-from typing import Any, FrozenSet, Mapping
+from typing import Any, Dict, FrozenSet, Mapping, Optional
 
 from autoais.models import hub
 from autoais.schemas.errors import ConfigError
 from autoais.transforms.scoring.checks import check_cache_dir
 from autoais.transforms.scoring.registry import FAMILIES, FLAG_SCORERS, make_scorer
-from autoais.transforms.scoring.names import STRING_MATCH
+from autoais.transforms.scoring.names import REMOTE, STRING_MATCH
 from autoais.transforms.scoring.scorer import Scorer
 
 
@@ -46,30 +46,66 @@ class ScorerConfig:
     return scorer
 
 
-def _card_threshold(options, given: FrozenSet[str]):
-  """(threshold, where it came from) of a card family: --threshold where
-  given, else the model card's, else the default. The jobs read
-  options.threshold (agreement's header and calibration default), so a
-  card's threshold is set there too."""
-  if "threshold" in given:
-    return options.threshold, "--threshold"
-  if options.decision != "threshold":
-    return options.threshold, "unused (--decision decode)"
-  if not options.model:
-    return options.threshold, "default"
+def card_threshold(model: str, named: str) -> Optional[float]:
+  """The threshold of a model directory's (or pinned hub id's) model card, or
+  None where it has no card; ConfigError for a card without a threshold in
+  [0, 1]. `named`: the model as the user named it, for the message."""
   from autoais.models import checkpoints  # pylint: disable=import-outside-toplevel
-  model = hub.pin(options.model, options.model_revision, "--model", "--model_revision")
   if MODEL_CARD not in checkpoints.list_dir(model, "--model"):
-    return options.threshold, "default (the model has no model_card.json)"
+    return None
   card = checkpoints.read_json(checkpoints.file_in(model, MODEL_CARD, "--model"),
-                               "--model", options.model)
+                               "--model", named)
   threshold = card.get("threshold") if isinstance(card, dict) else None
   if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (
       0.0 <= threshold <= 1.0):
-    raise ConfigError(f"--model {options.model}: {MODEL_CARD} has no threshold in "
+    raise ConfigError(f"--model {named}: {MODEL_CARD} has no threshold in "
                       f"[0, 1] (found {threshold!r})")
+  return float(threshold)
+
+
+def _card_threshold(options, given: FrozenSet[str]) -> str:
+  """Where a card family's threshold came from: --threshold where given, else
+  the model card's, else the default. The jobs read options.threshold
+  (agreement's header and calibration default), so a card's threshold is set
+  there."""
+  if "threshold" in given:
+    return "--threshold"
+  if options.decision != "threshold":
+    return "unused (--decision decode)"
+  if not options.model:
+    return "default"
+  threshold = card_threshold(
+      hub.pin(options.model, options.model_revision, "--model", "--model_revision"),
+      options.model)
+  if threshold is None:
+    return f"default (the model has no {MODEL_CARD})"
+  options.threshold = threshold
+  return f"model card ({MODEL_CARD})"
+
+
+def _served_card_threshold(options, given: FrozenSet[str], local_run: bool,
+                           settings: Dict[str, Any]) -> str:
+  """Where --scorer remote's threshold came from, as a card family's: the
+  served model's card (`autoais serve` tells its threshold in /health) unless
+  --threshold is given. Where the launch cannot ask the endpoint, the workers
+  refuse a served model with a card (models/remote.py): this run would not
+  decide at the threshold that goes with the model."""
+  if "threshold" in given:
+    return "--threshold"
+  if not local_run:
+    settings["refuse_served_card"] = True
+    return "default (a served model with a model card is refused on the workers)"
+  from autoais.models.remote import fetch_health  # pylint: disable=import-outside-toplevel
+  served = fetch_health(options.endpoint, options.request_timeout).get("model") or {}
+  threshold = served.get("card_threshold")
+  if threshold is None:
+    return "default (the served model has no model card)"
+  if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (
+      0.0 <= threshold <= 1.0):
+    raise ConfigError(f"--endpoint {options.endpoint}: the served model's card_threshold "
+                      f"is not a threshold in [0, 1] (found {threshold!r})")
   options.threshold = float(threshold)
-  return float(threshold), f"model card ({MODEL_CARD})"
+  return "model card of the served model (/health card_threshold)"
 
 
 def scorer_config(options, given: FrozenSet[str], local_run: bool) -> ScorerConfig:
@@ -92,8 +128,10 @@ def scorer_config(options, given: FrozenSet[str], local_run: bool) -> ScorerConf
     check_cache_dir(options.score_cache)
   threshold_from = None
   if options.scorer in CARD_FAMILIES:
-    _, threshold_from = _card_threshold(options, given)
+    threshold_from = _card_threshold(options, given)
   settings = FAMILIES[options.scorer].check_flags(options, local_run)
+  if options.scorer == REMOTE:
+    threshold_from = _served_card_threshold(options, given, local_run, settings)
   if options.decision == "decode" and "threshold" in given:
     # Only a family that decodes gets here (the others refuse decode).
     raise ConfigError(f"--threshold {options.threshold} is not used with --decision "

@@ -73,7 +73,9 @@ class RemoteScorer(Scorer):
   def __init__(self, endpoint: str, *, threshold: float = 0.5, timeout: float = 60.0,
                max_retries: int = 8, backoff: float = 1.0,
                instances_per_request: int = 32, score_cache: Optional[str] = None,
-               spans: bool = False):
+               spans: bool = False, refuse_served_card: bool = False):
+    """`refuse_served_card`: the workers refuse a served model with a model
+    card (the launch could not read its threshold: config._served_card_threshold)."""
     from autoais.models.remote import RemoteNliModelHandler  # pylint: disable=import-outside-toplevel
     options = {"endpoint": endpoint, "request_timeout": timeout,
                "max_retries": max_retries, "retry_backoff": backoff,
@@ -83,7 +85,8 @@ class RemoteScorer(Scorer):
     self.gives_spans = spans
     handler = RemoteNliModelHandler(
         endpoint, threshold=threshold, timeout=timeout, max_retries=max_retries,
-        backoff=backoff, instances_per_request=instances_per_request, spans=spans)
+        backoff=backoff, instances_per_request=instances_per_request, spans=spans,
+        refuse_served_card=refuse_served_card)
     self._configure(handler, endpoint, options, score_cache)
 
   def _describe_fn(self) -> beam.DoFn:
@@ -105,7 +108,9 @@ class RemoteScorer(Scorer):
     if served.get("weights_sha256"):
       return {"scorer": REMOTE, "served_model": {
           key: value for key, value in served.items()
-          if key not in ("model", "device", "tokenizer_source")}, **spans}
+          # The card's threshold decides, on this side; the scores are the same.
+          if key not in ("model", "device", "tokenizer_source", "card_threshold")},
+          **spans}
     return {"scorer": REMOTE, "endpoint": self._options["endpoint"], **spans}
 
 

@@ -72,17 +72,15 @@ def _split_checkpoint(model_dir, root):
   return weights, tokenizer
 
 
-@pytest.fixture(scope="module")
-def served(tiny_t5_dirs, tmp_path_factory):
-  """`autoais serve` in its own process on a free port of 127.0.0.1, serving
-  tiny_t5_dirs[3] from a weights-only directory with --tokenizer."""
-  weights, tokenizer = _split_checkpoint(tiny_t5_dirs[3],
-                                         tmp_path_factory.mktemp("served"))
+@contextlib.contextmanager
+def _serving(model_dir, *flags):
+  """`autoais serve --model model_dir` in its own process on a free port of
+  127.0.0.1; yields its URL, and checks that it stops cleanly on SIGTERM."""
   env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
   process = subprocess.Popen(
-      [sys.executable, "-m", "autoais.beam_jobs.cli", "serve", "--model", weights,
-       "--tokenizer", tokenizer, "--port", "0"], cwd=PROJECT_ROOT, env=env,
-      stderr=subprocess.PIPE, text=True)
+      [sys.executable, "-m", "autoais.beam_jobs.cli", "serve", "--model", model_dir,
+       *flags, "--port", "0"], cwd=PROJECT_ROOT, env=env, stderr=subprocess.PIPE,
+      text=True)
   url = None
   deadline = time.time() + 120
   while url is None and time.time() < deadline:
@@ -91,10 +89,22 @@ def served(tiny_t5_dirs, tmp_path_factory):
       break
     found = re.search(r"listening on (http://127\.0\.0\.1:\d+)", line)
     url = found.group(1) if found else None
-  assert url, "autoais serve did not start"
-  yield url
-  process.send_signal(signal.SIGTERM)
-  assert process.wait(timeout=30) == 0  # stops cleanly on SIGTERM
+  try:
+    assert url, "autoais serve did not start"
+    yield url
+  finally:
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=30) == 0  # stops cleanly on SIGTERM
+
+
+@pytest.fixture(scope="module")
+def served(tiny_t5_dirs, tmp_path_factory):
+  """`autoais serve` serving tiny_t5_dirs[3] from a weights-only directory
+  with --tokenizer."""
+  weights, tokenizer = _split_checkpoint(tiny_t5_dirs[3],
+                                         tmp_path_factory.mktemp("served"))
+  with _serving(weights, "--tokenizer", tokenizer) as url:
+    yield url
 
 
 def _post(url, payload):
@@ -631,3 +641,79 @@ def test_serve_refuses_a_checkpoint_without_its_tokenizer(tiny_t5_dirs, tmp_path
   weights, _ = _split_checkpoint(tiny_t5_dirs[3], tmp_path)
   assert serve.run(["--model", str(weights), "--port", "0"]) == 2
   assert "no tokenizer in the model directory" in capsys.readouterr().err
+
+
+# A model `autoais finetune` trained, served: its card's threshold decides.
+
+
+def test_a_served_models_card_threshold_decides_as_in_process(tiny_t5_dirs, example_corpus,
+                                                              tmp_path):
+  """The same finetuned model in process and behind `autoais serve`: --scorer
+  remote decides at the card's threshold as --scorer t5 does, and says so in
+  run.json; --threshold still wins. Before, the remote run decided at 0.5 and
+  recorded no threshold_from (2026-12-04, a tiny classifier with a card of
+  0.3003: AutoAIS 75.0 in process, 0.0 through serve, 11 of 16 decisions)."""
+  from autoais.transforms.scoring.config import MODEL_CARD
+  card_dir = tmp_path / "finetuned"
+  shutil.copytree(tiny_t5_dirs[3], card_dir)
+  assert _evaluate(example_corpus, tmp_path / "plain", "--scorer", "t5", "--model",
+                   card_dir) == 0
+  scores = sorted(float(row["nli_score"]) for row in _ratings(tmp_path / "plain"))
+  # A threshold between two scores near the middle, clear of both.
+  middle = len(scores) // 2
+  threshold = round((scores[middle - 1] + scores[middle]) / 2, 6)
+  assert scores[middle - 1] < threshold < scores[middle] and abs(threshold - 0.5) > 1e-3
+  (card_dir / MODEL_CARD).write_text(json.dumps({"threshold": threshold}))
+  assert _evaluate(example_corpus, tmp_path / "local", "--scorer", "t5", "--model",
+                   card_dir) == 0
+  with _serving(card_dir) as url:
+    assert _evaluate(example_corpus, tmp_path / "remote", "--scorer", "remote",
+                     "--endpoint", url) == 0
+    assert _evaluate(example_corpus, tmp_path / "given", "--scorer", "remote",
+                     "--endpoint", url, "--threshold", 0.5) == 0
+  blocks = {name: json.loads((tmp_path / name / "run.json").read_text())["scorer"]
+            for name in ("local", "remote", "given")}
+  assert blocks["local"]["threshold"] == blocks["remote"]["threshold"] == threshold
+  assert blocks["local"]["threshold_from"] == "model card (model_card.json)"
+  assert blocks["remote"]["threshold_from"] == (
+      "model card of the served model (/health card_threshold)")
+  assert blocks["remote"]["served_model"]["card_threshold"] == threshold
+  assert blocks["given"]["threshold"] == 0.5
+  assert blocks["given"]["threshold_from"] == "--threshold"
+  decisions = {name: [row["auto_ais"] for row in _ratings(tmp_path / name)]
+               for name in ("local", "remote", "given")}
+  assert decisions["remote"] == decisions["local"] != decisions["given"]
+  # The card decides on this side: a remote cache keeps its scores' name.
+  scorer = hosted.RemoteScorer(url)
+  served = blocks["remote"]["served_model"]
+  assert scorer.cache_identity({"served_model": served}) == scorer.cache_identity(
+      {"served_model": {k: v for k, v in served.items() if k != "card_threshold"}})
+
+
+def test_a_served_card_is_refused_on_workers_where_the_launch_could_not_ask(
+    tiny_t5_dirs, tmp_path):
+  """A run launched where the endpoint cannot be asked (another runner) cannot
+  read the card's threshold at launch: its workers refuse a served model with
+  a card rather than decide at the default; --threshold lets it run."""
+  from apache_beam.options.pipeline_options import PipelineOptions
+  from autoais.beam_jobs.options import ScorerOptions
+  from autoais.schemas.errors import ModelError
+  from autoais.transforms.scoring.config import MODEL_CARD, scorer_config
+  card_dir = tmp_path / "finetuned"
+  shutil.copytree(tiny_t5_dirs[3], card_dir)
+  (card_dir / MODEL_CARD).write_text(json.dumps({"threshold": 0.25}))
+  with _serving(card_dir) as url:
+    options = PipelineOptions(["--scorer", "remote", "--endpoint", url]).view_as(
+        ScorerOptions)
+    config = scorer_config(options, frozenset({"scorer", "endpoint"}), local_run=False)
+    assert config.threshold == 0.5 and config.settings["refuse_served_card"] is True
+    assert config.threshold_from.startswith("default (a served model with a model card")
+    with pytest.raises(ModelError) as refused:
+      config.scorer()._handler.load_model()
+    assert "the served model carries the threshold calibrated with it (0.25" in str(
+        refused.value)
+    given = scorer_config(PipelineOptions(
+        ["--scorer", "remote", "--endpoint", url, "--threshold", "0.4"]).view_as(
+            ScorerOptions), frozenset({"scorer", "endpoint", "threshold"}), local_run=False)
+    assert "refuse_served_card" not in given.settings
+    assert given.scorer()._handler.load_model() is not None
