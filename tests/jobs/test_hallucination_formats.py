@@ -124,6 +124,75 @@ def test_ragtruth_bad_source_names_the_source_line(tmp_path):
       dead[0].message)
 
 
+def test_ragtruth_sources_that_cannot_be_told_apart_or_read_are_named(tmp_path):
+  """source_info.jsonl lines that used to be passed over in silence: a
+  source_id on two lines with other sources (the later one replaced the
+  first, and a response was scored against the wrong text), a source_id
+  written as a number, passages holding bytes that are not UTF-8 (the job
+  stopped with a traceback), a line that is not JSON (its responses said the
+  id "is not in" the file). The same source on two lines is one source."""
+  import json
+  other = dict(sets.RAGTRUTH_SOURCES[0], source_info={
+      "question": "q", "passages": "Completely different text."})
+  directory = tmp_path / "dataset"
+  path = sets.write_ragtruth(directory, sets.RAGTRUTH_RESPONSES,
+                             sets.RAGTRUTH_SOURCES + [other, sets.RAGTRUTH_SOURCES[1]])
+  source_file = directory / "source_info.jsonl"
+  dead = {d.source_line: d for d in read_ragtruth(str(path)) if not hasattr(d, "example")}
+  assert sorted(dead) == [1, 2] and {d.reason for d in dead.values()} == {"bad_source"}
+  assert (f"its source, {source_file}:1: field 'source_id': source_id '15021' is also on "
+          "line 4, with another source") in dead[1].message
+  lines = source_file.read_text().splitlines()
+  bad_bytes = json.dumps(dict(sets.RAGTRUTH_SOURCES[1], source_info="BYTES " + (
+      sets.RAGTRUTH_SOURCES[1]["source_info"]))).encode().replace(b"BYTES", b"\xff\xfe")
+  source_file.write_bytes(b"\n".join([
+      json.dumps(dict(sets.RAGTRUTH_SOURCES[0], source_id=15021)).encode(), bad_bytes,
+      lines[2][:40].encode()]) + b"\n")
+  found = list(read_ragtruth(str(path)))
+  dead = {d.source_line: d for d in found if not hasattr(d, "example")}
+  assert [(line, d.kind, d.reason) for line, d in sorted(dead.items())] == [
+      (1, "rejected", "bad_source"), (2, "rejected", "bad_source"),
+      (3, "rejected", "bad_source"), (4, "rejected", "bad_source"),
+      (5, "unmatched", "no_source")]
+  assert f"{source_file}:1: field 'source_id': source_id must be a string, found 15021" in (
+      dead[1].message)
+  assert (f"{source_file}:2: field 'source_info': source_info holds bytes that are not "
+          "UTF-8") in dead[3].message
+  assert dead[5].message.endswith(
+      f"source_id '13377' is not in {source_file}; no source_id could be read on 1 of its "
+      "lines (3): it may be on one of them")
+
+
+def test_bytes_that_are_not_utf8_in_nested_fields_are_dead_lettered(tmp_path):
+  """A passage of AttributionBench's `references` list, or WiCE's `meta.id`,
+  holding bytes that are not UTF-8 stopped the job where the item was
+  digested; the row goes to dead letter naming the nested field."""
+  import json
+  from autoais.transforms.labelled.readers import labelled_reader
+  bench = tmp_path / "attributionbench.jsonl"
+  good = {"id": "a1", "claim": "Tea is grown in Assam.", "attribution_label": "attributable",
+          "references": ["Assam grows tea."], "src_dataset": "x"}
+  bench.write_bytes(json.dumps(good).encode() + b"\n" + json.dumps(
+      dict(good, id="a2", references=["fine", "Assam grBYTESws"])).encode().replace(
+          b"BYTES", b"\xf6") + b"\n")
+  wice = tmp_path / "wice.jsonl"
+  record = {"label": "supported", "claim": "Tea is grown in Assam.",
+            "evidence": ["Assam grows tea."], "meta": {"id": "w1"}}
+  wice.write_bytes(json.dumps(record).encode() + b"\n" +
+                   json.dumps(record).encode().replace(b'"w1"', b'"w\xff"') + b"\n")
+  for path, fmt, field in ((bench, "attributionbench", "references[1]"),
+                           (wice, "wice", "meta.id")):
+    found = list(labelled_reader(fmt)(str(path)))
+    assert hasattr(found[0], "example"), fmt
+    assert (found[1].source_line, found[1].reason, found[1].field) == (2, "non_utf8", field)
+    assert f"{path}:2: field '{field}': bytes that are not UTF-8" == found[1].message
+  # The job runs on, the row counted where it went.
+  assert run_job(agreement, "--input", wice, "--format", "wice", "--output_dir",
+                 tmp_path / "out") == 0
+  counts = json.loads((tmp_path / "out" / "run.json").read_text())["counts"]
+  assert counts["by_reason"] == {"rejected:non_utf8": 1} and counts["reconciled"]
+
+
 def _with_splits(responses, train):
   return [dict(response, split="train" if response["id"] in train else "test")
           for response in responses]

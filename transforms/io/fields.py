@@ -53,6 +53,26 @@ def has_surrogates(text: str) -> bool:
     return True
 
 
+def surrogate_field(value, where: str = "") -> Optional[str]:
+  """Where in a record (its fields, nested lists and objects) the first text
+  holding bytes that are not UTF-8 lies: "references[2]", "meta.id"; None
+  where none does."""
+  if isinstance(value, str):
+    return where if has_surrogates(value) else None
+  if isinstance(value, dict):
+    children = ((f"{where}.{key}" if where else str(key), child)
+                for key, child in value.items())
+  elif isinstance(value, list):
+    children = ((f"{where}[{index}]", child) for index, child in enumerate(value))
+  else:
+    return None
+  for name, child in children:
+    found = surrogate_field(child, name)
+    if found is not None:
+      return found
+  return None
+
+
 def rejected(path: str, line: int, reason: str, message: str, record: str,
              field: Optional[str] = None) -> DeadLetter:
   location = f"{path}:{line}" + (f": field '{field}'" if field else "")

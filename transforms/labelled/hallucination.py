@@ -45,7 +45,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from autoais.schemas import AttributionExample, DeadLetter, LabelledItem, TextSpan
 from autoais.schemas.errors import InputError
-from autoais.transforms.io.fields import json_record, rejected
+from autoais.transforms.io.fields import has_surrogates, json_record, rejected
 from autoais.transforms.io.input_records import LeftOut, jsonl_records, records
 from autoais.transforms.io.inputs import (check_input_file, open_input, system_name_from_path,
                                           uncompressed_name)
@@ -99,31 +99,59 @@ def ragtruth_premise(task_type: str, source_info) -> Union[Tuple[str, Optional[s
   return json.dumps(source_info, ensure_ascii=False), None
 
 
-def _ragtruth_sources(source_file: str) -> Dict[str, tuple]:
-  """{source_id: (line, task_type, premise, question)} or (line, None, reason,
-  field) for a source record that cannot be used."""
-  sources = {}
+def _ragtruth_source(line: int, fields: dict) -> tuple:
+  """(line, task_type, premise, question) of a source record, or (line, None,
+  reason, field) where it cannot be used."""
+  task_type = fields.get("task_type")
+  if task_type not in RAGTRUTH_TASKS:
+    return (line, None, f"task_type must be one of {', '.join(RAGTRUTH_TASKS)}, found "
+            f"{task_type!r}", "task_type")
+  premise = ragtruth_premise(task_type, fields.get("source_info"))
+  if isinstance(premise, str):
+    return line, None, premise, "source_info"
+  if not premise[0].strip():
+    return line, None, "source_info holds no text", "source_info"
+  if has_surrogates(premise[0] + (premise[1] or "")):
+    return line, None, "source_info holds bytes that are not UTF-8", "source_info"
+  return (line, task_type) + premise
+
+
+def _ragtruth_sources(source_file: str) -> Tuple[Dict[str, tuple], List[int]]:
+  """({source_id: _ragtruth_source}, the lines that name no source id). A
+  source_id on two lines with other sources is unusable (which one the
+  responses were generated from cannot be told); on two lines alike, one."""
+  sources, unreadable = {}, []
   for item in jsonl_records(source_file):
     if isinstance(item, DeadLetter):
-      continue  # a line that is not JSON names no source: its responses say so
+      unreadable.append(item.source_line)
+      continue
     line, fields = item
     source_id = fields.get("source_id")
+    if isinstance(source_id, int) and not isinstance(source_id, bool):
+      # RAGTruth's ids are strings: a number is named, not passed over.
+      sources[str(source_id)] = (line, None, f"source_id must be a string, found "
+                                 f"{source_id}", "source_id")
+      continue
     if not isinstance(source_id, str):
+      unreadable.append(line)
       continue
-    task_type = fields.get("task_type")
-    if task_type not in RAGTRUTH_TASKS:
-      sources[source_id] = (line, None, f"task_type must be one of "
-                            f"{', '.join(RAGTRUTH_TASKS)}, found {task_type!r}",
-                            "task_type")
-      continue
-    premise = ragtruth_premise(task_type, fields.get("source_info"))
-    if isinstance(premise, str):
-      sources[source_id] = (line, None, premise, "source_info")
-    elif not premise[0].strip():
-      sources[source_id] = (line, None, "source_info holds no text", "source_info")
-    else:
-      sources[source_id] = (line, task_type) + premise
-  return sources
+    source = _ragtruth_source(line, fields)
+    first = sources.get(source_id)
+    if first is None:
+      sources[source_id] = source
+    elif first[1:] != source[1:]:
+      sources[source_id] = (first[0], None, f"source_id {source_id!r} is also on line "
+                            f"{line}, with another source", "source_id")
+  return sources, unreadable
+
+
+def _not_in_sources(source_id: str, source_file: str, unreadable: List[int]) -> str:
+  message = f"source_id {source_id!r} is not in {source_file}"
+  if unreadable:
+    lines = ", ".join(map(str, unreadable[:5])) + (", ..." if len(unreadable) > 5 else "")
+    message += (f"; no source_id could be read on {len(unreadable)} of its lines "
+                f"({lines}): it may be on one of them")
+  return message
 
 
 def span_problem(start, end, where: str, fields: str, text: str, name: str
@@ -165,7 +193,7 @@ def read_ragtruth(path: str, scenario=None, split: Optional[str] = None
   else of theirs is read; a response without a `split` string is rejected."""
   del scenario
   source_file = ragtruth_source_file(path)
-  sources = _ragtruth_sources(source_file)
+  sources, unreadable = _ragtruth_sources(source_file)
   split_field = ("split",) if split is not None else ()
 
   def parse(line, fields):
@@ -186,8 +214,9 @@ def read_ragtruth(path: str, scenario=None, split: Optional[str] = None
       return rejected(path, line, "invalid_value", spans, json_record(fields), "labels")
     source = sources.get(values["source_id"])
     if source is None:
-      return unmatched(path, line, "no_source", f"source_id {values['source_id']!r} "
-                       f"is not in {source_file}", json_record(fields), "source_id")
+      return unmatched(path, line, "no_source",
+                       _not_in_sources(values["source_id"], source_file, unreadable),
+                       json_record(fields), "source_id")
     source_line, task_type = source[:2]
     if task_type is None:
       return rejected(path, line, "bad_source", f"its source, {source_file}:"

@@ -5,8 +5,9 @@ nothing to score (counted apart from rejected, bad, records).
 """
 from typing import Dict, Iterator, Optional
 
-from autoais.schemas import UNMATCHED, DeadLetter
-from autoais.transforms.io.fields import clean_text_fields, json_record, rejected
+from autoais.schemas import UNMATCHED, DeadLetter, LabelledItem
+from autoais.transforms.io.fields import (clean_text_fields, has_surrogates, json_record,
+                                          rejected, surrogate_field)
 from autoais.transforms.io.inputs import system_name_from_path
 
 
@@ -54,8 +55,26 @@ def parse_label(values, field: str, labels: Dict[str, bool], fields, path, line)
   return label, attributable
 
 
+def _texts_of(item: LabelledItem) -> str:
+  texts = [item.item_id, item.group, item.secondary_group, item.human_label,
+           item.question, item.attribution, *item.example,
+           *(span.label for span in item.spans)]
+  return "".join(text for text in texts if isinstance(text, str))
+
+
 def parse_records(source, parse) -> Iterator:
   """parse(line, fields) for each record of `source` (sources.records or
-  _tsv_records); DeadLetters pass through."""
-  for item in source:
-    yield item if isinstance(item, DeadLetter) else parse(*item)
+  _tsv_records); DeadLetters pass through. An item holding bytes that are not
+  UTF-8 where its reader checks no field one by one (a list of passages, a
+  nested id) is rejected here, naming the field: it would stop the job where
+  the item is digested or written."""
+  for record in source:
+    if isinstance(record, DeadLetter):
+      yield record
+      continue
+    item = parse(*record)
+    if isinstance(item, LabelledItem) and has_surrogates(_texts_of(item)):
+      line, fields = record
+      item = rejected(item.source_file, line, "non_utf8", "bytes that are not UTF-8",
+                      json_record(fields), surrogate_field(fields))
+    yield item
