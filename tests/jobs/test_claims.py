@@ -350,6 +350,38 @@ def test_a_support_label_that_is_not_utf8_is_rejected(tmp_path):
     assert isinstance(item, DeadLetter) and item.reason == "wrong_type"
     assert item.field.endswith("support") and item.source_line == 1
 
+
+def test_a_support_label_that_is_none_of_expertqas_is_rejected(tmp_path):
+  """A misspelt label ("Kinda") used to give the claim no human label, so it
+  left the agreement figures unseen; ExpertQA's labels are taken in any case,
+  N/A and an absent one give no label. Both readers, and agreement's."""
+  from autoais.transforms.labelled.readers import labelled_reader
+  labels = ["Complete", "kinda", "partial", "N/A", None, "MISSING"]
+  path = tmp_path / "claims.jsonl"
+  path.write_text("".join(json.dumps({"question": "q", "claim": f"c{i}", "evidence": ["e"],
+                                      **({"support": label} if label else {})}) + "\n"
+                          for i, label in enumerate(labels)), encoding="utf-8")
+  items = list(read_claims_jsonl(str(path)))
+  assert [item.reason if isinstance(item, DeadLetter) else item.support
+          for item in items] == ["Complete", "invalid_value", "partial", "N/A", None,
+                                 "MISSING"]
+  assert items[1].message == (f"{path}:2: field 'support': support must be Complete, "
+                              "Partial, Incomplete, Missing, N/A (any case) or absent, "
+                              "found 'kinda'")
+  expertqa = tmp_path / "expertqa.jsonl"
+  expertqa.write_text(json.dumps({"question": "q", "answers": {"s": {"claims": [
+      {"claim_string": f"c{i}", "evidence": ["e"], "support": label}
+      for i, label in enumerate(labels)]}}}) + "\n", encoding="utf-8")
+  assert [item.field if isinstance(item, DeadLetter) else item.support
+          for item in read_expertqa(str(expertqa))] == [
+              "Complete", "answers.s.claims[1].support", "partial", "N/A", None, "MISSING"]
+  found = list(labelled_reader("expertqa")(str(expertqa)))
+  assert [(item.reason, item.kind) if isinstance(item, DeadLetter)
+          else (item.human_label, item.human_attributable) for item in found] == [
+              ("Complete", True), ("invalid_value", "rejected"), ("partial", False),
+              ("no_human_label", "unmatched"), ("no_human_label", "unmatched"),
+              ("MISSING", False)]
+
 def test_flat_input_end_to_end_with_an_abstaining_answer(tmp_path, capsys):
   path = write_jsonl(tmp_path / "flat.jsonl", [
       {"system_name": "s", "question": "q1", "claim": "Paris is in France",

@@ -974,8 +974,13 @@ _CLAIM_DAMAGE = [
     ("claim", ("wrong_type",), [7, {"c": 1}]),
     ("evidence", ("wrong_type",), ["text", [1], ["a", None], {"a": 1}]),
     ("support", ("wrong_type",), [7, ["Complete"], True]),
+    ("support", ("invalid_value",), ["Kinda", "0", "supported"]),
     ("answer", ("wrong_type",), [7, ["a"]]),
 ]
+# ExpertQA's support labels as a file may write them (any case, spaced, N/A,
+# empty): read as given, stripped.
+_SUPPORT_LABELS = st.sampled_from(["Complete", " partial ", "", "MISSING", "Incomplete",
+                                   "n/a", "N/A"])
 
 
 class _LineOf:
@@ -1004,8 +1009,7 @@ def claim_files(draw):
                                         _maybe_huge(_TEXT.filter(str.strip))))
     fields["claim"] = draw(_maybe_huge(_TEXT.filter(str.strip)))
     for name, values in (("evidence", st.lists(_TEXT, max_size=3)),
-                         ("support", st.sampled_from(["Complete", " partial ", ""]) |
-                          _TEXT),
+                         ("support", _SUPPORT_LABELS),
                          ("answer", st.sampled_from(sorted(_CLAIM_ANSWERS)))):
       value = draw(st.none() | values)
       if value is not None or draw(st.booleans()):
@@ -1078,6 +1082,7 @@ _EXPERTQA_CLAIM_DAMAGE = [
     ("claim_string", ("wrong_type",), [7, {"c": 1}]),
     ("evidence", ("wrong_type",), ["text", [1], ["a", None], {"a": 1}]),
     ("support", ("wrong_type",), [7, ["Complete"], True]),
+    ("support", ("invalid_value",), ["Kinda", "0", "supported"]),
 ]
 
 
@@ -1097,7 +1102,7 @@ def _expertqa_claim(draw, field: str):
   """(claim object, its (claim, evidence, support) or None, reasons, field)."""
   claim = {"claim_string": draw(_maybe_huge(_TEXT.filter(str.strip)))}
   for name, values in (("evidence", st.lists(_TEXT, max_size=3)),
-                       ("support", st.sampled_from(["Complete", " partial ", ""]) | _TEXT)):
+                       ("support", _SUPPORT_LABELS)):
     value = draw(st.none() | values)
     if value is not None or draw(st.booleans()):
       claim[name] = value

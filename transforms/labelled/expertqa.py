@@ -64,6 +64,12 @@ def _evidence(value) -> Optional[List[str]]:
   return list(value)
 
 
+# ExpertQA's support labels (N/A: judged, no label); the claims job reads them
+# in any case.
+SUPPORT_VALUES = ("Complete", "Partial", "Incomplete", "Missing", "N/A")
+_SUPPORT_VALUES = tuple(value.lower() for value in SUPPORT_VALUES)
+
+
 def _support(value) -> Union[Optional[str], bool]:
   """The human support label (None where absent), or False if malformed (not a
   string, or not UTF-8: it is written to the claims table)."""
@@ -169,6 +175,10 @@ def claim_fields(claim, evidence, support, claim_name: str = "claim_string"):
   label = _support(support)
   if label is False:
     return BadField("support", "wrong_type", "expected a string of UTF-8 text")
+  if label is not None and label.lower() not in _SUPPORT_VALUES:
+    # A label misspelt would otherwise leave the agreement figures unseen.
+    return BadField("support", "invalid_value", f"support must be "
+                    f"{', '.join(SUPPORT_VALUES)} (any case) or absent, found {label!r}")
   return text, items, label
 
 

@@ -362,9 +362,8 @@ def _read_wice(path: str, scenario=None):
 
 # expertqa ---------------------------------------------------------------------
 
-EXPERTQA_COMPLETE = "Complete"
-_EXPERTQA_NEGATIVE = ("Partial", "Incomplete", "Missing")
-_EXPERTQA_NO_LABEL = ("", "N/A")
+EXPERTQA_COMPLETE = "complete"  # attributable; the other labels are not (any case)
+_EXPERTQA_NO_LABEL = ("", "n/a")
 
 
 def _read_expertqa(path: str, scenario=None):
@@ -379,15 +378,12 @@ def _read_expertqa(path: str, scenario=None):
     line = claim.source_line
     record = json_record({"system": claim.system_name, "claim_index": claim.claim_index,
                           "claim": claim.claim, "support": claim.support})
+    # read_expertqa has refused a support label that is none of ExpertQA's.
     support = (claim.support or "").strip()
-    if support in _EXPERTQA_NO_LABEL:
+    if support.lower() in _EXPERTQA_NO_LABEL:
       yield unmatched(path, line, "no_human_label", f"claim {claim.claim_index} of "
                       f"system {claim.system_name!r} has no support label", record,
                       "support")
-      continue
-    if support != EXPERTQA_COMPLETE and support not in _EXPERTQA_NEGATIVE:
-      yield rejected(path, line, "invalid_value", f"support must be Complete, Partial, "
-                     f"Incomplete, Missing or N/A, found {support!r}", record, "support")
       continue
     premise = evidence_text(claim)
     if premise is None:
@@ -402,7 +398,7 @@ def _read_expertqa(path: str, scenario=None):
     yield LabelledItem(
         default_item_id(path, line, claim.system_name, f"{claim.claim_index:04d}"),
         claim.system_name, None, claim_example(premise, claim.claim), support,
-        support == EXPERTQA_COMPLETE, path, line, claim.question)
+        support.lower() == EXPERTQA_COMPLETE, path, line, claim.question)
 
 
 # xor-attriqa ------------------------------------------------------------------
@@ -578,7 +574,7 @@ FORMATS: Dict[str, LabelledFormat] = {
                            multi_premise=True),
     "expertqa": LabelledFormat(_read_expertqa, ("system",),
                                "support 'Complete' (Partial, Incomplete, Missing are "
-                               "not; N/A has no label)", EXPERTQA_FIELDS),
+                               "not; N/A has no label; any case)", EXPERTQA_FIELDS),
     "xor-attriqa": LabelledFormat(_read_xor_attriqa, ("query_language",),
                                   "ais Y / yes / true / 1", ("ais",)),
     "aggrefact": LabelledFormat(_read_aggrefact, ("dataset",),
