@@ -46,6 +46,11 @@ class ScorerConfig:
     return scorer
 
 
+def _is_threshold(value) -> bool:
+  return (isinstance(value, (int, float)) and not isinstance(value, bool)
+          and 0.0 <= value <= 1.0)
+
+
 def card_threshold(model: str, named: str) -> Optional[float]:
   """The threshold of a model directory's (or pinned hub id's) model card, or
   None where it has no card; ConfigError for a card without a threshold in
@@ -56,8 +61,7 @@ def card_threshold(model: str, named: str) -> Optional[float]:
   card = checkpoints.read_json(checkpoints.file_in(model, MODEL_CARD, "--model"),
                                "--model", named)
   threshold = card.get("threshold") if isinstance(card, dict) else None
-  if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (
-      0.0 <= threshold <= 1.0):
+  if not _is_threshold(threshold):
     raise ConfigError(f"--model {named}: {MODEL_CARD} has no threshold in "
                       f"[0, 1] (found {threshold!r})")
   return float(threshold)
@@ -100,8 +104,7 @@ def _served_card_threshold(options, given: FrozenSet[str], local_run: bool,
   threshold = served.get("card_threshold")
   if threshold is None:
     return "default (the served model has no model card)"
-  if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (
-      0.0 <= threshold <= 1.0):
+  if not _is_threshold(threshold):
     raise ConfigError(f"--endpoint {options.endpoint}: the served model's card_threshold "
                       f"is not a threshold in [0, 1] (found {threshold!r})")
   options.threshold = float(threshold)
