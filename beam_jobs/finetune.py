@@ -201,6 +201,8 @@ def run(argv=None) -> int:
       card = plain({
           "family": args.family, "base": base,
           "threshold": best["threshold"], "calibration": best["calibration"],
+          # The scorers refuse another --max_input_tokens beside this threshold.
+          "calibrated_max_input_tokens": trainable.scoring_max_input_tokens,
           "validation": best["validation"],
           "base_validation": record["base_evaluation"],
           "split_sizes": split_sizes(data), "training_data": data.described,

@@ -182,7 +182,7 @@ def load_served_model(args, model_path: str, tokenizer_path: Optional[str] = Non
   name, loaded by its family (transforms/scoring/registry.py)."""
   # pylint: disable=import-outside-toplevel
   from autoais.serve.batching import ServedModel
-  from autoais.transforms.scoring.config import CARD_FAMILIES, card_threshold
+  from autoais.transforms.scoring.config import CARD_FAMILIES, model_card
   from autoais.transforms.scoring.registry import FAMILIES
   family = FAMILIES[args.scorer]
   model, description = family.serve(args, model_path, tokenizer_path)
@@ -191,9 +191,15 @@ def load_served_model(args, model_path: str, tokenizer_path: Optional[str] = Non
   if args.scorer in CARD_FAMILIES:
     # A model `autoais finetune` trained: `--scorer remote` decides at its
     # card's threshold, as the family in process does.
-    threshold = card_threshold(model_path, model_path)
-    if threshold is not None:
-      description["card_threshold"] = threshold
+    # It decides at inputs of the card's length only (config._served_card_threshold):
+    # a card that does not say was calibrated at the model's default length.
+    card = model_card(model_path, model_path)
+    if card is not None:
+      description["card_threshold"] = card.threshold
+      description["card_max_input_tokens"] = (
+          card.max_input_tokens if card.max_input_tokens is not None
+          else None if args.max_input_tokens is not None
+          else description.get("max_input_tokens"))
   if family.scorer.gives_spans:  # what `--scorer remote` reads spans by
     description["unsupported_spans"] = True
   return ServedModel(model, args.scorer), description

@@ -140,6 +140,9 @@ def test_t5_loads_unchanged_and_agreement_on_validation_gives_the_cards_figures(
                                t5_model)
   assert record["scorer"]["threshold"] == card["threshold"]
   assert record["scorer"]["threshold_from"] == "model card (model_card.json)"
+  # The threshold was calibrated on scores at the scorer's default input
+  # length: the card says which (another --max_input_tokens is refused beside it).
+  assert card["calibrated_max_input_tokens"] == record["scorer"]["max_input_tokens"] == 512
   for name in ("n_rated", "accuracy", "balanced_accuracy", "cohen_kappa"):
     assert summary["overall"][name] == pytest.approx(card["validation"][name], abs=1e-12)
   assert summary["overall"]["roc_auc"] == pytest.approx(card["validation"]["roc_auc"],

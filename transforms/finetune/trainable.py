@@ -82,6 +82,9 @@ class Trainable:
     self.device = device
     self.tokenizer = checkpoints.load_tokenizer(base_dir, "--base", TOKENIZER_FILE_NAMES)
     self.max_input_tokens = resolve_max_input_tokens(self.tokenizer, max_input_tokens)
+    # The input length validation scores at, and so the card's threshold is
+    # calibrated at: the scorer's default for the model (not the training's).
+    self.scoring_max_input_tokens = resolve_max_input_tokens(self.tokenizer, None)
     config = AutoConfig.from_pretrained(base_dir, trust_remote_code=False)
     # The seed fixes every weight the base does not hold (a new head, LoRA's A).
     torch.manual_seed(seed)
@@ -176,8 +179,7 @@ class Trainable:
     """nli_score of each (premise, hypothesis) as the family's scorer computes
     it, premise windows included, from the weights as they are now."""
     import torch  # pylint: disable=import-outside-toplevel
-    from autoais.models.token_budget import (DEFAULT_TOKEN_BUDGET,  # pylint: disable=import-outside-toplevel
-                                             resolve_max_input_tokens)
+    from autoais.models.token_budget import DEFAULT_TOKEN_BUDGET  # pylint: disable=import-outside-toplevel
     # Dropout off before the scorer is built: T5NliModel checks its one-step
     # scores against the model's forward pass.
     self.trained.eval()
@@ -186,14 +188,12 @@ class Trainable:
         from autoais.models.t5_nli import T5NliModel  # pylint: disable=import-outside-toplevel
         self._scorer = T5NliModel(
             self.model, checkpoints.LockedTokenizer(self.tokenizer), self.base_dir,
-            self.device, resolve_max_input_tokens(self.tokenizer, None),
-            DEFAULT_TOKEN_BUDGET[self.device])
+            self.device, self.scoring_max_input_tokens, DEFAULT_TOKEN_BUDGET[self.device])
       else:
         from autoais.models.nli_classifier import NliClassifierModel  # pylint: disable=import-outside-toplevel
         self._scorer = NliClassifierModel(
             self.model, checkpoints.LockedTokenizer(self.tokenizer), self.device,
-            resolve_max_input_tokens(self.tokenizer, None),
-            DEFAULT_TOKEN_BUDGET[self.device], 1)
+            self.scoring_max_input_tokens, DEFAULT_TOKEN_BUDGET[self.device], 1)
     examples = [AttributionExample(p, h, "", "") for p, h in pairs]
     with torch.no_grad():
       if self.family == T5:

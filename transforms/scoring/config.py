@@ -13,7 +13,7 @@ check_flags (registry.FAMILIES), with the checks several share
 """
 import dataclasses
 import types
-from typing import Any, Dict, FrozenSet, Mapping, Optional
+from typing import Any, Dict, FrozenSet, Mapping, NamedTuple, Optional
 
 from autoais.models import hub
 from autoais.schemas.errors import ConfigError
@@ -27,6 +27,9 @@ from autoais.transforms.scoring.scorer import Scorer
 # validation split in this file; these families decide at it unless
 # --threshold is given (SPEC 5.12).
 MODEL_CARD = "model_card.json"
+# The card's input length of the validation scores its threshold was calibrated
+# on (beam_jobs/finetune.py writes it).
+CARD_INPUT_TOKENS = "calibrated_max_input_tokens"
 CARD_FAMILIES = ("t5", "nli-classifier")
 
 
@@ -51,39 +54,73 @@ def _is_threshold(value) -> bool:
           and 0.0 <= value <= 1.0)
 
 
-def card_threshold(model: str, named: str) -> Optional[float]:
-  """The threshold of a model directory's (or pinned hub id's) model card, or
-  None where it has no card; ConfigError for a card without a threshold in
-  [0, 1]. `named`: the model as the user named it, for the message."""
+class Card(NamedTuple):
+  """What the scorers read of a model card: its threshold, and the input
+  length the validation scores it was calibrated on were computed at (None
+  in a card written before finetune recorded it: the model's default)."""
+  threshold: float
+  max_input_tokens: Optional[int]
+
+
+def model_card(model: str, named: str) -> Optional[Card]:
+  """The Card of a model directory (or pinned hub id), or None where it has
+  none; ConfigError for a card without a threshold in [0, 1] or with an input
+  length that is not a positive integer. `named`: the model as the user named
+  it, for the message."""
   from autoais.models import checkpoints  # pylint: disable=import-outside-toplevel
   if MODEL_CARD not in checkpoints.list_dir(model, "--model"):
     return None
   card = checkpoints.read_json(checkpoints.file_in(model, MODEL_CARD, "--model"),
                                "--model", named)
-  threshold = card.get("threshold") if isinstance(card, dict) else None
+  card = card if isinstance(card, dict) else {}
+  threshold = card.get("threshold")
   if not _is_threshold(threshold):
     raise ConfigError(f"--model {named}: {MODEL_CARD} has no threshold in "
                       f"[0, 1] (found {threshold!r})")
-  return float(threshold)
+  length = card.get(CARD_INPUT_TOKENS)
+  if length is not None and not (isinstance(length, int) and not isinstance(length, bool)
+                                 and length > 0):
+    raise ConfigError(f"--model {named}: {MODEL_CARD}'s {CARD_INPUT_TOKENS} is not a "
+                      f"positive integer (found {length!r})")
+  return Card(float(threshold), length)
+
+
+def _uncalibrated_length(threshold: float, calibrated: Optional[int], length: Any,
+                         where: str, remedy: str) -> ConfigError:
+  """A model card's threshold beside inputs cut at another length than the
+  validation scores it was calibrated on: those score otherwise, and the
+  decisions would be at a threshold calibrated for other scores."""
+  at = (f"inputs of at most {calibrated} tokens" if calibrated is not None
+        else "the model's default input length (the card does not say which)")
+  return ConfigError(
+      f"{where}: the threshold of the model's {MODEL_CARD} ({threshold:.6g}) was "
+      f"calibrated on validation scores computed at {at}, and inputs cut at {length} "
+      f"tokens score otherwise. Give --threshold (the card's {threshold:.6g} to keep it "
+      f"anyway), or {remedy}")
 
 
 def _card_threshold(options, given: FrozenSet[str]) -> str:
   """Where a card family's threshold came from: --threshold where given, else
   the model card's, else the default. The jobs read options.threshold
   (agreement's header and calibration default), so a card's threshold is set
-  there."""
+  there. A --max_input_tokens other than the card's is refused beside it."""
   if "threshold" in given:
     return "--threshold"
   if options.decision != "threshold":
     return "unused (--decision decode)"
   if not options.model:
     return "default"
-  threshold = card_threshold(
+  card = model_card(
       hub.pin(options.model, options.model_revision, "--model", "--model_revision"),
       options.model)
-  if threshold is None:
+  if card is None:
     return f"default (the model has no {MODEL_CARD})"
-  options.threshold = threshold
+  if options.max_input_tokens is not None and options.max_input_tokens != card.max_input_tokens:
+    raise _uncalibrated_length(card.threshold, card.max_input_tokens,
+                               options.max_input_tokens,
+                               f"--max_input_tokens {options.max_input_tokens}",
+                               "drop --max_input_tokens")
+  options.threshold = card.threshold
   return f"model card ({MODEL_CARD})"
 
 
@@ -107,6 +144,11 @@ def _served_card_threshold(options, given: FrozenSet[str], local_run: bool,
   if not _is_threshold(threshold):
     raise ConfigError(f"--endpoint {options.endpoint}: the served model's card_threshold "
                       f"is not a threshold in [0, 1] (found {threshold!r})")
+  calibrated = served.get("card_max_input_tokens")
+  if calibrated is None or calibrated != served.get("max_input_tokens"):
+    raise _uncalibrated_length(threshold, calibrated, served.get("max_input_tokens"),
+                               f"--endpoint {options.endpoint}",
+                               "serve the model without --max_input_tokens")
   options.threshold = float(threshold)
   return "model card of the served model (/health card_threshold)"
 

@@ -109,7 +109,8 @@ class RemoteScorer(Scorer):
       return {"scorer": REMOTE, "served_model": {
           key: value for key, value in served.items()
           # The card's threshold decides, on this side; the scores are the same.
-          if key not in ("model", "device", "tokenizer_source", "card_threshold")},
+          if key not in ("model", "device", "tokenizer_source", "card_threshold",
+                         "card_max_input_tokens")},
           **spans}
     return {"scorer": REMOTE, "endpoint": self._options["endpoint"], **spans}
 

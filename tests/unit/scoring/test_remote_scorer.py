@@ -717,3 +717,52 @@ def test_a_served_card_is_refused_on_workers_where_the_launch_could_not_ask(
             ScorerOptions), frozenset({"scorer", "endpoint", "threshold"}), local_run=False)
     assert "refuse_served_card" not in given.settings
     assert given.scorer()._handler.load_model() is not None
+
+
+def test_a_cards_threshold_is_refused_beside_inputs_cut_at_another_length(
+    tiny_t5_dirs, example_corpus, tmp_path, capsys):
+  """A card's threshold was calibrated on validation scores computed at one
+  input length (calibrated_max_input_tokens; the model's default where the
+  card does not say). A run cutting inputs at another length, in process or
+  through a server started so, scores otherwise: it is refused unless
+  --threshold is given, instead of deciding at a threshold calibrated for
+  other scores. Before, both decided at the card's threshold unseen."""
+  from autoais.transforms.scoring.config import MODEL_CARD
+  card_dir = tmp_path / "finetuned"
+  shutil.copytree(tiny_t5_dirs[3], card_dir)
+  (card_dir / MODEL_CARD).write_text(json.dumps({"threshold": 0.4}))
+  # A card that does not say: the model's default length only.
+  assert _evaluate(example_corpus, tmp_path / "short", "--scorer", "t5", "--model",
+                   card_dir, "--max_input_tokens", 24) == 2
+  error = capsys.readouterr().err
+  assert ("--max_input_tokens 24: the threshold of the model's model_card.json (0.4) was "
+          "calibrated on validation scores computed at the model's default input length"
+          in error and "Give --threshold" in error)
+  assert not (tmp_path / "short" / "run.json").exists()
+  assert _evaluate(example_corpus, tmp_path / "plain", "--scorer", "t5", "--model",
+                   card_dir) == 0
+  default = json.loads((tmp_path / "plain" / "run.json").read_text())["scorer"]
+  length = default["max_input_tokens"]
+  (card_dir / MODEL_CARD).write_text(json.dumps(
+      {"threshold": 0.4, "calibrated_max_input_tokens": length}))
+  # The card's own length, given: accepted; another: refused; --threshold wins.
+  assert _evaluate(example_corpus, tmp_path / "same", "--scorer", "t5", "--model",
+                   card_dir, "--max_input_tokens", length) == 0
+  assert json.loads((tmp_path / "same" / "run.json").read_text())["scorer"][
+      "threshold_from"] == "model card (model_card.json)"
+  assert _evaluate(example_corpus, tmp_path / "short", "--scorer", "t5", "--model",
+                   card_dir, "--max_input_tokens", 24) == 2
+  assert f"computed at inputs of at most {length} tokens" in capsys.readouterr().err
+  assert _evaluate(example_corpus, tmp_path / "short", "--scorer", "t5", "--model",
+                   card_dir, "--max_input_tokens", 24, "--threshold", 0.4) == 0
+  with _serving(card_dir, "--max_input_tokens", "24") as url:
+    assert _evaluate(example_corpus, tmp_path / "remote", "--scorer", "remote",
+                     "--endpoint", url) == 2
+    error = capsys.readouterr().err
+    assert (f"--endpoint {url}: the threshold of the model's model_card.json (0.4) was "
+            f"calibrated on validation scores computed at inputs of at most {length} "
+            "tokens, and inputs cut at 24 tokens score otherwise" in error)
+    assert "serve the model without --max_input_tokens" in error
+    assert _evaluate(example_corpus, tmp_path / "remote", "--scorer", "remote",
+                     "--endpoint", url, "--threshold", 0.4) == 0
+
