@@ -20,6 +20,7 @@ from tests.support.paths import shared_file
 from tests.support.scorers import HashScorer, hash_score
 from autoais.transforms.claims import steps as claim_steps
 from autoais.transforms.claims.readers import read_claims_jsonl
+from autoais.transforms.io.dead_letters import dead_letter_json
 from autoais.transforms.labelled.expertqa import clean_text, did_abstain, read_expertqa
 from autoais.schemas import ClaimInput, DeadLetter
 
@@ -339,7 +340,7 @@ def test_a_support_label_that_is_not_utf8_is_rejected(tmp_path):
   """The support label is written to the claims table, which cannot hold bytes
   that are not UTF-8: the claim is dead-lettered naming the field (found by
   tests/robustness/test_reader_properties.py: it was read, for the writer to
-  fail)."""
+  fail), as non_utf8 (it was wrong_type: "expected a string of UTF-8 text")."""
   for read, line in ((read_claims_jsonl, b'{"question": "q", "claim": "c", '
                       b'"support": "Compl\xffete"}\n'),
                      (read_expertqa, b'{"question": "q", "answers": {"s": {"claims": '
@@ -347,8 +348,49 @@ def test_a_support_label_that_is_not_utf8_is_rejected(tmp_path):
     path = tmp_path / "claims.jsonl"
     path.write_bytes(line)
     (item,) = read(str(path))
-    assert isinstance(item, DeadLetter) and item.reason == "wrong_type"
+    assert isinstance(item, DeadLetter) and item.reason == "non_utf8"
     assert item.field.endswith("support") and item.source_line == 1
+    assert item.message.endswith("field 'support': bytes that are not UTF-8") or (
+        item.message.endswith(".support': bytes that are not UTF-8"))
+
+
+def test_bytes_that_are_not_utf8_in_a_claims_field_are_named_non_utf8(tmp_path):
+  """Each text field of a claim (its system, question, answer, claim, an
+  evidence item) holding bytes that are not UTF-8 is rejected as non_utf8,
+  naming the field (an evidence item by its index). Before, they were
+  wrong_type, "expected the claim, a string", of a field that is one."""
+  bad = b"x\xffy"
+  flat = {"system_name": b'"s"', "question": b'"q"', "answer": b'"a"', "claim": b'"c"',
+          "evidence": b'["e0", "e1"]'}
+  for field, value, named in (("system_name", b'"' + bad + b'"', "system_name"),
+                              ("question", b'"' + bad + b'"', "question"),
+                              ("answer", b'"' + bad + b'"', "answer"),
+                              ("claim", b'"' + bad + b'"', "claim"),
+                              ("evidence", b'["e0", "' + bad + b'"]', "evidence[1]")):
+    record = dict(flat, **{field: value})
+    path = tmp_path / "claims.jsonl"
+    path.write_bytes(b"{" + b", ".join(b'"%s": %s' % (k.encode(), v)
+                                       for k, v in record.items()) + b"}\n")
+    (item,) = read_claims_jsonl(str(path))
+    assert isinstance(item, DeadLetter), field
+    assert (item.reason, item.field, item.source_line) == ("non_utf8", named, 1)
+    assert item.message == f"{path}:1: field '{named}': bytes that are not UTF-8"
+  expertqa = (b'{"question": "q", "answers": {"s": {"answer_string": "a", "claims": '
+              b'[{"claim_string": "c", "evidence": ["e0", "e1"]}]}}}\n')
+  for old, new, named in ((b'"q"', b'"' + bad + b'"', "question"),
+                          (b'"a"', b'"' + bad + b'"', "answers.s.answer_string"),
+                          (b'"c"', b'"' + bad + b'"', "answers.s.claims[0].claim_string"),
+                          (b'"e1"', b'"' + bad + b'"', "answers.s.claims[0].evidence[1]"),
+                          (b'"s"', b'"' + bad + b'"', "answers.x\\xffy")):
+    path = tmp_path / "expertqa.jsonl"
+    path.write_bytes(expertqa.replace(old, new, 1))
+    (item,) = read_expertqa(str(path))
+    assert isinstance(item, DeadLetter), named
+    assert (item.reason, item.field) == ("non_utf8", named), named
+    # Written whole: the field escaped (a system's key; it stopped the job with
+    # UnicodeEncodeError), the record still JSON with its nested text escaped.
+    written = json.loads(dead_letter_json(item))
+    assert written["field"] == named and isinstance(written["record"], dict), named
 
 
 def test_a_support_label_that_is_none_of_expertqas_is_rejected(tmp_path):

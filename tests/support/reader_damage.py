@@ -1041,11 +1041,10 @@ def claim_files(draw):
                                     "support", "answer"]))
       if field == "evidence":
         fields["evidence"] = (fields.get("evidence") or []) + [_INVALID_BYTE_MARK]
+        field = f"evidence[{len(fields['evidence']) - 1}]"
       else:
         fields[field] = (fields.get(field) or "x") + _INVALID_BYTE_MARK
-      # Read as not a usable string (a system name: as an empty one).
-      reasons = ("non_utf8", "wrong_type") + (
-          ("empty_system_name",) if field == "system_name" else ())
+      reasons = ("non_utf8",)
     else:
       records.append(Record(draw(_broken_json_lines()) + ending.encode(),
                             reasons=("malformed_json", "non_utf8")))
@@ -1114,9 +1113,10 @@ def _expertqa_claim(draw, field: str):
     name = draw(st.sampled_from(["claim_string", "evidence", "support"]))
     if name == "evidence":
       claim["evidence"] = (claim.get("evidence") or []) + [_INVALID_BYTE_MARK]
+      name = f"evidence[{len(claim['evidence']) - 1}]"
     else:
       claim[name] = (claim.get(name) or "x") + _INVALID_BYTE_MARK
-    return claim, None, ("wrong_type", "non_utf8"), f"{field}.{name}"
+    return claim, None, ("non_utf8",), f"{field}.{name}"
   support = (claim.get("support") or "").strip() or None
   return claim, (claim["claim_string"], claim.get("evidence") or [], support), (), None
 

@@ -17,8 +17,8 @@ from autoais.schemas import ClaimInput, DeadLetter
 from autoais.transforms.io.fields import json_record, rejected
 from autoais.transforms.io.inputs import system_name_from_path
 from autoais.transforms.io.input_records import jsonl_records
-from autoais.transforms.labelled.expertqa import (BadField, bad_type_reason, claim_fields,
-                                          did_abstain, usable_text)
+from autoais.transforms.labelled.expertqa import (BadField, claim_fields, did_abstain,
+                                                  text_fault, usable_text)
 
 
 # What every line of the flat format needs (checked in its first record at launch).
@@ -42,19 +42,22 @@ def read_claims_jsonl(path: str) -> Iterator[Union[ClaimInput, DeadLetter]]:
     record = json_record(fields)
     system = fields.get("system_name", default_system)
     if usable_text(system) is None or not system.strip():
-      yield rejected(path, line, "empty_system_name" if isinstance(system, str)
-                     else "wrong_type", "the system name is empty or not a string",
-                     record, "system_name")
+      reason, message = text_fault(system, "the system name is empty or not a string")
+      if isinstance(system, str) and not system.strip():
+        reason = "empty_system_name"
+      elif reason == "missing_field":  # given as null
+        reason = "wrong_type"
+      yield rejected(path, line, reason, message, record, "system_name")
       continue
     question = usable_text(fields.get("question"))
     if question is None or not question.strip():
-      yield rejected(path, line, bad_type_reason(fields.get("question")),
-                     "the question is missing, empty or not a string", record,
-                     "question")
+      yield rejected(path, line, *text_fault(
+          fields.get("question"), "the question is missing, empty or not a string"),
+                     record, "question")
       continue
     answer = fields.get("answer")
     if answer is not None and usable_text(answer) is None:
-      yield rejected(path, line, "wrong_type", "expected a string", record, "answer")
+      yield rejected(path, line, *text_fault(answer, "expected a string"), record, "answer")
       continue
     parsed = claim_fields(fields.get("claim"), fields.get("evidence"),
                           fields.get("support"), claim_name="claim")

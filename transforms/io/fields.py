@@ -38,11 +38,19 @@ def _escape_surrogate(ch: str) -> str:
   return f"\\u{code:04x}"
 
 
+def _printable_fields(value):
+  """_printable of every text of a record, nested lists and objects included:
+  escaped before the record is written as JSON, so that it stays JSON."""
+  if isinstance(value, dict):
+    return {_printable(k): _printable_fields(v) for k, v in value.items()}
+  if isinstance(value, list):
+    return [_printable_fields(item) for item in value]
+  return _printable(value)
+
+
 def json_record(fields: Dict[str, object]) -> str:
-  if isinstance(fields, dict):
-    fields = {_printable(k): _printable(v) for k, v in fields.items()}
-  return raw_record(json.dumps(fields, ensure_ascii=False, sort_keys=True,
-                                default=str))
+  return raw_record(json.dumps(_printable_fields(fields), ensure_ascii=False,
+                               sort_keys=True, default=str))
 
 
 def has_surrogates(text: str) -> bool:
@@ -75,6 +83,9 @@ def surrogate_field(value, where: str = "") -> Optional[str]:
 
 def rejected(path: str, line: int, reason: str, message: str, record: str,
              field: Optional[str] = None) -> DeadLetter:
+  # A field named by the data (an ExpertQA system's key) can hold bytes that
+  # are not UTF-8: escaped, or the dead letter could not be written.
+  field = _printable(field)
   location = f"{path}:{line}" + (f": field '{field}'" if field else "")
   return DeadLetter(path, line, REJECTED, reason, field,
                     f"{location}: {message}", record)

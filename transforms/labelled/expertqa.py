@@ -28,10 +28,10 @@ re-implemented here:
 * an answer abstains if its text contains one of the reference's phrases.
 """
 import re
-from typing import Iterator, List, NamedTuple, Optional, Union
+from typing import Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from autoais.schemas import UNMATCHED, ClaimInput, DeadLetter
-from autoais.transforms.io.fields import has_surrogates, json_record, rejected
+from autoais.transforms.io.fields import has_surrogates, json_record, rejected, surrogate_field
 from autoais.transforms.io.input_records import jsonl_records
 
 _CITATION_MARKER = re.compile(r"\[\d\]\s?")
@@ -84,6 +84,15 @@ def bad_type_reason(value) -> str:
   return "missing_field" if value is None else "wrong_type"
 
 
+def text_fault(value, message: str) -> Tuple[str, str]:
+  """(reason, message) of a field that is not usable text: text holding bytes
+  that are not UTF-8 says so (non_utf8); anything else is missing_field or
+  wrong_type, with `message`."""
+  if isinstance(value, str) and has_surrogates(value):
+    return "non_utf8", "bytes that are not UTF-8"
+  return bad_type_reason(value), message
+
+
 def read_expertqa(path: str) -> Iterator[Union[ClaimInput, DeadLetter]]:
   for item in jsonl_records(path):
     if isinstance(item, DeadLetter):
@@ -92,8 +101,8 @@ def read_expertqa(path: str) -> Iterator[Union[ClaimInput, DeadLetter]]:
     line, fields = item
     question = usable_text(fields.get("question"))
     if question is None or not question.strip():
-      yield rejected(path, line, bad_type_reason(fields.get("question")),
-                     "the question is missing, empty or not a string",
+      yield rejected(path, line, *text_fault(
+          fields.get("question"), "the question is missing, empty or not a string"),
                      json_record(fields), "question")
       continue
     answers = fields.get("answers")
@@ -112,8 +121,8 @@ def _expertqa_answer(path, line, question, system, answer):
   field = f"answers.{system}"
   context = {"question": question, "system_name": system}
   if not system.strip() or has_surrogates(system):
-    yield rejected(path, line, "empty_system_name", "the system name is empty",
-                   json_record(context), field)
+    yield rejected(path, line, *(text_fault(system, "") if system.strip() else (
+        "empty_system_name", "the system name is empty")), json_record(context), field)
     return
   if not isinstance(answer, dict):
     yield rejected(path, line, "wrong_type", "expected an answer object",
@@ -121,7 +130,7 @@ def _expertqa_answer(path, line, question, system, answer):
     return
   answer_string = answer.get("answer_string")
   if answer_string is not None and usable_text(answer_string) is None:
-    yield rejected(path, line, "wrong_type", "expected a string",
+    yield rejected(path, line, *text_fault(answer_string, "expected a string"),
                    json_record(dict(context, answer_string=answer_string)),
                    f"{field}.answer_string")
     return
@@ -166,15 +175,18 @@ def claim_fields(claim, evidence, support, claim_name: str = "claim_string"):
   """(claim, evidence, support), or the BadField at fault."""
   text = usable_text(claim)
   if text is None:
-    return BadField(claim_name, bad_type_reason(claim), "expected the claim, a string")
+    return BadField(claim_name, *text_fault(claim, "expected the claim, a string"))
   if not text.strip():
     return BadField(claim_name, "empty_claim", "the claim is empty")
   items = _evidence(evidence)
   if items is None:
+    unreadable = surrogate_field(evidence, "evidence")
+    if unreadable is not None:
+      return BadField(unreadable, "non_utf8", "bytes that are not UTF-8")
     return BadField("evidence", "wrong_type", "expected a list of strings")
   label = _support(support)
   if label is False:
-    return BadField("support", "wrong_type", "expected a string of UTF-8 text")
+    return BadField("support", *text_fault(support, "expected a string of UTF-8 text"))
   if label is not None and label.lower() not in _SUPPORT_VALUES:
     # A label misspelt would otherwise leave the agreement figures unseen.
     return BadField("support", "invalid_value", f"support must be "
