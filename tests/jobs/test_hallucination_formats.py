@@ -393,3 +393,34 @@ def test_faithbench_sample_lines_in_other_layouts(tmp_path):
   assert [text[line - 1].strip() for line, _ in found] == ["{", "{"]
   path.write_text(json.dumps({"samples": samples}), encoding="utf-8")
   assert list(faithbench_samples(str(path))) == [(1, samples[0]), (1, samples[1])]
+
+
+def test_faithbench_keys_given_twice_are_refused(tmp_path, capsys):
+  """json keeps the last of two values of a key unseen. A second "samples"
+  list made the launch check one list and the reader walk the other: refused
+  at launch, naming the line. A sample giving a field twice ("summary") is
+  dead-lettered as repeated_key, naming it; the other samples are read."""
+  samples = [sample for sample, _ in sets.FAITHBENCH_SAMPLES[:3]]
+  text = json.dumps({"samples": samples}, indent=1)
+  twice = tmp_path / "batch_6.json"
+  twice.write_text(text[:-2] + ',\n "samples": []\n}', encoding="utf-8")
+  assert json.loads(twice.read_text())["samples"] == []
+  assert _run(tmp_path / "out", [twice], "faithbench") == 2
+  last_line = twice.read_text().count("\n")
+  assert (f"{twice}:{last_line}: the key 'samples' is given twice in the document's "
+          "object") in capsys.readouterr().err
+  sample = json.dumps(samples[1])
+  assert sample.startswith('{"sample_id": 1, ')
+  repeated = sample.replace('{"sample_id": 1, ', '{"sample_id": 1, "summary": "other", ')
+  path = tmp_path / "batch_7.json"
+  path.write_text('{"samples": [\n' + ",\n".join(
+      [json.dumps(samples[0]), repeated, json.dumps(samples[2])]) + "\n]}",
+                  encoding="utf-8")
+  items = list(read_faithbench(str(path)))
+  dead = [item for item in items if not hasattr(item, "example")]
+  assert [(d.source_line, d.reason, d.field) for d in dead] == [
+      (3, "repeated_key", "summary")]
+  assert dead[0].message == (f"{path}:3: field 'summary': a sample: the key 'summary' is "
+                             "given twice in one object (a JSON reader keeps one of the "
+                             "two unseen)")
+  assert [item.source_line for item in items if hasattr(item, "example")] == [2, 4]

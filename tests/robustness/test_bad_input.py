@@ -73,6 +73,9 @@ def bad_run(corpus, tmp_path_factory):
       json.dumps({"question": "who wrote pride and prejudice", "answer": "Jane Austen",
                   "attribution": f"{W}/Pride_and_Prejudice#Pride_and_Prejudice#0"}),
       json.dumps({"question": "is the sun a star", "attribution": f"{W}/Sun#Sun#0"}),
+      # The answer given twice: json keeps the last unseen; which is meant?
+      '{"question": "who wrote hamlet", "answer": "Shakespeare", "answer": "Marlowe", '
+      f'"attribution": "{W}/Hamlet#Hamlet#0"}}',
   ]) + "\n", encoding="utf-8")
   output = root / "out"
   assert run_job(evaluate, "--predictions", f"{predictions}/*", "--corpus", corpus,
@@ -94,6 +97,7 @@ def _dead(output):
     (("sys-a.csv", 7), "unmatched", "question_not_in_gold", "question"),
     (("sys-a.csv", 9), "rejected", "non_utf8", "answer"),
     (("sys-b.jsonl", 2), "rejected", "missing_field", "answer"),
+    (("sys-b.jsonl", 3), "rejected", "repeated_key", "answer"),
 ])
 def test_each_bad_row_lands_in_dead_letter(bad_run, where, kind, reason, field):
   dead = _dead(bad_run)[where]
@@ -110,10 +114,10 @@ def test_duplicate_keeps_the_first_row(bad_run):
 def test_counts_reconcile(bad_run):
   manifest = json.loads((bad_run / "run.json").read_text())
   counts = manifest["counts"]
-  assert counts["read"] == 10  # every data record of both files
-  assert (counts["scored"], counts["rejected"], counts["unmatched"]) == (3, 5, 2)
+  assert counts["read"] == 11  # every data record of both files
+  assert (counts["scored"], counts["rejected"], counts["unmatched"]) == (3, 6, 2)
   assert counts["reconciled"] is True
-  assert len(read_jsonl(bad_run / "dead_letter.jsonl")) == 7
+  assert len(read_jsonl(bad_run / "dead_letter.jsonl")) == 8
   leaderboard = json.loads((bad_run / "leaderboard.json").read_text())["systems"]
   sys_a = next(s for s in leaderboard if s["system_name"] == "sys-a")
   # Kept: mona lisa, mercury (unknown passage: N but graded), mars.

@@ -34,7 +34,7 @@ from autoais.schemas import CitationItem, DeadLetter
 from autoais.transforms.citations.alce import format_document
 from autoais.transforms.io.fields import has_surrogates, json_record, raw_record, rejected
 from autoais.transforms.io.inputs import UTF8_BOM, open_input, system_name_from_path
-from autoais.transforms.io.input_records import jsonl_records
+from autoais.transforms.io.input_records import JSON_DECODER, RepeatedKey, jsonl_records
 
 _WHITESPACE = " \t\n\r"
 # What every item needs (in the JSON Lines variant, checked in the first record
@@ -240,8 +240,41 @@ class _Walker:
     return self.position
 
   def value(self):
-    value, self.position = self._decoder.raw_decode(self.text, self.start())
+    """The next value; RepeatedKey (the walker past the value) where an object
+    in it gives a key twice."""
+    start = self.start()
+    try:
+      value, self.position = JSON_DECODER.raw_decode(self.text, start)
+    except RepeatedKey:
+      _, self.position = self._decoder.raw_decode(self.text, start)
+      raise
     return value
+
+  def skip(self) -> None:
+    """Past the next value, which is not read."""
+    _, self.position = self._decoder.raw_decode(self.text, self.start())
+
+  def repeated(self, key: str, seen: set) -> None:
+    """A JSONDecodeError where `key` is already among the `seen` keys of the
+    object walked: json would keep its last value unseen."""
+    if key in seen:
+      raise _RepeatedMember(f"the key {key!r} is given twice in one object",
+                            self.text, self.position)
+    seen.add(key)
+
+
+class _RepeatedMember(json.JSONDecodeError):
+  """A key of the walked document given twice in one object."""
+
+
+def _repeated_item(path: str, line: int, index: int, error: RepeatedKey, text: str,
+                   start: int) -> DeadLetter:
+  return rejected(path, line, "repeated_key", f"item {index}: {error}",
+                  raw_record(text[start:start + 200]), error.key)
+
+
+def _broken(error) -> str:
+  return "repeated_key" if isinstance(error, _RepeatedMember) else "malformed_json"
 
 
 def read_alce_document(path: str, qampari: Optional[bool] = None
@@ -253,11 +286,12 @@ def read_alce_document(path: str, qampari: Optional[bool] = None
   qampari = is_qampari_file(path) if qampari is None else qampari
   text = _document_text(path)
   walker, lines = _Walker(text), _Lines(text)
-  found, index = False, 0
+  found, index, keys = False, 0, set()
   try:
     walker.expect("{", 'a JSON object {"data": [...]}')
     while not walker.at("}"):
       key = walker.value()
+      walker.repeated(key, keys)
       walker.expect(":", "':'")
       if key == "data" and walker.at("["):
         found = True
@@ -265,19 +299,23 @@ def read_alce_document(path: str, qampari: Optional[bool] = None
         while not walker.at("]"):
           if index:
             walker.expect(",", "',' or ']'")
-          line = lines.at(walker.start())
-          yield parse_item(walker.value(), system, index, qampari, path, line)
+          start = walker.start()
+          line = lines.at(start)
+          try:
+            yield parse_item(walker.value(), system, index, qampari, path, line)
+          except RepeatedKey as repeated:
+            yield _repeated_item(path, line, index, repeated, text, start)
           index += 1
         walker.expect("]", "']'")
       else:
-        walker.value()
+        walker.skip()
       if walker.at("}"):
         break
       walker.expect(",", "',' or '}'")
   except (json.JSONDecodeError, RecursionError) as error:
     where = max(getattr(error, "pos", walker.position), walker.position)
     after = f" (after item {index - 1})" if found and index else ""
-    yield rejected(path, lines.at(where), "malformed_json",
+    yield rejected(path, lines.at(where), _broken(error),
                    f"not a JSON document{after}: {error}",
                    raw_record(text[where:where + 200]), "data" if found else None)
     return
@@ -314,10 +352,16 @@ def read_alce_human_eval(path: str, qampari: Optional[bool] = None
               os.path.basename(path), str(dataset), system_file))
         for key in _members(walker, where):
           if key == OVERALL_RESULTS:
-            walker.value()
+            walker.skip()
             continue
-          line = lines.at(walker.start())
-          fields = walker.value()
+          start = walker.start()
+          line = lines.at(start)
+          try:
+            fields = walker.value()
+          except RepeatedKey as repeated:
+            yield _repeated_item(path, line, index, repeated, text, start)
+            index += 1
+            continue
           if not system.strip() or has_surrogates(system):
             yield rejected(path, line, "empty_system_name", f"item {index}: the system "
                            f"key {system_file!r} names no system", json_record(fields))
@@ -327,7 +371,7 @@ def read_alce_human_eval(path: str, qampari: Optional[bool] = None
   except (json.JSONDecodeError, RecursionError) as error:
     at = max(getattr(error, "pos", walker.position), walker.position)
     after = f" (after item {index - 1})" if index else ""
-    yield rejected(path, lines.at(at), "malformed_json",
+    yield rejected(path, lines.at(at), _broken(error),
                    f"not ALCE's human_eval layout {where}{after}: {error}",
                    raw_record(text[at:at + 200]))
 
@@ -335,7 +379,7 @@ def read_alce_human_eval(path: str, qampari: Optional[bool] = None
 def _members(walker: _Walker, where: str) -> Iterator[str]:
   """The keys of the object the walker has just entered, the walker left at
   each key's value (which the caller reads); consumes the closing brace."""
-  first = True
+  first, keys = True, set()
   while not walker.at("}"):
     if not first:
       walker.expect(",", "',' or '}'")
@@ -344,6 +388,7 @@ def _members(walker: _Walker, where: str) -> Iterator[str]:
     if not isinstance(key, str):
       raise json.JSONDecodeError(f"expected a key of {where}", walker.text,
                                  walker.position)
+    walker.repeated(key, keys)
     walker.expect(":", "':'")
     yield key
   walker.expect("}", "'}'")

@@ -158,11 +158,41 @@ def _csv_records(path: str) -> Iterator[Union[tuple, DeadLetter]]:
       yield line, dict(zip(header, values))
 
 
+class RepeatedKey(ValueError):
+  """A JSON object that gives one key twice: json keeps the last value
+  unseen, and which one the writer meant is not known."""
+
+  def __init__(self, key: str):
+    super().__init__(f"the key {key!r} is given twice in one object (a JSON reader "
+                     "keeps one of the two unseen)")
+    self.key = key
+
+
+def _unique_keys(pairs):
+  found = dict(pairs)
+  if len(found) != len(pairs):
+    seen = set()
+    raise RepeatedKey(next(key for key, _ in pairs if key in seen or seen.add(key)))
+  return found
+
+
+# Every JSON input is decoded by it: a repeated key is refused, not resolved.
+JSON_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+
 def _json_object(text: str):
+  """The decoded value, or None where the text is not JSON; RepeatedKey raised."""
   try:
-    return json.loads(text)
+    return JSON_DECODER.decode(text)
+  except RepeatedKey:
+    raise
   except (ValueError, RecursionError):
     return None
+
+
+def _repeated_key(path: str, line: int, error: RepeatedKey, decoded: str) -> DeadLetter:
+  return rejected(path, line, "repeated_key", str(error),
+                  raw_record(decoded.rstrip("\r\n")), error.key)
 
 
 def jsonl_records(path: str) -> Iterator[Union[tuple, DeadLetter]]:
@@ -180,7 +210,11 @@ def jsonl_records(path: str) -> Iterator[Union[tuple, DeadLetter]]:
         # Parsed all the same (bytes kept as surrogates) to name the field that
         # holds them; a line that is not JSON either is rejected as not UTF-8.
         decoded = raw.decode("utf-8", "surrogateescape")
-        fields = _json_object(decoded)
+        try:
+          fields = _json_object(decoded)
+        except RepeatedKey as repeated:
+          yield _repeated_key(path, line, repeated, decoded)
+          continue
         if not isinstance(fields, dict):
           yield rejected(path, line, "non_utf8",
                          f"bytes that are not UTF-8 at offset {error.start}",
@@ -188,7 +222,10 @@ def jsonl_records(path: str) -> Iterator[Union[tuple, DeadLetter]]:
           continue
       else:
         try:
-          fields = json.loads(decoded)
+          fields = JSON_DECODER.decode(decoded)
+        except RepeatedKey as repeated:
+          yield _repeated_key(path, line, repeated, decoded)
+          continue
         except (ValueError, RecursionError) as error:
           yield rejected(path, line, "malformed_json", f"not a JSON object: {error}",
                          raw_record(decoded.rstrip("\r\n")))

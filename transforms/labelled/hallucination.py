@@ -45,8 +45,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from autoais.schemas import AttributionExample, DeadLetter, LabelledItem, TextSpan
 from autoais.schemas.errors import InputError
-from autoais.transforms.io.fields import has_surrogates, json_record, rejected
-from autoais.transforms.io.input_records import LeftOut, jsonl_records, records
+from autoais.transforms.io.fields import has_surrogates, json_record, raw_record, rejected
+from autoais.transforms.io.input_records import (JSON_DECODER, LeftOut, RepeatedKey,
+                                                 jsonl_records, records)
 from autoais.transforms.io.inputs import (check_input_file, open_input, system_name_from_path,
                                           uncompressed_name)
 from autoais.transforms.labelled.items import (default_item_id, parse_label, parse_records,
@@ -309,10 +310,17 @@ def _next_value(text: str, index: int, closer: str) -> Optional[int]:
   return None if text[index] == closer else index
 
 
+class RepeatedSample(NamedTuple):
+  """A FaithBench sample whose object gives a key twice, and its text."""
+  error: RepeatedKey
+  text: str
+
+
 def faithbench_samples(path: str) -> Iterator[Tuple[int, object]]:
   """(line where it starts, value) of each element of the document's
-  "samples" list. Raises InputError where the file is not one JSON object with
-  a "samples" list."""
+  "samples" list; the value is a RepeatedSample where an object in it gives a
+  key twice. Raises InputError where the file is not one JSON object with one
+  "samples" list (or gives any of its own keys twice)."""
   text = _faithbench_text(path)
   try:
     document = json.loads(text)
@@ -322,23 +330,33 @@ def faithbench_samples(path: str) -> Iterator[Tuple[int, object]]:
   if not isinstance(document, dict) or not isinstance(document.get("samples"), list):
     raise InputError(f"{path}: expected a JSON object with a list \"samples\" "
                      "(FaithBench's data_for_release/batch_*.json)")
-  # Walk the (valid) document again for the line of each sample.
+  # Walk the (valid) document again for the line of each sample. Its keys
+  # first: a second "samples" (json keeps the last, this walk would read the
+  # first) is refused, as is any key given twice.
   decoder = json.JSONDecoder()
+  members = []
   index = _skip_space(text, 0) + 1  # past "{"
-  line, counted = 1, 0
   while (index := _next_value(text, index, "}")) is not None:
     key, index = decoder.raw_decode(text, index)
     index = _skip_space(text, _skip_space(text, index) + 1)  # past ":"
-    if key != "samples":
+    if key in (name for name, _ in members):
+      raise InputError(f"{path}:{text.count(chr(10), 0, index) + 1}: the key {key!r} is "
+                       "given twice in the document's object (a JSON reader keeps one "
+                       "of the two unseen)")
+    members.append((key, index))
+    _, index = decoder.raw_decode(text, index)
+  index = dict(members)["samples"] + 1  # past "["
+  line, counted = 1, 0
+  while (index := _next_value(text, index, "]")) is not None:
+    line += text.count("\n", counted, index)
+    counted = index
+    start = index
+    try:
+      value, index = JSON_DECODER.raw_decode(text, index)
+    except RepeatedKey as repeated:
       _, index = decoder.raw_decode(text, index)
-      continue
-    index += 1  # past "["
-    while (index := _next_value(text, index, "]")) is not None:
-      line += text.count("\n", counted, index)
-      counted = index
-      value, index = decoder.raw_decode(text, index)
-      yield line, value
-    return
+      value = RepeatedSample(repeated, text[start:index])
+    yield line, value
 
 
 def check_faithbench_file(path: str) -> None:
@@ -406,6 +424,10 @@ def read_faithbench(path: str, scenario=None) -> Iterator[Union[LabelledItem, De
   del scenario
   stem = system_name_from_path(path)
   for line, sample in faithbench_samples(path):
+    if isinstance(sample, RepeatedSample):
+      yield rejected(path, line, "repeated_key", f"a sample: {sample.error}",
+                     raw_record(sample.text), sample.error.key)
+      continue
     if not isinstance(sample, dict):
       yield rejected(path, line, "malformed_json", "a sample is not a JSON object",
                      json_record({"sample": sample}))

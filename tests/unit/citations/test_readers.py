@@ -179,3 +179,37 @@ def test_human_eval_layout_breaks_and_bad_items(tmp_path):
   path = _write(tmp_path / "e.json", json.dumps({"asqa": {"": {"1": JUDGED}}}))
   (dead,) = read_alce_human_eval(path)
   assert dead.reason == "empty_system_name"
+
+
+def test_keys_given_twice_are_refused(tmp_path):
+  """json keeps the last value of a key given twice unseen (ALCE's eval.py,
+  json.load, would score the last "data" list; this walker read both). An item
+  giving a field twice is dead-lettered as repeated_key, naming it, and the
+  items after it are read; a second "data" list, or a question id given twice
+  in the human_eval layout, stops the document there (the items before are kept)."""
+  repeated = json.dumps(GOOD).replace('"output": ', '"output": "other", "output": ')
+  text = ('{"data": [\n' + json.dumps(GOOD) + ",\n" + repeated + ",\n" + json.dumps(GOOD)
+          + '\n],\n"data": [\n' + json.dumps(GOOD) + "\n]}")
+  parsed = list(read_alce_document(_write(tmp_path / "s.json", text)))
+  assert [(type(p).__name__, p.source_line) for p in parsed] == [
+      ("CitationItem", 2), ("DeadLetter", 3), ("CitationItem", 4), ("DeadLetter", 6)]
+  assert (parsed[1].reason, parsed[1].field) == ("repeated_key", "output")
+  assert parsed[1].message.endswith("field 'output': item 1: the key 'output' is given "
+                                    "twice in one object (a JSON reader keeps one of the "
+                                    "two unseen)")
+  assert parsed[3].reason == "repeated_key" and (
+      "the key 'data' is given twice in one object" in parsed[3].message)
+  assert [p.item_index for p in parsed if isinstance(p, CitationItem)] == [0, 2]
+  text = _human_eval({"asqa": {"s.json": {"1": JUDGED, "2": JUDGED}}}).replace(
+      '"2": {', '"1": {')
+  parsed = list(read_alce_human_eval(_write(tmp_path / "h.json", text)))
+  assert isinstance(parsed[0], CitationItem) and len(parsed) == 2
+  assert parsed[1].reason == "repeated_key" and "the key '1' is given twice" in (
+      parsed[1].message)
+  inner = _human_eval({"asqa": {"s.json": {"1": dict(JUDGED, question="q1"),
+                                           "2": JUDGED}}}).replace(
+      '"question": "q1",', '"question": "q1", "question": "q0",')
+  parsed = list(read_alce_human_eval(_write(tmp_path / "i.json", inner)))
+  assert [(type(p).__name__, getattr(p, "field", None)) for p in parsed] == [
+      ("DeadLetter", "question"), ("CitationItem", None)]
+  assert parsed[0].reason == "repeated_key" and parsed[1].item_index == 1
