@@ -60,7 +60,8 @@ from autoais.transforms.compare.tables import WriteCompareFiles
 from autoais.transforms.rows.merge import row_table_parts
 from autoais.transforms.rows.run_record import REGRESSION, RunRecord, WriteRunRecord
 from autoais.transforms.scoring.flags import boolean_flag
-from autoais.transforms.scoring.label import compared_measure, measure_name, named_figures
+from autoais.transforms.scoring.label import (compared_measure, measure_name, named_figures,
+                                              scored_by)
 from autoais.transforms.scoring.scorer import SCORE_IDENTITY
 
 OUTPUT_FILES = ("run.json", "compare.csv", "compare.parquet", "compare_systems.csv",
@@ -240,6 +241,10 @@ class _Plan:
           "Pass --allow_changed_scorer true to compare the scorers themselves")
     labelled = self.kind.label is not None
     measure = compared_measure(*(self.runs[run].get("scorer") for run in RUNS))
+    # What a regression is a fall of, as the console says it (run.json).
+    self.regression_measure = ("balanced accuracy (accuracy in a group whose items hold one "
+                               "label)" if labelled else measure + (
+        " (citation recall)" if self.kind.precision else ""))
     self.header = {
         "job": self.kind.job,
         "regression_on": named_figures(
@@ -254,6 +259,7 @@ class _Plan:
         "scorer_changed": self.scorer_changed,
         # What scored each run, as its run.json records it (named on every page).
         "scorers": {run: self.runs[run].get("scorer") for run in RUNS},
+        "scored_by": {run: scored_by(self.runs[run].get("scorer")) for run in RUNS},
         "gold_compared_by": ("content (gold_digest)" if all(
             self.runs[run].get("gold_digest") for run in RUNS) else
                              "file name and question count"),
@@ -287,6 +293,7 @@ class _CompareRecord(RunRecord):
         "scorer": self._plan.header["scorer"],
         "scorer_changed": self._plan.scorer_changed,
         "fail_on_regression": self._fail_points,
+        "regression_measure": self._plan.regression_measure,
         **summary,
     }
 

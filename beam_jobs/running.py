@@ -194,7 +194,8 @@ def _exit_code_of_outputs(job_name: str, output_dir) -> int:
     return 0
   record = read_run_record(output_dir.join("run.json"))
   if record.get("status") == REGRESSION:
-    print(f"autoais {job_name}: the outputs are written, and AutoAIS fell by more "
+    print(f"autoais {job_name}: the outputs are written, and "
+          f"{record.get('regression_measure', 'AutoAIS')} fell by more "
           f"than {record.get('fail_on_regression')} points, with a 95% interval below "
           f"0, for: {', '.join(record.get('regressions', []))} (run.json: status "
           f"\"regression\"; exit code {EXIT_REGRESSION})", file=sys.stderr)

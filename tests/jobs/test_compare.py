@@ -169,14 +169,21 @@ def test_changes_intervals_and_mcnemar_equal_an_independent_computation(runs):
   assert run["regressions"] == []  # no --fail_on_regression: none is flagged
 
 
-def test_fail_on_regression_exits_3_past_the_bar_and_0_below_it(runs, tmp_path):
+def test_fail_on_regression_exits_3_past_the_bar_and_0_below_it(runs, tmp_path, capsys):
   root = runs["root"]
   drop = -_systems(runs["out"])[CHANGED_SYSTEM]["string_match_change"]
   args = ["--baseline", root / "baseline", "--candidate", root / "candidate"]
+  capsys.readouterr()
   assert run_job(compare, *args, "--output_dir", tmp_path / "fail",
                  "--fail_on_regression", round(drop / 2, 3)) == 3
   run = json.loads((tmp_path / "fail" / "run.json").read_text(encoding="utf-8"))
   assert run["status"] == "regression" and run["regressions"] == [CHANGED_SYSTEM]
+  # The console names the figure that fell: string-match, never AutoAIS (it
+  # said "AutoAIS fell" for two string-match runs).
+  assert run["regression_measure"] == "string-match"
+  error = capsys.readouterr().err
+  assert (f"the outputs are written, and string-match fell by more than "
+          f"{round(drop / 2, 3)} points") in error and "AutoAIS" not in error
   assert (tmp_path / "fail" / "compare.csv").exists()
   assert run_job(compare, *args, "--output_dir", tmp_path / "pass",
                  "--fail_on_regression", round(drop * 2, 3)) == 0

@@ -88,7 +88,7 @@ def check_scorer_named(job: str, output_dir, console: str = None) -> list:
   """Checks every surface of `job`'s run in `output_dir` (and `console`, the
   text it printed, where given); returns the files checked."""
   from autoais.transforms.scoring.label import (compared_scorer_id, measure_name,  # pylint: disable=import-outside-toplevel
-                                                scorer_id)
+                                                scored_by, scorer_id)
   output_dir = pathlib.Path(output_dir)
   blocks = _scorer_ids(output_dir, job)
   cell = (compared_scorer_id(blocks["baseline"], blocks["candidate"]) if job == "compare"
@@ -131,6 +131,12 @@ def check_scorer_named(job: str, output_dir, console: str = None) -> list:
           block and all(blocks[run].get(key) == block.get(key) for key in _NAMING)
           for run, block in found.items()), (
               f"{where}: scorer {found!r} is not run.json's {blocks!r}")
+      # The sentence too (docs/scorers.md): agreement.json and compare.json had
+      # none.
+      sentences = {run: scored_by(block) for run, block in found.items()}
+      assert document.get("scored_by") == (
+          sentences if job == "compare" else sentences["run"]), (
+              f"{where}: scored_by {document.get('scored_by')!r} is not {sentences!r}")
     checked.append(name)
   if console is not None:
     _check_text(console, f"{job}'s console", blocks)

@@ -90,7 +90,7 @@ def summary(grouped_counts, groupings, header, calibration, bootstrap):
         "groups": [name for name, _ in named],
         **stats.correlations([entry["predicted_ais"] for _, entry in named],
                              [entry["human_ais"] for _, entry in named])}
-  return dict(header, auc_method=stats.AUC_METHOD,
+  return dict(header, scored_by=scored_by(header.get("scorer")), auc_method=stats.AUC_METHOD,
               overall=stats.agreement_statistics(overall), groups=groups,
               group_level=group_level,
               # Only formats whose groups are data sets have means over them.

@@ -211,7 +211,8 @@ class _WriteLeaderboardFilesFn(UntypedOutputDoFn):
     write_text_atomically(join(self._output_dir, "scores.txt"), scores_text(
         sorted(reference_scores, key=lambda entry: entry["system_name"]), scorer))
     write_text_atomically(join(self._output_dir, "agreement.json"), json.dumps(
-        named_figures(dict(scorer=scorer, **content), measure), indent=2,
+        named_figures(dict(scorer=scorer, scored_by=scored_by(scorer), **content), measure),
+        indent=2,
         ensure_ascii=False) + "\n")
     if overall.n:
       write_text_atomically(join(self._output_dir, "report.html"),
