@@ -123,7 +123,10 @@ class VertexScorer(Scorer):
   def __init__(self, endpoint_id: str, project: str, location: str, *,
                threshold: float = 0.5, instances_per_request: int = 32,
                score_cache: Optional[str] = None):
-    from autoais.models.remote import VertexNliModelHandler  # pylint: disable=import-outside-toplevel
+    # pylint: disable=import-outside-toplevel
+    from google.api_core.exceptions import GoogleAPICallError
+    from google.auth.exceptions import GoogleAuthError
+    from autoais.models.remote import VertexNliModelHandler
     endpoint = f"projects/{project}/locations/{location}/endpoints/{endpoint_id}"
     try:
       handler = VertexNliModelHandler(endpoint_id, project, location,
@@ -131,6 +134,13 @@ class VertexScorer(Scorer):
                                       instances_per_request=instances_per_request)
     except ValueError as error:  # Beam's handler: no such endpoint, or no model on it
       raise ConfigError(f"--scorer vertex --endpoint_id {endpoint_id}: "
+                        f"{error}") from error
+    except (GoogleAuthError, GoogleAPICallError) as error:
+      # Beam's handler asks Vertex AI for the endpoint when it is made: without
+      # credentials, or refused, that was a traceback with exit 1.
+      raise ConfigError(f"--scorer vertex --endpoint_id {endpoint_id} --project {project} "
+                        f"--location {location}: the endpoint cannot be checked with "
+                        f"this machine's Google credentials: {type(error).__name__}: "
                         f"{error}") from error
     self._configure(handler, endpoint,
                     {"endpoint": endpoint, "instances_per_request": instances_per_request,

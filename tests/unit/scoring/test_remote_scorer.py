@@ -766,3 +766,19 @@ def test_a_cards_threshold_is_refused_beside_inputs_cut_at_another_length(
     assert _evaluate(example_corpus, tmp_path / "remote", "--scorer", "remote",
                      "--endpoint", url, "--threshold", 0.4) == 0
 
+
+def test_vertex_without_credentials_is_refused_at_launch(example_corpus, tmp_path, capsys,
+                                                         monkeypatch):
+  """Beam's Vertex AI handler asks for the endpoint when it is made: a machine
+  whose Google credentials cannot be found (here: a credentials file that does
+  not exist) is refused with exit 2 and a message naming the flags, not a
+  traceback with exit 1; nothing is written."""
+  monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "no-such-key.json"))
+  assert _evaluate(example_corpus, tmp_path / "out", "--scorer", "vertex",
+                   "--endpoint_id", "1234", "--project", "my-project",
+                   "--location", "us-central1") == 2
+  error = capsys.readouterr().err
+  assert ("autoais evaluate: error: --scorer vertex --endpoint_id 1234 --project my-project "
+          "--location us-central1: the endpoint cannot be checked with this machine's "
+          "Google credentials: DefaultCredentialsError") in error
+  assert "Traceback" not in error and not (tmp_path / "out").exists()
