@@ -34,6 +34,8 @@ import re
 import warnings
 from typing import Any, Dict, List, Optional, Sequence
 
+# Off in a call unless verbose=True (the command's default prints them).
+_PROGRESS = "progress_interval"
 # The per-system table each job writes (the CSV a leaderboard is read from);
 # jobs without one have none.
 _LEADERBOARDS = {"evaluate": "leaderboard.csv", "claims": "claims.csv",
@@ -161,8 +163,9 @@ def run(job: str, verbose: bool = False, **flags) -> Optional[JobResult]:
     raise ConfigError(f"unknown job {job!r}: choose from {', '.join(JOBS)}")
   _check_keywords(job, flags)
   module = importlib.import_module(JOBS[job])
-  if not verbose and job != "serve" and "progress_interval" in _dests(job):
-    flags.setdefault("progress_interval", 0)
+  if not verbose and job != "serve" and _PROGRESS in _dests(job) and flags.get(
+      _PROGRESS) is None:
+    flags[_PROGRESS] = 0
   console = io.StringIO()
   quiet = (contextlib.nullcontext() if verbose or job == "serve" else
            _redirected(console))
@@ -320,11 +323,16 @@ def _job_function(job_name: str):
   for title, actions in groups:
     documented.append(f"\n{title[0].upper()}{title[1:]}:")
     for action in actions:
+      default, annotation, said = action.default, _annotation(action), repr(action.default)
+      if action.dest == _PROGRESS and job != "serve":
+        # run() turns progress lines off unless verbose: the signature says so.
+        default, annotation = None, Optional[float]
+        said = f"None: off, or with verbose=True the command's {action.default!r}"
       parameters.append(inspect.Parameter(
-          action.dest, inspect.Parameter.KEYWORD_ONLY, default=action.default,
-          annotation=_annotation(action)))
+          action.dest, inspect.Parameter.KEYWORD_ONLY, default=default,
+          annotation=annotation))
       documented.append(textwrap.fill(
-          f"{action.dest} (default {action.default!r}): {_described(action)}",
+          f"{action.dest} (default {said}): {_described(action)}",
           width=78, initial_indent="  ", subsequent_indent="      "))
   parameters.append(inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY,
                                       default=False, annotation=bool))

@@ -5,6 +5,8 @@ import csv
 import json
 import pathlib
 
+import re
+
 import pytest
 
 import autoais
@@ -137,6 +139,13 @@ def test_every_job_has_a_real_signature_and_docstring(job):
   for name, action in flags.items():
     parameter = signature.parameters[name]
     assert parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    if name == "progress_interval" and job != "serve":
+      # A call prints no progress lines unless verbose: the signature said the
+      # command's 10.0, which a call without verbose did not use.
+      assert parameter.default is None
+      assert (f" {name} (default None: off, or with verbose=True the command's "
+              f"{action.default!r}): ") in " ".join(function.__doc__.split())
+      continue
     assert parameter.default == action.default, name  # typed: 0.5, False, None, 1000
     assert f"  {name} (default {action.default!r}): " in function.__doc__, name
   assert signature.parameters["verbose"].default is False
@@ -189,6 +198,13 @@ def test_a_job_prints_nothing_unless_asked(tmp_path, capsys, example_corpus):
   printed = capsys.readouterr()
   assert printed.out == "" and "rows" not in printed.err
   assert quiet.console.startswith("Scored by: string-match")
+  progress = re.compile(r"(^|\n)evaluate: \d+s \|")  # a progress line
+  assert not progress.search(quiet.console)
+  # progress_interval=None is the signature's default: as not given.
+  quiet = autoais.evaluate(output_dir=tmp_path / "none", progress_interval=None, **flags)
+  assert not progress.search(quiet.console) and capsys.readouterr().out == ""
+  shown = autoais.evaluate(output_dir=tmp_path / "shown", progress_interval=10, **flags)
+  assert progress.search(shown.console)  # the check can fail
   assert "| closed-book-lm |" in quiet.console
   loud = autoais.evaluate(output_dir=tmp_path / "loud", verbose=True, **flags)
   assert capsys.readouterr().out.startswith("Scored by: string-match")
