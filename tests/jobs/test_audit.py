@@ -113,6 +113,12 @@ def test_rates_equal_a_direct_computation(audit_inputs, string_match_audit):
   assert 15 < right["top1"] < 35 < 80 < right["any"]
   assert right["reranking_gain"] == pytest.approx(
       (right["reranked"] - right["top1"]) / right["top1"], rel=1e-11)
+  # audit.md shows the gain as a percentage, and its column says so (a ratio of
+  # 3 read as "300.0" under "gain" looked like a 300-fold gain).
+  page = (string_match_audit / "audit.md").read_text(encoding="utf-8")
+  assert "| gain % |" in page and "gain % = 100 x (reranked - top-1) / top-1" in page
+  row = next(line for line in page.splitlines() if line.startswith("| right-answers |"))
+  assert row.split(" | ")[6].startswith(f"{100 * right['reranking_gain']:.1f} [")
 
 
 def test_em_split_equals_a_direct_computation(audit_inputs, string_match_audit):

@@ -105,12 +105,13 @@ def _with_ci(row, name: str, scale: float = 1) -> str:
 def audit_markdown(rows) -> str:
   lines = [
       "Attribution of each system's answers in %: of the top-1 candidate, of any "
-      "candidate, and of the candidate the scorer ranks first (reranked); gain = "
-      "(reranked - top-1) / top-1; EM / non-EM: top-1 and reranked attribution of "
+      "candidate, and of the candidate the scorer ranks first (reranked); gain % = "
+      "100 x (reranked - top-1) / top-1 (audit.csv and audit.json hold the ratio "
+      "itself: 0.5 there is 50.0 here); EM / non-EM: top-1 and reranked attribution of "
       "exact-match and other answers (with --gold). 95% bootstrap CIs over "
       "questions in brackets.",
       "",
-      "| system | answers | candidates | top-1 | any | reranked | gain | EM answers | "
+      "| system | answers | candidates | top-1 | any | reranked | gain % | EM answers | "
       "top-1 EM | top-1 non-EM | reranked EM | reranked non-EM |",
       "|---|---:|---:|---|---|---|---|---:|---|---|---|---|",
   ]
