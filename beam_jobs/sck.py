@@ -74,8 +74,9 @@ class SckOptions(ViewsKept, PipelineOptions):
     group = JobArguments(parser, "sck")
     group.add_argument("--input", help="Answer files: path, glob or comma list (CSV, "
                        "JSON Lines or Parquet, optionally compressed), local or gs://.")
-    group.add_argument("--kg", help="Knowledge-graph statements: Parquet files (path, "
-                       "glob or comma list) with columns subject, predicate, object.")
+    group.add_argument("--kg", help="Knowledge-graph statements: Parquet, CSV or JSON "
+                       "Lines files (path, glob or comma list) with columns subject, "
+                       "predicate, object.")
     group.add_argument("--output_dir", help="Directory for the outputs.")
     group.add_argument("--embedding_model", default=None,
                        help="A local directory with a BERT sentence-embedding model "
