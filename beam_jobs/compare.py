@@ -242,9 +242,12 @@ class _Plan:
     labelled = self.kind.label is not None
     measure = compared_measure(*(self.runs[run].get("scorer") for run in RUNS))
     # What a regression is a fall of, as the console says it (run.json).
-    self.regression_measure = ("balanced accuracy (accuracy in a group whose items hold one "
-                               "label)" if labelled else measure + (
-        " (citation recall)" if self.kind.precision else ""))
+    if labelled:
+      self.regression_measure = ("balanced accuracy (accuracy in a group whose items "
+                                 "hold one label)")
+    else:
+      self.regression_measure = measure + (" (citation recall)" if self.kind.precision
+                                           else "")
     self.header = {
         "job": self.kind.job,
         "regression_on": named_figures(

@@ -196,10 +196,10 @@ def load_served_model(args, model_path: str, tokenizer_path: Optional[str] = Non
     card = model_card(model_path, model_path)
     if card is not None:
       description["card_threshold"] = card.threshold
-      description["card_max_input_tokens"] = (
-          card.max_input_tokens if card.max_input_tokens is not None
-          else None if args.max_input_tokens is not None
-          else description.get("max_input_tokens"))
+      calibrated = card.max_input_tokens
+      if calibrated is None and args.max_input_tokens is None:
+        calibrated = description.get("max_input_tokens")  # served at the default
+      description["card_max_input_tokens"] = calibrated
   if family.scorer.gives_spans:  # what `--scorer remote` reads spans by
     description["unsupported_spans"] = True
   return ServedModel(model, args.scorer), description

@@ -13,7 +13,7 @@ from autoais.schemas import AGREEMENT_ROW_SCHEMA, AgreementRow
 from autoais.transforms.io.atomic import write_text_atomically
 from autoais.transforms.rows.merge import RowFold, RowTable
 from autoais.transforms.rows.summary import percent
-from autoais.transforms.scoring.label import scored_by
+from autoais.transforms.scoring.label import scored_by, scorer_naming
 from autoais.transforms.stats import agreement as stats
 from autoais.transforms.stats.report import agreement_report_html
 from autoais.transforms.stats.spans import span_agreement
@@ -90,7 +90,7 @@ def summary(grouped_counts, groupings, header, calibration, bootstrap):
         "groups": [name for name, _ in named],
         **stats.correlations([entry["predicted_ais"] for _, entry in named],
                              [entry["human_ais"] for _, entry in named])}
-  return dict(header, scored_by=scored_by(header.get("scorer")), auc_method=stats.AUC_METHOD,
+  return dict(header, **scorer_naming(header.get("scorer")), auc_method=stats.AUC_METHOD,
               overall=stats.agreement_statistics(overall), groups=groups,
               group_level=group_level,
               # Only formats whose groups are data sets have means over them.

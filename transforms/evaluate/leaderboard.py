@@ -13,7 +13,8 @@ from autoais.transforms.io.atomic import atomic_create, write_text_atomically
 from autoais.transforms.io.tables import csv_bytes
 from autoais.transforms.io.untyped_output import UntypedOutputDoFn
 from autoais.transforms.rows.summary import percent
-from autoais.transforms.scoring.label import measure_name, named_figures, scored_by, scorer_id
+from autoais.transforms.scoring.label import (measure_name, named_figures, scored_by,
+                                              scorer_id, scorer_naming)
 from autoais.transforms.stats.agreement import (AUC_METHOD, AgreementCounts, agreement_statistics,
                                         system_level_agreement)
 from autoais.transforms.stats.metrics import PERCENT, sorted_rows
@@ -200,7 +201,7 @@ class _WriteLeaderboardFilesFn(UntypedOutputDoFn):
       board["note"] = no_gold_note(measure)
     else:
       board["unanswered"] = unanswered_rule(gold.empty_matches())
-    board.update(scorer=scorer, scored_by=scored_by(scorer), measure=measure, units=UNITS,
+    board.update(**scorer_naming(scorer), measure=measure, units=UNITS,
                  bootstrap=bootstrap, systems=[row._asdict() for row in rows])
     write_text_atomically(join(self._output_dir, "leaderboard.json"), json.dumps(
         named_figures(board, measure), indent=2, ensure_ascii=False) + "\n")
@@ -211,8 +212,7 @@ class _WriteLeaderboardFilesFn(UntypedOutputDoFn):
     write_text_atomically(join(self._output_dir, "scores.txt"), scores_text(
         sorted(reference_scores, key=lambda entry: entry["system_name"]), scorer))
     write_text_atomically(join(self._output_dir, "agreement.json"), json.dumps(
-        named_figures(dict(scorer=scorer, scored_by=scored_by(scorer), **content), measure),
-        indent=2,
+        named_figures(dict(**scorer_naming(scorer), **content), measure), indent=2,
         ensure_ascii=False) + "\n")
     if overall.n:
       write_text_atomically(join(self._output_dir, "report.html"),

@@ -84,12 +84,15 @@ def bad_type_reason(value) -> str:
   return "missing_field" if value is None else "wrong_type"
 
 
+NOT_UTF8 = ("non_utf8", "bytes that are not UTF-8")
+
+
 def text_fault(value, message: str) -> Tuple[str, str]:
   """(reason, message) of a field that is not usable text: text holding bytes
-  that are not UTF-8 says so (non_utf8); anything else is missing_field or
+  that are not UTF-8 says so (NOT_UTF8); anything else is missing_field or
   wrong_type, with `message`."""
   if isinstance(value, str) and has_surrogates(value):
-    return "non_utf8", "bytes that are not UTF-8"
+    return NOT_UTF8
   return bad_type_reason(value), message
 
 
@@ -121,7 +124,7 @@ def _expertqa_answer(path, line, question, system, answer):
   field = f"answers.{system}"
   context = {"question": question, "system_name": system}
   if not system.strip() or has_surrogates(system):
-    yield rejected(path, line, *(text_fault(system, "") if system.strip() else (
+    yield rejected(path, line, *(NOT_UTF8 if system.strip() else (
         "empty_system_name", "the system name is empty")), json_record(context), field)
     return
   if not isinstance(answer, dict):
@@ -182,7 +185,7 @@ def claim_fields(claim, evidence, support, claim_name: str = "claim_string"):
   if items is None:
     unreadable = surrogate_field(evidence, "evidence")
     if unreadable is not None:
-      return BadField(unreadable, "non_utf8", "bytes that are not UTF-8")
+      return BadField(unreadable, *NOT_UTF8)
     return BadField("evidence", "wrong_type", "expected a list of strings")
   label = _support(support)
   if label is False:

@@ -334,18 +334,18 @@ def faithbench_samples(path: str) -> Iterator[Tuple[int, object]]:
   # first: a second "samples" (json keeps the last, this walk would read the
   # first) is refused, as is any key given twice.
   decoder = json.JSONDecoder()
-  members = []
+  members = {}  # key -> where its value starts
   index = _skip_space(text, 0) + 1  # past "{"
   while (index := _next_value(text, index, "}")) is not None:
     key, index = decoder.raw_decode(text, index)
     index = _skip_space(text, _skip_space(text, index) + 1)  # past ":"
-    if key in (name for name, _ in members):
+    if key in members:
       raise InputError(f"{path}:{text.count(chr(10), 0, index) + 1}: the key {key!r} is "
                        "given twice in the document's object (a JSON reader keeps one "
                        "of the two unseen)")
-    members.append((key, index))
+    members[key] = index
     _, index = decoder.raw_decode(text, index)
-  index = dict(members)["samples"] + 1  # past "["
+  index = members["samples"] + 1  # past "["
   line, counted = 1, 0
   while (index := _next_value(text, index, "]")) is not None:
     line += text.count("\n", counted, index)

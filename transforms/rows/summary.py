@@ -18,7 +18,8 @@ from typing import Callable, Dict, Optional
 import apache_beam as beam
 
 from autoais.transforms.io.summary import write_summary_files
-from autoais.transforms.scoring.label import measure_name, named_figures, scored_by, scorer_id
+from autoais.transforms.scoring.label import (measure_name, named_figures, scored_by,
+                                              scorer_id, scorer_naming)
 
 
 def percent(value: Optional[float], low: Optional[float] = None,
@@ -49,7 +50,7 @@ def named_by_scorer(header: dict, markdown: str, scorer: Optional[dict]):
   column): (header, markdown, column)."""
   if scorer is None:
     return dict(header), markdown, None
-  return (dict(header, scorer=scorer, scored_by=scored_by(scorer)),
+  return (dict(header, **scorer_naming(scorer)),
           scored_by(scorer) + "\n\n" + markdown, scorer_id(scorer))
 
 

@@ -129,3 +129,9 @@ def scored_by(block: Optional[Dict[str, Any]]) -> str:
   elif _model_reference(block):
     parts.append(_model_reference(block))
   return ", ".join(parts) + "."
+
+
+def scorer_naming(block: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+  """A summary JSON's fields naming the run's scorer: the block as the flags
+  gave it, and the sentence (scored_by)."""
+  return {"scorer": block, "scored_by": scored_by(block)}
