@@ -52,8 +52,8 @@ from autoais.beam_jobs.running import is_local_runner, run_job
 from autoais.beam_jobs.output_dir import OutputDir
 from autoais.schemas import AgreementRow
 from autoais.schemas.errors import ConfigError, require, require_choice
-from autoais.transforms.agreement.steps import (CALIBRATION, INPUT, ScoreItems,
-                                               human_span_counts)
+from autoais.transforms.agreement.steps import (CALIBRATION, INPUT, KeepFirstAnswers,
+                                               ScoreItems, human_span_counts)
 from autoais.transforms.agreement.summary import (MEAN_GROUPINGS, Calibrate, RowsFold,
                                           SummarizeAgreement, apply_threshold)
 from autoais.transforms.io import span_rows
@@ -275,6 +275,11 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
     items = ((items, calibration_read.records
               | "TagCalibration" >> beam.Map(lambda item: (CALIBRATION, item)))
              | "FlattenSets" >> beam.Flatten())
+  repeated = {}
+  if plan.format.one_answer_per_question:
+    kept = items | "KeepFirstAnswers" >> KeepFirstAnswers(
+        FileSystems.join(work_dir, "answers"), roles)
+    items, repeated = kept["items"], kept["dead_letter"]
   scored = items | "ScoreItems" >> ScoreItems(plan.scorer, plan.format.multi_premise,
                                              roles,
                                              FileSystems.join(work_dir, "scoring"),
@@ -300,6 +305,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
     input_rows = scored["rows"] | "InputRows" >> beam.Values()
     calibration = pipeline | "NoCalibration" >> beam.Create([None])
 
+  for role, letters in repeated.items():
+    dead_letters[role] += (letters,)
   rows_written = input_rows | "WriteRows" >> WriteMergedRows(
       RowsFold, options.output_dir, work_dir, plan.num_shards)
   header = {

@@ -10,6 +10,7 @@ import collections
 import csv
 import json
 import pathlib
+import re
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -59,8 +60,13 @@ def _wice_labels(paths):
 
 
 def _expertqa_labels(paths):
+  """The labels of the claims agreement scores, and the dead letters' counts by
+  reason: a system's answer to a question that an earlier file (by path), or
+  an earlier line, already gave is rejected (ExpertQA's rand_val and
+  domain_val share answers), as are claims without a label or evidence text."""
   labels, skipped = {}, collections.Counter()
-  for path in paths:
+  first_answer = {}
+  for path in sorted(paths, key=str):
     for line, record in enumerate(read_jsonl(path), start=1):
       for system, answer in record["answers"].items():
         for index, claim in enumerate(answer["claims"]):
@@ -68,11 +74,14 @@ def _expertqa_labels(paths):
           texts = [e.split("\n", 1)[1].strip() if "\n" in e else ""
                    for e in claim["evidence"]]
           if support in (None, "", "N/A"):
-            skipped["no_human_label"] += 1
+            skipped["unmatched:no_human_label"] += 1
           elif not claim["evidence"]:
-            skipped["no_evidence"] += 1
+            skipped["unmatched:no_evidence"] += 1
           elif not any(texts):
-            skipped["no_evidence_text"] += 1
+            skipped["unmatched:no_evidence_text"] += 1
+          elif first_answer.setdefault((system, record["question"]),
+                                       (path, line)) != (path, line):
+            skipped["rejected:duplicate_answer"] += 1
           else:
             labels[(path.name, line, system, index)] = support == "Complete"
   return labels, skipped
@@ -177,8 +186,21 @@ def test_string_match_on_the_whole_set_equals_sklearn(fmt, tmp_path):
   if fmt == "expertqa":
     manifest = json.loads((tmp_path / "out" / "run.json").read_text())
     skipped = _expertqa_labels(paths)[1]
-    assert manifest["counts"]["by_reason"] == {f"unmatched:{reason}": n
-                                               for reason, n in sorted(skipped.items())}
+    assert skipped["rejected:duplicate_answer"] == 507
+    assert manifest["counts"]["by_reason"] == dict(sorted(skipped.items()))
+    # The claim is scored as the claims job and ExpertQA's script clean it: its
+    # one-digit citation markers out, blank-line parts joined. It was scored
+    # raw ("... the world of work[1].") in 1,338 of the 1,418 items.
+    raw = {(path.name, line, system, index): claim["claim_string"]
+           for path in paths for line, record in enumerate(read_jsonl(path), start=1)
+           for system, answer in record["answers"].items()
+           for index, claim in enumerate(answer["claims"])}
+    marked = 0
+    for row in rows:
+      claim = raw[_row_key(fmt, row)]
+      marked += bool(re.search(r"\[\d\]", claim))
+      assert row["hypothesis"] == " ".join(re.sub(r"\[\d\] ?", "", claim).split("\n\n"))
+    assert marked > len(rows) // 2
 
 
 def _slice_lines(source, target, keep):
@@ -439,6 +461,60 @@ def test_ratings_format(tmp_path):
   assert level["kendall"]["statistic"] == stats.kendalltau(predicted, human).statistic
   manifest = json.loads((tmp_path / "out" / "run.json").read_text())
   assert manifest["counts"]["by_reason"] == {"unmatched:no_human_label": 1}
+
+
+def _expertqa_record(question, answers):
+  return {"question": question, "answers": {
+      system: {"answer_string": " ".join(claims), "claims": [
+          {"claim_string": f"{claim[:-1]}[1].", "support": "Complete" if i % 2 else "Missing",
+           "evidence": [f"[1] https://example.org/{i}\n\n{claim} indeed."]}
+          for i, claim in enumerate(claims)]}
+      for system, claims in answers.items()}}
+
+
+def test_a_systems_second_answer_to_a_question_is_rejected_in_each_set(tiny_t5, tmp_path):
+  """ExpertQA's claims come in answers: a system's answer to a question given
+  again (a later line, or a later file) is rejected claim by claim, naming
+  where the kept (first) answer is, in the measured and the calibration set
+  alike; the rest is as without it. (agreement.md and report.html name the
+  threshold the input's figures were decided at, --threshold's, beside the
+  calibrated one: they said "at the default threshold".)"""
+  first = write_jsonl(tmp_path / "a.jsonl", [
+      _expertqa_record("Q1?", {"s": ["Paris is big.", "Lyon is old."], "t": ["X is Y."]}),
+      _expertqa_record("Q1?", {"s": ["Paris is small."]}),  # s answers Q1 again
+      _expertqa_record("Q2?", {"s": ["Nice is warm."]})])
+  second = write_jsonl(tmp_path / "b.jsonl", [  # t's answer to Q1 again, and new ones
+      _expertqa_record("Q1?", {"t": ["X is Z.", "W is V."], "u": ["U is U."]})])
+  calibration = write_jsonl(tmp_path / "c.jsonl", [
+      _expertqa_record("Q9?", {"s": ["A is B."]}), _expertqa_record("Q9?", {"s": ["A is C."]})])
+  assert _run(tmp_path / "out", [first, second], "expertqa",
+              "--calibrate_on", calibration, "--scorer", "t5", "--model", tiny_t5,
+              "--threshold", 0.7) == 0
+  assert ("| on the input | at threshold 0.7 | at the calibrated threshold |" in
+          (tmp_path / "out" / "agreement.md").read_text())
+  assert "% at threshold 0.7, " in (tmp_path / "out" / "report.html").read_text()
+  rows = pq.read_table(tmp_path / "out" / "agreement_rows.parquet").to_pylist()
+  assert sorted((pathlib.Path(row["source_file"]).name, row["source_line"], row["hypothesis"])
+                for row in rows) == [
+      ("a.jsonl", 1, "Lyon is old."), ("a.jsonl", 1, "Paris is big."),
+      ("a.jsonl", 1, "X is Y."), ("a.jsonl", 3, "Nice is warm."), ("b.jsonl", 1, "U is U.")]
+  dead = [json.loads(line) for line in
+          (tmp_path / "out" / "dead_letter.jsonl").read_text().splitlines()]
+  assert sorted((pathlib.Path(d["source_file"]).name, d["source_line"], d["reason"],
+                 d["record"]["claim"]) for d in dead) == [
+      ("a.jsonl", 2, "duplicate_answer", "Paris is small."),
+      ("b.jsonl", 1, "duplicate_answer", "W is V."),
+      ("b.jsonl", 1, "duplicate_answer", "X is Z."),
+      ("c.jsonl", 2, "duplicate_answer", "A is C.")]
+  messages = {d["record"]["claim"]: d["message"] for d in dead}
+  assert messages["Paris is small."].endswith(
+      f"system 's' already answered this question at {first}:1; the first answer is kept")
+  assert f"system 't' already answered this question at {first}:1" in messages["W is V."]
+  manifest = json.loads((tmp_path / "out" / "run.json").read_text())
+  for block, (read, scored) in (("counts", (8, 5)), ("calibration_counts", (2, 1))):
+    counts = manifest[block]
+    assert (counts["read"], counts["scored"], counts["reconciled"]) == (read, scored, True)
+    assert counts["by_reason"] == {"rejected:duplicate_answer": read - scored}
 
 
 @pytest.mark.parametrize("decision, premise", [

@@ -84,6 +84,54 @@ class _DeadLetterFailedItemsFn(beam.DoFn):
     yield beam.pvalue.TaggedOutput(role, _scoring_failed(item, failure, "the item"))
 
 
+class _KeepFirstAnswerFn(beam.DoFn):
+  """((role, system, question), [LabelledItem, ...]) -> (role, item) of the
+  first answer (the least (source_file, source_line)); each item of a later
+  one is its role's DeadLetter (rejected, duplicate_answer)."""
+
+  def process(self, grouped):
+    (role, _, _), items = grouped
+    items = sorted(items, key=lambda item: (item.source_file, item.source_line,
+                                            item.item_id))
+    kept = items[0]
+    for item in items:
+      if (item.source_file, item.source_line) == (kept.source_file, kept.source_line):
+        yield role, item
+        continue
+      yield beam.pvalue.TaggedOutput(role, DeadLetter(
+          item.source_file, item.source_line, REJECTED, "duplicate_answer", "question",
+          f"{item.source_file}:{item.source_line}: field 'question': item "
+          f"{item.item_id!r}: system {item.group!r} already answered this question at "
+          f"{kept.source_file}:{kept.source_line}; the first answer is kept",
+          json.dumps({"item_id": item.item_id, "system": item.group,
+                      "question": item.question, "claim": item.example.hypothesis},
+                     ensure_ascii=False)))
+
+
+class KeepFirstAnswers(beam.PTransform):
+  """PCollection[(role, LabelledItem)] -> {"items": PCollection[(role, item)],
+  "dead_letter": {role: PCollection[DeadLetter]}}: of the answers of one system
+  to one question (an item's `group` and `question`), the first (by file, then
+  line) is kept and each item of a later one is rejected, as `autoais claims`
+  keeps the first answer. ExpertQA's rand_val and domain_val are two splits of
+  the same answers: read together, 507 of their labelled claims were counted
+  twice. Grouped through runs under `work_dir`."""
+
+  def __init__(self, work_dir: str, roles: Tuple[str, ...]):
+    super().__init__()
+    self._work_dir = work_dir
+    self._roles = roles
+
+  def expand(self, items):
+    kept = (items
+            | "KeyByAnswer" >> beam.MapTuple(
+                lambda role, item: ((role, item.group, item.question), item))
+            | "GroupAnswers" >> SpilledGroupByKey(self._work_dir)
+            | "KeepFirstAnswer" >> beam.ParDo(_KeepFirstAnswerFn()).with_outputs(
+                *self._roles, main="items"))
+    return {"items": kept.items, "dead_letter": {role: kept[role] for role in self._roles}}
+
+
 class _CombineChunksFn(beam.DoFn):
   """((role, item_id), [(item, score or ScoringFailure), ...]) -> (role,
   AgreementRow); chunks of one id that disagree on the claim or the label are

@@ -155,7 +155,8 @@ def agreement_markdown(content) -> str:
               f"{calibration['metric']} on {', '.join(calibration['calibrate_on'])} "
               f"({percent(calibration['value'])}%, {calibration['candidates']} "
               "candidate thresholds).", "",
-              "| on the input | at the default threshold | at the calibrated threshold |",
+              f"| on the input | at threshold {content['threshold']!r} | at the calibrated "
+              "threshold |",
               "|---|---:|---:|"]
     for name in ("predicted_ais", "accuracy", "balanced_accuracy"):
       lines.append(f"| {name} | {percent(default[name])} | "

@@ -64,8 +64,8 @@ from autoais.transforms.io.fields import json_record, rejected
 from autoais.transforms.io.inputs import check_input_file, open_input, system_name_from_path
 from autoais.transforms.io.predictions import HUMAN_RATINGS, read_predictions
 from autoais.transforms.io.input_records import Columns, read_columns, records
-from autoais.transforms.labelled.expertqa import (EXPERTQA_FIELDS, evidence_text,
-                                          read_expertqa)
+from autoais.transforms.labelled.expertqa import (EXPERTQA_FIELDS, clean_text,
+                                                  evidence_text, read_expertqa)
 from autoais.transforms.labelled.hallucination import (
     HALUBENCH_FIELDS, RAGTRUTH_FIELDS, RAGTRUTH_SPLITS, check_faithbench_file,
     check_ragtruth_file, read_faithbench, read_halubench, read_ragtruth)
@@ -143,6 +143,9 @@ class LabelledFormat(NamedTuple):
   # The values of a `split` field its rows carry, that agreement --split
   # keeps one of (the reader takes `split`); empty: the format has none.
   splits: Tuple[str, ...] = ()
+  # Items are claims of answers (a system's `group`, a `question`): one answer
+  # per system and question is kept (agreement's KeepFirstAnswers).
+  one_answer_per_question: bool = False
 
 
 def _require_columns(path: str, required, number_columns=()) -> None:
@@ -369,7 +372,8 @@ _EXPERTQA_NO_LABEL = ("", "n/a")
 def _read_expertqa(path: str, scenario=None):
   """ExpertQA's claims (transforms/labelled/expertqa.py, the claims job's reader
   too), each with the text of its evidence (evidence_text) and its human
-  `support` label."""
+  `support` label; the claim cleaned as the claims job and ExpertQA's script
+  clean it (clean_text: its citation markers out)."""
   del scenario
   for claim in read_expertqa(path):
     if isinstance(claim, DeadLetter):
@@ -397,7 +401,7 @@ def _read_expertqa(path: str, scenario=None):
       continue
     yield LabelledItem(
         default_item_id(path, line, claim.system_name, f"{claim.claim_index:04d}"),
-        claim.system_name, None, claim_example(premise, claim.claim), support,
+        claim.system_name, None, claim_example(premise, clean_text(claim.claim)), support,
         support.lower() == EXPERTQA_COMPLETE, path, line, claim.question)
 
 
@@ -574,7 +578,8 @@ FORMATS: Dict[str, LabelledFormat] = {
                            multi_premise=True),
     "expertqa": LabelledFormat(_read_expertqa, ("system",),
                                "support 'Complete' (Partial, Incomplete, Missing are "
-                               "not; N/A has no label; any case)", EXPERTQA_FIELDS),
+                               "not; N/A has no label; any case)", EXPERTQA_FIELDS,
+                               one_answer_per_question=True),
     "xor-attriqa": LabelledFormat(_read_xor_attriqa, ("query_language",),
                                   "ais Y / yes / true / 1", ("ais",)),
     "aggrefact": LabelledFormat(_read_aggrefact, ("dataset",),

@@ -425,7 +425,7 @@ def best_threshold(scores: ScoreCounts, metric: str, default: float) -> Dict[str
   return {"metric": metric, "threshold": float(thresholds[chosen]),
           "value": on_calibration[metric], "candidates": int(len(thresholds)),
           "exact": not scores.quantized, "on_calibration_set": on_calibration,
-          "tie_break": "nearest the default threshold, then the lowest"}
+          "tie_break": f"nearest {default!r}, then the lowest"}
 
 
 # ----------------------------------------------------------------------------

@@ -364,9 +364,9 @@ def agreement_report_html(content: Dict, overall: AgreementCounts,
     intro.append(
         f"Calibrated threshold {calibration['threshold']!r} (maximises "
         f"{calibration['metric']} on {', '.join(calibration['calibrate_on'])}); "
-        f"accuracy on the input {_percent(content['overall']['accuracy'])}% at the "
-        f"default, {_percent(calibrated.get('accuracy'))}% at the calibrated "
-        "threshold.")
+        f"accuracy on the input {_percent(content['overall']['accuracy'])}% at "
+        f"threshold {content['threshold']!r}, {_percent(calibrated.get('accuracy'))}% at "
+        "the calibrated threshold.")
     per_group = calibration.get("per_dataset")
     if per_group:
       tables.append((f"Thresholds tuned per {per_group['grouping']} on the calibration set",
