@@ -155,6 +155,10 @@ class _Plan:
                         f"over data sets, and the groups of --format {options.format} "
                         f"are not data sets (formats whose are: "
                         f"{', '.join(_dataset_formats())})")
+    if options.calibrate_on and options.view_as(ScorerOptions).decision == "decode":
+      raise ConfigError("--calibrate_on chooses a threshold of nli_score, and with "
+                        "--decision decode a decision is whether the generated text "
+                        "reads '1', whatever nli_score is; drop one of them")
     self.scorer = scorer_from_options(options, is_local_runner(runner))
     self.input_files = match_files(options.input)
     if not self.input_files:

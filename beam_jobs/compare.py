@@ -235,6 +235,9 @@ class _Plan:
                         "questions are not comparable")
     self.scorer_changed = _scorer_differences(self.runs["baseline"].get("scorer", {}),
                                               self.runs["candidate"].get("scorer", {}))
+    if options.allow_changed_scorer and not self.scorer_changed:
+      raise ConfigError("--allow_changed_scorer true lets runs scored differently be "
+                        "compared, and these two were scored alike: drop it")
     if self.scorer_changed and not options.allow_changed_scorer:
       raise ConfigError("the runs were scored differently (" + "; ".join(
           self.scorer_changed) + "): a change would be the scorer's, not the systems'. "

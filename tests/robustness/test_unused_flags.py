@@ -27,7 +27,16 @@ and comparing outputs (2026-12-04), every output file equal.
   * training-data's --seed where nothing is drawn.
 Second round, the same day: every hosted and local family, the run flags and
 the Python API (tests/unit/test_api.py: load_scorer's threshold=, score_cache=
-and large_model=, which its score() leaves unused).
+and large_model=, which its score() leaves unused). Third round (an audit of
+every job's flags, 2026-12-04, evening):
+  * --decision (even "threshold", its default) with any scorer but t5, the only
+    one that decodes: refused as every flag a scorer does not take;
+  * agreement's --calibrate_on with --decision decode (a decision is the
+    generated text: the calibrated threshold's figures would be another rule's).
+    With string-match it stays: its calibrated threshold keeps the 0/1 scores'
+    decisions or makes every one Y or every one N, and docs/agreement.md's
+    example shows it;
+  * compare's --allow_changed_scorer true where both runs were scored alike.
 """
 import pytest
 
@@ -116,6 +125,18 @@ _CASES = {
         "--input", RATINGS, "--format", "ratings", "--scorer", "remote", "--endpoint",
         "http://127.0.0.1:9", "--instances_per_request", "600"),
         "--instances_per_request 600: from 1 to 512, the most examples of one call"),
+    "decision-of-string-match": (evaluate, lambda c, m: (
+        "--predictions", PREDICTIONS, "--corpus", c, "--gold", GOLD, "--decision",
+        "threshold"), "--decision is for --scorer t5, not --scorer string-match (the "
+                      "default): a flag the scorer does not take is refused"),
+    "decision-of-remote": (agreement, lambda c, m: (
+        "--input", RATINGS, "--format", "ratings", "--scorer", "remote", "--endpoint",
+        "http://127.0.0.1:9", "--decision", "threshold"),
+        "--decision is for --scorer t5, not --scorer remote"),
+    "calibration-of-decode": (agreement, lambda c, m: (
+        "--input", RATINGS, "--format", "ratings", "--calibrate_on", RATINGS,
+        *_t5(m, "--decision", "decode")),
+        "with --decision decode a decision is whether the generated text reads '1'"),
     "retry-backoff-nan": (agreement, lambda c, m: (
         "--input", RATINGS, "--format", "ratings", "--scorer", "remote", "--endpoint",
         "http://127.0.0.1:9", "--retry_backoff", "nan"),
@@ -144,7 +165,9 @@ def test_an_empty_positive_label_is_refused(tiny_nli_classifier, tmp_path, capsy
 
 
 def test_a_negative_seed_of_compare_is_refused_at_launch(example_corpus, tmp_path, capsys):
-  """Before, the bootstrap failed mid-run (exit 1), leaving compare.csv behind."""
+  """Before, the bootstrap failed mid-run (exit 1), leaving compare.csv behind.
+  And --allow_changed_scorer true beside two runs scored alike: it lets
+  nothing through (the outputs were those of the run without it)."""
   run = tmp_path / "run"
   assert run_job(evaluate, "--predictions", PREDICTIONS, "--corpus", example_corpus,
                  "--gold", GOLD, "--bootstrap_samples", 20, "--output_dir", run) == 0
@@ -153,3 +176,10 @@ def test_a_negative_seed_of_compare_is_refused_at_launch(example_corpus, tmp_pat
                  "--output_dir", output) == 2
   assert "--seed must be a non-negative integer" in capsys.readouterr().err
   assert not output.exists()
+  assert run_job(compare, "--baseline", run, "--candidate", run, "--allow_changed_scorer",
+                 "true", "--output_dir", output) == 2
+  assert ("--allow_changed_scorer true lets runs scored differently be compared, and "
+          "these two were scored alike: drop it" in capsys.readouterr().err)
+  assert not output.exists()
+  assert run_job(compare, "--baseline", run, "--candidate", run, "--allow_changed_scorer",
+                 "false", "--output_dir", output) == 0

@@ -55,15 +55,12 @@ def check_model_sizes(options) -> None:
 
 def check_threshold_model(options, local_run: bool,
                           check_checkpoint: Callable[[ModelReferences], Any]) -> ModelReferences:
-  """What nli-classifier and minicheck check: check_local_model, a decision by
-  --threshold, the dtype, then their checkpoint (`check_checkpoint`: listing
+  """What nli-classifier and minicheck check: check_local_model, the dtype,
+  then their checkpoint (`check_checkpoint`: listing
   and config.json only, also on gs:// and the hub; nothing loaded) and, on a
   local run, CUDA where it is asked for."""
   from autoais.models.token_budget import check_dtype  # pylint: disable=import-outside-toplevel
   references = check_local_model(options)
-  if options.decision != "threshold":
-    raise ConfigError("--decision decode is the T5 family's (--scorer t5); --scorer "
-                      f"{options.scorer} decides by --threshold")
   check_dtype(options.dtype)
   check_checkpoint(references)
   if local_run:

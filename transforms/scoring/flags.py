@@ -42,8 +42,8 @@ class Flag(NamedTuple):
 
 class Family(NamedTuple):
   """A scorer family of `--scorer`: `summary` says what it scores with (the
-  words of --scorer's help); `flags` those it takes besides --scorer,
-  --threshold and --decision (any other is refused, never ignored);
+  words of --scorer's help); `flags` those it takes besides --scorer and
+  --threshold (any other is refused, never ignored);
   `check_flags(options, local_run)` checks them at launch and returns the
   keyword arguments of `scorer(threshold=..., **settings)`; `serve(options,
   model_path, tokenizer_path)`, where `autoais serve` hosts the family, loads
@@ -61,12 +61,17 @@ COMMON = (
     Flag("threshold", "AutoAIS threshold",
          "auto_ais is Y iff nli_score > threshold, a number in [0, 1] (default 0.5).",
          type=float, default=0.5, regexes=(r"^(0|1|0?\.[0-9]+|1\.0+)$",)),
-    Flag("decision", "Decision mode",
-         "threshold (nli_score > --threshold; long premises windowed) or decode (the "
-         "Attributed QA script's rule, for parity, --scorer t5 only: its premise, no "
-         "windows, generate() with the model's generation config reads '1').",
-         default="threshold", regexes=(r"^(threshold|decode)$",)),
 )
+
+# The T5 family's alone: the others decide by --threshold, so a --decision
+# given them (even "threshold") is refused as any flag they do not take. The
+# jobs read options.decision, "threshold" where not given.
+DECISION = Flag(
+    "decision", "Decision mode",
+    "threshold (nli_score > --threshold; long premises windowed) or decode (the "
+    "Attributed QA script's rule, for parity: its premise, no windows, generate() "
+    "with the model's generation config reads '1').",
+    default="threshold", regexes=(r"^(threshold|decode)$",))
 
 TOKENIZER_REVISION = Flag(
     "tokenizer_revision", "Tokenizer revision",

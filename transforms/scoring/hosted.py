@@ -18,9 +18,6 @@ def check_flags(options, local_run: bool) -> Dict[str, Any]:
   reached from here (a local run, or vertex's own check when its Scorer is
   built), checked to answer."""
   from autoais.models.remote import fetch_health  # pylint: disable=import-outside-toplevel
-  if options.decision != "threshold":
-    raise ConfigError(f"--decision decode needs the model in process (--scorer t5); "
-                      f"--scorer {options.scorer} decides by --threshold")
   # pylint: disable=import-outside-toplevel
   # (imported by the pipeline of any scorer of a model in any case)
   from autoais.transforms.scoring.fanout import DEFAULT_MAX_EXAMPLES_PER_CALL

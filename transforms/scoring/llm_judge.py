@@ -24,9 +24,6 @@ def check_flags(options, local_run: bool) -> Dict[str, Any]:
   serves --judge_model."""
   from autoais.models import llm_judge  # pylint: disable=import-outside-toplevel
   references = ModelReferences(options)
-  if options.decision != "threshold":
-    raise ConfigError("--decision decode is the T5 family's; --scorer llm-judge "
-                      "decides by --threshold")
   require(options, "judge_url", "judge_model", "tokenizer")
   check_http_url("--judge_url", options.judge_url)
   check_retries(options)

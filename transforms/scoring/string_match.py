@@ -14,7 +14,6 @@ import apache_beam as beam
 
 from autoais.transforms.scoring.scorer import Scorer
 from autoais.schemas import AttributionExample, AttributionScore
-from autoais.schemas.errors import ConfigError
 from autoais.transforms.io import progress
 from autoais.transforms.scoring.flags import Family
 from autoais.transforms.scoring.names import STRING_MATCH
@@ -138,11 +137,8 @@ class StringMatchScorer(Scorer):
 
 
 def check_flags(options, local_run: bool) -> Dict[str, Any]:
-  """--scorer string-match takes no flag of its own (any is refused); it has
-  no model to decode with."""
-  del local_run
-  if options.decision != "threshold":
-    raise ConfigError("--decision decode needs an NLI model (--scorer t5)")
+  """--scorer string-match takes no flag of its own (any is refused)."""
+  del options, local_run
   return {}
 
 

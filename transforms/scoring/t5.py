@@ -7,7 +7,7 @@ from autoais.models import checkpoints
 from autoais.schemas.errors import ConfigError, require_choice
 from autoais.transforms.scoring.checks import (LOCAL_SETTINGS, check_cuda, check_local_model,
                                                local_model_settings, readable_here)
-from autoais.transforms.scoring.flags import LOCAL_MODEL, SCORE_CACHE, Family
+from autoais.transforms.scoring.flags import DECISION, LOCAL_MODEL, SCORE_CACHE, Family
 from autoais.transforms.scoring.names import T5
 from autoais.transforms.scoring.scorer import LocalModelScorer
 
@@ -71,4 +71,4 @@ def load_served(options, model_path: str, tokenizer_path: Optional[str]):
 
 
 FAMILY = Family(T5, "a T5/mT5 NLI model given by --model",
-                LOCAL_MODEL + (SCORE_CACHE,), check_flags, T5Scorer, load_served)
+                LOCAL_MODEL + (SCORE_CACHE, DECISION), check_flags, T5Scorer, load_served)

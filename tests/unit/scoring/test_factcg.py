@@ -166,7 +166,7 @@ def test_a_blank_document_fails_its_row_and_other_checkpoints_are_refused(
   assert run(three) == 2
   assert "not a two-label" in capsys.readouterr().err
   assert run(model_dir, "--decision", "decode") == 2
-  assert "--scorer factcg decides by --threshold" in capsys.readouterr().err
+  assert "--decision is for --scorer t5, not --scorer factcg" in capsys.readouterr().err
   assert run(model_dir, "--chunk_size", "100") == 2
   assert "--chunk_size is for --scorer minicheck / llm-judge" in capsys.readouterr().err
   assert not out.exists()

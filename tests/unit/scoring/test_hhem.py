@@ -155,7 +155,7 @@ def test_refusals(hhem, tmp_path, capsys):
   assert run(model, "--tokenizer", bare) == 2
   assert "no config.json (HHEM's shape is its foundation's)" in capsys.readouterr().err
   assert run(model, "--tokenizer", foundation, "--decision", "decode") == 2
-  assert "--scorer hhem decides by --threshold" in capsys.readouterr().err
+  assert "--decision is for --scorer t5, not --scorer hhem" in capsys.readouterr().err
   assert run(model, "--tokenizer", foundation, "--dtype", "float16") == 2
   assert not out.exists()
   # Weights of another shape than the foundation's, found when they load.

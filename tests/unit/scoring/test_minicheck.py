@@ -338,7 +338,7 @@ def test_refusals_at_launch(models, example_corpus, tmp_path, capsys):
   assert _evaluate(models["roberta"], example_corpus, out, "--chunk_size", 0) == 2
   assert "--chunk_size must be positive" in capsys.readouterr().err
   assert _evaluate(models["roberta"], example_corpus, out, "--decision", "decode") == 2
-  assert "--scorer minicheck decides by --threshold" in capsys.readouterr().err
+  assert "--decision is for --scorer t5, not --scorer minicheck" in capsys.readouterr().err
   assert run_job(evaluate, "--predictions", EXAMPLES / "predictions" / "*.csv",
                  "--corpus", example_corpus, "--gold", EXAMPLES / "gold.jsonl",
                  "--output_dir", out, "--chunk_size", 10) == 2
