@@ -3,7 +3,7 @@ the scorers load any checkpoint, with its calibrated threshold (docs/finetune.md
 
     autoais finetune --train DATA_DIR[,DATA_DIR...] --family t5|nli-classifier \
         --base DIR_OR_HUB_ID [--base_revision REV] --output_dir OUT \
-        [--epochs 3] [--batch_size 16] [--learning_rate 1e-4] [--max_input_tokens 256] \
+        [--epochs 3] [--batch_size 16] [--learning_rate 1e-4] [--max_input_tokens N] \
         [--lora_rank R] [--eval_every STEPS] [--save_every STEPS] [--seed 0] \
         [--calibrate_metric balanced_accuracy|accuracy] [--device cpu|cuda] \
         [--progress_interval 10]
@@ -80,9 +80,10 @@ def argument_parser() -> argparse.ArgumentParser:
   add("--batch_size", type=int, default=16, help="Examples a step (default 16).")
   add("--learning_rate", type=float, default=1e-4,
       help="AdamW's constant learning rate (default 1e-4, the paper's).")
-  add("--max_input_tokens", type=int, default=256,
+  add("--max_input_tokens", type=int, default=None,
       help="Training inputs are cut to this many tokens, the premise's end first "
-      "(default 256; scoring windows long premises as the scorers do).")
+      "(default 256, or the base's position table where it takes fewer; scoring "
+      "windows long premises as the scorers do).")
   add("--lora_rank", type=int, default=0,
       help="Train LoRA adapters of this rank (peft) instead of every weight, merged "
       "into the saved weights (default 0: full fine-tuning).")
@@ -180,13 +181,13 @@ def run(argv=None) -> int:
                            for entry in data.described for name in entry["files"]]},
         read_dirs={"--base": base_dir})
     output.check()
-    settings = Settings(args.epochs, args.batch_size, args.learning_rate,
-                        args.max_input_tokens, args.seed, args.lora_rank, args.device,
-                        args.eval_every, args.save_every, args.calibrate_metric,
-                        args.progress_interval)
     trainable = load_trainable(args.family, base_dir, seed=args.seed,
                                lora_rank=args.lora_rank, device=args.device,
                                max_input_tokens=args.max_input_tokens)
+    settings = Settings(args.epochs, args.batch_size, args.learning_rate,
+                        trainable.max_input_tokens, args.seed, args.lora_rank,
+                        args.device, args.eval_every, args.save_every,
+                        args.calibrate_metric, args.progress_interval)
     saved = Checkpoints(args.output_dir, fingerprint(settings, base, data, args.family))
     saved.resumable()
     output.claim()

@@ -188,6 +188,8 @@ def test_nli_classifier_trains_a_two_label_head_that_the_scorer_loads(
   summary, record = _agreement(root / "agree-nli", nli_data, "validation",
                                "nli-classifier", output)
   card = _card(output)
+  # The default training length, 256, stops at the base's position table.
+  assert card["settings"]["max_input_tokens"] == 64
   assert record["scorer"]["threshold"] == card["threshold"]
   for name in ("n_rated", "accuracy", "balanced_accuracy"):
     assert summary["overall"][name] == pytest.approx(card["validation"][name], abs=1e-12)
@@ -297,6 +299,13 @@ def test_a_base_that_does_not_load_is_refused(root, t5_data, nli_data, tmp_path,
   error = _refused(capsys, tmp_path / "out4", "--train", nli_data, "--family", "t5",
                    "--base", roberta_base)
   assert f"{nli_data}/run.json" in error and "nli-classifier" in error
+  # Inputs past the base's position table (64 tokens): the first long batch
+  # failed inside the model, exit 1, with the output directory claimed.
+  error = _refused(capsys, tmp_path / "out5", "--train", nli_data, "--family",
+                   "nli-classifier", "--base", roberta_base, "--max_input_tokens", "100")
+  assert ("--max_input_tokens 100: training inputs of up to that many tokens, but the "
+          "position table of --base (roberta.embeddings.position_embeddings) takes at "
+          "most 64; give --max_input_tokens 64 or less" in error)
 
 
 def test_an_output_directory_that_breaks_the_file_rules_is_refused(

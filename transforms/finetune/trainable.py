@@ -67,6 +67,11 @@ def _two_label_head(config) -> bool:
   return labels == LABELS
 
 
+# Training inputs are cut at this many tokens unless --max_input_tokens says
+# otherwise (fewer where the base's position table takes fewer).
+DEFAULT_MAX_INPUT_TOKENS = 256
+
+
 class Trainable:
   """A base model being trained for a family (see the module docstring)."""
 
@@ -76,12 +81,11 @@ class Trainable:
     from transformers import (AutoConfig, AutoModelForSeq2SeqLM,  # pylint: disable=import-outside-toplevel
                               AutoModelForSequenceClassification)
     # token_budget imports torch: not at import time (`autoais finetune --help`).
-    from autoais.models.token_budget import resolve_max_input_tokens  # pylint: disable=import-outside-toplevel
+    from autoais.models.token_budget import position_table, resolve_max_input_tokens  # pylint: disable=import-outside-toplevel
     self.family = family
     self.base_dir = base_dir
     self.device = device
     self.tokenizer = checkpoints.load_tokenizer(base_dir, "--base", TOKENIZER_FILE_NAMES)
-    self.max_input_tokens = resolve_max_input_tokens(self.tokenizer, max_input_tokens)
     # The input length validation scores at, and so the card's threshold is
     # calibrated at: the scorer's default for the model (not the training's).
     self.scoring_max_input_tokens = resolve_max_input_tokens(self.tokenizer, None)
@@ -99,6 +103,21 @@ class Trainable:
           num_labels=2, id2label=dict(LABELS),
           label2id={name: index for index, name in LABELS.items()},
           ignore_mismatched_sizes=self.new_head)
+    # An input past a learned position table fails inside the model, once a
+    # long one comes ("index 130 is out of bounds", exit 1 mid-run): the
+    # default length stops at the table, a longer one asked for is refused
+    # here, before the output directory is claimed.
+    table = position_table(model)
+    if max_input_tokens is None:
+      self.max_input_tokens = (DEFAULT_MAX_INPUT_TOKENS if table is None
+                               else min(DEFAULT_MAX_INPUT_TOKENS, table[1]))
+    elif table is not None and max_input_tokens > table[1]:
+      raise ModelError(
+          f"--max_input_tokens {max_input_tokens}: training inputs of up to that many "
+          f"tokens, but the position table of --base ({table[0]}) takes at most "
+          f"{table[1]}; give --max_input_tokens {table[1]} or less")
+    else:
+      self.max_input_tokens = max_input_tokens
     self.model = model  # the plain model (LoRA layers injected in place)
     self.trained = model  # what the optimizer and checkpoints see
     self.lora_rank = lora_rank
