@@ -54,6 +54,13 @@ def _t5(model, *flags):
   return ("--scorer", "t5", "--model", model, *flags)
 
 
+def _remote_ratings(*flags):
+  """agreement's arguments on the example ratings with a hosted scorer at a
+  port nothing listens on (the refusals come before any request)."""
+  return ("--input", RATINGS, "--format", "ratings", "--scorer", "remote", "--endpoint",
+          "http://127.0.0.1:9", *flags)
+
+
 # case: (job, its arguments given the example corpus (c) and the tiny T5 (m),
 # what the message says)
 _CASES = {
@@ -117,29 +124,25 @@ _CASES = {
         "--input", EXAMPLES / "claims" / "expertqa.jsonl", "--progress_interval", value),
         f"--progress_interval {float(value)}: seconds between progress lines, positive, "
         "or 0 for none") for value in ("nan", "-5", "inf")},
-    "request-timeout-past-a-day": (agreement, lambda c, m: (
-        "--input", RATINGS, "--format", "ratings", "--scorer", "remote", "--endpoint",
-        "http://127.0.0.1:9", "--request_timeout", "1e10"),
+    "request-timeout-past-a-day": (agreement, lambda c, m: _remote_ratings(
+        "--request_timeout", "1e10"),
         "--request_timeout must be positive and at most 86400 s"),
-    "instances-past-a-call": (agreement, lambda c, m: (
-        "--input", RATINGS, "--format", "ratings", "--scorer", "remote", "--endpoint",
-        "http://127.0.0.1:9", "--instances_per_request", "600"),
+    "instances-past-a-call": (agreement, lambda c, m: _remote_ratings(
+        "--instances_per_request", "600"),
         "--instances_per_request 600: from 1 to 512, the most examples of one call"),
     "decision-of-string-match": (evaluate, lambda c, m: (
         "--predictions", PREDICTIONS, "--corpus", c, "--gold", GOLD, "--decision",
         "threshold"), "--decision is for --scorer t5, not --scorer string-match (the "
                       "default): a flag the scorer does not take is refused"),
-    "decision-of-remote": (agreement, lambda c, m: (
-        "--input", RATINGS, "--format", "ratings", "--scorer", "remote", "--endpoint",
-        "http://127.0.0.1:9", "--decision", "threshold"),
+    "decision-of-remote": (agreement, lambda c, m: _remote_ratings(
+        "--decision", "threshold"),
         "--decision is for --scorer t5, not --scorer remote"),
     "calibration-of-decode": (agreement, lambda c, m: (
         "--input", RATINGS, "--format", "ratings", "--calibrate_on", RATINGS,
         *_t5(m, "--decision", "decode")),
         "with --decision decode a decision is whether the generated text reads '1'"),
-    "retry-backoff-nan": (agreement, lambda c, m: (
-        "--input", RATINGS, "--format", "ratings", "--scorer", "remote", "--endpoint",
-        "http://127.0.0.1:9", "--retry_backoff", "nan"),
+    "retry-backoff-nan": (agreement, lambda c, m: _remote_ratings(
+        "--retry_backoff", "nan"),
         "--retry_backoff a number of seconds not negative"),
 }
 

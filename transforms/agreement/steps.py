@@ -93,16 +93,16 @@ class _KeepFirstAnswerFn(beam.DoFn):
     (role, _, _), items = grouped
     items = sorted(items, key=lambda item: (item.source_file, item.source_line,
                                             item.item_id))
-    kept = items[0]
+    kept_file, kept_line = items[0].source_file, items[0].source_line
     for item in items:
-      if (item.source_file, item.source_line) == (kept.source_file, kept.source_line):
+      if (item.source_file, item.source_line) == (kept_file, kept_line):
         yield role, item
         continue
       yield beam.pvalue.TaggedOutput(role, DeadLetter(
           item.source_file, item.source_line, REJECTED, "duplicate_answer", "question",
           f"{item.source_file}:{item.source_line}: field 'question': item "
           f"{item.item_id!r}: system {item.group!r} already answered this question at "
-          f"{kept.source_file}:{kept.source_line}; the first answer is kept",
+          f"{kept_file}:{kept_line}; the first answer is kept",
           json.dumps({"item_id": item.item_id, "system": item.group,
                       "question": item.question, "claim": item.example.hypothesis},
                      ensure_ascii=False)))
