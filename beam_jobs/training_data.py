@@ -203,8 +203,9 @@ class _TrainingDataRecord(RunRecord):
         "family": options.family, "seed": options.seed,
         "validation_fraction": options.validation_fraction,
         "test_fraction": options.test_fraction,
-        "split_by": "blake2b-64 of the question (else the claim), whitespace "
-                    "collapsed and case folded, with the seed",
+        "split_by": "blake2b-64 of the question (else the claim), NFKC-normalised "
+                    "and case folded, punctuation and format characters dropped, "
+                    "whitespace collapsed, with the seed",
         "negatives_per_positive": plan.negatives, "corpus": options.corpus,
         "task_name": plan.task_name}
 

@@ -14,6 +14,7 @@ import hashlib
 import importlib.util
 import json
 import re
+import unicodedata
 
 import pyarrow.parquet as pq
 import pytest
@@ -147,6 +148,46 @@ def test_another_seed_draws_another_split_of_the_same_examples(dev_data, tmp_pat
   assert not (tmp_path / "out" / "seqio_task.py").exists()
 
 
+# Ways one question is spelt across sources: each turns the question into
+# text the eye (or a reader) takes for the same question.
+_SPELLINGS = {
+    "decomposed accents": lambda q: unicodedata.normalize("NFD", q),
+    "full-width question mark": lambda q: q[:-1] + "\uff1f",
+    "zero-width space": lambda q: q.replace("designed", "desi\u200bgned"),
+    "space before the mark": lambda q: q[:-1] + " ?",
+    "no mark": lambda q: q[:-1],
+    "upper case, spaces": lambda q: "  " + q.upper().replace(" ", "   "),
+}
+
+
+def test_every_spelling_of_a_question_falls_in_one_split(tmp_path):
+  """Twenty questions, each with its usual spelling and one variant per
+  kind: a question's items stay in one split whichever way each is spelt."""
+  records = []
+  for number in range(20):
+    question = f"Who designed the café at station {number}?"
+    for kind, spell in (("usual", lambda q: q), *_SPELLINGS.items()):
+      records.append({
+          "id": f"{number}-{kind}", "question": spell(question),
+          "claim": f"Station {number}'s café was designed by an architect ({kind}).",
+          "references": [f"Title: Station {number}\n\nIts café was designed by "
+                         "an architect."],
+          "attribution_label": "attributable"})
+  write_jsonl(tmp_path / "ab.jsonl", records)
+  output = tmp_path / "out"
+  assert run_job(training_data, "--input", f"attributionbench:{tmp_path / 'ab.jsonl'}",
+                 "--family", "nli-classifier", "--validation_fraction", "0.3",
+                 "--test_fraction", "0.3", "--output_dir", output) == 0
+  splits_of = collections.defaultdict(set)
+  for split, table in _rows(output).items():
+    for row in table:
+      splits_of[row["item_id"].split("-")[0]].add(split)
+  assert len(splits_of) == 20
+  assert all(len(found) == 1 for found in splits_of.values()), splits_of
+  # And the questions do not all fall in one split: the hash still draws.
+  assert len({split for found in splits_of.values() for split in found}) == 3
+
+
 # ----------------------------------------------------------------------------
 # Hard negatives.
 
@@ -222,6 +263,62 @@ def test_hard_negatives_are_other_passages_of_the_article_without_the_answer(
   assert stats["candidates_with_answer"] == 1 + 0
   assert stats["negatives_mined"] == len(negatives) == 4
   assert sum(record["splits"][split]["hard_negatives"] for split in SPLITS) == 4
+
+
+def test_no_negative_contradicts_a_rating_or_rests_on_an_answer_not_looked_for(
+    tmp_path):
+  """Zeta: two systems give the same answer to one question, citing passages
+  0 and 1, both rated Y, and passage 1 does not hold the answer's text; Eta:
+  an answer whose accents the passages decompose; Theta and Iota: yes/no and
+  an answer that normalises to nothing, which string match never looks for."""
+  articles = {
+      "Zeta": ["Zeta's capital is Paris.", "Zeta's seat of government is the old city.",
+               "Zeta has hills.", "Zeta has rivers."],
+      "Eta": ["Eta was founded by Renée.",
+              unicodedata.normalize("NFD", "Later Renée left Eta."), "Eta has a port."],
+      "Theta": ["Theta's sky is blue.", "Yes, Theta's sky is blue at noon.",
+                "Theta has clouds."],
+      "Iota": ["Iota is small.", "Iota is old.", "Iota is green."],
+  }
+  write_jsonl(tmp_path / "wiki.jsonl", [
+      {"id": _passage_id(article, index), "contents": f"« {article} » « {article} » {text}"}
+      for article, texts in articles.items() for index, text in enumerate(texts)])
+  assert run_job(build_corpus, "--input", tmp_path / "wiki.jsonl", "--output",
+                 tmp_path / "corpus", "--num_shards", "1") == 0
+  rated = [("a", "what is the capital of zeta", "Paris", "Zeta", 0),
+           ("b", "what is the capital of zeta", "Paris", "Zeta", 1),
+           ("a", "who founded eta", "Renée", "Eta", 0),
+           ("a", "is theta's sky blue", "yes", "Theta", 0),
+           ("a", "what is iota", "The", "Iota", 0)]
+  with open(tmp_path / "ratings.csv", "w", newline="", encoding="utf-8") as f:
+    writer = csv.writer(f)
+    writer.writerow(["system_name", "question", "answer", "attribution", "passage",
+                     "human_rating"])
+    for system, question, answer, article, index in rated:
+      writer.writerow([system, question, answer, _passage_id(article, index),
+                       f"Title: {article}\n\n{articles[article][index]}", "Y"])
+  output = tmp_path / "out"
+  assert run_job(training_data, "--input", tmp_path / "ratings.csv", "--format", "ratings",
+                 "--family", "t5", "--output_dir", output,
+                 "--negatives_per_positive", "5", "--corpus", tmp_path / "corpus") == 0
+  rows = [row for table in _rows(output).values() for row in table]
+  labels = collections.defaultdict(set)
+  for row in rows:
+    labels[(row["premise"], row["hypothesis"])].add(row["label"])
+  assert all(len(found) == 1 for found in labels.values()), labels
+  mined = sorted(row["item_id"].rsplit("#negative:", 1)[1] for row in rows
+                 if row["hard_negative"])
+  # Zeta's two positives share their hypothesis: their negatives are the same
+  # examples, written once.
+  assert mined == sorted([_passage_id("Zeta", 2), _passage_id("Zeta", 3),
+                          _passage_id("Eta", 2)])
+  stats = json.loads((output / "run.json").read_text())["hard_negatives"]
+  assert stats["positives_with_passage_id"] == 5
+  assert stats["positives_without_searchable_answer"] == 2
+  assert stats["candidates_rated_attributable"] == 2
+  assert stats["candidates"] == 2 + 2 + 2
+  assert stats["candidates_with_answer"] == 1
+  assert stats["negatives_mined"] == 5 and stats["duplicates"] == 2
 
 
 # ----------------------------------------------------------------------------

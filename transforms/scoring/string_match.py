@@ -75,9 +75,20 @@ _normalized_passage = _RecentNormalized(24 << 20)
 _normalized_answer = _RecentNormalized(8 << 20)
 
 
+def _searchable(normalized_answer: str) -> bool:
+  return bool(normalized_answer) and normalized_answer not in _YES_NO
+
+
+def answer_is_searchable(answer: str) -> bool:
+  """Whether string match looks for `answer` in a passage at all: something is
+  left of it once normalised, and it is not "yes" or "no" (which it takes for
+  not attributable, whatever the passage says)."""
+  return _searchable(_normalized_answer(answer))
+
+
 def string_match_attributable(answer: str, passage_text: str) -> bool:
   answer = _normalized_answer(answer)
-  if not answer or answer in _YES_NO:
+  if not _searchable(answer):
     return False
   return f" {answer} " in f" {_normalized_passage(passage_text)} "
 

@@ -6,13 +6,14 @@ the input form of the family it will train, its split and its key.
   renormalises over); nli-classifier is the (premise, hypothesis) pair and a
   label 1 / 0 (what `--scorer nli-classifier` encodes as a text pair).
 * Splits: a hash of the item's question (the claim where the item answers no
-  question), whitespace collapsed and case folded, with --seed: every item of
-  one question falls in one split, whatever the order or the runner.
+  question) as split_key spells it, with --seed: every item of one question
+  falls in one split, whatever the order, the runner or the spelling.
 * Duplicates: an example is its digest, blake2b-128 of the family's input and
   the label; the split tables are sorted by it, and only the first row of a
   digest (by source file and line) is kept.
 """
 import hashlib
+import unicodedata
 from typing import Optional, Tuple
 
 from autoais.schemas import LabelledItem, TrainingExample
@@ -28,7 +29,16 @@ def t5_inputs(premise: str, hypothesis: str) -> str:
 
 
 def split_key(question: str) -> str:
-  return " ".join(question.split()).casefold()
+  """The question as the split reads it: NFKC-normalised and case folded,
+  punctuation and invisible format characters (zero-width spaces, soft
+  hyphens, byte-order marks) dropped, whitespace collapsed. The same question
+  is written many ways across sources (composed or decomposed accents,
+  full-width "？", "X?" and "X ?"): spelt any of them, it falls in one split,
+  where the raw text put them apart and a test question leaked into train."""
+  folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", question).casefold())
+  kept = "".join(character for character in folded
+                 if not unicodedata.category(character).startswith(("P", "Cf")))
+  return " ".join(kept.split())
 
 
 def split_of(question: str, seed: int, fractions: Tuple[float, float]) -> str:

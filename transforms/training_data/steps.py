@@ -4,7 +4,8 @@ deduplicated examples (ExamplesFold, for transforms/rows/merge.py's
 WriteMergedRows).
 """
 import json
-from typing import NamedTuple
+import unicodedata
+from typing import NamedTuple, Tuple
 
 import apache_beam as beam
 
@@ -15,12 +16,14 @@ from autoais.transforms.corpus.passages import nli_premise, parse_passage
 from autoais.transforms.io.spilled_groups import SpilledGroupByKey
 from autoais.transforms.rows.merge import RowFold, RowTable
 from autoais.transforms.scoring.examples import qa_example
-from autoais.transforms.scoring.string_match import string_match_attributable
+from autoais.transforms.scoring.string_match import (answer_is_searchable,
+                                                     string_match_attributable)
 from autoais.transforms.training_data.examples import hard_negative, negative_rank
 
 # Hard-negative counts in run.json, always present.
-NEGATIVE_STATS = ("positives_with_passage_id", "articles_not_found",
-                  "positives_without_other_passages", "candidates",
+NEGATIVE_STATS = ("positives_with_passage_id", "positives_without_searchable_answer",
+                  "articles_not_found", "positives_without_other_passages",
+                  "candidates", "candidates_rated_attributable",
                   "candidates_not_in_corpus", "candidates_with_answer",
                   "positives_with_negatives", "negatives_mined")
 
@@ -30,15 +33,39 @@ class NegativeSeed(NamedTuple):
   example: TrainingExample
   answer: str
   attribution: str  # the passage id the positive cites
+  # Every passage a human rated attributable for the same hypothesis (this
+  # one's included): none of them is a negative of it.
+  rated_attributable: Tuple[str, ...] = ()
 
 
 def _stats(**counts):
   return dict(dict.fromkeys(NEGATIVE_STATS, 0), **counts)
 
 
+def _searchable_seeds(seed):
+  """Seeds whose answer string match can look for, keyed by their hypothesis;
+  a yes/no answer, or one with nothing left once normalised, is in no passage
+  by that test, so every passage of its article would pass for one that does
+  not answer: it is counted, and gets no negatives."""
+  if not answer_is_searchable(seed.answer):
+    yield beam.pvalue.TaggedOutput("stats", _stats(positives_without_searchable_answer=1))
+    return
+  yield seed.example.hypothesis, seed
+
+
+def _with_rated_passages(grouped):
+  """(hypothesis, its seeds) -> each seed with every passage the group's
+  humans rated attributable."""
+  _, seeds = grouped
+  rated = tuple(sorted({seed.attribution for seed in seeds}))
+  for seed in seeds:
+    yield seed._replace(rated_attributable=rated)
+
+
 class _CandidatesFn(beam.DoFn):
   """(seed, the article's passage ids or None) -> (seed, passage id) for each
-  other passage of the article."""
+  other passage of the article that no human rated attributable for the
+  seed's hypothesis (a negative of it would contradict that rating)."""
 
   def process(self, looked_up):
     seed, passage_ids = looked_up
@@ -46,12 +73,17 @@ class _CandidatesFn(beam.DoFn):
       yield beam.pvalue.TaggedOutput("stats", _stats(articles_not_found=1))
       return
     others = [pid for pid in passage_ids if pid != seed.attribution]
-    if not others:
+    rated = set(seed.rated_attributable)
+    candidates = [pid for pid in others if pid not in rated]
+    if len(candidates) < len(others):
+      yield beam.pvalue.TaggedOutput("stats", _stats(
+          candidates_rated_attributable=len(others) - len(candidates)))
+    if not candidates:
       yield beam.pvalue.TaggedOutput("stats",
                                      _stats(positives_without_other_passages=1))
       return
-    yield beam.pvalue.TaggedOutput("stats", _stats(candidates=len(others)))
-    for passage_id in others:
+    yield beam.pvalue.TaggedOutput("stats", _stats(candidates=len(candidates)))
+    for passage_id in candidates:
       yield seed, passage_id
 
 
@@ -69,9 +101,13 @@ class _KeepWithoutAnswerFn(beam.DoFn):
       yield beam.pvalue.TaggedOutput("stats", _stats(candidates_not_in_corpus=1))
       return
     parsed = parse_passage(contents)
-    # The premise and searchable text exactly as evaluate builds them.
+    # The premise and searchable text exactly as evaluate builds them; both
+    # sides NFKC-normalised, which SQuAD's normalisation is not: a passage
+    # spelling the answer with decomposed accents holds it all the same, and
+    # must not become a negative.
     example = qa_example("", seed.answer, parsed)
-    if string_match_attributable(seed.answer, example.passage_text):
+    if string_match_attributable(unicodedata.normalize("NFKC", seed.answer),
+                                 unicodedata.normalize("NFKC", example.passage_text)):
       yield beam.pvalue.TaggedOutput("stats", _stats(candidates_with_answer=1))
       return
     digest = seed.example.digest
@@ -102,10 +138,13 @@ class MineHardNegatives(beam.PTransform):
 
   As XOR-AttriQA mines them (§4, after Garg et al.): for a positive, the other
   passages of the article its passage belongs to (the corpus's article index),
-  less those that contain the answer; `per_positive` of them, in an order
-  fixed by `seed`. Each negative pairs the positive's hypothesis with such a
-  passage, label 0, in the positive's split. The candidates are grouped per
-  positive through runs on disk under `work_dir`."""
+  less those that contain the answer and those a human rated attributable for
+  the same hypothesis; `per_positive` of them, in an order fixed by `seed`.
+  Each negative pairs the positive's hypothesis with such a passage, label 0,
+  in the positive's split. A positive whose answer cannot be looked for in a
+  passage (yes/no, or nothing once normalised) gets none. The seeds are
+  grouped by hypothesis, and the candidates per positive, through runs on disk
+  under `work_dir`."""
 
   def __init__(self, corpus_dir: str, work_dir: str, family: str, per_positive: int,
                seed: int):
@@ -119,6 +158,11 @@ class MineHardNegatives(beam.PTransform):
   def expand(self, seeds):
     counted = seeds | "CountSeeds" >> beam.Map(
         lambda _: _stats(positives_with_passage_id=1))
+    searchable = seeds | "KeepSearchableAnswers" >> beam.FlatMap(
+        _searchable_seeds).with_outputs("stats", main="seeds")
+    seeds = (searchable.seeds
+             | "GroupSeedsByHypothesis" >> SpilledGroupByKey(self._work_dir)
+             | "ShareRatedPassages" >> beam.FlatMap(_with_rated_passages))
     articles = seeds | "LookUpArticles" >> store.LookupArticles(
         self._corpus_dir, lambda seed: store.article_of(seed.attribution))
     candidates = articles["joined"] | "ListCandidates" >> beam.ParDo(
@@ -132,7 +176,8 @@ class MineHardNegatives(beam.PTransform):
         _TakeNegativesFn(self._family, self._per_positive)).with_outputs(
             "stats", main="negatives")
     return {"negatives": taken.negatives,
-            "stats": (counted, candidates.stats, kept.stats, taken.stats),
+            "stats": (counted, searchable.stats, candidates.stats, kept.stats,
+                      taken.stats),
             "join_stats": (articles["stats"], passages["stats"])}
 
 
