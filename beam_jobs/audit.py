@@ -30,7 +30,7 @@ dead_letter.jsonl (unknown ids, candidates no answer asks for, answers without
 candidates, duplicates, bad lines; an answer a candidate of which a hosted model
 could not score, with its candidates), and run.json, written last, whose counts
 reconcile for answers and for candidates: read = scored + rejected + unmatched
-(+ candidates below --top_k, + candidates replaced by their article).
+(+ candidates past --top_k, + candidates replaced by their article).
 """
 if __name__ == "__main__":
   # `python -m autoais.beam_jobs.audit`: run the package module (Beam pickles DoFns by
@@ -53,7 +53,7 @@ from autoais.transforms.audit.readers import (check_answers_file, check_candidat
                                       read_audit_answers, read_candidates)
 from autoais.transforms.audit.stages import (ExpandToArticles, GradeAnswers, IndexTopics,
                                      JoinCandidatePassages, MatchCandidates,
-                                     RateCandidates)
+                                     RateCandidates, SelectCandidates)
 from autoais.transforms.audit.steps import ARTICLE, CANDIDATE_SOURCES, RUN, BuildAnswerIndex
 from autoais.transforms.audit.tables import AuditFold, SummarizeAudit
 from autoais.transforms.corpus import store
@@ -184,7 +184,9 @@ class _AuditRecord(RunRecord):
                            written["candidates_scored"] + beyond + replaced,
                            dead["candidates"])
     candidates.update(scored=written["candidates_scored"], beyond_top_k=beyond,
-                      replaced_by_article=replaced)
+                      replaced_by_article=replaced,
+                      lists_ranked_against_scores=steps.get(
+                          "lists_ranked_against_scores", 0))
     counts = {"answers": answers, "candidates": candidates}
     if topic_reads is not None:
       counts["topics"] = reconcile(topic_reads.get("read", 0), topics_kept,
@@ -245,11 +247,13 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   candidates_read = pipeline | "ReadCandidates" >> ReadRecords(plan.candidate_files,
                                                                read_candidates)
   matched = candidates_read.records | "MatchCandidates" >> MatchCandidates(
-      options.top_k, index, questions)
-  pairs = matched["pairs"]
-  steps.append(matched["stats"])
+      index, questions)
+  selected = matched["pairs"] | "SelectCandidates" >> SelectCandidates(
+      options.top_k, FileSystems.join(work_dir, "select"))
+  pairs = selected["pairs"]
+  steps.extend((matched["stats"], selected["stats"]))
   if options.candidates_from == ARTICLE:
-    expanded = pairs | "ExpandToArticles" >> ExpandToArticles(options.corpus)
+    expanded = selected["firsts"] | "ExpandToArticles" >> ExpandToArticles(options.corpus)
     pairs = expanded["pairs"]
     steps.append(expanded["stats"])
     join_stats.append(expanded["join_stats"])
@@ -268,7 +272,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
 
   dead_letters["answers"] = (answers_read.dead_letter, rated["answer_dead_letter"])
   dead_letters["candidates"] = (candidates_read.dead_letter, matched["dead_letter"],
-                                joined["dead_letter"], rated["dead_letter"],
+                                selected["dead_letter"], joined["dead_letter"],
+                                rated["dead_letter"],
                                 written["dead_letter"])
   counts = {"answer_reads": answers_read.counts,
             "candidate_reads": candidates_read.counts, "topic_reads": topic_counts,

@@ -43,6 +43,8 @@ class Candidate(NamedTuple):
   retrieval_score: Optional[float]
   source_file: str
   source_line: int
+  # Its place in a JSON Lines file's list (candidates[entry]); None for a TREC line.
+  entry: Optional[int] = None
 
 
 CANDIDATE_SCHEMA = pa.schema([
@@ -55,6 +57,7 @@ CANDIDATE_SCHEMA = pa.schema([
     pa.field("retrieval_score", pa.float64()),
     pa.field("source_file", pa.string(), nullable=False),
     pa.field("source_line", pa.int64(), nullable=False),
+    pa.field("entry", pa.int64()),
 ])
 
 
@@ -92,6 +95,7 @@ class AuditPair(NamedTuple):
   answer_line: int
   source_file: str  # of the candidate
   source_line: int
+  entry: Optional[int] = None  # of the candidate (Candidate.entry)
 
 
 AUDIT_PAIR_SCHEMA = pa.schema([
@@ -110,6 +114,7 @@ AUDIT_PAIR_SCHEMA = pa.schema([
     pa.field("answer_line", pa.int64(), nullable=False),
     pa.field("source_file", pa.string(), nullable=False),
     pa.field("source_line", pa.int64(), nullable=False),
+    pa.field("entry", pa.int64()),
 ])
 
 

@@ -12,7 +12,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from autoais.beam_jobs import audit
+from autoais.beam_jobs import audit, build_corpus
 from autoais.transforms.scoring.string_match import string_match_attributable
 from autoais.schemas import Candidate, DeadLetter
 from tests.support.audit_inputs import SYSTEMS, build_audit_inputs
@@ -165,7 +165,8 @@ def test_every_line_is_accounted_for(audit_inputs, string_match_audit):
   # answer asks for; duplicates are rejected after) reached its answer through
   # its topic's question: the answers have no query_id.
   assert manifest["counts"]["topics"]["candidates_matched"] == lines - 2
-  assert manifest["join"]["lookups"] == lines - 2
+  # A repeated candidate is rejected before the corpus is read for it.
+  assert manifest["join"]["lookups"] == lines - 2 - repeated
 
 
 def test_oracle_scorer_reranking_recovers_the_gold_passage(audit_inputs, tmp_path,
@@ -412,3 +413,105 @@ def test_bad_configurations_exit_2_before_writing(audit_inputs, tmp_path):
   assert run_job(audit, *base, "--corpus", audit_inputs["corpus"], "--topics",
                  root / "topics.tsv", "--top_k", 0) == 2
   assert not (tmp_path / "out").exists()
+
+
+# ----------------------------------------------------------------------------
+# Which candidates an answer is audited on.
+
+
+def _small_audit(tmp_path, runs, questions, *extra, exit_code=0):
+  """Audits the answer "The Zebra." to each of `questions` (q1, q2, ...) against
+  `runs` ({file name: text}) on a corpus of Y1..Y4 (holding "zebra") and
+  N1..N4; -> (audit_answers rows by question, run.json, dead letters)."""
+  tmp_path.mkdir(parents=True, exist_ok=True)
+  corpus = [{"id": f"{kind}{i}#{kind}{i}#0",
+             "contents": f"« {kind}{i} » « {kind}{i} » The animal here is "
+                         f"{'a zebra' if kind == 'Y' else 'a horse'}, number {i}."}
+            for i in range(1, 5) for kind in "YN"]
+  (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(p) + "\n" for p in corpus))
+  assert run_job(build_corpus, "--input", tmp_path / "corpus.jsonl", "--output",
+                 tmp_path / "corpus", "--num_shards", "1") == 0
+  (tmp_path / "topics.tsv").write_text("".join(f"{q}\tquestion {q}\n" for q in questions))
+  (tmp_path / "answers.csv").write_text(
+      "question,answer\n" + "".join(f"question {q},The Zebra.\n" for q in questions))
+  for name, text in runs.items():
+    (tmp_path / name).write_text(text)
+  output = tmp_path / "out"
+  assert run_job(audit, "--answers", tmp_path / "answers.csv", "--candidates",
+                 ",".join(str(tmp_path / name) for name in runs), "--topics",
+                 tmp_path / "topics.tsv", "--corpus", tmp_path / "corpus",
+                 "--output_dir", output, "--bootstrap_samples", 20, *extra) == exit_code
+  rows = {row["question"].split()[-1]: row
+          for row in pq.read_table(output / "audit_answers.parquet").to_pylist()}
+  return rows, json.loads((output / "run.json").read_text()), read_jsonl(
+      output / "dead_letter.jsonl")
+
+
+def test_top_k_keeps_the_k_best_ranked_whatever_the_ranks(tmp_path):
+  """--top_k 1: q1 ranks from 0, q2 from -3, q3 starts at rank 2: each answer
+  is audited on its best-ranked candidate alone (any = top-1 = reranked)."""
+  run = ("q1 Q0 N1#N1#0 0 3.0 S\nq1 Q0 Y1#Y1#0 1 2.0 S\n"
+         "q2 Q0 N2#N2#0 -3 3.0 S\nq2 Q0 Y2#Y2#0 1 2.0 S\n"
+         "q3 Q0 Y3#Y3#0 2 3.0 S\nq3 Q0 N3#N3#0 3 2.0 S\n")
+  rows, record, dead = _small_audit(tmp_path, {"run.trec": run}, ["q1", "q2", "q3"],
+                                    "--top_k", "1")
+  assert {q: (row["n_candidates"], row["top1_id"], row["top1_attributable"],
+              row["any_attributable"], row["reranked_attributable"])
+          for q, row in rows.items()} == {
+              "q1": (1, "N1#N1#0", "N", "N", "N"), "q2": (1, "N2#N2#0", "N", "N", "N"),
+              "q3": (1, "Y3#Y3#0", "Y", "Y", "Y")}
+  candidates = record["counts"]["candidates"]
+  assert (candidates["read"], candidates["scored"], candidates["beyond_top_k"]) == (6, 3, 3)
+  assert candidates["reconciled"] and not dead
+
+
+def test_a_rank_or_a_list_given_twice_is_rejected_not_tie_broken_by_id(tmp_path):
+  """q1: two candidates at rank 1 (the later line is rejected, not the one
+  whose id sorts last); q2: its list again in a second file under the same
+  tag; q3: a JSON Lines list naming a passage twice; q4: ranks against the
+  scores (audited by rank, and counted)."""
+  runs = {
+      "a.trec": ("q1 Q0 Y1#Y1#0 1 2.0 S\nq1 Q0 N1#N1#0 1 2.0 S\n"
+                 "q2 Q0 N2#N2#0 1 3.0 S\nq2 Q0 Y2#Y2#0 2 2.0 S\n"
+                 "q4 Q0 N4#N4#0 1 1.0 S\nq4 Q0 Y4#Y4#0 2 9.0 S\n"),
+      "b.trec": "q2 Q0 Y2#Y2#0 1 3.0 S\n",
+      "c.jsonl": json.dumps({"system_name": "S", "query_id": "q3", "candidates": [
+          {"id": "N3#N3#0", "rank": 1}, {"id": "Y3#Y3#0", "rank": 2},
+          {"id": "N3#N3#0", "rank": 3}]}) + "\n",
+  }
+  # b.trec yields no row: exit 3, its file named in run.json.
+  rows, record, dead = _small_audit(tmp_path, runs, ["q1", "q2", "q3", "q4"], exit_code=3)
+  assert [entry["main_reason"] for entry in record["empty_inputs"]] == [
+      "rejected:repeated_list"]
+  assert rows["q1"]["top1_id"] == "Y1#Y1#0" and rows["q1"]["n_candidates"] == 1
+  assert rows["q2"]["top1_id"] == "N2#N2#0" and rows["q2"]["n_candidates"] == 2
+  assert rows["q3"]["n_candidates"] == 2
+  assert rows["q4"]["top1_id"] == "N4#N4#0"
+  by_reason = {entry["reason"]: entry for entry in dead}
+  assert sorted(by_reason) == ["duplicate_candidate", "repeated_list", "repeated_rank"]
+  assert (by_reason["repeated_rank"]["source_line"], by_reason["repeated_rank"]["field"]) == (
+      2, "rank")
+  assert by_reason["repeated_list"]["source_file"].endswith("b.trec")
+  assert by_reason["repeated_list"]["field"] == "tag"
+  assert by_reason["duplicate_candidate"]["field"] == "candidates[2].id"
+  candidates = record["counts"]["candidates"]
+  assert candidates["reconciled"] and candidates["lists_ranked_against_scores"] == 1
+  assert candidates["by_reason"] == {"rejected:duplicate_candidate": 1,
+                                     "rejected:repeated_list": 1,
+                                     "rejected:repeated_rank": 1}
+
+
+def test_inline_passages_are_audited_as_their_ids_are_with_rank_ties(tmp_path):
+  """The same two passages at rank 1, by id and inline: one audit."""
+  found = []
+  for name, entries in (("ids", [{"id": "N1#N1#0", "rank": 1},
+                                 {"id": "Y1#Y1#0", "rank": 1}]),
+                        ("inline", [{"passage": "Title: N1\n\nThe animal here is a "
+                                     "horse, number 1.", "rank": 1},
+                                    {"passage": "Title: Y1\n\nThe animal here is a "
+                                     "zebra, number 1.", "rank": 1}])):
+    rows, _, dead = _small_audit(tmp_path / name, {"c.jsonl": json.dumps(
+        {"system_name": "S", "query_id": "q1", "candidates": entries}) + "\n"}, ["q1"])
+    found.append((rows["q1"]["top1_attributable"], rows["q1"]["n_candidates"],
+                  [(entry["reason"], entry["field"]) for entry in dead]))
+  assert found[0] == found[1] == ("N", 1, [("repeated_rank", "candidates[1].rank")])

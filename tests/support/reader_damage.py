@@ -915,14 +915,14 @@ def candidate_list_files(draw):
       expected_qid = None if query_id is None else (
           str(query_id) if isinstance(query_id, int) else query_id.strip())
       first = True
-      for entry, parsed, reasons, field in entries:
+      for index, (entry, parsed, reasons, field) in enumerate(entries):
         data = _json_line(draw, fields, ending) if first else b""
         if parsed is None:
           record = Record(data, reasons=reasons, field=field, same_line=not first)
         else:
           record = Record(data, Candidate(system.strip(), expected_qid,
                                           question.strip() if question else None,
-                                          *parsed, "", 0), same_line=not first)
+                                          *parsed, "", 0, index), same_line=not first)
         records.append(record)
         first = False
       continue

@@ -255,7 +255,7 @@ def read_candidates_jsonl(path: str) -> Iterator[Union[Candidate, DeadLetter]]:
         continue
       passage_id, passage, rank, score = parsed
       yield Candidate(system.strip(), query_id, question, passage_id, passage, rank,
-                      score, path, line)
+                      score, path, line, index)
 
 
 class _BadEntry(NamedTuple):

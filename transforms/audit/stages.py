@@ -4,6 +4,7 @@ applies them (beam_jobs/audit.py):
     GradeAnswers          answers -> answers with EM / F1 (--gold)
     IndexTopics           TREC topics -> {query id: question}, repeats dead-lettered
     MatchCandidates       candidates -> AuditPairs of the answers that ask for them
+    SelectCandidates      an answer's pairs -> those it is audited on, in rank order
     ExpandToArticles      top-1 pairs -> every passage of their article
     JoinCandidatePassages pairs -> (CandidateKey, example) with corpus passages
     RateCandidates        examples -> AuditCandidateRows, answers accounted for
@@ -21,10 +22,11 @@ from apache_beam.io.filesystems import FileSystems
 from autoais.schemas import AuditCandidateRow, AuditPair
 from autoais.transforms.audit.readers import read_topics
 from autoais.transforms.audit.steps import (JOIN_KEY, AccountAnswersFn, BuildTopicIndex,
-                                    ExpandArticleFn, FirstCandidate,
-                                    MatchCandidatesFn, PrepareExamplesFn, answer_row_key,
+                                    ExpandArticleFn, MatchCandidatesFn,
+                                    PrepareExamplesFn, SelectCandidatesFn, answer_row_key,
                                     candidate_scoring_failed, later_topic,
                                     passage_to_look_up, top1_article, unit_key)
+from autoais.transforms.io.spilled_groups import SpilledGroupByKey
 from autoais.transforms.corpus import store
 from autoais.transforms.io.gold import ReadGold
 from autoais.transforms.io.input_records import ReadRecords
@@ -100,18 +102,17 @@ class IndexTopics(beam.PTransform):
 class MatchCandidates(beam.PTransform):
   """PCollection[Candidate] -> {"pairs": AuditPair per candidate an answer asks
   for, "per_answer": (answer row, candidates matched), "dead_letter":
-  candidates no answer asks for, "stats": candidates below `top_k`}.
+  candidates no answer asks for, "stats": candidates matched through topics}.
   `index`: the singleton AnswerIndex; `questions`: the singleton topics."""
 
-  def __init__(self, top_k: Optional[int], index, questions):
+  def __init__(self, index, questions):
     super().__init__()
-    self._top_k = top_k
     self._index = index
     self._questions = questions
 
   def expand(self, candidates):
     matched = candidates | "MatchAnswers" >> beam.ParDo(
-        MatchCandidatesFn(self._top_k), beam.pvalue.AsSingleton(self._index),
+        MatchCandidatesFn(), beam.pvalue.AsSingleton(self._index),
         beam.pvalue.AsSingleton(self._questions)).with_outputs(
             "dead_letter", "stats", main="pairs")
     per_answer = (matched.pairs
@@ -121,23 +122,42 @@ class MatchCandidates(beam.PTransform):
             "dead_letter": matched.dead_letter, "stats": matched.stats}
 
 
+class SelectCandidates(beam.PTransform):
+  """PCollection[AuditPair] -> {"pairs": the pairs each answer is audited on
+  (SelectCandidatesFn), "firsts": (an answer's top-1 pair, pairs kept),
+  "dead_letter": later lists, ranks and passages given again, "stats":
+  candidates past `top_k`, lists whose scores do not fall with rank}. An
+  answer's pairs are grouped through runs on disk under `work_dir`."""
+
+  def __init__(self, top_k: Optional[int], work_dir: str):
+    super().__init__()
+    self._top_k = top_k
+    self._work_dir = work_dir
+
+  def expand(self, pairs):
+    selected = (pairs
+                | "KeyByAuditedAnswer" >> beam.Map(lambda pair: (unit_key(pair), pair))
+                | "GroupByAuditedAnswer" >> SpilledGroupByKey(self._work_dir)
+                | "SelectByRank" >> beam.ParDo(SelectCandidatesFn(self._top_k)
+                                               ).with_outputs("firsts", "dead_letter",
+                                                              "stats", main="pairs"))
+    return {"pairs": selected.pairs, "firsts": selected.firsts,
+            "dead_letter": selected.dead_letter, "stats": selected.stats}
+
+
 class ExpandToArticles(beam.PTransform):
-  """PCollection[AuditPair] -> {"pairs": each answer's top-1 pair (rank 1), then
-  every other passage of its article (--candidates_from article), "stats":
-  candidates replaced and articles missing, "join_stats": the article index's
-  reads}."""
+  """PCollection[(top-1 AuditPair, pairs kept)] of each answer -> {"pairs": the
+  top-1 pair (rank 1), then every other passage of its article
+  (--candidates_from article), "stats": candidates replaced and articles
+  missing, "join_stats": the article index's reads}."""
 
   def __init__(self, corpus_dir: str):
     super().__init__()
     self._corpus_dir = corpus_dir
 
-  def expand(self, pairs):
-    articles = (pairs
-                | "KeyByAuditedAnswer" >> beam.Map(lambda pair: (unit_key(pair), pair))
-                | "FindTopCandidate" >> beam.CombinePerKey(FirstCandidate())
-                | "DropAnswerKeys" >> beam.Values()
-                | "LookUpArticles" >> store.LookupArticles(self._corpus_dir,
-                                                           top1_article))
+  def expand(self, firsts):
+    articles = firsts | "LookUpArticles" >> store.LookupArticles(self._corpus_dir,
+                                                                  top1_article)
     expanded = articles["joined"] | "ExpandArticles" >> beam.ParDo(
         ExpandArticleFn()).with_outputs("stats", main="pairs")
     return {"pairs": expanded.pairs, "stats": expanded.stats,

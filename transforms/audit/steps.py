@@ -213,15 +213,9 @@ def _of_system(answer: AuditAnswer) -> str:
 
 class MatchCandidatesFn(beam.DoFn):
   """Candidate -> AuditPair, or an `unmatched` dead letter when no answer asks
-  for it; candidates ranked below --top_k are counted and dropped."""
-
-  def __init__(self, top_k: Optional[int]):
-    self._top_k = top_k
+  for it."""
 
   def process(self, candidate: Candidate, index: AnswerIndex, topics: Dict[str, str]):
-    if self._top_k is not None and candidate.rank > self._top_k:
-      yield beam.pvalue.TaggedOutput("stats", {"beyond_top_k": 1})
-      return
     answer, through_topics = index.match(candidate, topics)
     if through_topics:
       yield beam.pvalue.TaggedOutput("stats", {"matched_through_topics": 1})
@@ -238,7 +232,7 @@ class MatchCandidatesFn(beam.DoFn):
                     answer.answer, answer.em, answer.f1, candidate.passage_id,
                     candidate.passage, candidate.rank, candidate.retrieval_score, False,
                     answer.source_file, answer.source_line, candidate.source_file,
-                    candidate.source_line)
+                    candidate.source_line, candidate.entry)
 
 
 def unit_key(pair: AuditPair) -> Tuple[str, str, int]:
@@ -246,32 +240,89 @@ def unit_key(pair: AuditPair) -> Tuple[str, str, int]:
   return (pair.system_name, pair.answer_file, pair.answer_line)
 
 
-def _pair_order(pair: AuditPair):
-  return (pair.rank, pair.passage_id, pair.source_file, pair.source_line)
+def candidate_list(pair: AuditPair) -> str:
+  """The list a pair was read from: a file's candidates of one query and
+  system (a TREC run's lines of a query and tag; the JSON Lines lines of a
+  query and system_name, one or several)."""
+  return pair.source_file
 
 
-class FirstCandidate(beam.CombineFn):
-  """AuditPairs of one answer -> (the best-ranked pair, how many there were)."""
+def _read_order(pair: AuditPair) -> Tuple[str, int, int]:
+  return (pair.source_file, pair.source_line, -1 if pair.entry is None else pair.entry)
 
-  def create_accumulator(self):
-    return None, 0
 
-  def add_input(self, accumulator, pair):
-    best, count = accumulator
-    if best is None or _pair_order(pair) < _pair_order(best):
-      best = pair
-    return best, count + 1
+def _where(pair: AuditPair) -> str:
+  return f"{pair.source_file}:{pair.source_line}"
 
-  def merge_accumulators(self, accumulators):
-    best, total = None, 0
-    for pair, count in accumulators:
-      if pair is not None and (best is None or _pair_order(pair) < _pair_order(best)):
-        best = pair
-      total += count
-    return best, total
 
-  def extract_output(self, accumulator):
-    return accumulator
+def _field(pair: AuditPair, trec: str, jsonl: str) -> str:
+  """A pair's field as its file names it: a TREC column, or an entry's key."""
+  return trec if pair.entry is None else f"candidates[{pair.entry}].{jsonl}"
+
+
+def _rejected_pair(pair: AuditPair, reason: str, field: str, why: str) -> DeadLetter:
+  return DeadLetter(pair.source_file, pair.source_line, REJECTED, reason, field,
+                    f"{_where(pair)}: field {field!r}: {why}", _candidate_json(pair))
+
+
+class SelectCandidatesFn(beam.DoFn):
+  """(audited answer, its AuditPairs) -> the pairs it is audited on, in rank
+  order: those of its first list (the first file that has any), each rank once
+  and each passage once (the first in rank, then reading, order), with `top_k`
+  the K first of them. A pair of a later list for the same answer (a run given
+  twice, two runs under one tag), a rank or a passage given again, is
+  dead-lettered; a pair past the K first is counted. Left in, they would put
+  two candidates at one rank, and the top-1 would be whichever id sorts first.
+  Tagged "firsts": (the top-1 pair, how many pairs were kept), for
+  --candidates_from article."""
+
+  def __init__(self, top_k: Optional[int]):
+    self._top_k = top_k
+
+  def process(self, grouped):
+    _, pairs = grouped
+    pairs = sorted(pairs, key=_read_order)
+    first_list, ranked = candidate_list(pairs[0]), []
+    for pair in pairs:
+      if candidate_list(pair) == first_list:
+        ranked.append(pair)
+        continue
+      yield beam.pvalue.TaggedOutput("dead_letter", _rejected_pair(
+          pair, "repeated_list", "tag" if pair.entry is None else "system_name",
+          f"a second candidate list of system {pair.system_name!r} for the answer at "
+          f"{pair.answer_file}:{pair.answer_line} (the first: {_where(pairs[0])}); "
+          "only the first is audited"))
+    ranked.sort(key=lambda pair: (pair.rank, _read_order(pair)))
+    ranks, passages, kept, scores = {}, {}, [], []
+    for pair in ranked:
+      if pair.rank in ranks:
+        yield beam.pvalue.TaggedOutput("dead_letter", _rejected_pair(
+            pair, "repeated_rank", _field(pair, "rank", "rank"),
+            f"rank {pair.rank} is already that of candidate "
+            f"{ranks[pair.rank].passage_id!r} ({_where(ranks[pair.rank])}) of this "
+            "list; the first is kept"))
+        continue
+      ranks[pair.rank] = pair
+      if pair.passage_id in passages:
+        yield beam.pvalue.TaggedOutput("dead_letter", _rejected_pair(
+            pair, "duplicate_candidate",
+            _field(pair, "docid", "id" if pair.passage is None else "passage"),
+            f"passage {pair.passage_id!r} is already a candidate of this answer of "
+            f"system {pair.system_name!r}, at rank {passages[pair.passage_id]}; the "
+            "first is kept"))
+        continue
+      passages[pair.passage_id] = pair.rank
+      if self._top_k is not None and len(kept) >= self._top_k:
+        yield beam.pvalue.TaggedOutput("stats", {"beyond_top_k": 1})
+        continue
+      kept.append(pair)
+      if pair.retrieval_score is not None:
+        scores.append(pair.retrieval_score)
+      yield pair
+    if any(later > earlier for earlier, later in zip(scores, scores[1:])):
+      # Audited by rank, as the docs say; trec_eval orders a run by its scores.
+      yield beam.pvalue.TaggedOutput("stats", {"lists_ranked_against_scores": 1})
+    yield beam.pvalue.TaggedOutput("firsts", (kept[0], len(kept)))
 
 
 def top1_article(first_and_count) -> Optional[str]:
@@ -360,7 +411,6 @@ class AnswerAudit:
   """Accumulates one audited answer's candidate rows, in rank order."""
 
   def __init__(self):
-    self.seen = set()
     self.n_found = 0
     self.n_unknown = 0
     self.n_attributable = 0
@@ -368,22 +418,17 @@ class AnswerAudit:
     self.best = None  # (nli_score, id, rank, attributable)
 
   def add(self, candidate_id: str, rank: int, found: bool, attributable: bool,
-          nli_score: Optional[float]) -> bool:
-    """False for a repeated candidate (dropped)."""
-    if candidate_id in self.seen:
-      return False
-    self.seen.add(candidate_id)
+          nli_score: Optional[float]) -> None:
     if self.top1 is None:
       self.top1 = (candidate_id, rank, found and attributable)
     if not found:
       self.n_unknown += 1
-      return True
+      return
     self.n_found += 1
     self.n_attributable += attributable
     # Rows arrive in rank order: a later candidate wins only with a higher score.
     if self.best is None or nli_score > self.best[0]:
       self.best = (nli_score, candidate_id, rank, attributable)
-    return True
 
   def row(self, system: str, answer) -> AuditAnswerRow:
     def yes_no(value) -> str:

@@ -3,13 +3,12 @@ from the merged candidate rows (the job skeleton, transforms/rows/: an answer's
 candidates arrive together, in rank order), and the per-system summary
 audit.{csv,json,md} with bootstrap CIs.
 """
-import json
 from typing import NamedTuple, Optional
 
 import apache_beam as beam
 
 from autoais.schemas import (AUDIT_ANSWER_ROW_SCHEMA, AUDIT_CANDIDATE_SCHEMA, AUDIT_SYSTEM_SCHEMA,
-                     REJECTED, AuditCandidateRow, DeadLetter)
+                     AuditCandidateRow)
 from autoais.transforms.audit.steps import AUDIT_KEY, AnswerAudit, AuditOutcomes, audit_system_row
 from autoais.transforms.rows.merge import RowFold, RowTable
 from autoais.transforms.rows.summary import WriteSummary, percent
@@ -35,9 +34,9 @@ class _MergedCandidate(NamedTuple):
 
 
 class AuditFold(RowFold):
-  """An answer's candidates arrive together, in rank order: writes
-  audit_candidates.parquet and audit_answers.parquet / .csv, dead-letters
-  repeated candidates of an answer, and gives one AuditOutcomes per system."""
+  """An answer's candidates arrive together, in rank order (each passage and
+  rank once: stages.SelectCandidates): writes audit_candidates.parquet and
+  audit_answers.parquet / .csv, and gives one AuditOutcomes per system."""
   row_type = AuditCandidateRow
   merged_type = _MergedCandidate
   sort_key = AUDIT_KEY
@@ -66,30 +65,17 @@ class AuditFold(RowFold):
     if unit != self._unit:
       self._finish_answer(tables)
       self._unit, self._audit, self._first = unit, AnswerAudit(), row
-    if not self._audit.add(row.candidate_id, row.rank, row.found, row.auto_ais == "Y",
-                           row.nli_score):
-      if row.found:  # one not found is dead-lettered already, as unknown
-        yield self._duplicate(ref)
-      return
+    self._audit.add(row.candidate_id, row.rank, row.found, row.auto_ais == "Y",
+                    row.nli_score)
     if row.found:
       tables["audit_candidates"].add(ref)
       self._stats["article_candidates" if row.from_article
                   else "candidates_scored"] += 1
+    return ()
 
   def end_system(self, tables):
     self._finish_answer(tables)
     yield self._outcomes
-
-  @staticmethod
-  def _duplicate(ref) -> DeadLetter:
-    row = ref.row(AuditCandidateRow)
-    return DeadLetter(
-        row.source_file, row.source_line, REJECTED, "duplicate_candidate", "docid",
-        f"{row.source_file}:{row.source_line}: field 'docid': passage "
-        f"{row.candidate_id!r} is already a candidate of this answer of system "
-        f"{row.system_name!r} at a better rank; the first is kept",
-        json.dumps({"system_name": row.system_name, "question": row.question,
-                    "id": row.candidate_id, "rank": row.rank}, ensure_ascii=False))
 
   def stats(self):
     return self._stats
