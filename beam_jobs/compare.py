@@ -297,6 +297,9 @@ class _CompareRecord(RunRecord):
                                         ).get("started_at")}
                    for run in RUNS},
         "scorer": self._plan.header["scorer"],
+        # Each run's: "scorer" is the candidate's alone.
+        "scorers": {run: (self._plan.runs[run].get("scorer") or {}).get("name")
+                    for run in RUNS},
         "scorer_changed": self._plan.scorer_changed,
         "fail_on_regression": self._fail_points,
         "regression_measure": self._plan.regression_measure,

@@ -537,6 +537,22 @@ def test_a_group_of_one_label_regresses_in_accuracy():
   assert row.balanced_accuracy_change == -25.0 and row.regression
 
 
+def test_an_unchanged_balanced_accuracy_changes_by_exactly_zero():
+  """Two positives, six negatives: the baseline right on 0 and 5 of them, the
+  candidate on 1 and 2. Both balanced accuracies are 41.666...%, summed in
+  another order: their raw difference is -7.1e-15, not 0."""
+  labels = np.array([True] * 2 + [False] * 6)
+  base_right = np.array([False, False] + [True] * 5 + [False])
+  cand_right = np.array([True, False] + [True] * 2 + [False] * 4)
+  questions = [QuestionPair(f"item{i}", 0.0, 0.0, None, (bool(b == label),),
+                            (bool(c == label),), (bool(label),))
+               for i, (label, b, c) in enumerate(zip(labels, base_right, cand_right))]
+  row = system_change("all items", questions, {"baseline": 8, "candidate": 8}, 50, 0, None,
+                      {"baseline": {}, "candidate": {}})
+  assert row.balanced_accuracy_baseline == row.balanced_accuracy_candidate
+  assert row.balanced_accuracy_change == 0.0
+
+
 def test_agreement_runs_of_other_sets_are_refused(agreement_runs, tmp_path, capsys):
   def other_files(run):
     run["inputs"]["input"] = run["inputs"]["input"][:2]
@@ -546,6 +562,37 @@ def test_agreement_runs_of_other_sets_are_refused(agreement_runs, tmp_path, caps
                  "true") == 2
   assert "different labelled sets" in capsys.readouterr().err
   assert not (tmp_path / "a").exists()
+
+
+def test_an_edited_labelled_set_is_refused_and_unchanged_figures_change_by_zero(
+    tmp_path, capsys):
+  """aggrefact items are named by their line: the same file with a row put
+  first pairs each item with its neighbour, and is refused; the file against
+  itself changes by exactly 0 (no float noise), leaderboard figures written
+  at 12 significant digits."""
+  source = EXAMPLES / "agreement" / "aggrefact.csv"
+  header, *rows = source.read_text(encoding="utf-8").splitlines(keepends=True)
+  for name, lines in (("same", rows), ("again", rows), ("edited", rows[-1:] + rows)):
+    (tmp_path / name).mkdir()
+    (tmp_path / name / "aggrefact.csv").write_text(header + "".join(lines),
+                                                   encoding="utf-8")
+    assert run_job(agreement, "--input", tmp_path / name / "aggrefact.csv", "--format",
+                   "aggrefact", "--output_dir", tmp_path / f"{name}-run") == 0
+  capsys.readouterr()
+  assert run_job(compare, "--baseline", tmp_path / "same-run", "--candidate",
+                 tmp_path / "edited-run", "--output_dir", tmp_path / "refused") == 2
+  error = capsys.readouterr().err
+  assert "another item in --candidate" in error and "item 'aggrefact:" in error
+  assert not (tmp_path / "refused" / "run.json").exists()
+  assert run_job(compare, "--baseline", tmp_path / "same-run", "--candidate",
+                 tmp_path / "again-run", "--output_dir", tmp_path / "unchanged") == 0
+  for row in _systems(tmp_path / "unchanged").values():
+    for name in ("accuracy_change", "balanced_accuracy_change", "string_match_change"):
+      assert row[name] in (None, 0.0), (name, row[name])
+    for name in ("leaderboard_string_match_baseline", "leaderboard_string_match_candidate"):
+      assert row[name] is None or float(f"{row[name]:.12g}") == row[name]
+  record = json.loads((tmp_path / "unchanged" / "run.json").read_text(encoding="utf-8"))
+  assert record["scorers"] == {"baseline": "string-match", "candidate": "string-match"}
 
 
 CITING_CHANGED = 20  # supported first sentences whose citation the candidate moves

@@ -48,6 +48,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.io.parquetio import ReadAllFromParquet
 
 from autoais.schemas import CompareFlipRow, CompareSystemRow
+from autoais.schemas.errors import InputError
 from autoais.transforms.io.spilled_groups import SpilledCoGroupByKey
 from autoais.transforms.scoring.label import named_figures
 from autoais.transforms.stats.agreement import mcnemar_exact
@@ -79,6 +80,10 @@ class RowKind(NamedTuple):
   # citations: the precision credit of a sentence and the citations it uses
   # (comma-separated document numbers), whose sums give its answer's precision
   precision: Optional[Tuple[str, str]] = None
+  # The columns that say what a paired row is (agreement: the item itself),
+  # which must be the same in both runs: an item id is a file's line where
+  # the format has none, and pairs another item once the file is edited.
+  identity: Tuple[str, ...] = ()
 
 
 EVALUATE_ROWS = RowKind("evaluate", "ratings.parquet", "leaderboard.json", "autoais",
@@ -89,7 +94,8 @@ CLAIMS_ROWS = RowKind("claims", "claims_rows.parquet", "claims.json", "macro_aut
                       "evidence", False, None, "claim_index")
 AGREEMENT_ROWS = RowKind("agreement", "agreement_rows.parquet", "agreement.json",
                          "predicted_ais", None, "item_id", "decision", None, "hypothesis",
-                         None, None, False, "human_attributable")
+                         None, None, False, "human_attributable",
+                         identity=("premise_digest", "hypothesis", "human_label"))
 CITATIONS_ROWS = RowKind("citations", "citations_rows.parquet", "citations.json",
                          "citation_rec", "system_name", "question", "supported",
                          "hypothesis", "sentence", "used", None, False, None,
@@ -110,7 +116,7 @@ def read_columns(kind: RowKind) -> List[str]:
       kind.question, kind.decision, "nli_score", kind.answer]
   parts += [column for column in (kind.claim, kind.attribution, kind.passage, kind.label,
                                   kind.position) if column is not None]
-  parts += list(kind.precision or ())
+  parts += list(kind.precision or ()) + list(kind.identity)
   if kind.graded:
     parts += ["em", "f1"]
   return list(dict.fromkeys(parts))
@@ -138,7 +144,7 @@ def headlines(kind: RowKind, summary: Dict, measure: str) -> Dict[str, Optional[
   if kind.system is None:
     def percent(figures):
       value = (figures or {}).get(kind.headline)
-      return None if value is None else 100.0 * value
+      return None if value is None else _rounded(100.0 * value)
     found = {ALL_ITEMS: percent(summary.get("overall"))}
     for grouping, groups in (summary.get("groups") or {}).items():
       for group, figures in groups.items():
@@ -336,10 +342,12 @@ def _agreement_change(base_right: np.ndarray, cand_right: np.ndarray,
   with np.errstate(divide="ignore", invalid="ignore"):
     resampled = 0.5 * (means[:, 1] / means[:, 2] + means[:, 3] / means[:, 4])
   resampled = resampled[np.isfinite(resampled)]
-  base, cand = balanced(base_right), balanced(cand_right)
+  base, cand = _rounded(balanced(base_right)), _rounded(balanced(cand_right))
   bounds = ((None, None) if not len(resampled)
             else percentile_intervals(resampled[:, None])[0])
-  return accuracy + (_rounded(base), _rounded(cand), _rounded(cand - base),
+  # The change of the figures as written: two means of the same value, summed
+  # in another order, differ in their last bits (1.4e-14 for no change).
+  return accuracy + (base, cand, _rounded(cand - base),
                      *(None if bound is None else _rounded(bound) for bound in bounds))
 
 
@@ -371,6 +379,8 @@ def keyed_rows(row: dict, kind: RowKind, groupings: Sequence[str]):
     credit, used = kind.precision
     parts["credit"] = row[credit]
     parts["cited"] = len(row[used].split(",")) if row[used] else 0
+  if kind.identity:
+    parts["identity"] = {column: row[column] for column in kind.identity}
   for column in ("em", "f1"):
     if column in row:
       parts[column] = row[column]
@@ -401,11 +411,24 @@ class _PairRowsFn(beam.DoFn):
         # one answer's claims.
         found[run] = rows if self._kind.claim is not None else rows[:1]
     if len(found) == 2:
+      _check_same_item(question, found["baseline"][0], found["candidate"][0])
       pair, flips = pair_question(self._kind, system, question, found["baseline"],
                                   found["candidate"])
       yield system, pair
       for flip in flips:
         yield beam.pvalue.TaggedOutput("flips", flip)
+
+
+def _check_same_item(question: str, baseline: dict, candidate: dict) -> None:
+  """InputError (exit 2) where a paired row is not the same item in both runs."""
+  before, after = baseline.get("identity"), candidate.get("identity")
+  if before != after:
+    differing = [column for column in before if before[column] != after[column]]
+    raise InputError(
+        f"item {question!r} is another item in --candidate than in --baseline (its "
+        f"{', '.join(differing)} differ): the agreement runs read different labelled "
+        "sets under the same file names (an edited file?); their items cannot be "
+        "paired")
 
 
 class _SystemChangeFn(beam.DoFn):
