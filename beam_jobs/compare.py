@@ -23,9 +23,11 @@ of different formats or input files, runs of two different jobs, and runs of a j
 
 Outputs in --output_dir: compare.csv / compare.parquet (the rows both runs
 scored whose decision flipped, with both answers, passages and scores, most
-lowered score first), compare_systems.csv, compare.json and compare.md (per
-system: AutoAIS of both runs over the questions both scored (citations:
-citation recall, and citation precision beside it), the change of
+lowered score first; with gold, also a question rated Y in one run alone),
+compare_systems.csv, compare.json and compare.md (per system: AutoAIS of both
+runs, with gold over every gold question as the leaderboards count it, else
+over the questions both scored (citations: citation recall, and citation
+precision beside it), the change of
 AutoAIS, EM and F1 in points with a 95% paired-bootstrap interval, McNemar's
 exact test, the leaderboards' headline AutoAIS; systems added and removed),
 report.html (a forest plot of the changes), dead_letter.jsonl and run.json,
@@ -233,6 +235,10 @@ class _Plan:
       raise ConfigError("the runs were graded against different gold answers ("
                         + "; ".join(gold) + "): their EM and AutoAIS over gold "
                         "questions are not comparable")
+    # Two evaluate runs with gold (the same, as checked): AutoAIS is compared
+    # over its questions, as their leaderboards count it.
+    self.gold_questions = (self.runs["candidate"].get("n_gold")
+                           if self.kind.graded else None)
     self.scorer_changed = _scorer_differences(self.runs["baseline"].get("scorer", {}),
                                               self.runs["candidate"].get("scorer", {}))
     if options.allow_changed_scorer and not self.scorer_changed:
@@ -322,7 +328,8 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
   work_dir = plan.output.claim()
   changes = pipeline | "CompareRatings" >> CompareRatings(
       plan.kind, plan.files, FileSystems.join(work_dir, "groups"), options.bootstrap_samples,
-      options.seed, options.fail_on_regression, plan.leaderboards, plan.groupings)
+      options.seed, options.fail_on_regression, plan.leaderboards, plan.groupings,
+      plan.gold_questions)
   summary = changes | "WriteCompareFiles" >> WriteCompareFiles(
       options.output_dir, work_dir, plan.header)
   no_dead_letters = pipeline | "NoDeadLetters" >> beam.Create(

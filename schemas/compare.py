@@ -7,8 +7,9 @@ import pyarrow as pa
 
 
 class CompareFlipRow(NamedTuple):
-  """A row both runs scored whose AutoAIS decision differs: evaluate's (system,
-  question), or a claim of the same text in one system's answer to a question
+  """A row both runs scored whose AutoAIS decision differs (or, of two evaluate
+  runs with gold, a question one run rated Y and the other did not rate):
+  evaluate's (system, question), or a claim of the same text in one system's answer to a question
   (claims: the answer fields hold the claim, the passages its evidence, and
   there is no attribution), or a sentence of the same text (citations removed)
   in one system's answer (citations: the answer fields hold the sentence as
@@ -16,8 +17,10 @@ class CompareFlipRow(NamedTuple):
   passage)."""
   system_name: str
   question: str
-  baseline_answer: str
-  candidate_answer: str
+  # None: a gold question the run did not rate (evaluate), N as its
+  # leaderboard counts it.
+  baseline_answer: Optional[str]
+  candidate_answer: Optional[str]
   baseline_attribution: Optional[str]
   candidate_attribution: Optional[str]
   baseline_passage: Optional[str]
@@ -32,8 +35,8 @@ class CompareFlipRow(NamedTuple):
 COMPARE_FLIP_SCHEMA = pa.schema([
     pa.field("system_name", pa.string(), nullable=False),
     pa.field("question", pa.string(), nullable=False),
-    pa.field("baseline_answer", pa.string(), nullable=False),
-    pa.field("candidate_answer", pa.string(), nullable=False),
+    pa.field("baseline_answer", pa.string()),
+    pa.field("candidate_answer", pa.string()),
     pa.field("baseline_attribution", pa.string()),
     pa.field("candidate_attribution", pa.string()),
     pa.field("baseline_passage", pa.string()),

@@ -135,19 +135,30 @@ def test_gold_digest_is_the_gold_content_in_any_order(runs, tmp_path):
 
 
 def test_changes_intervals_and_mcnemar_equal_an_independent_computation(runs):
+  """EM and F1 over the questions both runs rated; AutoAIS over every gold
+  question (those no run rated are N in both, after the rated ones), so that
+  its change is the difference of the leaderboards' figures."""
   root = runs["root"]
   baseline, candidate = _ratings(root / "baseline"), _ratings(root / "candidate")
+  n_gold = json.loads((root / "baseline" / "run.json").read_text(encoding="utf-8"))[
+      "n_gold"]
   systems = _systems(runs["out"])
   assert set(systems) == {system for system, _ in baseline}
   for system, row in systems.items():
     questions = sorted(q for s, q in baseline if s == system and (s, q) in candidate)
     assert row["status"] == "both" and row["n_paired"] == len(questions) > 0
+    assert n_gold > len(questions)
     for field, name in (("auto_ais", "string_match"), ("em", "em"), ("f1", "f1")):
       def value(ratings, question, field=field):
         cell = ratings[(system, question)][field]
         return float(cell == "Y") if field == "auto_ais" else float(cell)
       differences = 100.0 * np.array([value(candidate, q) - value(baseline, q)
                                       for q in questions])
+      if field == "auto_ais":
+        differences = np.concatenate([differences, np.zeros(n_gold - len(questions))])
+        assert row[f"{name}_change"] == pytest.approx(
+            row[f"leaderboard_{name}_candidate"] - row[f"leaderboard_{name}_baseline"],
+            abs=1e-9)
       low, high = _bootstrap_interval(differences, SAMPLES, SEED)
       assert row[f"{name}_change"] == pytest.approx(differences.mean(), abs=1e-9)
       assert row[f"{name}_change_low"] == pytest.approx(low, abs=1e-9)
@@ -160,7 +171,7 @@ def test_changes_intervals_and_mcnemar_equal_an_independent_computation(runs):
     assert row["mcnemar_p_value"] == pytest.approx(_exact_mcnemar(up, down), rel=1e-9)
   changed = systems[CHANGED_SYSTEM]
   assert changed["flipped_to_n"] == CHANGED and changed["string_match_change_high"] < 0
-  assert changed["string_match_change"] == pytest.approx(-100.0 * CHANGED / changed["n_paired"])
+  assert changed["string_match_change"] == pytest.approx(-100.0 * CHANGED / n_gold)
   assert changed["mcnemar_p_value"] < 1e-9
   assert all(row["string_match_change"] == 0 for name, row in systems.items()
              if name != CHANGED_SYSTEM)
@@ -187,6 +198,56 @@ def test_fail_on_regression_exits_3_past_the_bar_and_0_below_it(runs, tmp_path, 
   assert (tmp_path / "fail" / "compare.csv").exists()
   assert run_job(compare, *args, "--output_dir", tmp_path / "pass",
                  "--fail_on_regression", round(drop * 2, 3)) == 0
+
+
+def test_a_system_whose_rows_go_missing_falls_as_its_leaderboard_does(example_corpus,
+                                                                      tmp_path, capsys):
+  """Tonight retrieve-then-read drops four answers the baseline rated Y and
+  points a fifth at a passage the corpus lacks (dead-lettered, not rated): its
+  leaderboard falls by 5 of 16 questions, and so does compare's AutoAIS (it
+  was unchanged over the questions both runs rated), with five Y-to-N flips
+  whose tonight side is empty; --fail_on_regression 5 fails the night."""
+  common = ["--corpus", example_corpus, "--gold", EXAMPLES / "gold.jsonl"]
+  assert run_job(evaluate, "--predictions", EXAMPLES / "predictions" / "*.csv",
+                 "--output_dir", tmp_path / "last", *common) == 0
+  rated_y = [row["question"] for row in _read_csv(tmp_path / "last" / "ratings.csv")
+             if row["system_name"] == "retrieve-then-read" and row["auto_ais"] == "Y"]
+  assert len(rated_y) >= 5
+  (tmp_path / "tonight").mkdir()
+  for path in sorted((EXAMPLES / "predictions").glob("*.csv")):
+    rows = _read_csv(path)
+    if path.stem == "retrieve-then-read":
+      rows = [row for row in rows if row["question"] not in rated_y[:4]]
+      for row in rows:
+        if row["question"] == rated_y[4]:
+          row["attribution"] = "http://en.wikipedia.org/wiki/Nowhere#Nowhere#0"
+    with open(tmp_path / "tonight" / path.name, "w", newline="", encoding="utf-8") as f:
+      writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+      writer.writeheader()
+      writer.writerows(rows)
+  assert run_job(evaluate, "--predictions", tmp_path / "tonight" / "*.csv",
+                 "--output_dir", tmp_path / "tonight-run", *common) == 0
+  capsys.readouterr()
+  assert run_job(compare, "--baseline", tmp_path / "last", "--candidate",
+                 tmp_path / "tonight-run", "--output_dir", tmp_path / "out",
+                 "--fail_on_regression", 5) == 3
+  row = _systems(tmp_path / "out")["retrieve-then-read"]
+  assert row["string_match_change"] == pytest.approx(-100.0 * 5 / 16)
+  assert row["string_match_change"] == pytest.approx(
+      row["leaderboard_string_match_candidate"] - row["leaderboard_string_match_baseline"])
+  assert row["string_match_change_high"] < 0 and row["regression"]
+  assert row["flipped_to_n"] == 5 and row["n_paired"] == 16 - 5
+  assert row["em_change"] == 0.0  # over the questions both runs rated
+  flips = [flip for flip in _read_csv(tmp_path / "out" / "compare.csv")
+           if flip["system_name"] == "retrieve-then-read"]
+  assert sorted(flip["question"] for flip in flips) == sorted(rated_y[:5])
+  assert all(flip["candidate_answer"] == "" and flip["baseline_answer"]
+             and (flip["baseline_auto_ais"], flip["candidate_auto_ais"]) == ("Y", "N")
+             for flip in flips)
+  others = {name: system for name, system in _systems(tmp_path / "out").items()
+            if name != "retrieve-then-read"}
+  assert all(system["string_match_change"] == 0 and not system["regression"]
+             for system in others.values())
 
 
 def _altered_copy(source, target, change):

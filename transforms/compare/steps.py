@@ -17,7 +17,14 @@ system (evaluate: one rated row; claims: the answer's claims). Per system, the
 questions both runs answered are put in question order; each run's AutoAIS of a
 question is the share of its rows rated Y (evaluate: 0 or 1; claims: the
 answer's share of attributable claims, so the mean over questions is claims'
-macro AutoAIS). The change of AutoAIS (and evaluate's EM, F1) is the mean over
+macro AutoAIS). Two evaluate runs with gold are compared in AutoAIS over every
+gold question, as their leaderboards count it (paper mode): a question one run
+rated and the other did not (no prediction, or an attribution not in the
+corpus) is N in the other, and those neither rated are N in both (put after
+the others), so that the change is the difference of the two leaderboards'
+AutoAIS and a system whose rows went missing falls; EM and F1 stay over the
+questions both runs rated (a run's answer to a question it did not rate is
+not in its ratings). The change of AutoAIS (and evaluate's EM, F1) is the mean over
 the questions of candidate minus baseline, in points, with a 95% percentile
 interval from the paired bootstrap the leaderboards use
 (transforms/stats/metrics.py BootstrapWeights: numpy's default_rng(seed),
@@ -218,6 +225,24 @@ class QuestionPair(NamedTuple):
   candidate_decisions: Tuple[bool, ...]
   labels: Tuple[bool, ...]  # agreement: the paired rows' human labels; else ()
   precision: Optional[Tuple[float, float]] = None  # citations: of baseline, candidate
+  both_rated: bool = True  # False: a gold question one run alone rated
+
+
+# The side of a gold question that a run did not rate: N, as its leaderboard
+# counts it, with nothing to show.
+_NOT_RATED = {"answer": None, "attribution": None, "passage": None, "auto_ais": "N",
+              "nli_score": None}
+
+
+def one_sided_question(system: str, question: str, run: str, row: dict
+                       ) -> Tuple[QuestionPair, List[CompareFlipRow]]:
+  """A gold question that only `run` rated (evaluate, with gold): N in the
+  other run; a flip where `run` rated it Y."""
+  baseline, candidate = (row, _NOT_RATED) if run == "baseline" else (_NOT_RATED, row)
+  yes = (baseline["auto_ais"] == "Y", candidate["auto_ais"] == "Y")
+  pair = QuestionPair(question, float(yes[0]), float(yes[1]), None, (yes[0],),
+                      (yes[1],), (), both_rated=False)
+  return pair, [_flip(system, question, baseline, candidate)] if any(yes) else []
 
 
 def pair_question(kind: RowKind, system: str, question: str, baseline: Sequence[dict],
@@ -247,32 +272,45 @@ def pair_question(kind: RowKind, system: str, question: str, baseline: Sequence[
 def system_change(system: str, questions: Sequence[QuestionPair],
                   n_rows: Dict[str, int], samples: int, seed: int,
                   fail_points: Optional[float],
-                  leaderboards: Dict[str, Dict[str, float]]) -> CompareSystemRow:
+                  leaderboards: Dict[str, Dict[str, float]],
+                  gold_questions: Optional[int] = None) -> CompareSystemRow:
   """The change of one system present in both runs, from the questions both
-  answered."""
+  answered; with `gold_questions` (evaluate runs with gold), AutoAIS over that
+  many gold questions, those one run alone rated (QuestionPair.both_rated
+  False) and those neither rated (N in both) included."""
   questions = sorted(questions, key=lambda pair: pair.question)
-  n = len(questions)
+  rated = [pair for pair in questions if pair.both_rated]
+  n = len(rated)
   base_y = np.array([pair.baseline_yes for pair in questions], dtype=float)
   cand_y = np.array([pair.candidate_yes for pair in questions], dtype=float)
+  if gold_questions is not None:
+    unrated = np.zeros(gold_questions - len(questions))
+    base_y, cand_y = np.concatenate([base_y, unrated]), np.concatenate([cand_y, unrated])
   # AutoAIS, EM, F1, citation precision: None where the runs lack the figure
   differences = [100.0 * (cand_y - base_y), None, None, None]
-  if n and all(pair.graded is not None for pair in questions):
+  if n and all(pair.graded is not None for pair in rated):
     for index in (0, 1):  # EM, F1
       differences[index + 1] = 100.0 * np.array(
-          [pair.graded[index + 2] - pair.graded[index] for pair in questions],
-          dtype=float)
-  if n and all(pair.precision is not None for pair in questions):
-    base_p, cand_p = (np.array([pair.precision[index] for pair in questions], dtype=float)
+          [pair.graded[index + 2] - pair.graded[index] for pair in rated], dtype=float)
+  if n and all(pair.precision is not None for pair in rated):
+    base_p, cand_p = (np.array([pair.precision[index] for pair in rated], dtype=float)
                       for index in (0, 1))
     differences[3] = 100.0 * (cand_p - base_p)
   changes, intervals = [None] * 4, [(None, None)] * 4
   bootstrap = None
   if n:
     bootstrap = BootstrapWeights(n, samples, seed)
-    measured = [index for index, difference in enumerate(differences)
-                if difference is not None]
-    for index, interval in zip(measured, bootstrap.intervals(
-        [differences[index] for index in measured])):
+  # The figures over the same questions share their resamples.
+  measured = [index for index, difference in enumerate(differences)
+              if difference is not None and len(difference)]
+  for group in ([index for index in measured if len(differences[index]) == n],
+                [index for index in measured if len(differences[index]) != n]):
+    if not group:
+      continue
+    weights = (bootstrap if len(differences[group[0]]) == n else
+               BootstrapWeights(len(differences[group[0]]), samples, seed))
+    for index, interval in zip(group, weights.intervals(
+        [differences[index] for index in group])):
       changes[index] = _rounded(float(differences[index].mean()))
       intervals[index] = tuple(_rounded(bound) for bound in interval)
   precision = _NO_PRECISION
@@ -283,7 +321,7 @@ def system_change(system: str, questions: Sequence[QuestionPair],
                             dtype=bool)
   cand_decisions = np.array([y for pair in questions for y in pair.candidate_decisions],
                             dtype=bool)
-  labelled = n > 0 and all(pair.labels for pair in questions)
+  labelled = n > 0 and all(pair.labels for pair in rated)
   agreement = _NO_AGREEMENT
   if labelled:
     labels = np.array([y for pair in questions for y in pair.labels], dtype=bool)
@@ -305,8 +343,8 @@ def system_change(system: str, questions: Sequence[QuestionPair],
                     and change < -fail_points and high is not None and high < 0)
   return CompareSystemRow(
       system, BOTH, n_rows.get("baseline", 0), n_rows.get("candidate", 0), n,
-      _rounded(100.0 * base_y.mean()) if n else None,
-      _rounded(100.0 * cand_y.mean()) if n else None,
+      _rounded(100.0 * base_y.mean()) if len(base_y) else None,
+      _rounded(100.0 * cand_y.mean()) if len(cand_y) else None,
       changes[0], *intervals[0], changes[1], *intervals[1], changes[2], *intervals[2],
       *agreement, *precision, int(np.sum(~base_decisions & cand_decisions)),
       int(np.sum(base_decisions & ~cand_decisions)), p_value,
@@ -396,8 +434,9 @@ class _PairRowsFn(beam.DoFn):
   (system, QuestionPair) where both runs answered it, and its flipped rows on
   "flips"; every row also counts for its run on "counts" as (system, run)."""
 
-  def __init__(self, kind: RowKind):
+  def __init__(self, kind: RowKind, over_gold: bool):
     self._kind = kind
+    self._over_gold = over_gold
 
   def process(self, joined):
     (system, question), runs = joined
@@ -414,6 +453,12 @@ class _PairRowsFn(beam.DoFn):
       _check_same_item(question, found["baseline"][0], found["candidate"][0])
       pair, flips = pair_question(self._kind, system, question, found["baseline"],
                                   found["candidate"])
+      yield system, pair
+      for flip in flips:
+        yield beam.pvalue.TaggedOutput("flips", flip)
+    elif self._over_gold and found:
+      (run, rows), = found.items()
+      pair, flips = one_sided_question(system, question, run, rows[0])
       yield system, pair
       for flip in flips:
         yield beam.pvalue.TaggedOutput("flips", flip)
@@ -434,11 +479,13 @@ def _check_same_item(question: str, baseline: dict, candidate: dict) -> None:
 class _SystemChangeFn(beam.DoFn):
 
   def __init__(self, samples: int, seed: int, fail_points: Optional[float],
-               leaderboards: Dict[str, Dict[str, float]]):
+               leaderboards: Dict[str, Dict[str, float]],
+               gold_questions: Optional[int]):
     self._samples = samples
     self._seed = seed
     self._fail_points = fail_points
     self._leaderboards = leaderboards
+    self._gold_questions = gold_questions
 
   def process(self, grouped):
     system, groups = grouped
@@ -448,25 +495,28 @@ class _SystemChangeFn(beam.DoFn):
       yield one_run_system(system, present[0], runs, self._leaderboards)
       return
     yield system_change(system, list(groups["pairs"]), runs, self._samples, self._seed,
-                        self._fail_points, self._leaderboards)
+                        self._fail_points, self._leaderboards, self._gold_questions)
 
 
 class CompareRatings(beam.PTransform):
   """Applied to the pipeline, given the runs' job (a RowKind), {"baseline":
   [row table Parquet files], "candidate": [...]} and a scratch directory (and
-  for agreement, the names of the runs' groupings) ->
+  for agreement, the names of the runs' groupings; for evaluate runs with
+  gold, its number of questions, over which AutoAIS is compared) ->
   {"systems": PCollection[CompareSystemRow], "flips":
   PCollection[CompareFlipRow]}."""
 
   def __init__(self, kind: RowKind, files: Dict[str, Sequence[str]], work_dir: str,
                samples: int, seed: int, fail_points: Optional[float],
-               leaderboards: Dict[str, Dict[str, float]], groupings: Sequence[str] = ()):
+               leaderboards: Dict[str, Dict[str, float]], groupings: Sequence[str] = (),
+               gold_questions: Optional[int] = None):
     super().__init__()
     self._kind = kind
     self._groupings = tuple(groupings)
     self._files = {run: list(files[run]) for run in RUNS}
     self._work_dir = work_dir
-    self._fn = _SystemChangeFn(samples, seed, fail_points, leaderboards)
+    self._gold_questions = gold_questions
+    self._fn = _SystemChangeFn(samples, seed, fail_points, leaderboards, gold_questions)
 
   def expand(self, pbegin):
     keyed = {}
@@ -481,7 +531,8 @@ class CompareRatings(beam.PTransform):
     paired = (keyed
               | "JoinRunsByQuestion" >> SpilledCoGroupByKey(
                   FileSystems.join(self._work_dir, "questions"))
-              | "PairRows" >> beam.ParDo(_PairRowsFn(self._kind)).with_outputs(
+              | "PairRows" >> beam.ParDo(_PairRowsFn(
+                  self._kind, self._gold_questions is not None)).with_outputs(
                   "counts", "flips", main="pairs"))
     counts = (paired.counts
               | "CountRowsPerRun" >> beam.combiners.Count.PerElement()
