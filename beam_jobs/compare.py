@@ -277,6 +277,10 @@ class _Plan:
                              "file name and question count"),
         "bootstrap": {"samples": options.bootstrap_samples, "seed": options.seed,
                       "unit": "question", "paired": True},
+        **({"autoais_over": ("every gold question, as the leaderboards count it (one "
+                             "a run did not rate is N there)" if self.gold_questions
+                             else "the questions both runs scored")}
+           if self.kind.job == "evaluate" else {}),
         "fail_on_regression": options.fail_on_regression,
         "units": {"autoais": "percent", "changes": "points"}}
     reads = {f"--{run}": self.files[run] + [FileSystems.join(self.dirs[run], name)

@@ -244,6 +244,8 @@ def test_a_system_whose_rows_go_missing_falls_as_its_leaderboard_does(example_co
   assert all(flip["candidate_answer"] == "" and flip["baseline_answer"]
              and (flip["baseline_auto_ais"], flip["candidate_auto_ais"]) == ("Y", "N")
              for flip in flips)
+  assert "string-match over every gold question, as the leaderboards count it" in (
+      tmp_path / "out" / "compare.md").read_text(encoding="utf-8")
   others = {name: system for name, system in _systems(tmp_path / "out").items()
             if name != "retrieve-then-read"}
   assert all(system["string_match_change"] == 0 and not system["regression"]

@@ -122,9 +122,10 @@ _JOB_COLUMNS["citations"] = (
     "citation_prec % baseline", "citation_prec % candidate", "citation_prec change",
     "N to Y", "Y to N", "McNemar p", "regression")
 _EXPLAINED = {
-    "evaluate": "AutoAIS, EM and F1 over the questions both runs scored; changes in "
-                "points (candidate - baseline) with 95% paired-bootstrap intervals; "
-                "McNemar's exact test on the paired decisions.",
+    "evaluate": "AutoAIS over {autoais_over}; EM and F1 over the questions both runs "
+                "scored (paired); changes in points (candidate - baseline) with 95% "
+                "paired-bootstrap intervals; McNemar's exact test on the paired "
+                "decisions.",
     "claims": "Macro AutoAIS (the mean over answers of the share of their claims rated "
               "attributable) over the questions both runs answered; changes in points "
               "(candidate - baseline) with 95% paired-bootstrap intervals over those "
@@ -158,7 +159,9 @@ def compare_markdown(header: Dict, systems: List[CompareSystemRow]) -> str:
   if header.get("scorer_changed"):
     lines += ["The scorers differ (--allow_changed_scorer): the change of model is the "
               "subject of this comparison: " + "; ".join(header["scorer_changed"]), ""]
-  lines += [_EXPLAINED[header["job"]].replace("AutoAIS", measure), ""]
+  explained = _EXPLAINED[header["job"]].format(
+      autoais_over=header.get("autoais_over", "the questions both runs scored"))
+  lines += [explained.replace("AutoAIS", measure), ""]
   columns = _JOB_COLUMNS[header["job"]]
   first = "group" if header["job"] == "agreement" else "system"
   lines += [f"| {first} | status | " + " | ".join(
