@@ -101,12 +101,12 @@ def main():
   results = {}
   for name, scorer in (("string_match", ()),
                        ("untuned_base", ("--scorer", "nli-classifier", "--model", untuned,
-                                         "--calibrate_on", validation)),
+                                         "--calibrate_on", validation,
+                                         "--calibrate_metric", "balanced_accuracy")),
                        ("fine_tuned", ("--scorer", "nli-classifier", "--model", model))):
     output = os.path.join(work, f"agreement-{name}")
     _autoais("agreement", "--input", test, "--format", "training-data",
-             "--output_dir", output, "--calibrate_metric", "balanced_accuracy",
-             "--progress_interval", 0, *scorer)
+             "--output_dir", output, "--progress_interval", 0, *scorer)
     results[name] = _overall(output)
   fine_tuned_default = os.path.join(work, "agreement-fine_tuned-at-0.5")
   _autoais("agreement", "--input", test, "--format", "training-data", "--output_dir",
