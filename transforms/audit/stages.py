@@ -26,10 +26,10 @@ from autoais.transforms.audit.steps import (JOIN_KEY, AccountAnswersFn, BuildTop
                                     PrepareExamplesFn, SelectCandidatesFn, answer_row_key,
                                     candidate_scoring_failed, later_topic,
                                     passage_to_look_up, top1_article, unit_key)
-from autoais.transforms.io.spilled_groups import SpilledGroupByKey
 from autoais.transforms.corpus import store
 from autoais.transforms.io.gold import ReadGold
 from autoais.transforms.io.input_records import ReadRecords
+from autoais.transforms.io.spilled_groups import SpilledGroupByKey
 from autoais.transforms.scoring.attribution import (ScoreAttribution, first_failure,
                                             score_columns, scored_or_failed)
 from autoais.transforms.stats.metrics import BuildGoldIndex

@@ -240,13 +240,6 @@ def unit_key(pair: AuditPair) -> Tuple[str, str, int]:
   return (pair.system_name, pair.answer_file, pair.answer_line)
 
 
-def candidate_list(pair: AuditPair) -> str:
-  """The list a pair was read from: a file's candidates of one query and
-  system (a TREC run's lines of a query and tag; the JSON Lines lines of a
-  query and system_name, one or several)."""
-  return pair.source_file
-
-
 def _read_order(pair: AuditPair) -> Tuple[str, int, int]:
   return (pair.source_file, pair.source_line, -1 if pair.entry is None else pair.entry)
 
@@ -282,9 +275,11 @@ class SelectCandidatesFn(beam.DoFn):
   def process(self, grouped):
     _, pairs = grouped
     pairs = sorted(pairs, key=_read_order)
-    first_list, ranked = candidate_list(pairs[0]), []
+    # A list is a file's candidates of one query and system: a TREC run's
+    # lines of the query and tag, the JSON Lines lines of the query and system.
+    first_file, ranked = pairs[0].source_file, []
     for pair in pairs:
-      if candidate_list(pair) == first_list:
+      if pair.source_file == first_file:
         ranked.append(pair)
         continue
       yield beam.pvalue.TaggedOutput("dead_letter", _rejected_pair(

@@ -297,18 +297,15 @@ def system_change(system: str, questions: Sequence[QuestionPair],
                       for index in (0, 1))
     differences[3] = 100.0 * (cand_p - base_p)
   changes, intervals = [None] * 4, [(None, None)] * 4
-  bootstrap = None
-  if n:
-    bootstrap = BootstrapWeights(n, samples, seed)
-  # The figures over the same questions share their resamples.
-  measured = [index for index, difference in enumerate(differences)
-              if difference is not None and len(difference)]
-  for group in ([index for index in measured if len(differences[index]) == n],
-                [index for index in measured if len(differences[index]) != n]):
-    if not group:
-      continue
-    weights = (bootstrap if len(differences[group[0]]) == n else
-               BootstrapWeights(len(differences[group[0]]), samples, seed))
+  bootstrap = BootstrapWeights(n, samples, seed) if n else None
+  # The figures over the same questions share their resamples (AutoAIS over
+  # the gold questions has its own).
+  by_length: Dict[int, List[int]] = {}
+  for index, difference in enumerate(differences):
+    if difference is not None and len(difference):
+      by_length.setdefault(len(difference), []).append(index)
+  for length, group in by_length.items():
+    weights = bootstrap if length == n else BootstrapWeights(length, samples, seed)
     for index, interval in zip(group, weights.intervals(
         [differences[index] for index in group])):
       changes[index] = _rounded(float(differences[index].mean()))
