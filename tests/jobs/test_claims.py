@@ -450,6 +450,40 @@ def test_flat_input_end_to_end_with_an_abstaining_answer(tmp_path, capsys):
   assert printed[-2 - len(table):-2] == table
 
 
+def test_an_answers_abstention_is_one_for_all_its_rows_whatever_their_order(tmp_path):
+  """An answer of the flat format whose first line has no `answer` and whose
+  second abstains: both its claim rows say abstained, in either order."""
+  lines = [{"system_name": "s", "question": "q1", "claim": "Gamma", "evidence": ["Gamma"]},
+           {"system_name": "s", "question": "q1", "claim": "Delta", "evidence": ["x"],
+            "answer": "Well. I don't know."},
+           {"system_name": "s", "question": "q2", "claim": "Eta", "evidence": ["Eta"],
+            "answer": "Sure."}]
+  found = []
+  for name, order in (("forward", lines), ("backward", lines[1::-1] + lines[2:])):
+    path = write_jsonl(tmp_path / f"{name}.jsonl", order)
+    assert run_job(claims, "--input", path, "--format", "jsonl", "--output_dir",
+                   tmp_path / name, "--bootstrap_samples", 20) == 0
+    rows = pq.read_table(tmp_path / name / "claims_rows.parquet").to_pylist()
+    found.append(sorted((row["question"], row["claim"], row["abstained"]) for row in rows))
+    (system,) = json.loads((tmp_path / name / "claims.json").read_text())["systems"]
+    assert system["n_abstaining_answers"] == 1
+  assert found[0] == found[1] == [("q1", "Delta", True), ("q1", "Gamma", True),
+                                  ("q2", "Eta", False)]
+
+
+def test_expertqa_keys_of_one_system_in_one_record_are_one_answer(tmp_path):
+  """"sysA" and "sysA " name one system: the second is a duplicate answer, not
+  claims merged into the first."""
+  claim = {"claim_string": "Paris is in France.", "evidence": ["Paris is in France."],
+           "support": "Complete"}
+  path = write_jsonl(tmp_path / "eqa.jsonl", [{"question": "Where is Paris?", "answers": {
+      "sysA": {"answer_string": "France.", "claims": [claim]},
+      "sysA ": {"answer_string": "I don't know", "claims": [claim, claim]}}}])
+  items = list(read_expertqa(str(path)))
+  assert [type(item).__name__ for item in items] == ["ClaimInput", "DeadLetter"]
+  assert (items[1].reason, items[1].field) == ("duplicate_answer", "answers.sysA ")
+
+
 def test_bad_configuration_exits_2_before_writing(tmp_path):
   assert run_job(claims, "--input", tmp_path / "none.jsonl", "--output_dir",
                  tmp_path / "out") == 2

@@ -7,9 +7,11 @@ import json
 from typing import NamedTuple, Optional
 
 import apache_beam as beam
+import pyarrow as pa
 
 from autoais.schemas import CLAIM_ROW_SCHEMA, CLAIMS_SYSTEM_SCHEMA, REJECTED, ClaimRow, DeadLetter
 from autoais.transforms.claims.steps import CLAIM_KEY, ClaimOutcomes, claims_system_row
+from autoais.transforms.io.sorted_runs import RowRef
 from autoais.transforms.rows.merge import RowFold, RowTable
 from autoais.transforms.rows.summary import WriteSummary, percent
 from autoais.transforms.scoring.label import measure_name
@@ -29,6 +31,15 @@ class _MergedClaim(NamedTuple):
   abstained: bool
 
 
+def _abstaining(ref: RowRef) -> RowRef:
+  """The row of `ref` with `abstained` true, as a one-row batch of its own
+  schema (the table copies rows as Arrow slices)."""
+  row = ref.batch.slice(ref.index, 1)
+  column = row.schema.get_field_index("abstained")
+  return RowRef(ref.values, row.set_column(column, row.schema.field(column),
+                                           pa.array([True], pa.bool_())), 0)
+
+
 class ClaimsFold(RowFold):
   """Keeps the first answer per (system, question) (an answer: the claims of
   one source record), writes claims_rows.parquet / .csv, and gives one
@@ -45,6 +56,10 @@ class ClaimsFold(RowFold):
     self._kept_claims = 0
     self._answer = None  # the unit of the kept answer
     self._outcomes = None
+    # The current answer's rows, written once its last is seen: an answer
+    # abstains if any of its lines says so (the flat format gives the answer
+    # text line by line), and each of its rows must say the same.
+    self._pending, self._abstained = [], False
 
   def start_system(self, system_name):
     self._outcomes = ClaimOutcomes(system_name)
@@ -52,14 +67,25 @@ class ClaimsFold(RowFold):
   def add(self, row, ref, tables):
     unit = (row.system_name, row.question, row.source_file, row.answer_line)
     new_answer = unit != self._answer
+    if new_answer:
+      self._write_answer(tables)
     self._answer = unit
     self._outcomes.add(new_answer, row.auto_ais == "Y", row.n_evidence > 0,
                        row.human_label, row.nli_score, row.abstained)
     self._kept_claims += 1
-    tables["claims_rows"].add(ref)
+    self._pending.append((ref, row.abstained))
+    self._abstained = self._abstained or row.abstained
     return ()
 
+  def _write_answer(self, tables):
+    for ref, abstained in self._pending:
+      if abstained != self._abstained:
+        ref = _abstaining(ref)
+      tables["claims_rows"].add(ref)
+    self._pending, self._abstained = [], False
+
   def end_system(self, tables):
+    self._write_answer(tables)
     yield self._outcomes
 
   def duplicate(self, ref, kept):

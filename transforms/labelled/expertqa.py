@@ -28,7 +28,7 @@ re-implemented here:
 * an answer abstains if its text contains one of the reference's phrases.
 """
 import re
-from typing import Iterator, List, NamedTuple, Optional, Tuple, Union
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from autoais.schemas import UNMATCHED, ClaimInput, DeadLetter
 from autoais.transforms.io.fields import has_surrogates, json_record, rejected, surrogate_field
@@ -115,7 +115,19 @@ def read_expertqa(path: str) -> Iterator[Union[ClaimInput, DeadLetter]]:
                      json_record({"question": question, "answers": answers}),
                      "answers")
       continue
+    kept: Dict[str, str] = {}  # system name -> the key it was read from
     for system in sorted(answers):
+      name = system.strip()
+      if name and name in kept:
+        # Keys that differ only in white space name one system, which
+        # answers a question once.
+        yield rejected(path, line, "duplicate_answer",
+                       f"system {name!r} already answered this question in this "
+                       f"record (key {kept[name]!r}); the first is kept",
+                       json_record({"question": question.strip(), "system_name": system}),
+                       f"answers.{system}")
+        continue
+      kept.setdefault(name, system)
       yield from _expertqa_answer(path, line, question.strip(), system,
                                   answers[system])
 
