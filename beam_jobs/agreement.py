@@ -54,7 +54,8 @@ from autoais.schemas import AgreementRow
 from autoais.schemas.errors import ConfigError, require, require_choice
 from autoais.transforms.agreement.steps import (CALIBRATION, INPUT, KeepFirstAnswers,
                                                ScoreItems, human_span_counts)
-from autoais.transforms.agreement.summary import (MEAN_GROUPINGS, Calibrate, RowsFold,
+from autoais.transforms.agreement.summary import (MEAN_GROUPINGS, Calibrate,
+                                          CountSharedItems, RowsFold,
                                           SummarizeAgreement, apply_threshold)
 from autoais.transforms.io import span_rows
 from autoais.transforms.io.inputs import match_files
@@ -296,8 +297,14 @@ def build_pipeline(pipeline: beam.Pipeline, options: PipelineOptions) -> OutputD
         lambda keyed, _: 0 if keyed[0] == INPUT else 1, 2)
     input_rows = split[0] | "InputRows" >> beam.Values()
     calibration_rows = split[1] | "CalibrationRows" >> beam.Values()
-    calibration = calibration_rows | "Calibrate" >> Calibrate(
-        options.calibrate_metric, threshold, plan.calibration_files, plan.per_dataset)
+    shared = (input_rows, calibration_rows) | "CountItemsInBothSets" >> CountSharedItems(
+        FileSystems.join(work_dir, "shared"))
+    calibration = (calibration_rows
+                   | "Calibrate" >> Calibrate(options.calibrate_metric, threshold,
+                                              plan.calibration_files, plan.per_dataset)
+                   | "NoteSharedItems" >> beam.Map(
+                       lambda chosen, n: dict(chosen, input_items_in_calibration_set=n),
+                       beam.pvalue.AsSingleton(shared)))
     input_rows = input_rows | "ApplyCalibratedThreshold" >> beam.Map(
         apply_threshold, beam.pvalue.AsSingleton(calibration))
     dead_letters[CALIBRATION] = (calibration_read.dead_letter,

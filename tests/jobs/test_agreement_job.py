@@ -324,8 +324,15 @@ def test_calibrated_threshold_is_the_exhaustive_sweeps(slices, tiny_t5, tmp_path
              for row in rows)
   manifest = json.loads((outputs["in_process"] / "run.json").read_text())
   assert manifest["calibration_counts"]["items"] == len(calibration)
-  assert "at the calibrated threshold" in (outputs["in_process"] /
-                                           "agreement.md").read_text()
+  page = (outputs["in_process"] / "agreement.md").read_text()
+  assert "at the calibrated threshold" in page
+  # The input's items that the threshold was tuned on, said on the page.
+  tuned_on = {(row["premise_digest"], row["hypothesis"]) for row in calibration}
+  shared = sum((row["premise_digest"], row["hypothesis"]) in tuned_on for row in rows)
+  assert shared >= len(calibration) > 0
+  assert chosen["input_items_in_calibration_set"] == shared
+  assert (f"{shared} of the input's {len(rows)} items are in the calibration set too"
+          in page)
 
 
 # ----------------------------------------------------------------------------

@@ -223,6 +223,8 @@ def test_ragtruth_split_scores_one_split_and_counts_the_others(tmp_path):
   assert (manifest["inputs"]["split"], manifest["inputs"]["calibrate_split"]) == (
       "test", "train")
   assert content["split"] == "test"
+  # The threshold was tuned on other responses than those scored.
+  assert content["calibration"]["input_items_in_calibration_set"] == 0
   # Without --split every row is read, whatever its split.
   assert len([item for item in read_ragtruth(str(path))]) == 7
   # A file none of whose rows is of the split yields no row: empty_inputs.

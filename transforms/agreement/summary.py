@@ -11,6 +11,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from autoais.schemas import AGREEMENT_ROW_SCHEMA, AgreementRow
 from autoais.transforms.io.atomic import write_text_atomically
+from autoais.transforms.io.spilled_groups import SpilledCoGroupByKey
 from autoais.transforms.rows.merge import RowFold, RowTable
 from autoais.transforms.rows.summary import percent
 from autoais.transforms.scoring.label import scored_by, scorer_naming
@@ -154,7 +155,14 @@ def agreement_markdown(content) -> str:
     lines += ["", f"Calibration: threshold {calibration['threshold']!r} maximises "
               f"{calibration['metric']} on {', '.join(calibration['calibrate_on'])} "
               f"({percent(calibration['value'])}%, {calibration['candidates']} "
-              "candidate thresholds).", "",
+              "candidate thresholds).", ""]
+    shared = calibration.get("input_items_in_calibration_set")
+    if shared:
+      lines += [f"{shared} of the input's {content['overall']['n_rated']} items are in "
+                "the calibration set too (the same premise and hypothesis): the "
+                "threshold was tuned on them, and their figures at it are not held "
+                "out.", ""]
+    lines += [
               f"| on the input | at threshold {content['threshold']!r} | at the calibrated "
               "threshold |",
               "|---|---:|---:|"]
@@ -254,6 +262,39 @@ def _calibration_summary(counts, metric, default, files, per_group=None):
     chosen["per_dataset"] = {"grouping": MEAN_GROUPINGS[0], "thresholds": thresholds,
                              "not_tuned": not_tuned}
   return chosen
+
+
+def _item_key(row: AgreementRow) -> Tuple[str, str]:
+  return (row.premise_digest, row.hypothesis)
+
+
+def _shared(joined) -> int:
+  """An item key's input rows where the calibration set holds it too, else 0."""
+  _, sets = joined
+  return len(list(sets["input"])) if list(sets["calibration"]) else 0
+
+
+class CountSharedItems(beam.PTransform):
+  """(PCollection[AgreementRow] of the input, of the calibration set) -> a
+  singleton: how many of the input's items the calibration set holds too (the
+  same premises and hypothesis), joined through runs on disk under
+  `work_dir`. A threshold tuned on them has seen them: at it, their figures
+  are not held out."""
+
+  def __init__(self, work_dir: str):
+    super().__init__()
+    self._work_dir = work_dir
+
+  def expand(self, sets):
+    input_rows, calibration_rows = sets
+    keyed = {"input": input_rows | "KeyInputItems" >> beam.Map(
+                 lambda row: (_item_key(row), None)),
+             "calibration": calibration_rows | "KeyCalibrationItems" >> beam.Map(
+                 lambda row: (_item_key(row), None))}
+    return (keyed
+            | "JoinSetsByItem" >> SpilledCoGroupByKey(self._work_dir)
+            | "CountShared" >> beam.Map(_shared)
+            | "SumShared" >> beam.CombineGlobally(sum))
 
 
 class Calibrate(beam.PTransform):
