@@ -202,7 +202,9 @@ def write_agreement_inputs(work: str, scale: float, words: Words) -> dict:
         answer = " ".join(text[10:12]) if rng.random() < 0.6 else f"{text[s]} y"
         writer.writerow([f"system-{s}", f"question {q}?", answer, f"doc-{q}", passage,
                          rng.choice("YN")])
-  return {"argv": ["--input", path, "--format", "ratings", "--bootstrap_samples", "100"]}
+  # No --bootstrap_samples: the ratings format's groups are systems, not data
+  # sets, and agreement refuses a flag it would leave unused.
+  return {"argv": ["--input", path, "--format", "ratings"]}
 
 
 WRITERS = {"evaluate": write_evaluate_inputs, "claims": write_claims_inputs,
