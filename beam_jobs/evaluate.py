@@ -32,6 +32,7 @@ if __name__ == "__main__":
   sys.exit(run())
 
 import functools
+from typing import Dict, List
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -54,7 +55,7 @@ from autoais.transforms.evaluate.steps import (LISTED_PASSAGES_RULE, AttachHuman
                                        ScoreAnswers)
 from autoais.transforms.io import span_rows
 from autoais.transforms.io.gold import TFDS_PREFIX, ReadGold, check_gold_source
-from autoais.transforms.io.inputs import match_files
+from autoais.transforms.io.inputs import match_files, system_name_from_path
 from autoais.transforms.io.predictions import check_prediction_file, read_predictions
 from autoais.transforms.io.input_records import ReadRecords
 from autoais.transforms.labelled.readers import check_human_ratings_file, read_human_ratings
@@ -133,12 +134,24 @@ class _Plan:
         read_dirs={"--corpus": options.corpus, **scorer_read_dirs(options)})
     self.output.check()
     carry_passages = True
+    unnamed: Dict[str, List[str]] = {}
     for path in self.prediction_files:
       columns = check_prediction_file(path)
       # A JSON Lines record carries its own fields: a row without a passage is
       # found out when it is read (dead-lettered as no_passage).
       if columns.kind == "column":
         carry_passages &= "passage" in columns.names
+      if columns.names is not None and "system_name" not in columns.names:
+        unnamed.setdefault(system_name_from_path(path), []).append(path)
+    for system, paths in unnamed.items():
+      if len(paths) > 1:
+        # Each file's rows would be one system's, the second file's answers
+        # rejected as repeats of the first's.
+        raise ConfigError(
+            f"--predictions: {len(paths)} files without a system_name name their "
+            f"rows after the same file stem, {system!r} ({', '.join(paths)}): they "
+            "would be read as one system. Rename them, or give their rows a "
+            "system_name")
     if options.gold:
       check_gold_source(options.gold)
     for path in self.human_rating_files:

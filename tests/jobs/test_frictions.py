@@ -41,6 +41,31 @@ def test_a_threshold_is_refused_with_string_match(tmp_path, capsys):
       capsys.readouterr().err)
 
 
+def test_two_prediction_files_of_one_stem_without_system_names_are_refused(
+    tmp_path, capsys):
+  """runs/a/sys.csv and runs/b/sys.csv would both be system "sys", the second's
+  answers rejected as repeats: refused at launch, naming both; with a
+  system_name column they are read."""
+  for folder in ("a", "b"):
+    (tmp_path / folder).mkdir()
+    (tmp_path / folder / "sys.csv").write_text(
+        "question,answer,passage\nwho painted the mona lisa,Leonardo da Vinci,"
+        "Leonardo da Vinci painted it.\n", encoding="utf-8")
+  output = tmp_path / "out"
+  assert run_job(evaluate, "--predictions", tmp_path / "*" / "sys.csv", "--output_dir",
+                 output) == 2
+  error = capsys.readouterr().err
+  assert "after the same file stem, 'sys'" in error and str(tmp_path / "b" / "sys.csv") in error
+  assert not output.exists()
+  for folder in ("a", "b"):
+    (tmp_path / folder / "sys.csv").write_text(
+        "system_name,question,answer,passage\n"
+        f"{folder},who painted the mona lisa,Leonardo da Vinci,Leonardo da Vinci "
+        "painted it.\n", encoding="utf-8")
+  assert run_job(evaluate, "--predictions", tmp_path / "*" / "sys.csv", "--output_dir",
+                 output) == 0
+
+
 def test_compare_names_the_flag_of_a_missing_directory(tmp_path, capsys):
   (tmp_path / "empty").mkdir()
   for baseline, said in ((tmp_path / "gone", "no such directory"),

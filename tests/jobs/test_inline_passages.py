@@ -144,6 +144,20 @@ def test_a_row_passage_wins_over_its_attribution(tmp_path, example_corpus):
   assert rated["attribution"] == row["attribution"] and rated["auto_ais"] == "Y"
 
 
+def test_a_passage_of_white_space_is_no_passage(tmp_path, example_corpus):
+  """A cell of spaces beside an attribution is no passage: the row is rated on
+  its attribution's passage, as with an empty cell, not on the spaces."""
+  row = next(row for row in _predictions() if row["contents"])
+  for name, passage in (("empty", ""), ("spaces", "   ")):
+    write_jsonl(tmp_path / f"{name}.jsonl", [{
+        "question": row["question"], "answer": row["answer"],
+        "attribution": row["attribution"], "passage": passage}])
+    _evaluate(tmp_path / name, tmp_path / f"{name}.jsonl", "--corpus", example_corpus)
+  (empty,), (spaces,) = (_ratings(tmp_path / name).values() for name in ("empty", "spaces"))
+  assert spaces["passage"] == empty["passage"] and spaces["passage"].strip()
+  assert spaces["auto_ais"] == empty["auto_ais"]
+
+
 @pytest.fixture(scope="module")
 def lists(tmp_path_factory, tiny_t5):
   """A row per question listing three passages (the one its attribution names

@@ -92,7 +92,9 @@ def parse_prediction(fields: Dict[str, object], path: str, line: int,
       question=question,
       answer=values["answer"],
       attribution=(values["attribution"] or "").strip(),
-      passage=values["passage"] or None,
+      # A cell of white space is no passage (the row falls back to its
+      # attribution), as an empty one is.
+      passage=values["passage"] if (values["passage"] or "").strip() else None,
       human_rating=rating,
       source_file=path,
       source_line=line,
