@@ -185,7 +185,8 @@ def _expected_prediction(fields, default_system):
       question=fields["question"],
       answer=fields["answer"],
       attribution=fields.get("attribution") or "",
-      passage=fields.get("passage") or None,
+      # A passage of white space is none, as an empty one is.
+      passage=fields.get("passage") if (fields.get("passage") or "").strip() else None,
       human_rating=_RATINGS[fields["human_rating"]] if fields.get("human_rating")
       is not None else None,
       source_file="", source_line=0)
