@@ -162,10 +162,8 @@ def agreement_markdown(content) -> str:
                 "the calibration set too (the same premise and hypothesis): the "
                 "threshold was tuned on them, and their figures at it are not held "
                 "out.", ""]
-    lines += [
-              f"| on the input | at threshold {content['threshold']!r} | at the calibrated "
-              "threshold |",
-              "|---|---:|---:|"]
+    lines += [f"| on the input | at threshold {content['threshold']!r} | at the "
+              "calibrated threshold |", "|---|---:|---:|"]
     for name in ("predicted_ais", "accuracy", "balanced_accuracy"):
       lines.append(f"| {name} | {percent(default[name])} | "
                    f"{percent(calibrated.get(name))} |")
